@@ -1,0 +1,5 @@
+import sys
+
+from metalport.cli import main
+
+sys.exit(main())

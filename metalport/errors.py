@@ -1,0 +1,62 @@
+"""The one error hierarchy of metalport.
+
+Every user-facing failure is a `MetalportError`: the CLI prints `str(err)` as one line and exits
+with `err.exit_code` (2 for usage and input errors, 1 for a verdict or run that failed).
+"""
+
+from __future__ import annotations
+
+
+class MetalportError(Exception):
+    """Base error: a message, optionally the `file:line` it is about and what to do."""
+
+    exit_code: int = 2
+
+    def __init__(self, message: str, *, location: str | None = None, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.location = location
+        self.hint = hint
+
+    def __str__(self) -> str:
+        text = f"{self.location}: {self.message}" if self.location else self.message
+        return f"{text}; {self.hint}" if self.hint else text
+
+
+class UsageError(MetalportError):
+    """Bad command-line input."""
+
+
+class RepoError(MetalportError):
+    """The path is not a PyTorch checkout, or the repository is in an unusable state."""
+
+
+class RegistryError(MetalportError):
+    """native_functions.yaml is malformed, or an edit to it would be invalid."""
+
+
+class UnknownOpError(RegistryError):
+    """An op name that the registry does not hold."""
+
+
+class EmulateError(MetalportError):
+    """The Metal-on-CPU tier cannot compile or run something."""
+
+
+class CompileError(EmulateError):
+    """A shader failed to compile; `diagnostics` holds the structured messages."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, diagnostics: tuple = (), location: str | None = None,
+                 hint: str | None = None) -> None:
+        super().__init__(message, location=location, hint=hint)
+        self.diagnostics = tuple(diagnostics)
+
+
+class SandboxError(MetalportError):
+    """A worktree, path-guard or command-runner failure."""
+
+
+class PipelineError(MetalportError):
+    """A migration run cannot go on (unknown run id, already native, needs an LLM, ...)."""
