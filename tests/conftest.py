@@ -1,0 +1,25 @@
+"""Shared fixtures: the installed wheel's registry files and a read-only wheel workspace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+def _wheel_native_dir() -> Path:
+    import torchgen
+
+    return Path(torchgen.__file__).parent / "packaged" / "ATen" / "native"
+
+
+@pytest.fixture(scope="session")
+def wheel_yaml() -> Path:
+    """The wheel's native_functions.yaml (read-only)."""
+    return _wheel_native_dir() / "native_functions.yaml"
+
+
+@pytest.fixture(scope="session")
+def wheel_tags() -> Path:
+    """The wheel's tags.yaml (read-only)."""
+    return _wheel_native_dir() / "tags.yaml"
