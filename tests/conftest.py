@@ -23,3 +23,11 @@ def wheel_yaml() -> Path:
 def wheel_tags() -> Path:
     """The wheel's tags.yaml (read-only)."""
     return _wheel_native_dir() / "tags.yaml"
+
+
+@pytest.fixture(scope="session")
+def wheel_workspace(tmp_path_factory: pytest.TempPathFactory):
+    """A wheel workspace made once per session by `init_workspace`; read-only by convention."""
+    from metalport.checkout import init_workspace
+
+    return init_workspace(tmp_path_factory.mktemp("wheel") / "workspace")
