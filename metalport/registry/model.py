@@ -202,7 +202,10 @@ def parse_registry(text: str, path: Path | str) -> Registry:
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = mark.line + 1 if mark else 1
-        raise RegistryError(f"malformed YAML: {err.problem or err.context}", location=f"{file}:{line}",
+        context = ""
+        if err.context and err.context_mark and mark is not err.context_mark:
+            context = f" ({err.context} started at line {err.context_mark.line + 1})"
+        raise RegistryError(f"malformed YAML: {err.problem or err.context}{context}", location=f"{file}:{line}",
                             hint="fix the indentation or quoting there") from None
     if root is None:
         return Registry(Path(path), text, (), {})

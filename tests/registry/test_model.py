@@ -68,7 +68,7 @@ def test_unknown_op_suggests_close_names() -> None:
     ("- func: a(Tensor x) -> Tensor\n  dispatch:\n    CPU: a\n    CPU: b\n",
      "nf.yaml:4: duplicate dispatch line 'CPU' in a; keep one of them"),
     ("- func: a(Tensor x) -> Tensor\n  dispatch:\n    CPU: [a\n",
-     "nf.yaml:4: malformed YAML: did not find expected ',' or ']'; fix the indentation or quoting there"),
+     "nf.yaml:4: malformed YAML: did not find expected ',' or ']' (while parsing a flow sequence started at line 3); fix the indentation or quoting there"),
     ("- func: a(Tensor x) -> Tensor\n\n- func: a(Tensor x) -> Tensor\n",
      "nf.yaml:3: a is defined twice (first at line 1); remove one of the entries"),
 ])

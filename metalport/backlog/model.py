@@ -1,0 +1,63 @@
+"""Backlog records: where each op's MPS support stands."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from metalport.checkout.sources import XfailEntry
+
+
+class Status(Enum):
+    """Where an op's MPS support stands."""
+
+    SHARED = "shared"
+    MPS_METAL = "mps-metal"
+    MPS_GRAPH = "mps-graph"
+    MPS_UNKNOWN = "mps-unknown"
+    MISSING = "missing"
+    COMPOSITE = "composite"
+
+
+class Family(Enum):
+    """The kernel shape of an op."""
+
+    UNARY = "unary-pointwise"
+    BINARY = "binary-pointwise"
+    TERNARY = "ternary-pointwise"
+    REDUCTION = "reduction"
+    OTHER = "other"
+
+
+@dataclass(frozen=True)
+class BacklogItem:
+    """One op of the backlog.
+
+    `stub` is the DECLARE_DISPATCH stub it would use (None if none is declared); `mps_impl` is the
+    `file:line` of its MPS implementation or registration when present; `stub_registered` is None
+    when the tree has no `.mm` sources to tell (a wheel workspace); `rows` counts registry entries;
+    `ease` is a 1-based rank, lower is easier.
+    """
+
+    op: str
+    status: Status
+    family: Family
+    stub: str | None
+    mps_impl: str | None
+    xfail: tuple[XfailEntry, ...]
+    rows: int
+    ease: int
+    stub_registered: bool | None
+    mps_kernels: tuple[str, ...]
+    location: str
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready dict; enums become their values."""
+        return {
+            "op": self.op, "status": self.status.value, "family": self.family.value, "stub": self.stub,
+            "mps_impl": self.mps_impl,
+            "xfail": [{"list": x.list_name, "key": x.op, "dtypes": list(x.dtypes) if x.dtypes is not None else None,
+                       "line": x.where.line} for x in self.xfail],
+            "rows": self.rows, "ease": self.ease, "stub_registered": self.stub_registered,
+            "mps_kernels": list(self.mps_kernels), "location": self.location,
+        }

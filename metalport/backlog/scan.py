@@ -1,0 +1,122 @@
+"""`scan_backlog`: classify every op of a checkout's registry by its MPS support."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from metalport.backlog.model import BacklogItem, Family, Status
+from metalport.checkout.layout import Checkout
+from metalport.checkout.sources import ImplKind, Sources, XfailEntry, scan_sources
+from metalport.registry.model import Entry, Op, Registry, load_registry
+
+_COMPOSITE = {"CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional",
+              "CompositeImplicitAutogradNestedTensor"}
+_HOST = {"CPU", "CUDA"}
+_TENSOR_ARG = re.compile(r"^Tensor\??(?:\([a-z]\))?\s")
+_XFAIL_PREFIXES = ("nn.functional.", "_refs.", "ops.aten.")
+
+
+def _args(schema: str) -> list[str]:
+    inner = schema[schema.index("(") + 1: schema.rindex(")", 0, schema.index("->"))]
+    depth, cur, out = 0, "", []
+    for ch in inner:
+        depth += ch in "([" and 1 or ch in ")]" and -1 or 0
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return [a for a in (*out, cur.strip()) if a]
+
+
+def _family(op: Op) -> Family:
+    tags = {t for e in op.entries for t in e.tags}
+    if "reduction" in tags:
+        return Family.REDUCTION
+    pointwise = "pointwise" in tags or any(e.structured_inherits == "TensorIteratorBase" for e in op.entries)
+    if not pointwise:
+        return Family.REDUCTION if any("bool keepdim" in e.func for e in op.entries) else Family.OTHER
+    functional = [e for e in op.entries if "!)" not in e.func] or list(op.entries)
+    count = max(sum(1 for a in _args(e.func) if _TENSOR_ARG.match(a) and "!" not in a.split()[0])
+                for e in functional)
+    return {1: Family.UNARY, 2: Family.BINARY, 3: Family.TERNARY}.get(count, Family.OTHER)
+
+
+def _stub(op: Op, host_kernels: list[str], sources: Sources) -> str | None:
+    names = [op.name, op.name.lstrip("_"), op.name.removeprefix("special_")]
+    for kernel in host_kernels:
+        names.append(re.sub(r"(_out|_cpu|_cuda|_kernel|_impl)+$", "", kernel))
+    return next((f"{n}_stub" for n in names if sources.stub(f"{n}_stub")), None)
+
+
+def _xfail_index(sources: Sources) -> dict[str, list[XfailEntry]]:
+    index: dict[str, list[XfailEntry]] = {}
+    for x in sources.xfails:
+        key = x.op
+        for prefix in _XFAIL_PREFIXES:
+            key = key.removeprefix(prefix)
+        index.setdefault(key.replace(".", "_"), []).append(x)
+    return index
+
+
+def _mps_status(specific: list[str], sources: Sources) -> tuple[Status, str | None]:
+    found = [sources.function(k) for k in specific]
+    kinds = {f.kind for f in found if f is not None}
+    where = next((str(f.where) for f in found if f is not None), None)
+    if ImplKind.GRAPH in kinds:
+        return Status.MPS_GRAPH, where
+    if None not in found and kinds == {ImplKind.METAL}:
+        return Status.MPS_METAL, where
+    return Status.MPS_UNKNOWN, where
+
+
+def _classify(op: Op, sources: Sources, xfails: dict[str, list[XfailEntry]], has_sources: bool,
+              checkout: Checkout) -> BacklogItem | None:
+    mps_lines = [(e, d) for e in op.entries for d in e.dispatch if "MPS" in d.keys]
+    host_kernels = [d.kernel for e in op.entries for d in e.dispatch if _HOST & set(d.keys)]
+    specific = sorted({d.kernel for _, d in mps_lines if not _HOST & set(d.keys) and d.kernel not in host_kernels})
+    stub = _stub(op, host_kernels, sources)
+    registration = sources.registration(stub) if stub else None
+    mps_impl = None
+    if mps_lines and specific:
+        status, mps_impl = _mps_status(specific, sources)
+    elif mps_lines:
+        status = Status.SHARED
+        mps_impl = str(registration.where) if registration else None
+    elif host_kernels:
+        status = Status.MISSING
+    elif all(set(d.keys) <= _COMPOSITE for e in op.entries for d in e.dispatch):
+        status = Status.COMPOSITE
+    else:
+        return None  # only other backends (sparse, quantized, ...): outside the MPS backlog
+    registered = (registration is not None) if (has_sources and stub and status is Status.SHARED) else None
+    return BacklogItem(
+        op=op.name, status=status, family=_family(op), stub=stub, mps_impl=mps_impl,
+        xfail=tuple(xfails.get(op.name, ())), rows=len(op.entries), ease=0, stub_registered=registered,
+        mps_kernels=tuple(sorted({d.kernel for _, d in mps_lines})), location=f"{checkout.rel(Path(op.entries[0].span.file))}:{op.entries[0].span.start}",
+    )
+
+
+def _ease_key(item: BacklogItem) -> tuple[int, int, str]:
+    pointwise = item.family in (Family.UNARY, Family.BINARY, Family.TERNARY)
+    score = 0 if pointwise and item.stub else 1 if pointwise else 2 if item.family is Family.REDUCTION else 3
+    return (score, item.rows, item.op)
+
+
+def scan_backlog(checkout: Checkout, registry: Registry | None = None) -> list[BacklogItem]:
+    """Every op with a backend kernel (plus composites), ranked by ease; one registry parse."""
+    registry = registry if registry is not None else load_registry(checkout.native_functions)
+    sources = scan_sources(checkout)
+    has_sources = any(checkout.mps_operations.glob("*.mm"))
+    xfails = _xfail_index(sources)
+    items = [item for op in registry.ops.values()
+             if (item := _classify(op, sources, xfails, has_sources, checkout)) is not None]
+    items.sort(key=_ease_key)
+    return [replace(item, ease=rank) for rank, item in enumerate(items, start=1)]
+
+
+def entries_of(registry: Registry, item: BacklogItem) -> tuple[Entry, ...]:
+    """The registry entries behind `item`."""
+    return registry.ops[item.op].entries

@@ -1,0 +1,46 @@
+"""`metalport backlog`: where every op's MPS support stands."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `backlog` command."""
+    from metalport.backlog.model import Family, Status
+
+    parser = subparsers.add_parser("backlog", help="classify every op by its MPS support",
+                                   description="Classify every op of the registry by its MPS support.")
+    parser.add_argument("--repo", type=Path, default=None, help="PyTorch checkout (default: the enclosing one)")
+    parser.add_argument("--status", choices=[s.value for s in Status], action="append",
+                        help="only ops with this status (repeatable)")
+    parser.add_argument("--family", choices=[f.value for f in Family], action="append",
+                        help="only ops of this family (repeatable)")
+    parser.add_argument("--op", action="append", help="only this op (aten::x, x or x.overload; repeatable)")
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print a JSON list")
+    out.add_argument("--markdown", action="store_true", help="print a Markdown report for a tracking issue")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Scan the checkout and print the backlog."""
+    from metalport.backlog import report, scan_backlog
+    from metalport.checkout import find_checkout
+    from metalport.registry import load_registry
+
+    checkout = find_checkout(args.repo)
+    registry = load_registry(checkout.native_functions)
+    wanted = {registry.resolve(name).name for name in args.op or ()}
+    items = [i for i in scan_backlog(checkout, registry)
+             if (not args.status or i.status.value in args.status)
+             and (not args.family or i.family.value in args.family)
+             and (not wanted or i.op in wanted)]
+    if args.json:
+        print(report.to_json(items))
+    elif args.markdown:
+        print(report.to_markdown(items, checkout.rel(checkout.native_functions)), end="")
+    else:
+        report.print_table(items, f"MPS backlog of {checkout.root}")
+    return 0

@@ -1,0 +1,28 @@
+"""`metalport workspace init DIR`: a PyTorch-shaped git repository from the installed torch wheel."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `workspace init`."""
+    parser = subparsers.add_parser("workspace", help="create a workspace from the installed torch wheel")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    init = actions.add_parser("init", help="create a git repository in PyTorch's layout at DIR",
+                              description="Create a git repository in PyTorch's layout at DIR (new or "
+                                          "empty) from the installed torch wheel's data.")
+    init.add_argument("dir", type=Path, metavar="DIR")
+    init.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Create the workspace and say what it is for."""
+    from metalport.checkout import NOTICE, init_workspace
+
+    checkout = init_workspace(args.dir)
+    print(f"created a metalport workspace at {checkout.root} (one commit)")
+    print(NOTICE)
+    print(f"next: metalport backlog --repo {checkout.root}")
+    return 0

@@ -1,0 +1,78 @@
+"""`metalport backlog` and `metalport workspace init` as users run them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from metalport.checkout import Checkout
+from metalport.cli import main
+from tests.fixture_repo import make_fixture_checkout
+
+
+def test_backlog_json_filters(wheel_workspace: Checkout, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["backlog", "--repo", str(wheel_workspace.root), "--op", "aten::heaviside", "--op", "atan2.out",
+                 "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert [(r["op"], r["status"], r["family"], r["stub"]) for r in rows] == [
+        ("atan2", "shared", "binary-pointwise", "atan2_stub"),
+        ("heaviside", "missing", "binary-pointwise", "heaviside_stub")]
+    assert {"op", "status", "family", "stub", "mps_impl", "xfail", "rows", "ease"} <= set(rows[0])
+
+
+def test_backlog_markdown_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    checkout = make_fixture_checkout(tmp_path)
+    assert main(["backlog", "--repo", str(checkout.root), "--markdown", "--family", "binary-pointwise"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("## MPS backlog (4 ops, from `aten/src/ATen/native/native_functions.yaml`)\n")
+    assert "| mps-graph | 1 |" in out and "| binary-pointwise | 4 |" in out
+    assert "| `heaviside` | mps-graph | binary-pointwise | heaviside_stub | " \
+           "aten/src/ATen/native/mps/operations/BinaryOps.mm:8 | UNIMPLEMENTED_XFAILLIST |" in out
+
+
+def test_backlog_table_from_inside_the_checkout(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    checkout = make_fixture_checkout(tmp_path)
+    monkeypatch.chdir(checkout.mps_operations)
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["backlog", "--status", "missing"]) == 0
+    out = capsys.readouterr().out
+    assert "hypot" in out and "heaviside" not in out and "missing: 1" in out
+
+
+def test_unknown_op_is_one_line_with_suggestions(wheel_workspace: Checkout,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["backlog", "--repo", str(wheel_workspace.root), "--op", "heavisde"]) == 2
+    assert capsys.readouterr().err == (
+        f"metalport: error: {wheel_workspace.native_functions}: unknown op 'heavisde'; "
+        "did you mean 'heaviside'?\n")
+
+
+def test_malformed_registry_names_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    checkout = make_fixture_checkout(tmp_path)
+    text = checkout.native_functions.read_text()
+    checkout.native_functions.write_text(text.replace("    CPU, CUDA: hypot_out\n", "    CPU, CUDA: [hypot_out\n"))
+    assert main(["backlog", "--repo", str(checkout.root)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"metalport: error: {checkout.native_functions}:48: malformed YAML: did not find expected "
+                   "',' or ']' (while parsing a flow sequence started at line 47); fix the indentation or quoting there\n")
+
+
+def test_repo_at_a_non_checkout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["backlog", "--repo", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"metalport: error: {tmp_path}: not a PyTorch checkout: missing aten/src/ATen/native/native_functions.yaml; "
+        "pass --repo at a PyTorch checkout, or create one with `metalport workspace init DIR`\n")
+
+
+def test_workspace_init_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["workspace", "init", str(tmp_path / "ws")]) == 0
+    out = capsys.readouterr().out
+    assert "the torch wheel carries no .mm / .metal sources" in out.lower()
+    assert (tmp_path / "ws/aten/src/ATen/native/native_functions.yaml").is_file()
+    assert main(["workspace", "init", str(tmp_path / "ws")]) == 2
+    assert capsys.readouterr().err == (f"metalport: error: {tmp_path / 'ws'}: directory is not empty; "
+                                       "choose a new or empty directory; nothing was written\n")

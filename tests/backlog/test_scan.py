@@ -1,0 +1,82 @@
+"""The backlog on the wheel workspace and on the fixture checkout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from metalport.backlog import BacklogItem, Family, Status, scan_backlog
+from metalport.checkout import Checkout
+from metalport.registry import load_registry
+from tests.fixture_repo import make_fixture_checkout
+
+
+@pytest.fixture(scope="module")
+def wheel_items(wheel_workspace: Checkout) -> dict[str, BacklogItem]:
+    return {item.op: item for item in scan_backlog(wheel_workspace)}
+
+
+def test_enum_values_are_the_documented_ones() -> None:
+    assert [s.value for s in Status] == ["shared", "mps-metal", "mps-graph", "mps-unknown", "missing", "composite"]
+    assert [f.value for f in Family] == [
+        "unary-pointwise", "binary-pointwise", "ternary-pointwise", "reduction", "other"]
+
+
+def test_wheel_heaviside_is_a_missing_binary_op(wheel_items: dict[str, BacklogItem]) -> None:
+    item = wheel_items["heaviside"]
+    assert (item.status, item.family, item.stub, item.mps_impl, item.rows) == (
+        Status.MISSING, Family.BINARY, "heaviside_stub", None, 3)
+    assert [(x.list_name, x.dtypes) for x in item.xfail] == [("UNIMPLEMENTED_XFAILLIST", None)]
+    assert item.location == "aten/src/ATen/native/native_functions.yaml:6870"
+
+
+def test_wheel_statuses(wheel_items: dict[str, BacklogItem]) -> None:
+    assert wheel_items["atan2"].status is Status.SHARED
+    assert wheel_items["atan2"].stub_registered is None  # a wheel workspace has no .mm sources to tell
+    assert wheel_items["add"].status is Status.MPS_UNKNOWN
+    assert wheel_items["abs"].family is Family.UNARY
+    assert wheel_items["where"].family is Family.TERNARY
+    assert wheel_items["sum"].family is Family.REDUCTION
+    assert {i.status for i in wheel_items.values()} == set(Status) - {Status.MPS_METAL, Status.MPS_GRAPH}
+
+
+def test_ease_puts_pointwise_ops_with_a_stub_first(wheel_items: dict[str, BacklogItem]) -> None:
+    ranked = sorted(wheel_items.values(), key=lambda i: i.ease)
+    assert [i.ease for i in ranked] == list(range(1, len(ranked) + 1))
+    first_other = next(n for n, i in enumerate(ranked) if not (i.stub and i.family in (
+        Family.UNARY, Family.BINARY, Family.TERNARY)))
+    assert first_other > 50
+    assert all(i.family not in (Family.UNARY, Family.BINARY, Family.TERNARY) or not i.stub
+               for i in ranked[first_other:])
+
+
+def test_fixture_checkout_statuses(tmp_path: Path) -> None:
+    checkout = make_fixture_checkout(tmp_path)
+    items = {i.op: i for i in scan_backlog(checkout, load_registry(checkout.native_functions))}
+    ops = "aten/src/ATen/native/mps/operations"
+    assert {op: (i.status, i.mps_impl) for op, i in items.items()} == {
+        "atan2": (Status.SHARED, f"{ops}/BinaryKernel.mm:10"),
+        "heaviside": (Status.MPS_GRAPH, f"{ops}/BinaryOps.mm:8"),
+        "logaddexp": (Status.MPS_METAL, f"{ops}/BinaryOps.mm:18"),
+        "hypot": (Status.MISSING, None),
+        "square": (Status.COMPOSITE, None),
+    }
+    assert items["atan2"].stub_registered is True
+    assert items["hypot"].xfail[0].dtypes == ("float16", "bfloat16")
+    assert items["square"].family is Family.OTHER
+    assert items["hypot"].to_json() == {
+        "op": "hypot", "status": "missing", "family": "binary-pointwise", "stub": "hypot_stub", "mps_impl": None,
+        "xfail": [{"list": "UNIMPLEMENTED_XFAILLIST", "key": "hypot", "dtypes": ["float16", "bfloat16"],
+                   "line": 9}],
+        "rows": 2, "ease": items["hypot"].ease, "stub_registered": None, "mps_kernels": [],
+        "location": "aten/src/ATen/native/native_functions.yaml:43",
+    }
+
+
+def test_unregistered_stub_is_reported(tmp_path: Path) -> None:
+    checkout = make_fixture_checkout(tmp_path)
+    mm = checkout.mps_operations / "BinaryKernel.mm"
+    mm.write_text(mm.read_text().replace("REGISTER_DISPATCH(atan2_stub, &atan2_mps_kernel)\n", ""))
+    items = {i.op: i for i in scan_backlog(checkout)}
+    assert (items["atan2"].status, items["atan2"].stub_registered) == (Status.SHARED, False)
