@@ -9,7 +9,7 @@ from pathlib import Path
 from metalport.backlog.model import BacklogItem, Family, Status
 from metalport.checkout.layout import Checkout
 from metalport.checkout.sources import ImplKind, Sources, XfailEntry, scan_sources
-from metalport.registry.model import Entry, Op, Registry, load_registry
+from metalport.registry.model import Op, Registry, load_registry
 
 _COMPOSITE = {"CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional",
               "CompositeImplicitAutogradNestedTensor"}
@@ -116,7 +116,3 @@ def scan_backlog(checkout: Checkout, registry: Registry | None = None) -> list[B
     items.sort(key=_ease_key)
     return [replace(item, ease=rank) for rank, item in enumerate(items, start=1)]
 
-
-def entries_of(registry: Registry, item: BacklogItem) -> tuple[Entry, ...]:
-    """The registry entries behind `item`."""
-    return registry.ops[item.op].entries

@@ -131,10 +131,17 @@ _METAL = re.compile(r"\b(exec_\w+_kernel\w*|mtl_dispatch\w*|mtl_setArgs|getPipel
                     r"|DynamicMetalShaderLibrary|lib\.exec\w*)\b")
 _GRAPH = re.compile(r"\b(MPSGraph\w*|mpsGraph|CachedGraph|runMPSGraph|LookUpOrCreateCachedGraph)\b")
 _CALL = re.compile(r"\b(\w+)\s*\(")
+_MACRO = re.compile(r"^#define[ \t]+(\w+)\((?:[^\n]*\\\n)*[^\n]*", re.M)
+_EXPAND = re.compile(r"^(\w+)\(\s*(\w*_mps\w*)\s*[,)]", re.M)
 
 
 def _line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
+
+
+def _in_macro(text: str, offset: int) -> bool:
+    end = text.find("\n", offset)
+    return text[offset:end if end >= 0 else len(text)].rstrip().endswith("\\")
 
 
 def _kind(body: str) -> ImplKind:
@@ -150,7 +157,7 @@ def _scan_mm(text: str, rel: str) -> tuple[list[Registration], list[MpsFunction]
             for m in _REGISTER.finditer(text)]
     calls = [KernelCall(m.group(1), m.group(2), Where(rel, _line_of(text, m.start(1))))
              for m in _EXEC.finditer(text)]
-    starts = sorted([(m.start(1), m.group(1), True) for m in _IMPL.finditer(text)]
+    starts = sorted([(m.start(1), m.group(1), True) for m in _IMPL.finditer(text) if not _in_macro(text, m.start())]
                     + [(m.start(1), m.group(1), False) for m in _DEF.finditer(text)])
     found: list[tuple[int, str, bool, ImplKind]] = []
     for i, (start, name, impl) in enumerate(starts):
@@ -166,6 +173,16 @@ def _scan_mm(text: str, rel: str) -> tuple[list[Registration], list[MpsFunction]
             called = {helpers[c] for c in _CALL.findall(text[start:end]) if c != name and c in helpers}
             kind = next((k for k in (ImplKind.METAL, ImplKind.GRAPH) if k in called), ImplKind.UNKNOWN)
         functions.append(MpsFunction(name, kind, impl, Where(rel, _line_of(text, start))))
+    macros = {m.group(1): m.group(0) for m in _MACRO.finditer(text)}
+    for m in _EXPAND.finditer(text):
+        if m.group(1) in macros:
+            body = macros[m.group(1)]
+            kind = _kind(body)
+            if kind is ImplKind.UNKNOWN:
+                called = {helpers[c] for c in _CALL.findall(body) if c in helpers}
+                kind = next((k for k in (ImplKind.METAL, ImplKind.GRAPH) if k in called), ImplKind.UNKNOWN)
+            functions.append(MpsFunction(m.group(2), kind, "TORCH_IMPL_FUNC" in body,
+                                         Where(rel, _line_of(text, m.start(2)))))
     return regs, functions, calls
 
 

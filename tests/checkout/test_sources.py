@@ -47,3 +47,35 @@ def test_broken_common_mps_names_its_line(tmp_path: Path) -> None:
     checkout.common_mps.write_text("X = {\n  'a': [\n")
     with pytest.raises(RepoError, match=r"^torch/testing/_internal/common_mps.py:2: cannot parse"):
         scan_sources(checkout)
+
+
+MACRO_MM = """\
+namespace at::native {
+namespace mps {
+static void run_graph_op(const Tensor& a, const Tensor& out) {
+  MPSGraph* g = make_graph();
+  runMPSGraph(stream(), g, nil, nil);
+}
+} // namespace mps
+
+#define MAKE_GRAPH_OP(func_out, name)                                   \\
+  TORCH_IMPL_FUNC(func_out)(const Tensor& self, const Tensor& output) { \\
+    mps::run_graph_op(self, output);                                    \\
+  }
+
+MAKE_GRAPH_OP(minimum_out_mps, minimum);
+
+TORCH_IMPL_FUNC(div_out_mode_mps)
+(const Tensor& self, const Tensor& output) {
+  mps::run_graph_op(self, output);
+}
+} // namespace at::native
+"""
+
+
+def test_macro_made_and_split_line_functions(tmp_path: Path) -> None:
+    checkout = make_fixture_checkout(tmp_path)
+    (checkout.mps_operations / "Extra.mm").write_text(MACRO_MM)
+    src = scan_sources(checkout)
+    extra = [(f.name, f.kind, f.impl_func, f.where.line) for f in src.functions if f.where.file.endswith("Extra.mm")]
+    assert extra == [("div_out_mode_mps", ImplKind.GRAPH, True, 16), ("minimum_out_mps", ImplKind.GRAPH, True, 14)]
