@@ -60,3 +60,7 @@ class SandboxError(MetalportError):
 
 class PipelineError(MetalportError):
     """A migration run cannot go on (unknown run id, already native, needs an LLM, ...)."""
+
+
+class RecipeError(MetalportError):
+    """A deterministic recipe cannot apply: its anchor is missing or the op is not in the table."""

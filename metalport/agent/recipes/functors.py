@@ -1,0 +1,166 @@
+"""The recipe table: our own functor math for real pointwise ops that MPS lacks or runs via MPSGraph.
+
+Each `FunctorRecipe` says which family the op is in, which `REGISTER_*_OP` macro registers it, how
+the output dtype follows the input, and which files it lands in. The dtypes to register come from
+the op's OpInfo (CPU dtypes) at run time, minus what MPS cannot hold (`dtypes_for`).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from metalport.agent.recipes._sources import SOURCES
+from metalport.errors import RecipeError
+
+
+class Family(enum.Enum):
+    """Pointwise op families that a recipe covers."""
+
+    UNARY = "unary"
+    BINARY = "binary"
+    ALPHA = "alpha"
+    TERNARY = "ternary"
+
+
+class OutDtype(enum.Enum):
+    """How the output element type follows the input's."""
+
+    SAME = "same"
+    BOOL = "bool"
+    FLOAT_FOR_INTEGRAL = "float_for_integral"
+
+
+_MACRO = {
+    Family.UNARY: "REGISTER_UNARY_OP",
+    Family.BINARY: "REGISTER_BINARY_OP",
+    Family.ALPHA: "REGISTER_BINARY_ALPHA_OP",
+    Family.TERNARY: "REGISTER_TERNARY_OP",
+}
+_KERNEL_FILE = {
+    Family.UNARY: "UnaryKernel.metal",
+    Family.BINARY: "BinaryKernel.metal",
+    Family.ALPHA: "BinaryKernel.metal",
+    Family.TERNARY: "TernaryKernel.metal",
+}
+_HOST_FILE = {
+    Family.UNARY: "UnaryKernel.mm",
+    Family.BINARY: "BinaryKernel.mm",
+    Family.ALPHA: "BinaryKernel.mm",
+    Family.TERNARY: "TernaryKernel.mm",
+}
+
+# torch dtype name -> Metal element type; float64 and complex types are left out (MPS has none
+# of float64, and the table's functors have no complex branch).
+METAL_TYPES: dict[str, str] = {
+    "float32": "float", "float16": "half", "bfloat16": "bfloat", "int64": "long",
+    "int32": "int", "int16": "short", "int8": "char", "uint8": "uchar", "bool": "bool",
+}
+_FLOATING = frozenset({"float", "half", "bfloat"})
+
+
+@dataclass(frozen=True)
+class FunctorRecipe:
+    """One table entry: an op, its math and where it is registered."""
+
+    op: str
+    family: Family
+    out_dtype: OutDtype
+    opinfo: str  # OpInfo name whose CPU dtypes are registered
+    source: str
+    floating_only: bool = False  # the functor has no integral branch
+
+    def __post_init__(self) -> None:
+        if f"struct {self.functor} " not in self.source:
+            raise ValueError(f"recipe source for {self.op} does not define {self.functor}")
+
+    @property
+    def functor(self) -> str:
+        return f"{self.op}_functor"
+
+    @property
+    def macro(self) -> str:
+        return _MACRO[self.family]
+
+    @property
+    def stub(self) -> str:
+        return f"{self.op}_stub"
+
+    @property
+    def kernel_file(self) -> str:
+        return _KERNEL_FILE[self.family]
+
+    @property
+    def host_file(self) -> str:
+        return _HOST_FILE[self.family]
+
+    def output_type(self, metal_type: str) -> str:
+        """The Metal output element type for input `metal_type`."""
+        if self.out_dtype is OutDtype.BOOL:
+            return "bool"
+        if self.out_dtype is OutDtype.FLOAT_FOR_INTEGRAL and metal_type not in _FLOATING:
+            return "float"
+        return metal_type
+
+    def registrations(self, metal_types: Iterable[str]) -> tuple[str, ...]:
+        """One `REGISTER_*_OP(...)` line per input type, in the given order."""
+        lines = []
+        for t in metal_types:
+            out = self.output_type(t)
+            if self.family is Family.ALPHA:
+                lines.append(f"{self.macro}({self.op}, {t}, {t}, {out});")
+            else:
+                lines.append(f"{self.macro}({self.op}, {t}, {out});")
+        return tuple(lines)
+
+
+def _entry(op: str, family: Family, out: OutDtype, opinfo: str | None = None, *,
+           floating_only: bool = False) -> FunctorRecipe:
+    return FunctorRecipe(op, family, out, opinfo or op, SOURCES[op], floating_only)
+
+
+_U, _B, _A = Family.UNARY, Family.BINARY, Family.ALPHA
+_SAME, _BOOL, _FLT = OutDtype.SAME, OutDtype.BOOL, OutDtype.FLOAT_FOR_INTEGRAL
+
+
+def recipe_table() -> dict[str, FunctorRecipe]:
+    """Every op with a deterministic recipe, keyed by op name (built fresh on each call)."""
+    entries = (
+        _entry("acosh", _U, _FLT), _entry("asinh", _U, _FLT), _entry("atanh", _U, _FLT),
+        _entry("special_ndtri", _U, _FLT, "special.ndtri"),
+        _entry("special_log_ndtr", _U, _FLT, "special.log_ndtr"),
+        _entry("sign", _U, _SAME), _entry("sgn", _U, _SAME), _entry("frac", _U, _SAME, floating_only=True),
+        _entry("mish", _U, _SAME, "nn.functional.mish", floating_only=True),
+        _entry("conj_physical", _U, _SAME), _entry("signbit", _U, _BOOL),
+        _entry("logical_not", _U, _BOOL),
+        _entry("heaviside", _B, _SAME), _entry("logical_and", _B, _BOOL),
+        _entry("logical_or", _B, _BOOL), _entry("logical_xor", _B, _BOOL),
+        _entry("sigmoid_backward", _B, _SAME, "sigmoid", floating_only=True),
+        _entry("tanh_backward", _B, _SAME, "tanh", floating_only=True),
+        _entry("mish_backward", _B, _SAME, "nn.functional.mish", floating_only=True),
+        _entry("sub", _A, _SAME),
+    )
+    return {e.op: e for e in entries}
+
+
+def metal_types_for(torch_dtype_names: Iterable[str]) -> tuple[str, ...]:
+    """Metal element types for torch dtype names (`"float32"`, ...), MPS-unsupported dropped,
+    in a fixed order."""
+    wanted = set(torch_dtype_names)
+    return tuple(m for name, m in METAL_TYPES.items() if name in wanted)
+
+
+def dtypes_for(recipe: FunctorRecipe) -> tuple[str, ...]:
+    """The Metal types to register for `recipe`: its OpInfo's CPU dtypes that MPS supports."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    for info in op_db:
+        if info.name == recipe.opinfo and not info.variant_test_name:
+            names = [str(d).removeprefix("torch.") for d in info.supported_dtypes("cpu")]
+            types = metal_types_for(names)
+            if recipe.floating_only:
+                types = tuple(t for t in types if t in _FLOATING)
+            return types
+    raise RecipeError(f"no OpInfo named {recipe.opinfo!r} for {recipe.op}",
+                      hint="fix the opinfo name in the recipe table")

@@ -1,0 +1,94 @@
+"""Remove an op's entries from `common_mps.py`'s xfail and skip lists, leaving every other byte.
+
+Entries are found with `ast`: a key of a dict (or an element of a list/set) assigned to a name
+like `UNIMPLEMENTED_XFAILLIST`, `ON_MPS_XFAILLIST`, `XFAILLIST_GRAD` or `SKIPLIST`. Only whole
+lines are removed, so an entry that shares a line with another one is a `RecipeError`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from metalport.errors import RecipeError
+
+_LIST_NAME = re.compile(r"^[A-Z0-9_]*(XFAIL|SKIP)LIST[A-Z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class XfailEntry:
+    """One entry of one list: which list, its key, and its 1-based line span (inclusive)."""
+
+    list_name: str
+    key: str
+    first_line: int
+    last_line: int
+
+
+@dataclass(frozen=True)
+class XfailRemoval:
+    """The edited text and the entries taken out of it."""
+
+    text: str
+    removed: tuple[XfailEntry, ...]
+
+
+def _target_name(node: ast.stmt) -> tuple[str, ast.expr] | None:
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        target, value = node.targets[0], node.value
+    elif isinstance(node, ast.AnnAssign) and node.value is not None:
+        target, value = node.target, node.value
+    else:
+        return None
+    if isinstance(target, ast.Name) and _LIST_NAME.match(target.id):
+        return target.id, value
+    return None
+
+
+def _items(value: ast.expr) -> list[tuple[ast.expr, ast.expr]]:
+    """(first node, last node) of each entry of a dict, list, set or tuple literal."""
+    if isinstance(value, ast.Dict):
+        return [(k, v) for k, v in zip(value.keys, value.values) if k is not None]
+    if isinstance(value, (ast.List, ast.Set, ast.Tuple)):
+        return [(e, e) for e in value.elts]
+    return []
+
+
+def find_xfails(text: str, keys: Iterable[str], *, path: str = "common_mps.py") -> tuple[XfailEntry, ...]:
+    """Every entry keyed by one of `keys` in the file's xfail/skip lists, in file order."""
+    wanted = set(keys)
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as err:
+        raise RecipeError(f"cannot parse: {err.msg}", location=f"{path}:{err.lineno}",
+                          hint="fix the syntax error first") from err
+    found: list[XfailEntry] = []
+    for node in ast.walk(tree):
+        named = _target_name(node) if isinstance(node, ast.stmt) else None
+        if named is None:
+            continue
+        list_name, value = named
+        items = _items(value)
+        for i, (first, last) in enumerate(items):
+            if not (isinstance(first, ast.Constant) and first.value in wanted):
+                continue
+            start, end = first.lineno, last.end_lineno or last.lineno
+            before = items[i - 1][1].end_lineno if i else value.lineno
+            after = items[i + 1][0].lineno if i + 1 < len(items) else value.end_lineno
+            if before is not None and before >= start or after is not None and after <= end:
+                raise RecipeError(f"entry {first.value!r} of {list_name} shares its line with another",
+                                  location=f"{path}:{start}",
+                                  hint="put the entry on its own line, then rerun")
+            found.append(XfailEntry(list_name, str(first.value), start, end))
+    return tuple(sorted(found, key=lambda e: e.first_line))
+
+
+def remove_xfails(text: str, keys: Iterable[str], *, path: str = "common_mps.py") -> XfailRemoval:
+    """`text` without the whole lines of every entry keyed by one of `keys`."""
+    entries = find_xfails(text, keys, path=path)
+    lines = text.split("\n")  # the line numbering `ast` uses
+    drop = {n for e in entries for n in range(e.first_line, e.last_line + 1)}
+    kept = "\n".join(line for n, line in enumerate(lines, start=1) if n not in drop)
+    return XfailRemoval(kept, entries)

@@ -1,0 +1,81 @@
+"""Functor insertion into kernel-file texts of our own."""
+
+from __future__ import annotations
+
+import pytest
+
+from metalport.agent.recipes.metal import KERNEL_INCLUDES, insert_functor
+from metalport.errors import RecipeError
+
+KERNEL = """#include <c10/metal/indexing.h>
+#include <c10/metal/utils.h>
+using namespace c10::metal;
+
+struct twice_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    if (x > 0) {
+      return x + x;
+    }
+    return x * 2;
+  }
+};
+
+REGISTER_UNARY_OP(twice, float, float);
+REGISTER_UNARY_OP(twice, half, half);
+
+// trailing note kept as is
+"""
+
+HALVE = """struct halve_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    return x / 2;
+  }
+};
+"""
+REGS = ("REGISTER_UNARY_OP(halve, float, float);", "REGISTER_UNARY_OP(halve, half, half);")
+
+
+def test_inserts_after_last_functor_and_last_registration() -> None:
+    out = insert_functor(KERNEL, "halve_functor", HALVE, REGS)
+    expected = KERNEL.replace(
+        "  }\n};\n\nREGISTER", "  }\n};\n\n" + HALVE + "\nREGISTER"
+    ).replace(
+        "REGISTER_UNARY_OP(twice, half, half);\n",
+        "REGISTER_UNARY_OP(twice, half, half);\n" + "\n".join(REGS) + "\n",
+    )
+    assert out == expected
+
+
+def test_insert_is_idempotent() -> None:
+    once = insert_functor(KERNEL, "halve_functor", HALVE, REGS)
+    assert insert_functor(once, "halve_functor", HALVE, REGS) == once
+
+
+def test_only_missing_registrations_are_added() -> None:
+    once = insert_functor(KERNEL, "halve_functor", HALVE, REGS[:1])
+    twice = insert_functor(once, "halve_functor", HALVE, REGS)
+    assert twice.count(REGS[0]) == 1
+    assert twice.count(REGS[1]) == 1
+    assert twice.count("struct halve_functor {") == 1
+
+
+def test_file_without_functors_anchors_on_includes() -> None:
+    text = "#include <c10/metal/indexing.h>\n\n// nothing yet\n"
+    out = insert_functor(text, "halve_functor", HALVE, REGS)
+    assert out == ("#include <c10/metal/indexing.h>\n\n" + HALVE + "\n// nothing yet\n\n"
+                   + "\n".join(REGS) + "\n")
+
+
+def test_absent_file_is_created_with_includes() -> None:
+    out = insert_functor(None, "halve_functor", HALVE, REGS)
+    assert out.startswith("\n".join(KERNEL_INCLUDES) + "\n\n" + HALVE)
+    assert out.endswith("\n".join(REGS) + "\n")
+
+
+def test_no_anchor_is_a_structured_failure() -> None:
+    with pytest.raises(RecipeError) as err:
+        insert_functor("// empty shader\n", "halve_functor", HALVE, REGS, path="Empty.metal")
+    assert str(err.value) == ("Empty.metal:1: no functor or #include to anchor halve_functor on; "
+                              "add '#include <c10/metal/indexing.h>' at the top of the file")
