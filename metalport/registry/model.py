@@ -28,6 +28,10 @@ class Span:
     start: int
     end: int
 
+    def __post_init__(self) -> None:
+        if not 1 <= self.start <= self.end:
+            raise ValueError(f"bad span {self.start}..{self.end} in {self.file}")
+
     def __str__(self) -> str:
         return f"{self.file}:{self.start}"
 
@@ -40,6 +44,9 @@ class DispatchLine:
     kernel: str
     line: int
     text: str
+
+    def __str__(self) -> str:
+        return f"{', '.join(self.keys)}: {self.kernel}"
 
 
 @dataclass(frozen=True)

@@ -2,24 +2,33 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 import shutil
 import tempfile
 from pathlib import Path
 
 from metalport.errors import RegistryError
-from metalport.registry.model import Registry, load_registry
+from metalport.registry.model import Entry, Registry, load_registry
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_:]*$")
 _AT = re.compile(r"(?:in |)(\S*native_functions\.yaml):(\d+)")
 
 
 def check_registry(registry: Registry) -> None:
-    """Our checks: kernel names are C++ identifiers, no dispatch key on two lines of one entry."""
+    """Our checks: known dispatch keys, kernel names that are C++ identifiers, each key on one line."""
+    from torchgen.model import DispatchKey
+
+    valid = set(DispatchKey.__members__)
     for entry in registry.entries:
         seen: dict[str, int] = {}
         for d in entry.dispatch:
             where = f"{registry.path}:{d.line}"
+            for key in d.keys:
+                if key not in valid:
+                    close = difflib.get_close_matches(key, sorted(valid), n=1)
+                    raise RegistryError(f"unknown dispatch key {key!r} for {entry.full_name}", location=where,
+                                        hint=f"did you mean {close[0]!r}?" if close else "see torchgen.model.DispatchKey")
             if not _IDENT.match(d.kernel):
                 raise RegistryError(f"kernel name {d.kernel!r} of {entry.full_name} is not a C++ identifier",
                                     location=where, hint="use letters, digits and underscores")
@@ -48,6 +57,9 @@ def validate_registry(yaml_path: Path | str, tags_path: Path | str) -> Registry:
             match = _AT.search(str(err))
             line = match.group(2) if match else None
             entry = _entry_at(registry, int(line)) if line else None
+            if line is None:
+                named = _entry_named(registry, first)
+                line, entry = (str(named.span.start), named.full_name) if named else (None, None)
             detail = f" in {entry}" if entry else ""
             raise RegistryError(f"torchgen rejects the registry{detail}: {first[:300]}",
                                 location=f"{yaml_path}:{line}" if line else str(yaml_path),
@@ -60,3 +72,8 @@ def _entry_at(registry: Registry, line: int) -> str | None:
         if entry.span.start <= line <= entry.span.end:
             return entry.full_name
     return None
+
+
+def _entry_named(registry: Registry, message: str) -> Entry | None:
+    by_name = {e.full_name: e for e in registry.entries}
+    return next((by_name[w] for w in re.findall(r"[\w.]+", message) if w in by_name), None)

@@ -73,10 +73,19 @@ def test_validation_catches_what_torchgen_accepts(wheel_tags: Path, tmp_path: Pa
                               "name each key on one line only")
 
 
-def test_torchgen_errors_carry_file_line_and_entry(wheel_tags: Path, tmp_path: Path) -> None:
+def test_unknown_dispatch_key_suggests_the_close_one(wheel_tags: Path, tmp_path: Path) -> None:
     path = tmp_path / "native_functions.yaml"
-    path.write_text(SMALL.replace("CPU, CUDA:", "CPU, CUDDA:"))
+    path.write_text(SMALL.replace("CPU, CUDA:", "CPU, CUDA, MSP:"))
     with pytest.raises(RegistryError) as err:
         validate_registry(path, wheel_tags)
-    assert str(err.value) == (f"{path}:2: torchgen rejects the registry in heaviside.out: "
-                              "unknown dispatch key CUDDA; undo the last edit or fix that entry")
+    assert str(err.value) == f"{path}:7: unknown dispatch key 'MSP' for heaviside.out; did you mean 'MPS'?"
+
+
+def test_torchgen_errors_carry_file_line_and_entry(wheel_tags: Path, tmp_path: Path) -> None:
+    path = tmp_path / "native_functions.yaml"
+    path.write_text(SMALL.replace("  structured_delegate: heaviside.out\n  tags: [core",
+                                  "  structured_delegate: heaviside.outt\n  tags: [core"))
+    with pytest.raises(RegistryError) as err:
+        validate_registry(path, wheel_tags)
+    assert str(err.value).startswith(f"{path}:10: torchgen rejects the registry in heaviside: ")
+    assert "heaviside.outt" in str(err.value)
