@@ -99,10 +99,14 @@ def _classify(op: Op, sources: Sources, xfails: dict[str, list[XfailEntry]], has
     )
 
 
-def _ease_key(item: BacklogItem) -> tuple[int, int, str]:
+_WORK_ORDER = {Status.MISSING: 0, Status.MPS_GRAPH: 0, Status.MPS_UNKNOWN: 1}
+
+
+def _ease_key(item: BacklogItem) -> tuple[int, int, int, str]:
+    """Port candidates first, then by family (pointwise with a declared stub first), then by rows."""
     pointwise = item.family in (Family.UNARY, Family.BINARY, Family.TERNARY)
     score = 0 if pointwise and item.stub else 1 if pointwise else 2 if item.family is Family.REDUCTION else 3
-    return (score, item.rows, item.op)
+    return (_WORK_ORDER.get(item.status, 2), score, item.rows, item.op)
 
 
 def scan_backlog(checkout: Checkout, registry: Registry | None = None) -> list[BacklogItem]:
