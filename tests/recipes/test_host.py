@@ -1,0 +1,118 @@
+"""Host stub insertion and legacy-code removal on `.mm` texts of our own."""
+
+from __future__ import annotations
+
+import pytest
+
+from metalport.agent.recipes.host import HostStub, insert_stub, remove_legacy
+from metalport.errors import RecipeError
+
+STUB = HostStub("wobble", "binary", "wobble_stub", "ATen/native/BinaryOps.h")
+ALPHA = HostStub("nudge", "alpha", "nudge_stub", "ATen/native/BinaryOps.h",
+                 "TensorIteratorBase& iter, const Scalar& alpha")
+
+HOST = """#define TORCH_ASSERT_ONLY_METHOD_OPERATORS
+#include <ATen/native/BinaryOps.h>
+#include <ATen/native/mps/OperationUtils.h>
+
+namespace at::native {
+static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();
+
+static void jiggle_mps_kernel(TensorIteratorBase& iter) {
+  lib.exec_binary_kernel(iter, "jiggle");
+}
+
+REGISTER_DISPATCH(jiggle_stub, &jiggle_mps_kernel);
+
+} // namespace at::native
+"""
+
+LEGACY = """#include <ATen/native/mps/OperationUtils.h>
+#include <ATen/ops/wobble_native.h>
+#include <ATen/ops/jiggle_native.h>
+
+namespace at::native {
+
+static Tensor& keep_me(const Tensor& t) {
+  return const_cast<Tensor&>(t);
+}
+
+TORCH_IMPL_FUNC(wobble_out_mps)
+(const Tensor& self, const Tensor& other, const Tensor& output) {
+  // a "}" in a string and a { in a comment must not end the block
+  const char* label = "}";
+  if (self.numel() == 0) {
+    return;
+  }
+}
+
+Tensor& jiggle_out_mps(const Tensor& self, Tensor& out) {
+  return out;
+}
+
+} // namespace at::native
+"""
+
+
+def test_stub_source_matches_pytorch_shape() -> None:
+    assert STUB.source() == ("static void wobble_mps_kernel(TensorIteratorBase& iter) {\n"
+                             '  lib.exec_binary_kernel(iter, "wobble");\n}\n\n'
+                             "REGISTER_DISPATCH(wobble_stub, &wobble_mps_kernel);\n")
+    assert '  lib.exec_binary_kernel(iter, "nudge", alpha);\n' in ALPHA.source()
+    assert ALPHA.source().startswith(
+        "static void nudge_mps_kernel(TensorIteratorBase& iter, const Scalar& alpha) {\n")
+
+
+def test_insert_before_namespace_end_is_exact_and_idempotent() -> None:
+    out = insert_stub(HOST, STUB, kernel_basename="BinaryKernel")
+    assert out == HOST.replace("} // namespace at::native", STUB.source() + "\n} // namespace at::native")
+    assert insert_stub(out, STUB, kernel_basename="BinaryKernel") == out
+
+
+def test_missing_stub_header_is_included_after_last_include() -> None:
+    other = HostStub("wobble", "unary", "wobble_stub", "ATen/native/UnaryOps.h")
+    out = insert_stub(HOST, other, kernel_basename="UnaryKernel")
+    assert out.startswith(HOST.split("\n\n")[0] + "\n#include <ATen/native/UnaryOps.h>\n\nnamespace")
+
+
+def test_absent_host_file_is_created() -> None:
+    out = insert_stub(None, STUB, kernel_basename="BinaryKernel")
+    assert out.startswith("#define TORCH_ASSERT_ONLY_METHOD_OPERATORS\n#include <ATen/native/BinaryOps.h>\n")
+    assert "#include <ATen/native/mps/BinaryKernel_metallib.h>\n" in out
+    assert out.endswith(STUB.source() + "\n} // namespace at::native\n")
+
+
+def test_no_namespace_end_is_a_structured_failure() -> None:
+    with pytest.raises(RecipeError) as err:
+        insert_stub("#include <x.h>\nint a;\n", STUB, kernel_basename="BinaryKernel", path="Odd.mm")
+    assert str(err.value) == ("Odd.mm:3: no '} // namespace at::native' to insert the stub before; "
+                              "close the namespace with that exact comment, then rerun")
+
+
+def test_remove_torch_impl_func_block_and_its_header() -> None:
+    out = remove_legacy(LEGACY, "wobble", "wobble_out_mps")
+    start = LEGACY.index("TORCH_IMPL_FUNC")
+    end = LEGACY.index("Tensor& jiggle_out_mps")
+    expected = LEGACY[:start] + LEGACY[end:]
+    assert out == expected.replace("#include <ATen/ops/wobble_native.h>\n", "")
+
+
+def test_remove_plain_function() -> None:
+    out = remove_legacy(LEGACY, "jiggle", "jiggle_out_mps")
+    start = LEGACY.index("Tensor& jiggle_out_mps")
+    end = LEGACY.index("} // namespace")
+    expected = LEGACY[:start] + LEGACY[end:]
+    assert out == expected.replace("#include <ATen/ops/jiggle_native.h>\n", "")
+
+
+def test_prototype_is_not_taken_for_the_definition() -> None:
+    text = "Tensor& jiggle_out_mps(Tensor& out);\nint x;\n\nTensor& jiggle_out_mps(Tensor& out) {\n  return out;\n}\n"
+    assert remove_legacy(text, "jiggle", "jiggle_out_mps") == "Tensor& jiggle_out_mps(Tensor& out);\nint x;\n\n"
+
+
+def test_missing_legacy_is_a_structured_failure() -> None:
+    with pytest.raises(RecipeError) as err:
+        remove_legacy(HOST, "wobble", "wobble_out_mps", path="BinaryOps.mm")
+    assert str(err.value) == ("BinaryOps.mm:1: no TORCH_IMPL_FUNC(wobble_out_mps) or function "
+                              "wobble_out_mps in the file; check the op's MPS dispatch row names "
+                              "'wobble_out_mps'")

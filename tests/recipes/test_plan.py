@@ -1,0 +1,74 @@
+"""RecipePlan for table ops (real registry dtypes and headers from the wheel) and others."""
+
+from __future__ import annotations
+
+from metalport.agent.recipes import NEEDS_LLM, Family, plan_recipe, recipe_table
+
+
+def test_heaviside_plan_from_the_wheel() -> None:
+    plan = plan_recipe("heaviside", legacy=None)
+    assert not plan.needs_llm
+    assert plan.kernel_file == "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+    assert plan.host_file == "aten/src/ATen/native/mps/operations/BinaryKernel.mm"
+    assert plan.functor == "heaviside_functor" and plan.macro == "REGISTER_BINARY_OP"
+    assert plan.dtypes == ("float", "half", "bfloat", "long", "int", "short", "char", "uchar", "bool")
+    assert plan.registrations[0] == "REGISTER_BINARY_OP(heaviside, float, float);"
+    assert plan.register_dispatch == "REGISTER_DISPATCH(heaviside_stub, &heaviside_mps_kernel);"
+    assert plan.host_stub is not None and plan.host_stub.stub_header == "ATen/native/BinaryOps.h"
+    assert plan.xfail_keys == ("heaviside",)
+
+
+def test_output_types_follow_the_op() -> None:
+    table = recipe_table()
+    assert table["logical_and"].registrations(["half"]) == ("REGISTER_BINARY_OP(logical_and, half, bool);",)
+    assert table["acosh"].registrations(["int", "half"]) == (
+        "REGISTER_UNARY_OP(acosh, int, float);", "REGISTER_UNARY_OP(acosh, half, half);")
+    assert table["sub"].registrations(["long"]) == ("REGISTER_BINARY_ALPHA_OP(sub, long, long, long);",)
+
+
+def test_stub_parameters_come_from_the_declared_type() -> None:
+    sub = plan_recipe("sub", dtypes=["float"])
+    assert sub.host_stub is not None
+    assert sub.host_stub.params == "TensorIteratorBase& iter, const Scalar& alpha"
+    logical = plan_recipe("logical_or", dtypes=["bool"])
+    assert logical.host_stub is not None and logical.host_stub.params == "TensorIterator& iter"
+
+
+def test_backward_ops_register_floats_only_and_keep_forward_xfails() -> None:
+    plan = plan_recipe("sigmoid_backward")
+    assert plan.dtypes == ("float", "half", "bfloat")
+    assert plan.xfail_keys == ()
+
+
+def test_op_outside_the_table_needs_an_llm() -> None:
+    plan = plan_recipe("special_airy_ai", legacy=None)
+    assert plan.needs_llm and plan.functor_step == NEEDS_LLM == "needs an LLM (--model openai:...)"
+    assert plan.kernel_file is None and plan.registrations == () and plan.allowed_paths == ()
+
+
+def test_table_has_twenty_real_ops_in_every_covered_family() -> None:
+    table = recipe_table()
+    assert len(table) >= 20 and "heaviside" in table
+    assert {r.family for r in table.values()} == {Family.UNARY, Family.BINARY, Family.ALPHA}
+
+
+def test_every_table_op_lacks_a_native_mps_kernel_in_the_wheel_registry() -> None:
+    import os
+
+    import torchgen
+    import yaml
+
+    path = os.path.join(os.path.dirname(torchgen.__file__), "packaged", "ATen", "native",
+                        "native_functions.yaml")
+    with open(path, encoding="utf-8") as f:
+        entries = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    rows: dict[str, list[str]] = {}
+    for entry in entries:
+        name = entry["func"].split("(")[0].split(".")[0]
+        for keys, kernel in entry.get("dispatch", {}).items():
+            dense = [k.strip() for k in keys.split(",")]
+            if "MPS" in dense:
+                rows.setdefault(name, []).append(kernel)
+    for op in recipe_table():
+        # missing (no MPS row) or mps-graph (an MPS-only `*_mps` kernel), never shared with CPU
+        assert all(k.endswith(("_mps", "_mps_out")) for k in rows.get(op, [])), (op, rows[op])
