@@ -72,3 +72,28 @@ def test_every_table_op_lacks_a_native_mps_kernel_in_the_wheel_registry() -> Non
     for op in recipe_table():
         # missing (no MPS row) or mps-graph (an MPS-only `*_mps` kernel), never shared with CPU
         assert all(k.endswith(("_mps", "_mps_out")) for k in rows.get(op, [])), (op, rows[op])
+
+
+def test_edits_from_a_plan_create_both_files() -> None:
+    from metalport.agent.recipes import edit_host, edit_kernel
+
+    plan = plan_recipe("heaviside", dtypes=["float", "bool"])
+    kernel = edit_kernel(plan, None)
+    assert "struct heaviside_functor {" in kernel
+    assert kernel.endswith("REGISTER_BINARY_OP(heaviside, float, float);\n"
+                           "REGISTER_BINARY_OP(heaviside, bool, bool);\n")
+    host = edit_host(plan, None)
+    assert "#include <ATen/native/mps/BinaryKernel_metallib.h>\n" in host
+    assert "REGISTER_DISPATCH(heaviside_stub, &heaviside_mps_kernel);\n" in host
+
+
+def test_edits_refuse_a_plan_that_needs_an_llm() -> None:
+    import pytest
+
+    from metalport.agent.recipes import edit_kernel
+    from metalport.errors import RecipeError
+
+    with pytest.raises(RecipeError) as err:
+        edit_kernel(plan_recipe("special_airy_ai"), None)
+    assert str(err.value) == ("special_airy_ai is not in the recipe table: its functor needs an LLM "
+                              "(--model openai:...); rerun with --model openai:<model>")

@@ -3,11 +3,11 @@
 from metalport.agent.recipes.functors import Family, FunctorRecipe, dtypes_for, recipe_table
 from metalport.agent.recipes.host import HostStub, insert_stub, remove_legacy
 from metalport.agent.recipes.metal import insert_functor
-from metalport.agent.recipes.plan import NEEDS_LLM, RecipePlan, plan_recipe
+from metalport.agent.recipes.plan import NEEDS_LLM, RecipePlan, edit_host, edit_kernel, plan_recipe
 from metalport.agent.recipes.xfail import XfailEntry, XfailRemoval, find_xfails, remove_xfails
 
 __all__ = [
     "NEEDS_LLM", "Family", "FunctorRecipe", "HostStub", "RecipePlan", "XfailEntry", "XfailRemoval",
-    "dtypes_for", "find_xfails", "insert_functor", "insert_stub", "plan_recipe", "recipe_table",
+    "dtypes_for", "edit_host", "edit_kernel", "find_xfails", "insert_functor", "insert_stub", "plan_recipe", "recipe_table",
     "remove_legacy", "remove_xfails",
 ]

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metalport.agent.recipes.functors import FunctorRecipe, dtypes_for, recipe_table
-from metalport.agent.recipes.host import HostStub
+from metalport.agent.recipes.host import HostStub, insert_stub
+from metalport.agent.recipes.metal import insert_functor
 from metalport.errors import RecipeError
 
 NEEDS_LLM = "needs an LLM (--model openai:...)"
@@ -126,3 +127,27 @@ def plan_recipe(op: str, *, legacy: str | None = None, dtypes: Iterable[str] | N
         host_file=f"{OPERATIONS_DIR}/{recipe.host_file}", host_stub=host, legacy=legacy,
         xfail_keys=tuple(xfail_keys) if xfail_keys is not None else _default_xfail_keys(recipe),
     )
+
+
+def _require_table(plan: RecipePlan) -> None:
+    if plan.needs_llm:
+        raise RecipeError(f"{plan.op} is not in the recipe table: its functor {NEEDS_LLM}",
+                          hint="rerun with --model openai:<model>")
+
+
+def edit_kernel(plan: RecipePlan, text: str | None) -> str:
+    """The plan's kernel file after adding its functor and registrations (None: a new file)."""
+    _require_table(plan)
+    if not (plan.functor and plan.functor_source and plan.kernel_file):
+        raise RecipeError(f"plan for {plan.op} has no functor", hint="build it with plan_recipe")
+    return insert_functor(text, plan.functor, plan.functor_source, plan.registrations,
+                          path=plan.kernel_file)
+
+
+def edit_host(plan: RecipePlan, text: str | None) -> str:
+    """The plan's host file after adding its stub (None: a new file)."""
+    _require_table(plan)
+    if not (plan.host_stub and plan.kernel_file and plan.host_file):
+        raise RecipeError(f"plan for {plan.op} has no host stub", hint="build it with plan_recipe")
+    kernel_basename = Path(plan.kernel_file).stem
+    return insert_stub(text, plan.host_stub, kernel_basename=kernel_basename, path=plan.host_file)
