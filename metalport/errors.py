@@ -64,3 +64,18 @@ class PipelineError(MetalportError):
 
 class RecipeError(MetalportError):
     """A deterministic recipe cannot apply: its anchor is missing or the op is not in the table."""
+
+
+class AgentError(MetalportError):
+    """The LLM endpoint or the model's behaviour ended a run (non-retryable error, loop bound)."""
+
+    exit_code = 1
+
+
+class BudgetExhausted(AgentError):
+    """A run's budget (calls, tokens, cost, wall time) ran out; `usage` holds the evidence."""
+
+    def __init__(self, message: str, *, usage: dict | None = None, location: str | None = None,
+                 hint: str | None = None) -> None:
+        super().__init__(message, location=location, hint=hint)
+        self.usage = dict(usage or {})

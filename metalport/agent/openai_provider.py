@@ -1,0 +1,189 @@
+"""The OpenAI-compatible provider: chat completions with tool calls, our retries, budget, transcript.
+
+Only `chat.completions.create` is used (portable to vLLM, Ollama, llama.cpp); structured answers
+use a json_schema `response_format` and are validated here with pydantic. The client is built with
+`max_retries=0`: we retry 429, 5xx, timeouts and dropped connections ourselves, never other 4xx.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import openai
+import pydantic
+
+from metalport.agent.budget import Budget
+from metalport.agent.provider import FixRequest, FixResult, FunctorRequest, FunctorResult, PrRequest
+from metalport.agent.tools import ToolBox
+from metalport.agent.transcript import Transcript
+from metalport.config import AgentConfig
+from metalport.errors import AgentError, UsageError
+from metalport.prompts import render_prompt
+
+_RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
+              openai.APIConnectionError)
+
+
+class FunctorAnswer(pydantic.BaseModel):
+    """The structured final answer of `write_functor`."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+    functor_source: str = pydantic.Field(min_length=1)
+    summary: str
+
+
+def make_client(config: AgentConfig) -> openai.OpenAI:
+    """An openai client for the configured endpoint, without the SDK's own retries."""
+    key = config.provider.api_key(None)
+    if not key:
+        raise UsageError(f"no API key: ${config.provider.api_key_env} is not set",
+                         hint=f"export {config.provider.api_key_env}=... or set provider.api_key_env")
+    return openai.OpenAI(base_url=config.provider.resolved_base_url(None), api_key=key, max_retries=0,
+                         timeout=config.provider.timeout_s)
+
+
+class OpenAIProvider:
+    """Implements `Provider` against one endpoint; every request goes through `_complete`."""
+
+    def __init__(self, config: AgentConfig, client: openai.OpenAI, budget: Budget, transcript: Transcript,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.config = config
+        self.client = client
+        self.budget = budget
+        self.transcript = transcript
+        self._sleep = sleep
+
+    def write_functor(self, request: FunctorRequest, tools: ToolBox) -> FunctorResult:
+        """Run the tool loop until the model answers with a valid `FunctorAnswer`."""
+        messages = self._start("write_functor", op=request.op, family=request.family,
+                               dtypes=request.dtypes, plan_summary=request.plan_summary,
+                               kernel_file=request.kernel_file, functor_name=request.functor_name,
+                               feedback=request.feedback, diagnostics=request.diagnostics)
+        answer = self._loop(messages, tools, FunctorAnswer)
+        return FunctorResult(functor_source=answer.functor_source, summary=answer.summary,
+                             usage=self.budget.usage())
+
+    def fix(self, request: FixRequest, tools: ToolBox) -> FixResult:
+        """Run the tool loop until `finish` is accepted (which needs a passing `check()`)."""
+        messages = self._start("fix_failure", op=request.op, failure_stage=request.failure_stage,
+                               diagnostics=request.diagnostics, allowed_paths=request.allowed_paths,
+                               plan_summary=request.plan_summary)
+        self._loop(messages, tools, None)
+        return FixResult(summary=tools.finished or "", usage=self.budget.usage())
+
+    def describe_pr(self, request: PrRequest) -> str:
+        """One request without tools; the reply text is the PR body."""
+        messages = self._start("pr_description", op=request.op, plan_summary=request.plan_summary,
+                               diff_stat=request.diff_stat, verdicts=request.verdicts, usage=request.usage)
+        message = self._complete(messages, None, None)
+        text = (message.content or "").strip()
+        if not text or len(text) > self.config.provider.max_reply_chars:
+            raise AgentError(f"the model's PR description is {'empty' if not text else 'over the size cap'}",
+                             hint="retry, or write the description by hand at the gate")
+        return text
+
+    def _start(self, prompt: str, **variables: Any) -> list[dict]:
+        return [{"role": "system", "content": render_prompt("system")},
+                {"role": "user", "content": render_prompt(prompt, **variables)}]
+
+    def _loop(self, messages: list[dict], tools: ToolBox, schema: type[pydantic.BaseModel] | None) -> Any:
+        cap, strikes = self.config.provider, Counter()
+        for _ in range(cap.max_turns):
+            message = self._complete(messages, tools.specs(), schema)
+            if message.tool_calls:
+                messages.append({"role": "assistant", "content": message.content, "tool_calls": [
+                    {"id": c.id, "type": "function",
+                     "function": {"name": c.function.name, "arguments": c.function.arguments}}
+                    for c in message.tool_calls]})
+                for call in message.tool_calls:
+                    result = tools.call(call.function.name, call.function.arguments)
+                    self.transcript.write("tool_call", {"name": call.function.name,
+                                                        "arguments": call.function.arguments, "result": result})
+                    if not result.get("ok"):
+                        self._strike(strikes, f"{call.function.name}({call.function.arguments})", result)
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
+                if schema is None and tools.finished is not None:
+                    return None
+                continue
+            content = message.content or ""
+            if len(content) > cap.max_reply_chars:
+                messages.append({"role": "assistant", "content": f"[reply of {len(content)} chars withheld]"})
+                error = f"your reply was {len(content)} chars, over the cap of {cap.max_reply_chars}; be brief"
+            elif schema is None:
+                messages.append({"role": "assistant", "content": content})
+                error = "call finish(summary) once check() passes; plain text does not end the attempt"
+            else:
+                messages.append({"role": "assistant", "content": content})
+                try:
+                    return schema.model_validate_json(content)
+                except pydantic.ValidationError as err:
+                    first = err.errors()[0]
+                    error = (f"your answer is not valid {schema.__name__} JSON: "
+                             f"{first['msg']} at {'.'.join(map(str, first['loc'])) or 'top level'}")
+            self._strike(strikes, error.split(":")[0], {"error": error})
+            messages.append({"role": "user", "content": error})
+        raise AgentError(f"the model gave no accepted answer in {cap.max_turns} turns",
+                         hint="raise provider.max_turns or inspect the transcript")
+
+    def _strike(self, strikes: Counter, key: str, result: dict) -> None:
+        strikes[key] += 1
+        if strikes[key] >= self.config.provider.max_repeats:
+            self.transcript.write("error", {"loop_bound": key, "count": strikes[key]})
+            raise AgentError(f"the model repeated the same failing step {strikes[key]} times: "
+                             f"{result.get('error', key)}"[:300],
+                             hint="inspect the transcript; the run stops instead of looping")
+
+    def _complete(self, messages: list[dict], tools: list[dict] | None,
+                  schema: type[pydantic.BaseModel] | None) -> Any:
+        """One model reply, with our retry loop and the budget checked before every request."""
+        cap = self.config.provider
+        body: dict[str, Any] = {"model": cap.model, "temperature": cap.temperature,
+                                "messages": self.transcript.redactor.any(messages)}
+        if tools:
+            body["tools"] = tools
+        if schema is not None:
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": schema.__name__, "schema": schema.model_json_schema()}}
+        for attempt in range(cap.max_retries + 1):
+            self.budget.start_call()
+            self.transcript.write("request", {"attempt": attempt, "messages": body["messages"][-2:],
+                                              "n_messages": len(body["messages"])})
+            try:
+                reply = self.client.chat.completions.create(**body)
+            except _RETRYABLE as err:
+                self.transcript.write("error", {"attempt": attempt, "retryable": True, "error": str(err)})
+                if attempt == cap.max_retries:
+                    raise AgentError(f"endpoint failed after {attempt + 1} attempts: {_describe(err)}",
+                                     location=str(self.client.base_url),
+                                     hint="check the server, or raise provider.max_retries") from None
+                self._sleep(cap.backoff_s * 2 ** attempt)
+                continue
+            except openai.APIStatusError as err:
+                self.transcript.write("error", {"attempt": attempt, "retryable": False, "error": str(err)})
+                raise AgentError(f"endpoint refused the request: {_describe(err)}",
+                                 location=str(self.client.base_url),
+                                 hint="check the model name and the key (not retried)") from None
+            usage = reply.usage
+            self.budget.record(usage.prompt_tokens if usage else _estimate(body),
+                               usage.completion_tokens if usage else 0)
+            if not reply.choices:
+                raise AgentError("the endpoint returned no choices", location=str(self.client.base_url),
+                                 hint="check that the server speaks chat completions")
+            message = reply.choices[0].message
+            self.transcript.write("reply", message.model_dump(exclude_none=True))
+            return message
+        raise AssertionError("unreachable")
+
+
+def _describe(err: openai.OpenAIError) -> str:
+    status = getattr(err, "status_code", None)
+    return f"HTTP {status}" if status else type(err).__name__
+
+
+def _estimate(body: dict) -> int:
+    """Input tokens estimated as characters / 4 when the server reports no usage."""
+    return len(json.dumps(body["messages"])) // 4

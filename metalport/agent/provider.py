@@ -1,0 +1,82 @@
+"""The `Provider` protocol the graph calls: recipes and the OpenAI provider both implement it.
+
+A deterministic implementation (the recipe engine) may ignore `tools` except to apply its edits
+through `tools.call("propose_edit", ...)`; it must return the same result types, and raise a
+`MetalportError` subclass (never a bare exception) when it cannot answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from metalport.agent.tools import ToolBox
+
+
+@dataclass(frozen=True)
+class FunctorRequest:
+    """What the model needs to write one functor: the op, its family and dtypes, the plan."""
+
+    op: str
+    family: str  # unary, binary, alpha, ternary, or another kernel family
+    dtypes: tuple[str, ...]
+    plan_summary: str
+    kernel_file: str
+    functor_name: str
+    feedback: str = ""  # reviewer feedback or the previous attempt's verdict
+    diagnostics: tuple[dict, ...] = ()  # structured failures of the previous attempt
+
+
+@dataclass(frozen=True)
+class FunctorResult:
+    """The functor's C++ source (inserted by the deterministic edit step) and the model's notes."""
+
+    functor_source: str
+    summary: str
+    usage: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FixRequest:
+    """A failed attempt to fix in place: the op, what failed, and the files that may change."""
+
+    op: str
+    failure_stage: str  # check, build or test
+    diagnostics: tuple[dict, ...]
+    allowed_paths: tuple[str, ...]
+    plan_summary: str = ""
+
+
+@dataclass(frozen=True)
+class FixResult:
+    """The outcome of a fix: the model's summary after `finish` was accepted."""
+
+    summary: str
+    usage: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PrRequest:
+    """The evidence a PR description is written from."""
+
+    op: str
+    plan_summary: str
+    diff_stat: str
+    verdicts: tuple[str, ...]
+    usage: dict = field(default_factory=dict)
+
+
+class Provider(Protocol):
+    """Writes functors, fixes failures and describes PRs for the migration graph."""
+
+    def write_functor(self, request: FunctorRequest, tools: ToolBox) -> FunctorResult:
+        """Return the functor source for `request`; may read the tree through `tools`."""
+        ...
+
+    def fix(self, request: FixRequest, tools: ToolBox) -> FixResult:
+        """Edit allow-listed files through `tools` until `check()` passes and `finish` is accepted."""
+        ...
+
+    def describe_pr(self, request: PrRequest) -> str:
+        """Return the PR body in Markdown."""
+        ...

@@ -1,0 +1,206 @@
+"""The bounded, read-mostly tools the model may call, over one worktree.
+
+No tool runs a command, writes outside the allow-list, commits, pushes or approves. Every result
+is a dict `{"ok": bool, ...}`, capped at `max_result_chars` with a truncation note. The path guard
+is a small private one (Note [private guard]): `metalport/sandbox/guard.py` was not there yet.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import json
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from metalport.agent.transcript import Redactor
+
+ToolFn = Callable[[], dict]
+LookupFn = Callable[[str], dict]
+
+_SPECS: dict[str, tuple[str, dict]] = {
+    "read_file": ("Read lines start..end (1-based, inclusive) of a file in the checkout.",
+                  {"path": {"type": "string"}, "start": {"type": "integer"}, "end": {"type": "integer"}}),
+    "grep": ("Search files matching a glob for a regular expression; returns path:line: text.",
+             {"pattern": {"type": "string"}, "glob": {"type": "string"}}),
+    "show_op": ("The op's registry rows, backlog entry and current implementation.",
+                {"op": {"type": "string"}}),
+    "show_examples": ("Already-native functors and stubs of a family in this tree.",
+                      {"family": {"type": "string"}}),
+    "propose_edit": ("Replace the exact text `search` by `replace` in an allow-listed file.",
+                     {"path": {"type": "string"}, "search": {"type": "string"},
+                      "replace": {"type": "string"}}),
+    "check": ("Run the migration contract checks and the shader compile.", {}),
+    "conformance": ("Run emulated conformance; returns counts and worst errors.", {}),
+    "finish": ("End the attempt with a summary; refused while checks fail.",
+               {"summary": {"type": "string"}}),
+}
+_REQUIRED = {"read_file": ["path"], "grep": ["pattern"], "show_op": ["op"], "show_examples": ["family"],
+             "propose_edit": ["path", "search", "replace"], "finish": ["summary"]}
+_TYPES = {"string": str, "integer": int}
+
+
+class ToolBox:
+    """Dispatches the model's tool calls; tracks whether the last check passed for `finish`."""
+
+    def __init__(self, root: Path, allowed: Iterable[str], *, check: ToolFn, conformance: ToolFn,
+                 show_op: LookupFn, show_examples: LookupFn, redactor: Redactor | None = None,
+                 max_result_chars: int = 8000, max_read_lines: int = 400) -> None:
+        self.root = Path(root).resolve()
+        self.allowed = frozenset(allowed)
+        self._fns = {"check": check, "conformance": conformance, "show_op": show_op,
+                     "show_examples": show_examples}
+        self.redactor = redactor or Redactor()
+        self.max_result_chars = max_result_chars
+        self.max_read_lines = max_read_lines
+        self.checks_ok = False
+        self.finished: str | None = None
+
+    def specs(self) -> list[dict]:
+        """The OpenAI `tools` list."""
+        return [{"type": "function", "function": {
+            "name": name, "description": doc,
+            "parameters": {"type": "object", "properties": props, "required": _REQUIRED.get(name, []),
+                           "additionalProperties": False}}} for name, (doc, props) in _SPECS.items()]
+
+    def call(self, name: str, arguments: str) -> dict:
+        """Run one tool call from its name and JSON-string arguments; never raises on bad input."""
+        if name not in _SPECS:
+            near = difflib.get_close_matches(name, list(_SPECS), n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            return self._cap({"ok": False, "error": f"unknown tool {name!r}{hint}",
+                              "tools": sorted(_SPECS)})
+        try:
+            args = json.loads(arguments or "{}")
+        except json.JSONDecodeError as err:
+            return {"ok": False, "error": f"arguments are not valid JSON: {err.msg} at char {err.pos}"}
+        problem = _validate(name, args)
+        if problem:
+            return {"ok": False, "error": problem}
+        return self._cap(getattr(self, f"_{name}")(**args))
+
+    def _cap(self, result: dict) -> dict:
+        text = json.dumps(self.redactor.any(result))
+        if len(text) <= self.max_result_chars:
+            return json.loads(text)
+        return {"ok": result.get("ok", False), "truncated": True,
+                "note": f"result cut to {self.max_result_chars} of {len(text)} chars; narrow the request",
+                "partial": text[: self.max_result_chars]}
+
+    def _resolve(self, path: str) -> tuple[Path | None, str | None]:
+        # Note [private guard]: refuse absolute paths, `..`, symlinks anywhere and .git.
+        rel = Path(path)
+        if rel.is_absolute() or ".." in rel.parts:
+            return None, f"{path}: paths must be relative to the checkout, without '..'"
+        if rel.parts[:1] == (".git",):
+            return None, f"{path}: the git directory is not readable"
+        current = self.root
+        for part in rel.parts:
+            current = current / part
+            if current.is_symlink():
+                return None, f"{path}: symlinks are refused"
+        if not current.exists():
+            return None, f"{path}: no such file"
+        return current, None
+
+    def _read_file(self, path: str, start: int = 1, end: int | None = None) -> dict:
+        target, error = self._resolve(path)
+        if error or not target.is_file():
+            return {"ok": False, "error": error or f"{path}: not a file"}
+        lines = target.read_text(encoding="utf-8", errors="replace").splitlines()
+        start = max(1, start)
+        end = min(len(lines), end or len(lines), start + self.max_read_lines - 1)
+        body = "\n".join(f"{n}: {lines[n - 1]}" for n in range(start, end + 1))
+        return {"ok": True, "path": path, "start": start, "end": end, "total_lines": len(lines), "text": body}
+
+    def _grep(self, pattern: str, glob: str = "**/*") -> dict:
+        try:
+            regex = re.compile(pattern)
+        except re.error as err:
+            return {"ok": False, "error": f"bad regular expression: {err}"}
+        hits: list[str] = []
+        for file in sorted(self.root.glob(glob)):
+            rel = file.relative_to(self.root)
+            if rel.parts[:1] == (".git",) or file.is_symlink() or not file.is_file():
+                continue
+            for n, line in enumerate(file.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+                if regex.search(line):
+                    hits.append(f"{rel}:{n}: {line.strip()[:200]}")
+                    if len(hits) >= 100:
+                        return {"ok": True, "matches": hits, "note": "first 100 matches only"}
+        return {"ok": True, "matches": hits}
+
+    def _show_op(self, op: str) -> dict:
+        return self._fns["show_op"](op)
+
+    def _show_examples(self, family: str) -> dict:
+        return self._fns["show_examples"](family)
+
+    def _propose_edit(self, path: str, search: str, replace: str) -> dict:
+        if path not in self.allowed:
+            return {"ok": False, "error": f"{path}: not on the plan's allow-list",
+                    "allowed": sorted(self.allowed)}
+        target, error = self._resolve(path)
+        if error:
+            return {"ok": False, "error": error}
+        text = target.read_text(encoding="utf-8")
+        count = text.count(search) if search else 0
+        if count != 1:
+            reason = "search text is empty" if not search else (
+                f"search text occurs {count} times; add context to make it unique" if count else
+                "search text not found")
+            result: dict[str, Any] = {"ok": False, "error": f"{path}: {reason}"}
+            if not count and search:
+                result["did_you_mean"] = _nearest(text, search)
+            return result
+        target.write_text(text.replace(search, replace, 1), encoding="utf-8")
+        self.checks_ok = False
+        return {"ok": True, "path": path, "note": "edit applied; run check() before finish()"}
+
+    def _check(self) -> dict:
+        result = self._fns["check"]()
+        self.checks_ok = bool(result.get("ok"))
+        return result
+
+    def _conformance(self) -> dict:
+        return self._fns["conformance"]()
+
+    def _finish(self, summary: str) -> dict:
+        if not self.checks_ok:
+            return {"ok": False, "error": "finish refused: check() has not passed since the last edit; "
+                    "fix the diagnostics and run check() again"}
+        self.finished = summary
+        return {"ok": True, "note": "attempt finished"}
+
+
+def _validate(name: str, args: Any) -> str | None:
+    if not isinstance(args, dict):
+        return "arguments must be a JSON object"
+    props = _SPECS[name][1]
+    unknown = sorted(set(args) - set(props))
+    if unknown:
+        return f"unknown argument(s) {unknown} for {name}; expected {sorted(props)}"
+    missing = [k for k in _REQUIRED.get(name, []) if k not in args]
+    if missing:
+        return f"missing argument(s) {missing} for {name}"
+    for key, value in args.items():
+        want = _TYPES[props[key]["type"]]
+        if not isinstance(value, want) or isinstance(value, bool):
+            return f"argument {key!r} must be a {props[key]['type']}"
+    return None
+
+
+def _nearest(text: str, search: str) -> str:
+    """The window of `text` with as many lines as `search` that is most similar to it."""
+    lines, size = text.splitlines(), max(1, len(search.splitlines()))
+    best, best_ratio = "", 0.0
+    for i in range(max(1, len(lines) - size + 1)):
+        window = "\n".join(lines[i:i + size])
+        ratio = difflib.SequenceMatcher(None, window, search).quick_ratio()
+        if ratio > best_ratio:
+            ratio = difflib.SequenceMatcher(None, window, search).ratio()
+            if ratio > best_ratio:
+                best, best_ratio = window, ratio
+    return best

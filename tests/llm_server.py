@@ -1,0 +1,156 @@
+"""A scripted OpenAI-protocol HTTP server on 127.0.0.1:0 for every LLM test.
+
+`ScriptedLLM(script)` serves `/v1/chat/completions` from a list of steps, one per request, and
+`/v1/models`; it records every request body. A step is a reply dict (see `text_reply`,
+`tool_reply`), a `Status`, a `Delay`, `DROP` (close the connection without answering) or a
+callable taking the request body and returning one of those.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Status:
+    """Answer with an HTTP error status and an OpenAI-shaped error body."""
+
+    code: int
+    message: str = "scripted error"
+
+
+@dataclass(frozen=True)
+class Delay:
+    """Sleep `seconds`, then serve `then` (a timeout when the client gives up first)."""
+
+    seconds: float
+    then: Any
+
+
+DROP = object()
+
+
+def usage(prompt_tokens: int, completion_tokens: int) -> dict:
+    """An OpenAI `usage` object."""
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens}
+
+
+def text_reply(content: str, *, prompt_tokens: int = 100, completion_tokens: int = 20,
+               finish_reason: str = "stop") -> dict:
+    """A chat completion whose message is plain text (or JSON text)."""
+    return {"id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": "scripted",
+            "choices": [{"index": 0, "finish_reason": finish_reason,
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": usage(prompt_tokens, completion_tokens)}
+
+
+def json_reply(value: Any, **kwargs: Any) -> dict:
+    """A chat completion whose content is `value` as JSON."""
+    return text_reply(json.dumps(value), **kwargs)
+
+
+def tool_reply(*calls: tuple[str, Any], prompt_tokens: int = 100, completion_tokens: int = 20) -> dict:
+    """A chat completion calling tools; an argument that is not a str is JSON-encoded."""
+    tool_calls = [{"id": f"call_{i}", "type": "function",
+                   "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
+                  for i, (name, args) in enumerate(calls)]
+    reply = text_reply("", prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                       finish_reason="tool_calls")
+    reply["choices"][0]["message"] = {"role": "assistant", "content": None, "tool_calls": tool_calls}
+    return reply
+
+
+class ScriptedLLM:
+    """The server; use as a context manager. `requests` holds every chat request body in order."""
+
+    def __init__(self, script: list[Any], models: tuple[str, ...] = ("scripted-model",)) -> None:
+        self.script = list(script)
+        self.models = models
+        self.requests: list[dict] = []
+        self.model_list_calls = 0
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        """The `base_url` for the openai client (ends in /v1)."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self) -> ScriptedLLM:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def prompt_text(self) -> str:
+        """Every message content and tool result sent to the model, joined (for secret checks)."""
+        return json.dumps(self.requests)
+
+    def _next_step(self, body: dict) -> Any:
+        with self._lock:
+            self.requests.append(body)
+            if not self.script:
+                return Status(500, "script exhausted")
+            step = self.script.pop(0)
+        return step(body) if callable(step) else step
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib name
+                return
+
+            def _send(self, code: int, payload: dict) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/") != "/v1/models":
+                    self._send(404, {"error": {"message": "not found"}})
+                    return
+                owner.model_list_calls += 1
+                self._send(200, {"object": "list", "data": [
+                    {"id": m, "object": "model", "created": 0, "owned_by": "test"} for m in owner.models]})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if self.path != "/v1/chat/completions":
+                    self._send(404, {"error": {"message": "not found"}})
+                    return
+                step = owner._next_step(body)
+                while isinstance(step, Delay):
+                    time.sleep(step.seconds)
+                    step = step.then
+                if step is DROP:
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                if isinstance(step, Status):
+                    self._send(step.code, {"error": {"message": step.message, "type": "scripted",
+                                                     "code": str(step.code)}})
+                    return
+                self._send(200, step)
+
+        return Handler
+
+
+ScriptStep = dict | Status | Delay | Callable[[dict], Any] | object
