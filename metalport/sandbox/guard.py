@@ -1,0 +1,64 @@
+"""`PathGuard`: every write of a run resolves inside its worktree and onto the plan's allow-list."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tempfile
+from pathlib import Path
+
+from metalport.errors import SandboxError
+
+
+class PathGuard:
+    """Resolve and check paths against a worktree `root` and a set of allowed relative paths."""
+
+    def __init__(self, root: Path | str, allowed: set[str]) -> None:
+        self.root = Path(root).resolve()
+        self.allowed = frozenset(Path(p).as_posix() for p in allowed)
+
+    def resolve(self, path: Path | str) -> Path:
+        """Return the absolute path of `path` (relative to the root) once it passes every check.
+
+        Raises SandboxError (one line, with the nearest allowed path) for a path outside the root,
+        a `..` escape, a symlink leading out, or a path not on the allow-list.
+        """
+        raw = Path(path)
+        candidate = raw if raw.is_absolute() else self.root / raw
+        lexical = Path(os.path.normpath(candidate))
+        if not lexical.is_relative_to(self.root):
+            reason = "escapes the worktree through '..'" if ".." in raw.parts else "is outside the worktree"
+            raise SandboxError(f"path {str(path)!r} {reason} {self.root}", hint=self._nearest(raw))
+        resolved = candidate.resolve()
+        if not resolved.is_relative_to(self.root):
+            raise SandboxError(f"path {str(path)!r} is a symlink (or under one) leading out of the "
+                               f"worktree to {resolved}", hint=self._nearest(raw))
+        relative = resolved.relative_to(self.root).as_posix()
+        if relative not in self.allowed:
+            raise SandboxError(f"path {relative!r} is not on the plan's allow-list",
+                               hint=self._nearest(Path(relative)))
+        return resolved
+
+    def write_text(self, path: Path | str, text: str) -> bool:
+        """Write `text` to a guarded path through a temp file and rename; return whether it changed."""
+        target = self.resolve(path)
+        if target.is_file() and target.read_text(encoding="utf-8") == text:
+            return False
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+                handle.write(text)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return True
+
+    def _nearest(self, path: Path) -> str:
+        if not self.allowed:
+            return "the allow-list is empty"
+        # File names carry the intent ("BinaryOps.mm"); the folders of a refused path do not.
+        by_name = {Path(name).name: name for name in sorted(self.allowed, reverse=True)}
+        match = difflib.get_close_matches(path.name, sorted(by_name), n=1, cutoff=0.0)
+        return f"did you mean {by_name[match[0]] if match else sorted(self.allowed)[0]!r}?"

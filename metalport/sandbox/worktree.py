@@ -1,0 +1,137 @@
+"""The run's git worktree: branch `metalport/<op>` under `<git-common-dir>/metalport/worktrees/<run-id>`.
+
+Only `git worktree` and `git branch` touch the user's repository: its work tree and index are
+never read for writing, stashed or reset.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+from metalport.errors import SandboxError
+
+METALPORT_NAME = "metalport"
+METALPORT_EMAIL = "metalport@localhost"
+METALPORT_IDENTITY = f"{METALPORT_NAME} <{METALPORT_EMAIL}>"
+RUN_TRAILER = "Metalport-Run"
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Worktree:
+    """A run's worktree: where it is, its branch, the base commit and whether the base tree was dirty."""
+
+    repo_root: Path
+    path: Path
+    branch: str
+    base_commit: str
+    run_id: str
+    base_dirty: bool
+    reused_branch: bool
+
+    def dirty_note(self) -> str | None:
+        """One line for the user when their work tree had changes the worktree does not carry."""
+        if not self.base_dirty:
+            return None
+        return (f"{self.repo_root}: work tree has uncommitted changes; the worktree starts from "
+                f"commit {self.base_commit[:12]} without them")
+
+
+def branch_name(op: str) -> str:
+    """Return the branch of a run on `op` (`aten::` dropped)."""
+    name = op.removeprefix("aten::")
+    if not re.fullmatch(r"[A-Za-z0-9_.]+", name):
+        raise SandboxError(f"op name {op!r} cannot name a branch", hint="use an ATen op name like heaviside")
+    return f"metalport/{name}"
+
+
+def worktrees_dir(repo: git.Repo) -> Path:
+    """Return `<git-common-dir>/metalport/worktrees`, outside every work tree."""
+    # Not `rev-parse --git-common-dir`: it answers relative to the top level, not to our cwd.
+    return Path(repo.common_dir).resolve() / "metalport" / "worktrees"
+
+
+def create_worktree(repo_root: Path | str, op: str, run_id: str, base: str = "HEAD") -> Worktree:
+    """Add a worktree for `run_id` on branch `metalport/<op>` from `base` and return it.
+
+    An existing branch is reused only when every commit on it since `base` is metalport's (author,
+    committer and `Metalport-Run` trailer); otherwise SandboxError. A dirty base tree is reported
+    through `Worktree.base_dirty`, not refused.
+    """
+    if not _RUN_ID.match(run_id):
+        raise SandboxError(f"run id {run_id!r} is not a safe name", hint="use letters, digits, '.', '_', '-'")
+    repo = _open(repo_root)
+    branch = branch_name(op)
+    try:
+        base_commit = repo.commit(base).hexsha
+    except (git.BadName, ValueError) as err:
+        raise SandboxError(f"{repo.working_dir}: base {base!r} is not a commit",
+                           hint="pass --base with a branch, tag or commit") from err
+    target = worktrees_dir(repo) / run_id
+    if target.exists():
+        raise SandboxError(f"{target}: worktree for run {run_id!r} already exists",
+                           hint=f"resume the run or remove it with `git worktree remove {target}`")
+    exists = branch in [head.name for head in repo.heads]
+    if exists:
+        _check_owned(repo, branch, base_commit)
+    dirty = repo.is_dirty(untracked_files=False)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if exists:
+            repo.git.worktree("add", str(target), branch)
+        else:
+            repo.git.worktree("add", "-b", branch, str(target), base_commit)
+    except git.GitCommandError as err:
+        raise SandboxError(f"{target}: git worktree add failed: {_last_line(err)}",
+                           hint="run `git worktree prune` and check the branch is not checked out") from err
+    return Worktree(Path(repo.working_dir), target, branch, base_commit, run_id, dirty, exists)
+
+
+def remove_worktree(worktree: Worktree, *, delete_branch: bool = True) -> None:
+    """Remove the worktree folder, its git entry and (by default) its branch; prune stale entries."""
+    repo = _open(worktree.repo_root)
+    if worktree.path.exists():
+        try:
+            repo.git.worktree("remove", "--force", str(worktree.path))
+        except git.GitCommandError:
+            shutil.rmtree(worktree.path)
+    repo.git.worktree("prune")
+    if delete_branch and worktree.branch in [head.name for head in repo.heads]:
+        repo.git.branch("-D", worktree.branch)
+    parent = worktree.path.parent
+    if parent.is_dir() and not any(parent.iterdir()):
+        parent.rmdir()
+
+
+def _check_owned(repo: git.Repo, branch: str, base_commit: str) -> None:
+    for commit in repo.iter_commits(f"{base_commit}..{branch}"):
+        if not is_metalport_commit(commit):
+            raise SandboxError(
+                f"branch {branch!r} has commit {commit.hexsha[:12]} by {commit.author.name} "
+                f"<{commit.author.email}> that metalport did not make",
+                hint=f"rename or delete the branch yourself (`git branch -m {branch} <new>`); "
+                     "metalport never overwrites a human's work")
+
+
+def is_metalport_commit(commit: git.Commit) -> bool:
+    """True when metalport made `commit`: its identity as author and committer, and its run trailer."""
+    ours = commit.author.email == METALPORT_EMAIL and commit.committer.email == METALPORT_EMAIL
+    trailer = any(line.startswith(f"{RUN_TRAILER}: ") for line in str(commit.message).splitlines())
+    return ours and trailer
+
+
+def _open(repo_root: Path | str) -> git.Repo:
+    try:
+        return git.Repo(repo_root, search_parent_directories=False)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as err:
+        raise SandboxError(f"{repo_root}: not a git repository", hint="pass --repo with a git checkout") from err
+
+
+def _last_line(err: git.GitCommandError) -> str:
+    lines = [line for line in str(err.stderr).strip().splitlines() if line.strip()]
+    return lines[-1].strip().strip("'") if lines else str(err.status)

@@ -1,0 +1,73 @@
+"""run_command: argv only, a timeout kills the whole process group, no secrets in the env."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from metalport.errors import SandboxError
+from metalport.sandbox import run_command
+
+SPAWNER = """
+import subprocess, sys, pathlib
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+pathlib.Path(sys.argv[1]).write_text(str(child.pid))
+print("spawned", flush=True)
+child.wait()
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A killed child of ours may linger as a zombie until reaped by init; zombies are dead.
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+def test_timeout_kills_the_grandchild_too(tmp_path: Path) -> None:
+    script = tmp_path / "spawner.py"
+    script.write_text(SPAWNER)
+    pid_file = tmp_path / "grandchild.pid"
+    result = run_command([sys.executable, str(script), str(pid_file)], tmp_path, timeout_s=2.0)
+    assert result.timed_out and not result.ok
+    assert result.stdout == "spawned\n"
+    grandchild = int(pid_file.read_text())
+    for _ in range(50):
+        if not _alive(grandchild):
+            break
+        time.sleep(0.05)
+    assert not _alive(grandchild)
+
+
+def test_env_has_no_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GITHUB_TOKEN", "HF_TOKEN", "MY_SECRET",
+                 "DB_PASSWORD", "AWS_ACCESS_KEY_ID", "GOOGLE_CREDENTIALS"):
+        monkeypatch.setenv(name, "hunter2")
+    monkeypatch.setenv("CCACHE_DIR", "/tmp/cc")
+    result = run_command(["env"], tmp_path, timeout_s=10, env_extra={"CCACHE_BASEDIR": str(tmp_path)})
+    assert result.ok and result.returncode == 0
+    assert "hunter2" not in result.stdout
+    lines = result.stdout.splitlines()
+    assert "CCACHE_DIR=/tmp/cc" in lines and f"CCACHE_BASEDIR={tmp_path}" in lines
+
+
+def test_no_shell_and_missing_program(tmp_path: Path) -> None:
+    result = run_command(["echo", "$HOME; rm -rf /"], tmp_path, timeout_s=10)
+    assert result.stdout == "$HOME; rm -rf /\n" and result.argv == ("echo", "$HOME; rm -rf /")
+    with pytest.raises(SandboxError, match="^program 'no-such-tool-x' not found; install it"):
+        run_command(["no-such-tool-x"], tmp_path, timeout_s=10)
+    with pytest.raises(SandboxError, match="non-empty argv list"):
+        run_command("ls -l", tmp_path, timeout_s=10)  # type: ignore[arg-type]
+
+
+def test_failure_exit_code_and_stderr(tmp_path: Path) -> None:
+    result = run_command([sys.executable, "-c", "import sys; sys.stderr.write('boom'); sys.exit(3)"],
+                         tmp_path, timeout_s=10)
+    assert (result.returncode, result.stderr, result.timed_out, result.ok) == (3, "boom", False, False)
