@@ -1,0 +1,28 @@
+"""check_endpoint lists models without spending tokens or showing the key."""
+
+from __future__ import annotations
+
+import pytest
+
+from metalport.agent.doctor import check_endpoint
+from metalport.config import AgentConfig, ProviderConfig
+from tests.llm_server import ScriptedLLM
+
+
+def test_endpoint_lists_models_and_hides_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOC_KEY", "sk-doctor-secret-123456")
+    with ScriptedLLM([], models=("m-a", "m-b")) as server:
+        config = AgentConfig(provider=ProviderConfig(model="m-b", base_url=server.base_url, api_key_env="DOC_KEY"))
+        report = check_endpoint(config)
+    assert report.ok and report.key_set and report.model_listed and report.models == ("m-a", "m-b")
+    assert server.requests == [] and server.model_list_calls == 1
+    assert "sk-doctor" not in "\n".join(report.lines()) and "API key $DOC_KEY: set" in report.lines()
+
+
+def test_unreachable_endpoint_and_missing_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_SUCH_KEY", raising=False)
+    with ScriptedLLM([]) as server:
+        url = server.base_url
+    report = check_endpoint(AgentConfig(provider=ProviderConfig(base_url=url, api_key_env="NO_SUCH_KEY")),
+                            timeout_s=2)
+    assert not report.ok and not report.key_set and report.error == "APIConnectionError"

@@ -1,0 +1,51 @@
+"""Every prompt template renders, and an undefined variable is an error."""
+
+from __future__ import annotations
+
+import pytest
+
+from metalport.errors import MetalportError
+from metalport.prompts import PROMPT_NAMES, render_prompt
+
+VARIABLES = {
+    "system": {},
+    "plan": {"op": "heaviside", "family": "binary", "rows": ["heaviside.out: MPS: heaviside_out_mps"],
+             "current_impl": "MPSGraph", "dtypes": ["float", "half"]},
+    "write_functor": {"op": "heaviside", "family": "binary", "dtypes": ["float"], "plan_summary": "p",
+                      "kernel_file": "BinaryKernel.metal", "functor_name": "heaviside_functor",
+                      "feedback": "use half", "diagnostics": [{"file": "K.metal", "line": 3, "message": "bad"}]},
+    "fix_failure": {"op": "heaviside", "failure_stage": "check", "plan_summary": "",
+                    "diagnostics": [{"file": "K.metal", "line": 3, "message": "bad"}], "allowed_paths": ["K.metal"]},
+    "pr_description": {"op": "heaviside", "plan_summary": "p", "diff_stat": "2 files", "verdicts": ["ok"],
+                       "usage": {"calls": 2}},
+}
+
+
+@pytest.mark.parametrize("name", PROMPT_NAMES)
+def test_every_template_renders(name: str) -> None:
+    text = render_prompt(name, **VARIABLES[name])
+    assert text.strip() and "{{" not in text and "{%" not in text
+
+
+@pytest.mark.parametrize("name", [n for n in PROMPT_NAMES if VARIABLES[n]])
+def test_each_missing_variable_is_an_error(name: str) -> None:
+    for missing in VARIABLES[name]:
+        partial = {k: v for k, v in VARIABLES[name].items() if k != missing}
+        with pytest.raises(MetalportError, match=f"'{missing}' is undefined"):
+            render_prompt(name, **partial)
+
+
+def test_system_prompt_states_the_workflow() -> None:
+    text = render_prompt("system")
+    for phrase in ("REGISTER_DISPATCH", "REGISTER_*_OP", "c10/metal", "every overload row", "no MPSGraph",
+                   "no CPU fallback", "Xfail removal", "Legacy removal"):
+        assert phrase in text
+
+
+def test_diagnostics_reach_the_fix_prompt() -> None:
+    assert "- K.metal:3: bad" in render_prompt("fix_failure", **VARIABLES["fix_failure"])
+
+
+def test_unknown_prompt() -> None:
+    with pytest.raises(MetalportError, match="unknown prompt 'sytem'"):
+        render_prompt("sytem")
