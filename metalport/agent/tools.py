@@ -1,8 +1,9 @@
 """The bounded, read-mostly tools the model may call, over one worktree.
 
 No tool runs a command, writes outside the allow-list, commits, pushes or approves. Every result
-is a dict `{"ok": bool, ...}`, capped at `max_result_chars` with a truncation note. The path guard
-is a small private one (Note [private guard]): `metalport/sandbox/guard.py` was not there yet.
+is a dict `{"ok": bool, ...}`, capped at `max_result_chars` with a truncation note. Writes go
+through the sandbox's `PathGuard` (allow-list, atomic write); reads and edits are also refused for
+`..`, absolute paths, any symlink and `.git` (Note [read guard]).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from metalport.agent.transcript import Redactor
+from metalport.errors import SandboxError
+from metalport.sandbox.guard import PathGuard
 
 ToolFn = Callable[[], dict]
 LookupFn = Callable[[str], dict]
@@ -50,6 +53,7 @@ class ToolBox:
                  max_result_chars: int = 8000, max_read_lines: int = 400) -> None:
         self.root = Path(root).resolve()
         self.allowed = frozenset(allowed)
+        self._guard = PathGuard(self.root, set(self.allowed))
         self._fns = {"check": check, "conformance": conformance, "show_op": show_op,
                      "show_examples": show_examples}
         self.redactor = redactor or Redactor()
@@ -90,7 +94,7 @@ class ToolBox:
                 "partial": text[: self.max_result_chars]}
 
     def _resolve(self, path: str) -> tuple[Path | None, str | None]:
-        # Note [private guard]: refuse absolute paths, `..`, symlinks anywhere and .git.
+        # Note [read guard]: reads are not allow-listed, so refuse absolute paths, `..`, symlinks anywhere and .git.
         rel = Path(path)
         if rel.is_absolute() or ".." in rel.parts:
             return None, f"{path}: paths must be relative to the checkout, without '..'"
@@ -155,7 +159,10 @@ class ToolBox:
             if not count and search:
                 result["did_you_mean"] = _nearest(text, search)
             return result
-        target.write_text(text.replace(search, replace, 1), encoding="utf-8")
+        try:
+            self._guard.write_text(path, text.replace(search, replace, 1))
+        except SandboxError as err:
+            return {"ok": False, "error": str(err)}
         self.checks_ok = False
         return {"ok": True, "path": path, "note": "edit applied; run check() before finish()"}
 

@@ -53,9 +53,9 @@ def make_tree(root: Path) -> Path:
     return root
 
 
-def make_toolbox(root: Path, *, max_result_chars: int = 8000) -> tuple[ToolBox, Checks]:
+def make_toolbox(root: Path, *, max_result_chars: int = 8000, allowed: tuple[str, ...] = (KERNEL,)) -> tuple[ToolBox, Checks]:
     checks = Checks(root)
-    box = ToolBox(root, [KERNEL], check=checks.check, conformance=checks.conformance,
+    box = ToolBox(root, allowed, check=checks.check, conformance=checks.conformance,
                   show_op=lambda op: {"ok": True, "op": op, "rows": [f"{op}.out: MPS: {op}_out_mps"]},
                   show_examples=lambda family: {"ok": True, "family": family, "examples": [KERNEL_TEXT]},
                   redactor=Redactor(values=[SECRET]), max_result_chars=max_result_chars)

@@ -29,7 +29,7 @@ def test_paths_outside_or_via_symlink_or_dotdot_are_refused(tmp_path: Path) -> N
     assert _call(box, "read_file", path=str(tmp_path / "outside.txt"))["ok"] is False
     assert _call(box, "read_file", path="link.txt")["error"] == "link.txt: symlinks are refused"
     assert _call(box, "read_file", path="nope.txt")["error"] == "nope.txt: no such file"
-    box.allowed = frozenset({KERNEL, "link.txt", "missing.metal"})
+    box, _ = make_toolbox(root, allowed=(KERNEL, "link.txt", "missing.metal"))
     assert _call(box, "propose_edit", path="link.txt", search="secret", replace="x")["ok"] is False
     assert (tmp_path / "outside.txt").read_text() == "secret stuff\n"
     assert _call(box, "propose_edit", path="missing.metal", search="a", replace="b")["error"] == \
