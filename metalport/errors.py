@@ -79,3 +79,7 @@ class BudgetExhausted(AgentError):
                  hint: str | None = None) -> None:
         super().__init__(message, location=location, hint=hint)
         self.usage = dict(usage or {})
+
+
+class PublishError(MetalportError):
+    """Committing, bundling, pushing or opening a PR failed, or would go somewhere forbidden."""
