@@ -11,6 +11,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -19,7 +20,7 @@ import pydantic
 from metalport.agent.budget import Budget
 from metalport.agent.provider import FixRequest, FixResult, FunctorRequest, FunctorResult, PrRequest
 from metalport.agent.tools import ToolBox
-from metalport.agent.transcript import Transcript
+from metalport.agent.transcript import Redactor, Transcript
 from metalport.config import AgentConfig
 from metalport.errors import AgentError, UsageError
 from metalport.prompts import render_prompt
@@ -187,3 +188,14 @@ def _describe(err: openai.OpenAIError) -> str:
 def _estimate(body: dict) -> int:
     """Input tokens estimated as characters / 4 when the server reports no usage."""
     return len(json.dumps(body["messages"])) // 4
+
+
+def build_provider(config: AgentConfig, transcript_path: Path | None) -> OpenAIProvider:
+    """The provider for one run: client from config/env, a fresh budget, a redacting transcript.
+
+    The redactor knows the API key, every `secret_env` value and the default secret variables.
+    """
+    client = make_client(config)
+    redactor = Redactor(secret_env=(config.provider.api_key_env, *config.secret_env))
+    return OpenAIProvider(config, client, Budget(config.budget, config.price()),
+                          Transcript(transcript_path, redactor))
