@@ -50,7 +50,8 @@ class ToolBox:
 
     def __init__(self, root: Path, allowed: Iterable[str], *, check: ToolFn, conformance: ToolFn,
                  show_op: LookupFn, show_examples: LookupFn, redactor: Redactor | None = None,
-                 max_result_chars: int = 8000, max_read_lines: int = 400) -> None:
+                 max_result_chars: int = 8000, max_read_lines: int = 400,
+                 max_grep_files: int = 5000) -> None:
         self.root = Path(root).resolve()
         self.allowed = frozenset(allowed)
         self._guard = PathGuard(self.root, set(self.allowed))
@@ -59,6 +60,7 @@ class ToolBox:
         self.redactor = redactor or Redactor()
         self.max_result_chars = max_result_chars
         self.max_read_lines = max_read_lines
+        self.max_grep_files = max_grep_files
         self.checks_ok = False
         self.finished: str | None = None
 
@@ -125,10 +127,15 @@ class ToolBox:
         except re.error as err:
             return {"ok": False, "error": f"bad regular expression: {err}"}
         hits: list[str] = []
+        scanned = 0
         for file in sorted(self.root.glob(glob)):
             rel = file.relative_to(self.root)
             if rel.parts[:1] == (".git",) or file.is_symlink() or not file.is_file():
                 continue
+            scanned += 1
+            if scanned > self.max_grep_files:
+                return {"ok": True, "matches": hits,
+                        "note": f"stopped after {self.max_grep_files} files; use a narrower glob"}
             for n, line in enumerate(file.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
                 if regex.search(line):
                     hits.append(f"{rel}:{n}: {line.strip()[:200]}")

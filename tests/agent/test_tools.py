@@ -92,3 +92,15 @@ def test_tool_specs_offer_no_command_commit_or_approve(tmp_path: Path) -> None:
     names = {spec["function"]["name"] for spec in box.specs()}
     assert names == {"read_file", "grep", "show_op", "show_examples", "propose_edit", "check",
                      "conformance", "finish"}
+
+
+def test_grep_stops_after_the_file_bound(tmp_path: Path) -> None:
+    from metalport.agent.tools import ToolBox
+
+    for i in range(5):
+        (tmp_path / f"f{i}.txt").write_text("needle\n")
+    box = ToolBox(tmp_path, [], check=dict, conformance=dict, show_op=lambda o: {}, show_examples=lambda f: {},
+                  max_grep_files=3)
+    result = _call(box, "grep", pattern="needle", glob="*.txt")
+    assert result["matches"] == ["f0.txt:1: needle", "f1.txt:1: needle", "f2.txt:1: needle"]
+    assert result["note"] == "stopped after 3 files; use a narrower glob"
