@@ -1,0 +1,10 @@
+"""Publishing an approved run: the commit on its branch, a PR bundle, or a push and a draft PR."""
+
+from __future__ import annotations
+
+from metalport.publish.bundle import write_bundle
+from metalport.publish.commit import CommitResult, commit_run, commit_title, find_run_commit
+from metalport.publish.github import GitHubClient, PullRequest, open_draft_pr, push_branch
+
+__all__ = ["CommitResult", "GitHubClient", "PullRequest", "commit_run", "commit_title",
+           "find_run_commit", "open_draft_pr", "push_branch", "write_bundle"]

@@ -1,0 +1,60 @@
+"""The run's commit in PyTorch's style, made once: a retry finds it by its `Metalport-Run` trailer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import git
+
+from metalport.errors import PublishError
+from metalport.sandbox.worktree import METALPORT_EMAIL, METALPORT_NAME, RUN_TRAILER, Worktree
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """The run's commit and whether this call made it (False: found from an earlier attempt)."""
+
+    sha: str
+    title: str
+    created: bool
+
+
+def commit_title(op: str, *, migrate: bool) -> str:
+    """Return `[MPS] Migrate <op> to native Metal` or `[MPS] Add native Metal kernel for <op>`."""
+    name = op.removeprefix("aten::")
+    return f"[MPS] Migrate {name} to native Metal" if migrate else f"[MPS] Add native Metal kernel for {name}"
+
+
+def find_run_commit(worktree: Worktree, run_id: str) -> str | None:
+    """Return the sha of the commit on the worktree's branch carrying `run_id`'s trailer, if any."""
+    repo = git.Repo(worktree.path)
+    for commit in repo.iter_commits(f"{worktree.base_commit}..HEAD"):
+        if f"{RUN_TRAILER}: {run_id}" in str(commit.message).splitlines():
+            return commit.hexsha
+    return None
+
+
+def commit_run(worktree: Worktree, op: str, *, migrate: bool, evidence: Mapping[str, object]) -> CommitResult:
+    """Commit every change of the worktree as metalport, with the evidence in the body.
+
+    Idempotent: when the branch already has the run's commit, return it. Raises PublishError when
+    there is nothing to commit.
+    """
+    title = commit_title(op, migrate=migrate)
+    found = find_run_commit(worktree, worktree.run_id)
+    if found:
+        return CommitResult(found, title, False)
+    repo = git.Repo(worktree.path)
+    repo.git.add("-A")
+    if not repo.git.diff("--cached", "--name-only"):
+        raise PublishError(f"{worktree.path}: run {worktree.run_id} has no changes to commit",
+                           hint="check the edit step's output")
+    body = "\n".join(f"{key}: {value}" for key, value in evidence.items())
+    message = f"{title}\n\n{body}\n\n{RUN_TRAILER}: {worktree.run_id}\n"
+    identity = {"GIT_AUTHOR_NAME": METALPORT_NAME, "GIT_AUTHOR_EMAIL": METALPORT_EMAIL,
+                "GIT_COMMITTER_NAME": METALPORT_NAME, "GIT_COMMITTER_EMAIL": METALPORT_EMAIL}
+    with repo.git.custom_environment(**identity):
+        repo.git.commit("--no-verify", "-q", "--cleanup=whitespace", "-m", message)
+    return CommitResult(repo.head.commit.hexsha, title, True)
+
