@@ -20,7 +20,8 @@ _DIAGNOSTIC = re.compile(
     r"(?P<severity>fatal error|error|warning): (?P<message>.*)$", re.M)
 _NINJA_FAILED = re.compile(r"^FAILED: (?:\[code=\d+\] )?(?P<target>\S+)", re.M)
 _LINKER = re.compile(r"^(?P<file>[^\s:][^:\n]*):[^\n]*?(?P<message>undefined reference to .*)$", re.M)
-_UNITTEST_HEADER = re.compile(r"^(?P<kind>FAIL|ERROR|UNEXPECTED SUCCESS): (?P<name>\S+) \((?P<where>[^)]+)\)", re.M)
+_UNITTEST_HEADER = re.compile(
+    r"^(?P<kind>FAIL|ERROR|UNEXPECTED SUCCESS): (?P<name>\S+) \((?P<where>[^)]+)\)", re.M)
 _UNITTEST_VERBOSE = re.compile(
     r"^(?P<name>\S+) \((?P<where>[^)]+)\)(?:\n[^\n]*)? \.\.\. (?P<verdict>ok|FAIL|ERROR|skipped|"
     r"expected failure|unexpected success)", re.M)
@@ -101,7 +102,8 @@ def parse_build_output(text: str) -> list[Failure]:
     for m in _DIAGNOSTIC.finditer(text):
         kind = "compile-warning" if m["severity"] == "warning" else "compile-error"
         column = int(m["column"]) if m["column"] else None
-        found.append((m.start(), Failure(kind, m["file"], int(m["line"]), column, m["message"].strip().translate(_QUOTES))))
+        message = m["message"].strip().translate(_QUOTES)
+        found.append((m.start(), Failure(kind, m["file"], int(m["line"]), column, message)))
     for m in _LINKER.finditer(text):
         found.append((m.start(), Failure("link-error", m["file"], None, None, m["message"].strip())))
     for m in _NINJA_FAILED.finditer(text):

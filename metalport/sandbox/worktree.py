@@ -129,7 +129,8 @@ def _open(repo_root: Path | str) -> git.Repo:
     try:
         return git.Repo(repo_root, search_parent_directories=False)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError) as err:
-        raise SandboxError(f"{repo_root}: not a git repository", hint="pass --repo with a git checkout") from err
+        raise SandboxError(f"{repo_root}: not a git repository",
+                           hint="pass --repo with a git checkout") from err
 
 
 def _last_line(err: git.GitCommandError) -> str:

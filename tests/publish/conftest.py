@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from tests.sandbox.conftest import git, repo  # noqa: F401  (fixture re-export)
+from tests.sandbox.conftest import repo  # noqa: F401  (fixture re-export)
 
 
 class FakeGitHub:

@@ -70,7 +70,8 @@ def test_bundle_contents(repo: Path, tmp_path: Path) -> None:
     assert patches == ["0001-MPS-Add-native-Metal-kernel-for-heaviside.patch"]
     patch = (dest / "patches" / patches[0]).read_text()
     assert "+// heaviside functor" in patch and "Metalport-Run: run-9" in patch
-    assert (dest / "PR.md").read_text() == "# [MPS] Add native Metal kernel for heaviside\n\nPorts heaviside.\n"
+    assert (dest / "PR.md").read_text() == (
+        "# [MPS] Add native Metal kernel for heaviside\n\nPorts heaviside.\n")
     assert json.loads((dest / "evidence.json").read_text()) == EVIDENCE
     assert sorted(p.name for p in dest.iterdir()) == ["PR.md", "evidence.json", "patches"]
     # The patch applies on the base and reproduces the commit's tree.
