@@ -1,0 +1,1 @@
+"""Verdict-side checks: tolerances for comparing kernel output against torch."""
