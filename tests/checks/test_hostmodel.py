@@ -24,3 +24,19 @@ def test_strided_args_broadcast_has_zero_stride():
 def test_metal_names():
     assert metal_type_name(torch.bfloat16) == "bfloat"
     assert metal_type_name(torch.int64) == "long"
+
+
+def test_host_name_flavours_exist_in_the_wheels_macros():
+    from pathlib import Path
+
+    import pytest
+
+    from metalport.checks.hostmodel import FLAVOURS, host_name
+
+    text = (Path(torch.__file__).parent / "include/c10/metal/indexing.h").read_text()
+    for flavour in FLAVOURS:
+        assert f'#NAME "_{flavour}_"' in text, flavour
+    assert host_name("neg", "dense", torch.float16) == "neg_dense_half_half"
+    assert host_name("abs", "strided_castout", torch.float32, torch.int32) == "abs_strided_castout_int"
+    with pytest.raises(ValueError, match="unknown kernel flavour 'ilp'"):
+        host_name("neg", "ilp", torch.float32)
