@@ -6,6 +6,20 @@ import argparse
 from pathlib import Path
 
 
+def _choice_list(allowed: list[str]):
+    """An argparse type for `a,b,c`: each item must be one of `allowed`."""
+
+    def parse(text: str) -> list[str]:
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        bad = [item for item in items if item not in allowed]
+        if bad or not items:
+            raise argparse.ArgumentTypeError(
+                f"invalid choice {', '.join(bad) or repr(text)} (choose from {', '.join(allowed)})")
+        return items
+
+    return parse
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `backlog` command."""
     from metalport.backlog.model import Family, Status
@@ -13,10 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("backlog", help="classify every op by its MPS support",
                                    description="Classify every op of the registry by its MPS support.")
     parser.add_argument("--repo", type=Path, default=None, help="PyTorch checkout (default: the enclosing one)")
-    parser.add_argument("--status", choices=[s.value for s in Status], action="append",
-                        help="only ops with this status (repeatable)")
-    parser.add_argument("--family", choices=[f.value for f in Family], action="append",
-                        help="only ops of this family (repeatable)")
+    parser.add_argument("--status", type=_choice_list([s.value for s in Status]), action="extend",
+                        help="only ops with these statuses (comma-separated or repeated)")
+    parser.add_argument("--family", type=_choice_list([f.value for f in Family]), action="extend",
+                        help="only ops of these families (comma-separated or repeated)")
     parser.add_argument("--op", action="append", help="only this op (aten::x, x or x.overload; repeatable)")
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print a JSON list")

@@ -76,3 +76,21 @@ def test_workspace_init_command(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["workspace", "init", str(tmp_path / "ws")]) == 2
     assert capsys.readouterr().err == (f"metalport: error: {tmp_path / 'ws'}: directory is not empty; "
                                        "choose a new or empty directory; nothing was written\n")
+
+
+def test_backlog_status_takes_a_comma_separated_list(wheel_workspace: Checkout,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["backlog", "--repo", str(wheel_workspace.root), "--status", "missing,mps-graph",
+                 "--family", "binary-pointwise", "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert code == 0 and rows
+    assert {r["status"] for r in rows} <= {"missing", "mps-graph"}
+    assert "heaviside" in {r["op"] for r in rows}
+
+
+def test_backlog_rejects_an_unknown_status_in_a_list(wheel_workspace: Checkout,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["backlog", "--repo", str(wheel_workspace.root), "--status", "missing,nope"])
+    assert exit_.value.code == 2
+    assert "invalid choice nope" in capsys.readouterr().err
