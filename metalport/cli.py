@@ -40,10 +40,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def run_migration_main(argv: Sequence[str] | None = None) -> int:
-    """`run-migration ARGS` is `metalport run ARGS`."""
-    return main(["run", *(sys.argv[1:] if argv is None else argv)])
-
-
 if __name__ == "__main__":
     sys.exit(main())
