@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from metalport.failure import Failure
 from metalport.sandbox.runner import CommandResult, run_command
 
 _DIAGNOSTIC = re.compile(
@@ -31,18 +32,6 @@ _PYTEST_SUMMARY = re.compile(r"^=+ (?P<body>(?:\d+ \w+(?:, )?)+)(?: in [\d.]+s.*
 # gcc quotes with ‘…’ under a UTF-8 locale, clang with '…': one spelling for every tool.
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'"})
 _PYTEST_FAILED = re.compile(r"^(?P<kind>FAILED|ERROR) (?P<id>\S+)", re.M)
-
-
-@dataclass(frozen=True)
-class Failure:
-    """One structured failure: `kind` (compile-error, compile-warning, build-step, link-error,
-    test-failure, test-error, unexpected-success), where it is and the tool's message."""
-
-    kind: str
-    file: str | None
-    line: int | None
-    column: int | None
-    message: str
 
 
 @dataclass(frozen=True)
