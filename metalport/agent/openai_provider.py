@@ -8,6 +8,7 @@ use a json_schema `response_format` and are validated here with pydantic. The cl
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -17,10 +18,11 @@ from typing import Any
 import openai
 import pydantic
 
-from metalport.agent.budget import Budget
-from metalport.agent.provider import FixRequest, FixResult, FunctorRequest, FunctorResult, PrRequest
+from metalport.agent.budget import Budget, BudgetLimits
+from metalport.agent.provider import (FixRequest, FixResult, FunctorRequest, FunctorResult, PlanRequest,
+                                      PlanResult, PrRequest)
 from metalport.agent.tools import ToolBox
-from metalport.agent.transcript import Redactor, Transcript
+from metalport.agent.transcript import Redactor, Transcript, read_transcript
 from metalport.config import AgentConfig
 from metalport.errors import AgentError, UsageError
 from metalport.prompts import render_prompt
@@ -35,6 +37,56 @@ class FunctorAnswer(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid")
     functor_source: str = pydantic.Field(min_length=1)
     summary: str
+
+
+class RowEdit(pydantic.BaseModel):
+    """One registry row after the port."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+    entry: str = pydantic.Field(min_length=1)  # overload name, e.g. "logit.out"
+    after: str = pydantic.Field(min_length=1)  # its dispatch line after the port
+
+
+class PlanAnswer(pydantic.BaseModel):
+    """The structured answer of `plan`: what deterministic code should do, checked by `_check_plan`."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+    family: str = pydantic.Field(min_length=1)
+    kernel_file: str
+    functor_name: str
+    host_file: str
+    register_dispatch: str
+    rows: list[RowEdit] = pydantic.Field(min_length=1)
+    legacy: str | None
+    xfail_keys: list[str]
+    summary: str
+
+
+KERNELS_DIR = "aten/src/ATen/native/mps/kernels/"
+OPERATIONS_DIR = "aten/src/ATen/native/mps/operations/"
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_REGISTER = re.compile(r"REGISTER_DISPATCH\(\s*\w+\s*,\s*&\w+\s*\)")
+_PLAN_TOOLS = frozenset({"read_file", "grep", "show_op", "show_examples"})
+
+
+def _check_plan(request: PlanRequest) -> Callable[[PlanAnswer], str | None]:
+    """A validator of plans for `request`: the first problem as a sentence for the model, or None."""
+    def check(plan: PlanAnswer) -> str | None:
+        for name, path, folder, ext in (("kernel_file", plan.kernel_file, KERNELS_DIR, ".metal"),
+                                        ("host_file", plan.host_file, OPERATIONS_DIR, ".mm")):
+            if ".." in path.split("/") or not path.startswith(folder) or not path.endswith(ext):
+                return f"{name} {path!r} must be a {ext} file under {folder}"
+        if not _IDENT.fullmatch(plan.functor_name):
+            return f"functor_name {plan.functor_name!r} is not a C++ identifier"
+        if not _REGISTER.fullmatch(plan.register_dispatch.strip()):
+            return f"register_dispatch {plan.register_dispatch!r} must read REGISTER_DISPATCH(<stub>, &<fn>)"
+        unknown = [r.entry for r in plan.rows if r.entry not in request.entries]
+        if unknown:
+            return f"rows name unknown entries {unknown}; the op's entries are {list(request.entries)}"
+        if any("MPSGraph" in r.after or r.after.rstrip().endswith("_mps") for r in plan.rows):
+            return "a row still names an MPS-only kernel; every row must reach the shared kernel"
+        return None
+    return check
 
 
 def make_client(config: AgentConfig) -> openai.OpenAI:
@@ -76,6 +128,18 @@ class OpenAIProvider:
         self._loop(messages, tools, None)
         return FixResult(summary=tools.finished or "", usage=self.budget.usage())
 
+    def plan(self, request: PlanRequest, tools: ToolBox) -> PlanResult:
+        """Ask for a plan (read-only tools only), validated by schema and by `_check_plan`."""
+        messages = self._start("plan", op=request.op, family=request.family, rows=request.rows,
+                               current_impl=request.current_impl, dtypes=request.dtypes)
+        answer = self._loop(messages, tools, PlanAnswer, validate=_check_plan(request), offered=_PLAN_TOOLS)
+        return PlanResult(plan=answer.model_dump(exclude={"summary"}), summary=answer.summary,
+                          usage=self.budget.usage())
+
+    def usage(self) -> dict:
+        """The run's model usage so far (calls, tokens, cost, wall time)."""
+        return self.budget.usage()
+
     def describe_pr(self, request: PrRequest) -> str:
         """One request without tools; the reply text is the PR body."""
         messages = self._start("pr_description", op=request.op, plan_summary=request.plan_summary,
@@ -91,44 +155,48 @@ class OpenAIProvider:
         return [{"role": "system", "content": render_prompt("system")},
                 {"role": "user", "content": render_prompt(prompt, **variables)}]
 
-    def _loop(self, messages: list[dict], tools: ToolBox, schema: type[pydantic.BaseModel] | None) -> Any:
+    def _loop(self, messages: list[dict], tools: ToolBox, schema: type[pydantic.BaseModel] | None, *,
+              validate: Callable[[Any], str | None] | None = None, offered: frozenset[str] | None = None) -> Any:
+        """Tool loop: run tool calls, feed every refusal back, stop at a valid answer or `finish`."""
         cap, strikes = self.config.provider, Counter()
         for _ in range(cap.max_turns):
-            message = self._complete(messages, tools.specs(), schema)
-            if message.tool_calls:
-                messages.append({"role": "assistant", "content": message.content, "tool_calls": [
-                    {"id": c.id, "type": "function",
-                     "function": {"name": c.function.name, "arguments": c.function.arguments}}
-                    for c in message.tool_calls]})
-                for call in message.tool_calls:
-                    result = tools.call(call.function.name, call.function.arguments)
-                    self.transcript.write("tool_call", {"name": call.function.name,
-                                                        "arguments": call.function.arguments, "result": result})
-                    if not result.get("ok"):
-                        self._strike(strikes, f"{call.function.name}({call.function.arguments})", result)
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
+            message = self._complete(messages, tools.specs(offered), schema)
+            calls = message.tool_calls or []
+            content = message.content or ""
+            size = len(content) + sum(len(c.function.arguments or "") for c in calls)
+            if size > cap.max_reply_chars:
+                messages.append({"role": "assistant", "content": f"[reply of {size} chars withheld]"})
+                error = f"your reply was {size} chars, over the cap of {cap.max_reply_chars}; be brief"
+            elif calls:
+                self._run_tools(messages, message, calls, tools, strikes, offered)
                 if schema is None and tools.finished is not None:
                     return None
                 continue
-            content = message.content or ""
-            if len(content) > cap.max_reply_chars:
-                messages.append({"role": "assistant", "content": f"[reply of {len(content)} chars withheld]"})
-                error = f"your reply was {len(content)} chars, over the cap of {cap.max_reply_chars}; be brief"
             elif schema is None:
                 messages.append({"role": "assistant", "content": content})
                 error = "call finish(summary) once check() passes; plain text does not end the attempt"
             else:
                 messages.append({"role": "assistant", "content": content})
-                try:
-                    return schema.model_validate_json(content)
-                except pydantic.ValidationError as err:
-                    first = err.errors()[0]
-                    error = (f"your answer is not valid {schema.__name__} JSON: "
-                             f"{first['msg']} at {'.'.join(map(str, first['loc'])) or 'top level'}")
+                error = _parse(schema, content, validate)
+                if not isinstance(error, str):
+                    return error
             self._strike(strikes, error.split(":")[0], {"error": error})
             messages.append({"role": "user", "content": error})
         raise AgentError(f"the model gave no accepted answer in {cap.max_turns} turns",
                          hint="raise provider.max_turns or inspect the transcript")
+
+    def _run_tools(self, messages: list[dict], message: Any, calls: list, tools: ToolBox, strikes: Counter,
+                   offered: frozenset[str] | None) -> None:
+        messages.append({"role": "assistant", "content": message.content, "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
+            for c in calls]})
+        for call in calls:
+            result = tools.call(call.function.name, call.function.arguments, offered=offered)
+            self.transcript.write("tool_call", {"name": call.function.name, "arguments": call.function.arguments,
+                                                "result": result})
+            if not result.get("ok"):
+                self._strike(strikes, f"{call.function.name}({call.function.arguments})", result)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
 
     def _strike(self, strikes: Counter, key: str, result: dict) -> None:
         strikes[key] += 1
@@ -176,8 +244,22 @@ class OpenAIProvider:
                                  hint="check that the server speaks chat completions")
             message = reply.choices[0].message
             self.transcript.write("reply", message.model_dump(exclude_none=True))
+            self.transcript.write("usage", self.budget.usage())
             return message
         raise AssertionError("unreachable")
+
+
+def _parse(schema: type[pydantic.BaseModel], content: str,
+           validate: Callable[[Any], str | None] | None) -> Any:
+    """The validated answer, or the sentence telling the model what is wrong with it."""
+    try:
+        answer = schema.model_validate_json(content)
+    except pydantic.ValidationError as err:
+        first = err.errors()[0]
+        return (f"your answer is not valid {schema.__name__} JSON: "
+                f"{first['msg']} at {'.'.join(map(str, first['loc'])) or 'top level'}")
+    problem = validate(answer) if validate else None
+    return f"your {schema.__name__} is refused: {problem}" if problem else answer
 
 
 def _describe(err: openai.OpenAIError) -> str:
@@ -190,12 +272,19 @@ def _estimate(body: dict) -> int:
     return len(json.dumps(body["messages"])) // 4
 
 
-def build_provider(config: AgentConfig, transcript_path: Path | None) -> OpenAIProvider:
-    """The provider for one run: client from config/env, a fresh budget, a redacting transcript.
+def build_provider(config: AgentConfig, transcript_path: Path | None,
+                   limits: BudgetLimits | None = None) -> OpenAIProvider:
+    """The provider for one run: client from config/env, a budget, a redacting transcript.
 
     The redactor knows the API key, every `secret_env` value and the default secret variables.
+    When the transcript already exists (a resumed run), the budget starts from its last usage.
     """
     client = make_client(config)
-    redactor = Redactor(secret_env=(config.provider.api_key_env, *config.secret_env))
-    return OpenAIProvider(config, client, Budget(config.budget, config.price()),
-                          Transcript(transcript_path, redactor))
+    key = config.provider.api_key(None)
+    redactor = Redactor(secret_env=(config.provider.api_key_env, *config.secret_env), values=[key or ""])
+    budget = Budget(limits or config.budget, config.price())
+    if transcript_path is not None and transcript_path.is_file():
+        spent = [e["data"] for e in read_transcript(transcript_path) if e["kind"] == "usage"]
+        if spent:
+            budget.restore(spent[-1])
+    return OpenAIProvider(config, client, budget, Transcript(transcript_path, redactor))

@@ -56,6 +56,27 @@ class FixResult:
 
 
 @dataclass(frozen=True)
+class PlanRequest:
+    """An op outside the pointwise families to plan: its registry rows, current code and dtypes."""
+
+    op: str
+    family: str
+    entries: tuple[str, ...]  # the op's overload names, e.g. ("logit", "logit.out", "logit_")
+    rows: tuple[str, ...]  # the registry text of those rows, shown to the model
+    current_impl: str
+    dtypes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """The model's plan, validated (schema and paths); deterministic code still makes every edit."""
+
+    plan: dict
+    summary: str
+    usage: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class PrRequest:
     """The evidence a PR description is written from."""
 
@@ -67,7 +88,11 @@ class PrRequest:
 
 
 class Provider(Protocol):
-    """Writes functors, fixes failures and describes PRs for the migration graph."""
+    """Writes functors, fixes failures and describes PRs for the migration graph.
+
+    `usage()` is the run's model usage so far (calls, tokens, cost, wall time) for the run record;
+    the recipe provider reports zeros. Only the OpenAI provider also offers `plan(request, tools)`.
+    """
 
     def write_functor(self, request: FunctorRequest, tools: ToolBox) -> FunctorResult:
         """Return the functor source for `request`; may read the tree through `tools`."""
@@ -79,4 +104,8 @@ class Provider(Protocol):
 
     def describe_pr(self, request: PrRequest) -> str:
         """Return the PR body in Markdown."""
+        ...
+
+    def usage(self) -> dict:
+        """The model usage of this run so far."""
         ...

@@ -20,7 +20,7 @@ from metalport.agent.transcript import Redactor
 from metalport.errors import SandboxError
 from metalport.sandbox.guard import PathGuard
 
-ToolFn = Callable[[], dict]
+ToolFn = Callable[[], Any]  # check: dict or list[Failure]; conformance: dict or ConformanceReport
 LookupFn = Callable[[str], dict]
 
 _SPECS: dict[str, tuple[str, dict]] = {
@@ -64,20 +64,25 @@ class ToolBox:
         self.checks_ok = False
         self.finished: str | None = None
 
-    def specs(self) -> list[dict]:
-        """The OpenAI `tools` list."""
+    def specs(self, offered: frozenset[str] | None = None) -> list[dict]:
+        """The OpenAI `tools` list (only the `offered` tools when given)."""
         return [{"type": "function", "function": {
             "name": name, "description": doc,
             "parameters": {"type": "object", "properties": props, "required": _REQUIRED.get(name, []),
-                           "additionalProperties": False}}} for name, (doc, props) in _SPECS.items()]
+                           "additionalProperties": False}}}
+                for name, (doc, props) in _SPECS.items() if offered is None or name in offered]
 
-    def call(self, name: str, arguments: str) -> dict:
-        """Run one tool call from its name and JSON-string arguments; never raises on bad input."""
-        if name not in _SPECS:
-            near = difflib.get_close_matches(name, list(_SPECS), n=1)
+    def call(self, name: str, arguments: str, *, offered: frozenset[str] | None = None) -> dict:
+        """Run one tool call from its name and JSON-string arguments; never raises on bad input.
+
+        `offered` restricts the tools of this step (e.g. read-only while planning).
+        """
+        names = sorted(n for n in _SPECS if offered is None or n in offered)
+        if name not in names:
+            near = difflib.get_close_matches(name, names, n=1)
             hint = f"; did you mean {near[0]!r}?" if near else ""
-            return self._cap({"ok": False, "error": f"unknown tool {name!r}{hint}",
-                              "tools": sorted(_SPECS)})
+            what = "not offered in this step" if name in _SPECS else "unknown tool"
+            return self._cap({"ok": False, "error": f"{what} {name!r}{hint}", "tools": names})
         try:
             args = json.loads(arguments or "{}")
         except json.JSONDecodeError as err:
@@ -174,12 +179,12 @@ class ToolBox:
         return {"ok": True, "path": path, "note": "edit applied; run check() before finish()"}
 
     def _check(self) -> dict:
-        result = self._fns["check"]()
+        result = _as_check_result(self._fns["check"]())
         self.checks_ok = bool(result.get("ok"))
         return result
 
     def _conformance(self) -> dict:
-        return self._fns["conformance"]()
+        return _as_conformance_result(self._fns["conformance"]())
 
     def _finish(self, summary: str) -> dict:
         if not self.checks_ok:
@@ -187,6 +192,22 @@ class ToolBox:
                     "fix the diagnostics and run check() again"}
         self.finished = summary
         return {"ok": True, "note": "attempt finished"}
+
+
+def _as_check_result(result: Any) -> dict:
+    """A check result as data: a dict as given, or a list of `Failure`s as structured diagnostics."""
+    if isinstance(result, dict):
+        return result
+    failures = [f.to_dict() for f in result]
+    return {"ok": not failures, "diagnostics": failures}
+
+
+def _as_conformance_result(result: Any) -> dict:
+    """A conformance result as data; a report object gives only its `summary_for_model()` (counts and
+    worst errors, never held-out inputs)."""
+    if isinstance(result, dict):
+        return result
+    return {"ok": bool(result.ok()), "status": str(result.status), "summary": result.summary_for_model()}
 
 
 def _validate(name: str, args: Any) -> str | None:

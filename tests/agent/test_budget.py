@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metalport.agent.budget import Budget, BudgetLimits, Price
+from metalport.agent.budget import Budget, BudgetLimits, Price, SweepBudget
 from metalport.errors import BudgetExhausted
 
 
@@ -29,3 +29,30 @@ def test_cost_runs_out_only_with_a_price() -> None:
     unpriced.record(10**6, 10**6)
     with pytest.raises(BudgetExhausted, match="input_tokens"):
         unpriced.check()
+
+
+def test_sweep_budget_caps_each_run_by_what_is_left_and_then_refuses() -> None:
+    now = [0.0]
+    sweep = SweepBudget(BudgetLimits(max_calls=10, max_input_tokens=0, max_output_tokens=0,
+                                     max_cost_usd=1.0, max_wall_s=600), clock=lambda: now[0])
+    per_run = BudgetLimits(max_calls=4, max_input_tokens=50_000, max_output_tokens=0, max_cost_usd=0.5,
+                           max_wall_s=1800)
+    assert sweep.limits_for_run(per_run) == BudgetLimits(4, 50_000, 0, 0.5, 600.0)
+    sweep.add({"calls": 4, "input_tokens": 9000, "output_tokens": 500, "cost_usd": 0.75, "wall_s": 30})
+    now[0] = 500.0
+    assert sweep.limits_for_run(per_run) == BudgetLimits(4, 50_000, 0, 0.25, 100.0)
+    sweep.add({"calls": 4, "cost_usd": 0.1})
+    assert sweep.limits_for_run(per_run).max_calls == 2
+    sweep.add({"calls": 2})
+    with pytest.raises(BudgetExhausted, match="budget-exhausted: the sweep's calls 10 reached the limit 10") as err:
+        sweep.limits_for_run(per_run)
+    assert err.value.usage == {"calls": 10, "input_tokens": 9000, "output_tokens": 500, "cost_usd": 0.85,
+                               "wall_s": 500.0, "runs": 3}
+
+
+def test_restore_carries_calls_and_tokens_not_wall_time() -> None:
+    budget = Budget(BudgetLimits(max_calls=3))
+    budget.restore({"calls": 3, "input_tokens": 10, "output_tokens": 2, "wall_s": 999})
+    assert budget.usage()["wall_s"] < 999 and budget.usage()["input_tokens"] == 10
+    with pytest.raises(BudgetExhausted, match="calls 3"):
+        budget.start_call()

@@ -80,6 +80,15 @@ def test_oversized_reply_is_refused_back_to_the_model(tmp_path: Path) -> None:
     assert "over the cap of 1000" in sent[-1]["content"]
 
 
+def test_oversized_tool_call_is_withheld_and_not_run(tmp_path: Path) -> None:
+    huge = ("propose_edit", {"path": KERNEL, "search": "copysign(a, b)", "replace": "a" * 3000})
+    result, server, _ = _functor(tmp_path, [tool_reply(huge), json_reply(ANSWER)], max_reply_chars=1000)
+    assert result.functor_source == FUNCTOR
+    sent = server.requests[1]["messages"]
+    assert sent[-2]["content"].startswith("[reply of ") and "over the cap of 1000" in sent[-1]["content"]
+    assert "aaaa" not in (tmp_path / "wt" / KERNEL).read_text()
+
+
 def test_same_failing_edit_repeated_ends_the_loop(tmp_path: Path) -> None:
     edit = ("propose_edit", {"path": KERNEL, "search": "no such text", "replace": "y"})
     with pytest.raises(AgentError, match="repeated the same failing step 3 times") as err:

@@ -104,3 +104,19 @@ def test_grep_stops_after_the_file_bound(tmp_path: Path) -> None:
     result = _call(box, "grep", pattern="needle", glob="*.txt")
     assert result["matches"] == ["f0.txt:1: needle", "f1.txt:1: needle", "f2.txt:1: needle"]
     assert result["note"] == "stopped after 3 files; use a narrower glob"
+
+
+def test_check_failures_become_structured_diagnostics(tmp_path: Path) -> None:
+    from metalport.agent.tools import ToolBox
+    from metalport.failure import Failure
+
+    failures = [Failure("compile-error", KERNEL, 7, 12, "use of undeclared identifier 'x'")]
+    box = ToolBox(make_tree(tmp_path), [KERNEL], check=lambda: failures, conformance=dict,
+                  show_op=lambda o: {}, show_examples=lambda f: {})
+    assert _call(box, "check") == {"ok": False, "diagnostics": [
+        {"kind": "compile-error", "file": KERNEL, "line": 7, "column": 12,
+         "message": "use of undeclared identifier 'x'"}]}
+    assert _call(box, "finish", summary="x")["ok"] is False
+    failures.clear()
+    assert _call(box, "check") == {"ok": True, "diagnostics": []}
+    assert _call(box, "finish", summary="x")["ok"] is True

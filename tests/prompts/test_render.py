@@ -49,3 +49,11 @@ def test_diagnostics_reach_the_fix_prompt() -> None:
 def test_unknown_prompt() -> None:
     with pytest.raises(MetalportError, match="unknown prompt 'sytem'"):
         render_prompt("sytem")
+
+
+def test_structured_failures_render_with_kind_and_column() -> None:
+    from metalport.failure import Failure
+
+    failure = Failure("compile-error", "K.metal", 7, 12, "use of undeclared identifier 'x'").to_dict()
+    text = render_prompt("fix_failure", **{**VARIABLES["fix_failure"], "diagnostics": [failure]})
+    assert "- K.metal:7:12: compile-error: use of undeclared identifier 'x'" in text
