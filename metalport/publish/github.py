@@ -61,6 +61,11 @@ class GitHubClient:
         q = f'repo:{self.repo} is:pr is:open in:title "{op.removeprefix("aten::")}"'
         return self._request("GET", "/search/issues?" + urllib.parse.urlencode({"q": q}))["items"]
 
+    def search_pulls_by_head(self, branch: str) -> list[dict]:
+        """Return open PRs of the base repository whose head branch is `branch` (from any fork)."""
+        q = f"repo:{self.repo} is:pr is:open head:{branch}"
+        return self._request("GET", "/search/issues?" + urllib.parse.urlencode({"q": q}))["items"]
+
     def create_pull(self, *, title: str, body: str, head: str, base: str) -> dict:
         """Create a draft PR and return the API's answer."""
         payload = {"title": title, "body": body, "head": head, "base": base, "draft": True}

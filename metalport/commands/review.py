@@ -1,0 +1,230 @@
+"""`metalport review`: the runs waiting at the approval gate, and the decision on each.
+
+`review` / `review list` lists them; `show ID` prints the plan, evidence and diff; `approve`,
+`reject --feedback` and `abort` resume the run with that decision. A run that is not awaiting
+review is an error naming the state it is in. Each decision refreshes the sweep dashboard.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `review` command and its actions."""
+    parser = subparsers.add_parser("review", help="review runs waiting at the approval gate",
+                                   description="List the runs awaiting review, show one, or approve, reject or "
+                                               "abort it.")
+    parser.add_argument("--repo", type=Path, default=None, help="PyTorch checkout (default: the enclosing one)")
+    parser.add_argument("--json", action="store_true", help="list as JSON")
+    parser.set_defaults(func=run_command, action="list")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--repo", type=Path, default=argparse.SUPPRESS, help="PyTorch checkout")
+    listing = actions.add_parser("list", parents=[common], help="runs awaiting review (the default)")
+    listing.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
+    for name, text in (("show", "plan, evidence and diff of a run"), ("approve", "approve and publish a run"),
+                       ("abort", "drop a run: its worktree and branch are removed, its record kept")):
+        actions.add_parser(name, parents=[common], help=text).add_argument("run_id", metavar="ID")
+    reject = actions.add_parser("reject", parents=[common], help="send a run back with feedback")
+    reject.add_argument("run_id", metavar="ID")
+    reject.add_argument("--feedback", required=True, help="what the reviewer wants changed")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Dispatch one review action."""
+    from metalport.checkout import find_checkout
+
+    root = find_checkout(args.repo).root
+    if args.action == "list":
+        return _list(root, args.json)
+    if args.action == "show":
+        return _show(root, _awaiting(root, args.run_id))
+    return _decide(root, args.action, _awaiting(root, args.run_id), getattr(args, "feedback", None))
+
+
+def _awaiting(root: Path, run_id: str) -> Any:
+    """The record of `run_id`; SweepError naming its state when it is not awaiting review."""
+    from metalport.errors import SweepError
+    from metalport.graph.runs import get_run
+    from metalport.sweep.model import status_of
+
+    record = get_run(root, run_id)
+    status = status_of(record)
+    if status == "awaiting-review":
+        return record
+    hint = {"running": f"it is still at stage {record.stage}; wait for it, or `metalport resume {run_id}` "
+                       "if its process died",
+            "published": f"it was approved and published ({record.pr_url or record.bundle_path})"}.get(
+        status, f"nothing to review; start a new run with `metalport run {record.op}`")
+    raise SweepError(f"run {run_id} ({record.op}) is {status} at stage {record.stage}, not awaiting review",
+                     hint=hint)
+
+
+def _list(root: Path, as_json: bool) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from metalport.graph.runs import list_runs
+    from metalport.sweep.model import status_of
+
+    waiting = [r for r in list_runs(root) if status_of(r) == "awaiting-review"]
+    rows = [_summary(r) for r in sorted(waiting, key=lambda r: r.created_at)]
+    if as_json:
+        print(json.dumps(rows, indent=2, sort_keys=True))
+        return 0
+    console = Console()
+    if not rows:
+        console.print("no runs await review")
+        return 0
+    table = Table(title=f"runs awaiting review in {root}")
+    for column in ("id", "op", "branch", "attempts", "checks", "conformance", "cost", "age"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(row["run_id"], row["op"], row["branch"], str(row["attempts"]), row["checks"],
+                      row["conformance"], f"${row['cost_usd']:.4f}", _age_text(row["age_s"]))
+    console.print(table)
+    console.print("show one with `metalport review show ID`; then `approve`, `reject --feedback` or `abort`")
+    return 0
+
+
+def _summary(record: Any) -> dict[str, Any]:
+    """The list row of one awaiting run."""
+    verdicts = dict(record.verdicts or {})
+    conformance = verdicts.get("conformance")
+    checks = {k: v for k, v in verdicts.items() if k != "conformance"}
+    return {"run_id": record.run_id, "op": record.op, "branch": record.branch, "attempts": record.attempts,
+            "checks": ", ".join(f"{k} {_verdict(v)}" for k, v in checks.items()) or "none recorded",
+            "conformance": _verdict(conformance) if conformance is not None else "none recorded",
+            "cost_usd": float((record.usage or {}).get("cost_usd", 0.0) or 0.0),
+            "calls": int((record.usage or {}).get("calls", 0) or 0), "age_s": _age_s(record.created_at)}
+
+
+def _verdict(value: Any) -> str:
+    """A verdict in one word or two: pass/fail, or how many failures."""
+    if isinstance(value, dict):
+        if "status" in value:
+            return str(value["status"])
+        if "ok" in value:
+            return "pass" if value["ok"] else "fail"
+        failures = value.get("failures")
+        return "pass" if not failures else f"fail ({len(failures)})"
+    if isinstance(value, (list, tuple)):
+        return "pass" if not value else f"fail ({len(value)})"
+    if isinstance(value, bool):
+        return "pass" if value else "fail"
+    return str(value)
+
+
+def _show(root: Path, record: Any) -> int:
+    from rich.console import Console
+    from rich.syntax import Syntax
+
+    from metalport.graph.runs import run_dir
+
+    console = Console()
+    row = _summary(record)
+    console.print(f"[bold]run {record.run_id}[/]: {record.op} on branch {record.branch}, attempt "
+                  f"{record.attempts}, awaiting review for {_age_text(row['age_s'])}", highlight=False)
+    console.print(f"checks: {row['checks']}; conformance: {row['conformance']}; cost ${row['cost_usd']:.4f} "
+                  f"({row['calls']} model calls)", highlight=False)
+    folder = run_dir(root, record.run_id)
+    plan = folder / "plan.json"
+    if plan.exists():
+        console.print("\n[bold]plan[/]")
+        console.print(Syntax(plan.read_text(encoding="utf-8"), "json", word_wrap=True))
+    evidence = sorted(p for p in folder.rglob("*") if p.is_file())
+    if evidence:
+        console.print("\n[bold]evidence[/] (in " + str(folder) + ")", highlight=False)
+        for path in evidence:
+            console.print(f"  {path.relative_to(folder)}  {path.stat().st_size} bytes", highlight=False)
+    console.print("\n[bold]diff[/]")
+    diff = _diff(root, Path(record.worktree)) if record.worktree else ""
+    console.print(Syntax(diff, "diff", word_wrap=True) if diff else "(no changes in the worktree)")
+    console.print(f"\ndecide with `metalport review approve {record.run_id}`, "
+                  f"`metalport review reject {record.run_id} --feedback \"…\"` or "
+                  f"`metalport review abort {record.run_id}`", highlight=False)
+    return 0
+
+
+def _diff(root: Path, worktree: Path) -> str:
+    """The run's changes since it left the checkout's HEAD: commits, uncommitted edits, new files."""
+    from metalport.errors import SweepError
+
+    if not worktree.is_dir():
+        raise SweepError(f"{worktree}: the run's worktree is missing",
+                         hint="abort the run with `metalport review abort ID`")
+
+    def git(*argv: str, ok: tuple[int, ...] = (0,), where: Path = worktree) -> str:
+        done = subprocess.run(["git", "-C", str(where), *argv], capture_output=True, text=True, timeout=60)
+        if done.returncode not in ok:
+            raise SweepError(f"{worktree}: git {argv[0]} failed: {done.stderr.strip().splitlines()[-1:]}",
+                             hint="check the worktree with `git worktree list`")
+        return done.stdout
+
+    base = git("merge-base", "HEAD", git("rev-parse", "HEAD", where=root).strip()).strip()
+    text = git("diff", base)
+    for name in git("ls-files", "--others", "--exclude-standard").splitlines():
+        text += git("diff", "--no-index", "/dev/null", name, ok=(0, 1))
+    return text
+
+
+def _decide(root: Path, action: str, record: Any, feedback: str | None) -> int:
+    from metalport.errors import SweepError
+    from metalport.graph.runs import Abort, Approve, Reject, resume_run
+    from metalport.sweep.model import status_of
+
+    if action == "reject" and not (feedback or "").strip():
+        raise SweepError("--feedback is empty", hint="say what the reviewer wants changed")
+    decision = {"approve": Approve, "abort": Abort}.get(action)
+    after = resume_run(root, record.run_id, decision() if decision else Reject(feedback=feedback.strip()))
+    _refresh(root)
+    status = status_of(after)
+    link = after.pr_url or after.bundle_path
+    what = {"published": f"published: {link}", "rejected": f"rejected: {after.feedback or feedback}",
+            "aborted": f"aborted; worktree and branch {after.branch} removed, record kept",
+            "awaiting-review": "reworked with the feedback; it awaits review again"}.get(
+        status, f"{status} at stage {after.stage}: {after.reason}")
+    print(f"run {after.run_id} ({after.op}) {what}")
+    expected = {"approve": ("published",), "abort": ("aborted",),
+                "reject": ("rejected", "awaiting-review")}[action]
+    return 0 if status in expected else 1
+
+
+def _refresh(root: Path) -> None:
+    """Bring the latest sweep's dashboard up to date with the runs' records."""
+    from metalport.errors import MetalportError
+    from metalport.graph.runs import get_run
+    from metalport.sweep import metalport_dir, refresh_dashboard
+
+    def lookup(run_id: str) -> Any | None:
+        try:
+            return get_run(root, run_id)
+        except MetalportError:
+            return None
+
+    refresh_dashboard(metalport_dir(root), lookup)
+
+
+def _age_s(created_at: Any) -> float:
+    """Seconds since `created_at` (epoch seconds or an ISO-8601 string)."""
+    from datetime import datetime, timezone
+
+    if isinstance(created_at, (int, float)):
+        return max(0.0, time.time() - float(created_at))
+    stamp = datetime.fromisoformat(str(created_at).replace("Z", "+00:00"))
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=timezone.utc)
+    return max(0.0, time.time() - stamp.timestamp())
+
+
+def _age_text(seconds: float) -> str:
+    minutes = int(seconds // 60)
+    return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m" if minutes else \
+        f"{int(seconds)}s"
+

@@ -1,0 +1,238 @@
+"""`run_sweep`: start port runs for the backlog's candidates, K at a time, up to the review gate.
+
+The loop holds the repository's sweep lock, skips (with a reason) every op someone is already on,
+starts each remaining candidate as a `metalport run` subprocess, and stops starting runs when the
+--limit, the sweep budget or the --max-open review limit is reached. Every op it looked at ends
+with an outcome; the dashboard is rewritten after every change.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from metalport.agent.budget import BudgetLimits, SweepBudget
+from metalport.errors import BudgetExhausted
+from metalport.sweep.candidates import (backlog_candidates, local_branches, local_skip, open_pr_skip, runs_by_op,
+                                        search_open_prs)
+from metalport.sweep.dashboard import SweepReport, paths_for, write_dashboard
+from metalport.sweep.launch import RunCommand, RunProcess, new_run_id
+from metalport.sweep.lock import SweepLock, is_locked
+from metalport.sweep.model import AWAITING, CANDIDATE, FAILED, OpOutcome, from_record, metalport_dir, status_of
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """What to sweep and how; see `metalport sweep --help` for each field's flag."""
+
+    repo_root: Path
+    statuses: tuple[str, ...] = ("missing", "mps-graph")
+    families: tuple[str, ...] = ()
+    limit: int | None = None  # most runs to start
+    concurrency: int = 1  # runs at once (K)
+    max_open: int = 5  # most runs awaiting review at any time (M)
+    model: str = "recipe"
+    executor: str = "auto"
+    retry_rejected: bool = False
+    dashboard: Path | None = None  # Markdown path; the JSON goes beside it
+    budget: BudgetLimits = field(default_factory=lambda: UNLIMITED)  # for the whole sweep
+    run_limits: BudgetLimits = field(default_factory=BudgetLimits)  # for each run (capped by what is left)
+    run_flags: tuple[str, ...] = ()  # passed to every `metalport run` (per-run limits)
+    github: Any | None = None  # a GitHubClient when a GitHub remote is configured
+    poll_s: float = 0.3
+
+
+class Runs:
+    """The graph's run records (D's public API), with a missing record as None."""
+
+    def __init__(self, repo_root: Path) -> None:
+        from metalport.graph import runs
+
+        self._runs, self.repo_root = runs, repo_root
+
+    def all(self) -> list[Any]:
+        """Every run record of the repository."""
+        return list(self._runs.list_runs(self.repo_root))
+
+    def get(self, run_id: str) -> Any | None:
+        """The record of `run_id`, or None while it has not been written."""
+        from metalport.errors import MetalportError
+
+        try:
+            return self._runs.get_run(self.repo_root, run_id)
+        except MetalportError:
+            return None
+
+
+UNLIMITED = BudgetLimits(max_calls=0, max_input_tokens=0, max_output_tokens=0, max_cost_usd=0.0, max_wall_s=0.0)
+
+Progress = Callable[[list[RunProcess], list[OpOutcome]], None]
+
+
+def run_sweep(options: SweepOptions, *, progress: Progress | None = None) -> SweepReport:
+    """Sweep the backlog of `options.repo_root` under its lock; returns the final report."""
+    mdir = metalport_dir(options.repo_root)
+    with SweepLock(mdir):
+        return _Sweep(options, mdir, progress).run()
+
+
+def repo_flag(options: SweepOptions) -> str:
+    """` --repo DIR` for the commands the dashboard suggests ('' when run from the checkout)."""
+    return "" if Path.cwd().resolve() == options.repo_root.resolve() else f" --repo {options.repo_root}"
+
+
+class _Sweep:
+    def __init__(self, options: SweepOptions, mdir: Path, progress: Progress | None) -> None:
+        self.o, self.mdir, self.progress = options, mdir, progress
+        self.runs = Runs(options.repo_root)
+        self.flag = repo_flag(options)
+        self.command = RunCommand(options.repo_root, options.model, options.executor, options.run_flags)
+        self.outcomes: dict[str, OpOutcome] = {}
+        self.inflight: list[RunProcess] = []
+        self.started: list[str] = []
+        self.budget = SweepBudget(options.budget)
+        self.stop_reason: str | None = None
+        md, js = paths_for(options.dashboard) if options.dashboard else (None, None)
+        self.report = SweepReport(
+            repo=str(options.repo_root), started_at=_now(), finished_at=None, outcomes=(),
+            options={"status": ",".join(options.statuses), "family": ",".join(options.families),
+                     "limit": options.limit, "concurrency": options.concurrency, "max-open": options.max_open,
+                     "model": options.model, "executor": options.executor,
+                     "retry-rejected": options.retry_rejected or None},
+            markdown_path=str(md) if md else None, json_path=str(js) if js else None, repo_flag=self.flag)
+
+    def run(self) -> SweepReport:
+        items = backlog_candidates(self.o.repo_root, self.o.statuses, self.o.families)
+        grouped = runs_by_op(self.runs.all())
+        branches = local_branches(self.o.repo_root)
+        queue = []
+        for item in items:
+            skip = local_skip(item, grouped.get(item.op, []), branches, model=self.o.model,
+                              retry_rejected=self.o.retry_rejected, repo_flag=self.flag)
+            self.outcomes[item.op] = skip or OpOutcome(op=item.op, outcome=CANDIDATE, ease=item.ease,
+                                                       reason="waiting for a free run slot")
+            if skip is None:
+                queue.append(item)
+        self.awaiting = sum(1 for r in self.runs.all() if status_of(r) == "awaiting-review")
+        self._publish()
+        try:
+            self._loop(queue)
+        except KeyboardInterrupt:
+            self.stop_reason = "interrupted (Ctrl-C); the runs that were going are resumable"
+            for proc in self.inflight:
+                proc.terminate()
+                self._finish(proc, proc.proc.returncode)
+            self._close(queue)
+            raise
+        self._close(queue)
+        return self.report
+
+    def _loop(self, queue: list[Any]) -> None:
+        while True:
+            while queue and len(self.inflight) < self.o.concurrency and self._may_start():
+                item = queue.pop(0)
+                if not self._pr_skip(item):
+                    self._launch(item)
+            for proc in list(self.inflight):
+                code = proc.poll(self.runs.get)
+                if code is not None:
+                    self.inflight.remove(proc)
+                    self._finish(proc, code)
+            self._publish()
+            if not self.inflight and (not queue or self.stop_reason):
+                return
+            time.sleep(self.o.poll_s)
+
+    def _may_start(self) -> bool:
+        """Whether another run may start now; sets `stop_reason` when starting is over for good."""
+        if self.stop_reason:
+            return False
+        if self.o.limit is not None and len(self.started) >= self.o.limit:
+            self.stop_reason = f"--limit {self.o.limit} runs started"
+            return False
+        try:
+            self.limits = self.budget.limits_for_run(self.o.run_limits)
+        except BudgetExhausted as err:
+            self.stop_reason = err.message
+            return False
+        if self.awaiting + len(self.inflight) >= self.o.max_open:
+            if not self.inflight:
+                self.stop_reason = (f"{self.awaiting} runs await review (--max-open {self.o.max_open}); "
+                                    f"review them with `metalport review{self.flag}`")
+            return False
+        return True
+
+    def _pr_skip(self, item: Any) -> bool:
+        if self.o.github is None:
+            return False
+        skip = open_pr_skip(item, search_open_prs(self.o.github, item.op))
+        if skip is not None:
+            self.outcomes[item.op] = skip
+        return skip is not None
+
+    def _launch(self, item: Any) -> None:
+        run_id = new_run_id(item.op)
+        proc = RunProcess(item.op, run_id, self.command.argv(item.op, run_id), self.mdir / "sweep" / "logs",
+                          ease=item.ease)
+        self.inflight.append(proc)
+        self.started.append(run_id)
+        self.outcomes[item.op] = OpOutcome(op=item.op, outcome="running", ease=item.ease, run_id=run_id,
+                                           reason=f"run {run_id} started", stage="start")
+
+    def _finish(self, proc: RunProcess, code: int | None) -> None:
+        """Record the outcome of a run whose process ended (exit `code`)."""
+        record = self.runs.get(proc.run_id) or proc.record
+        if record is None:
+            self.outcomes[proc.op] = OpOutcome(
+                op=proc.op, outcome=FAILED, ease=proc.ease, run_id=proc.run_id, stage="start",
+                reason=f"the run process exited with code {code} before writing a record: "
+                       f"{proc.last_error_line() or 'no message'} (log {proc.stderr_path})")
+            return
+        self.budget.add(record.usage or {})
+        outcome = from_record(record, ease=proc.ease, repo_flag=self.flag)
+        if status_of(record) == "running":
+            why = proc.last_error_line() or f"exit code {code}"
+            outcome = replace(outcome, outcome="running" if code is None else FAILED,
+                              reason=f"the run process stopped at stage {record.stage} ({why}); it is "
+                                     f"resumable with `metalport resume {proc.run_id}{self.flag}`")
+        if outcome.outcome == AWAITING:
+            self.awaiting += 1
+        self.outcomes[proc.op] = outcome
+
+    def _close(self, queue: list[Any]) -> None:
+        why = self.stop_reason or "not started"
+        for item in queue:
+            self.outcomes[item.op] = OpOutcome(op=item.op, outcome=CANDIDATE, ease=item.ease,
+                                               reason=f"not started: {why}")
+        self._publish(finished=True)
+
+    def _publish(self, *, finished: bool = False) -> None:
+        """Rewrite the dashboard from the current outcomes and tell the progress view."""
+        for proc in self.inflight:
+            if proc.record is not None and status_of(proc.record) == "running":
+                self.outcomes[proc.op] = replace(from_record(proc.record, ease=proc.ease, repo_flag=self.flag))
+        self.report = write_dashboard(replace(
+            self.report, outcomes=tuple(self.outcomes.values()), stop_reason=self.stop_reason,
+            usage=self.budget.usage(), started_runs=tuple(self.started),
+            finished_at=_now() if finished else None), self.mdir)
+        if self.progress is not None:
+            self.progress(list(self.inflight), list(self.outcomes.values()))
+
+
+def sweep_holder(repo_root: Path) -> bool:
+    """True when a sweep holds the lock of `repo_root` now."""
+    return is_locked(metalport_dir(repo_root))
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+
+
+def default_concurrency(executor: str) -> int:
+    """K when --concurrency is not given: 1 for the macOS executor (its builds take the machine), else 2."""
+    on_mac = executor == "macos" or (executor == "auto" and sys.platform == "darwin")
+    return 1 if on_mac else 2

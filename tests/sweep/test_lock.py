@@ -1,0 +1,38 @@
+"""One sweep at a time per repository."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from metalport.cli import main
+from metalport.sweep import SweepLock, metalport_dir
+
+
+@pytest.fixture
+def workspace(wheel_workspace, tmp_path: Path) -> Path:
+    """A writable copy of the wheel workspace."""
+    root = getattr(wheel_workspace, "root", wheel_workspace)
+    return Path(shutil.copytree(root, tmp_path / "ws", symlinks=True))
+
+
+def test_a_second_sweep_exits_3_naming_the_running_one(workspace: Path, capsys: pytest.CaptureFixture) -> None:
+    with SweepLock(metalport_dir(workspace)):
+        code = main(["sweep", "--repo", str(workspace)])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert err.startswith(f"metalport: error: another sweep is running on this repository (pid {os.getpid()}, "
+                          "started 20")
+    assert err.count("\n") == 1 and "UTC" in err
+
+
+def test_the_lock_is_free_again_after_the_holder_leaves(workspace: Path) -> None:
+    mdir = metalport_dir(workspace)
+    with SweepLock(mdir):
+        assert (mdir / "sweep.lock.json").exists()
+    with SweepLock(mdir):
+        pass
+    assert not (mdir / "sweep.lock.json").exists()
