@@ -80,7 +80,8 @@ def insert_stub(text: str | None, stub: HostStub, *, kernel_basename: str,
                           location=f"{path}:{text.count(chr(10)) + 1}",
                           hint="close the namespace with that exact comment, then rerun")
     at = ends[-1].start()
-    out = f"{text[:at]}{stub.source()}\n{text[at:]}"
+    gap = "" if text[:at].endswith("\n\n") or at == 0 else "\n"
+    out = f"{text[:at]}{gap}{stub.source()}\n{text[at:]}"
     include = f"#include <{stub.stub_header}>"
     if include in out:
         return out
@@ -136,10 +137,26 @@ def _remove_block(text: str, start: int, path: str, what: str) -> str:
     return text[:line_start] + text[end:]
 
 
-def remove_legacy(text: str, op: str, legacy: str, *, path: str = "host.mm") -> str:
-    """`text` without the legacy `legacy` implementation of `op` and its per-op native header.
+def has_legacy(text: str, legacy: str) -> bool:
+    """True when `text` still defines `legacy` (TORCH_IMPL_FUNC, plain function or macro use)."""
+    if re.search(rf"^TORCH_IMPL_FUNC\(\s*{re.escape(legacy)}\s*\)", text, re.MULTILINE):
+        return True
+    if re.search(rf"^[A-Z_][A-Z0-9_]*\(\s*{re.escape(legacy)}\s*[,)]", text, re.MULTILINE):
+        return True
+    for m in re.finditer(rf"^[A-Za-z_][\w:<>&* ]*\b{re.escape(legacy)}\s*\(", text, re.MULTILINE):
+        brace = text.find("{", m.end())
+        if brace >= 0 and ";" not in text[m.end():brace]:
+            return True
+    return False
 
-    `legacy` is a `TORCH_IMPL_FUNC` name (`heaviside_out_mps`) or a plain function name.
+
+def remove_legacy(text: str, op: str, legacy: str, *, path: str = "host.mm",
+                  drop_include: bool = True) -> str:
+    """`text` without the legacy `legacy` implementation of `op` and (with `drop_include`) its
+    per-op native header.
+
+    `legacy` is a `TORCH_IMPL_FUNC` name (`heaviside_out_mps`), a plain function name, or the
+    first argument of a one-line macro that defines it (`CREATE_..._FUNC(acosh_out_mps, acosh)`).
     """
     impl = re.search(rf"^TORCH_IMPL_FUNC\(\s*{re.escape(legacy)}\s*\)", text, re.MULTILINE)
     plain = None
@@ -150,10 +167,17 @@ def remove_legacy(text: str, op: str, legacy: str, *, path: str = "host.mm") -> 
             break
     found = impl or plain
     if found is None:
-        raise RecipeError(f"no TORCH_IMPL_FUNC({legacy}) or function {legacy} in the file",
-                          location=f"{path}:1",
-                          hint=f"check the op's MPS dispatch row names '{legacy}'")
-    out = _remove_block(text, found.start(), path, legacy)
+        macro = re.search(rf"^[A-Z_][A-Z0-9_]*\(\s*{re.escape(legacy)}\s*[,)][^;{{}}\n]*;?[ \t]*\n",
+                          text, re.MULTILINE)
+        if macro is None:
+            raise RecipeError(f"no TORCH_IMPL_FUNC({legacy}) or function {legacy} in the file",
+                              location=f"{path}:1",
+                              hint=f"check the op's MPS dispatch row names '{legacy}'")
+        out = text[:macro.start()] + text[macro.end():]
+    else:
+        out = _remove_block(text, found.start(), path, legacy)
+    if not drop_include:
+        return out
     header = re.search(rf"^#include <ATen/ops/{re.escape(op)}_native\.h>[^\n]*\n", out, re.MULTILINE)
     if header:
         out = out[:header.start()] + out[header.end():]

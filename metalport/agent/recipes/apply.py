@@ -1,0 +1,162 @@
+"""`apply_port`: every mechanical edit of a `PortPlan`, written through the sandbox's path guard.
+
+All new texts are computed first and written only when every anchor was found, so a miss (a
+`RecipeError` naming the file and line) leaves the worktree as it was. Applying a plan twice
+changes nothing the second time.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from metalport.agent.recipes.cformat import format_snippet
+from metalport.agent.recipes.host import HostStub, has_legacy, insert_stub, remove_legacy
+from metalport.agent.recipes.metal import insert_functor
+from metalport.agent.recipes.plan import NEEDS_LLM
+from metalport.agent.recipes.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
+from metalport.agent.recipes.resolve import mps_only_lines
+from metalport.agent.recipes.xfail import find_xfails
+from metalport.errors import RecipeError
+from metalport.registry.model import parse_registry
+from metalport.sandbox.guard import PathGuard
+
+_REGISTRATION = re.compile(r"^[ \t]*REGISTER_\w+\(.*\);[ \t]*$", re.MULTILINE)
+
+
+def edit_rows(text: str, plan: PortPlan, *, path: str = NATIVE_FUNCTIONS) -> str:
+    """The registry `text` with the plan's dispatch-line changes; rows already changed are kept."""
+    registry = parse_registry(text, path)
+    lines = text.splitlines(keepends=True)
+    edits: dict[int, str | None] = {}
+    for change in plan.rows:
+        entry = next((e for e in registry.entries if e.full_name == change.entry), None)
+        if entry is None:
+            raise RecipeError(f"no entry {change.entry} in the registry", location=f"{path}:{change.line}",
+                              hint="re-plan the op on the current tree")
+        span = range(entry.span.start, entry.span.end + 1)
+        body = {n: lines[n - 1].rstrip("\r\n") for n in span}
+        at = next((n for n, t in body.items() if t == change.before), None)
+        if at is None:
+            done = (not mps_only_lines(entry)) if change.deletes else change.after in body.values()
+            if done:
+                continue
+            raise RecipeError(f"{change.entry}: no dispatch line reads {change.before.strip()!r}",
+                              location=f"{path}:{entry.span.start}", hint="re-plan the op on the current tree")
+        eol = lines[at - 1][len(body[at]):] or "\n"
+        edits[at] = change.after + eol if change.after else None
+    for n in sorted(edits, reverse=True):
+        if edits[n] is None:
+            del lines[n - 1]
+        else:
+            lines[n - 1] = edits[n]  # type: ignore[assignment]
+    return "".join(lines)
+
+
+def split_functor_source(source: str) -> tuple[str, tuple[str, ...]]:
+    """(functor code, `REGISTER_*` lines) of a functor source that may carry its registrations."""
+    regs = tuple(m.group(0).strip() for m in _REGISTRATION.finditer(source))
+    code = _REGISTRATION.sub("", source)
+    return re.sub(r"\n{3,}", "\n\n", code).strip() + "\n", regs
+
+
+def remove_planned_xfails(text: str, plan: PortPlan, *, path: str = COMMON_MPS) -> str:
+    """common_mps.py without the plan's xfail entries (matched by list and key); others kept."""
+    wanted = {(lst, key) for lst, key, _ in plan.xfail_entries}
+    entries = [e for e in find_xfails(text, plan.xfail_keys, path=path) if (e.list_name, e.key) in wanted]
+    drop = {n for e in entries for n in range(e.first_line, e.last_line + 1)}
+    return "\n".join(line for n, line in enumerate(text.split("\n"), start=1) if n not in drop)
+
+
+class _Texts:
+    """Current texts of the worktree's files, read once, edited in memory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root, self.texts, self.original = root, {}, {}
+
+    def get(self, rel: str) -> str | None:
+        if rel not in self.texts:
+            path = self.root / rel
+            self.texts[rel] = path.read_text(encoding="utf-8") if path.is_file() else None
+            self.original[rel] = self.texts[rel]
+        return self.texts[rel]
+
+    def require(self, rel: str) -> str:
+        text = self.get(rel)
+        if text is None:
+            raise RecipeError("file is missing from the worktree", location=rel,
+                              hint="re-plan the op on the current tree")
+        return text
+
+
+def _kernel_edit(texts: _Texts, plan: PortPlan, root: Path, functor_source: str | None) -> None:
+    source = functor_source if functor_source is not None else plan.functor_source
+    if not source:
+        raise RecipeError(f"{plan.op} is not in the recipe table: its functor {NEEDS_LLM}",
+                          hint="rerun with --model openai:<model>")
+    if not (plan.kernel_file and plan.functor):
+        raise RecipeError(f"the plan for {plan.op} has no kernel file (family {plan.family})",
+                          hint="this op needs a hand-written port")
+    code, regs = split_functor_source(source)
+    if not re.search(rf"\bstruct {re.escape(plan.functor)}\s*\{{", code):
+        raise RecipeError(f"the functor source does not define 'struct {plan.functor}'", location=plan.kernel_file,
+                          hint=f"name the functor {plan.functor}")
+    regs = regs or plan.registrations
+    text = texts.get(plan.kernel_file)
+    if text is None:
+        new = insert_functor(None, plan.functor, code, regs, path=plan.kernel_file)
+        texts.texts[plan.kernel_file] = format_snippet(new, root, plan.kernel_file)
+    else:
+        snippet = format_snippet(code, root, plan.kernel_file)
+        texts.texts[plan.kernel_file] = insert_functor(text, plan.functor, snippet, regs, path=plan.kernel_file)
+
+
+def _host_edit(texts: _Texts, plan: PortPlan, root: Path) -> None:
+    if plan.host_file and plan.stub:
+        text = texts.get(plan.host_file)
+        if text is not None and re.search(rf"REGISTER_DISPATCH\(\s*{re.escape(plan.stub)}\s*,", text):
+            return  # the stub is registered already
+    if not (plan.host_file and plan.stub and plan.stub_header and plan.host_family and plan.kernel_file):
+        raise RecipeError(f"the plan for {plan.op} has no host stub (stub {plan.stub or 'unknown'})",
+                          hint="declare the op's dispatch stub in an ATen/native header, then re-plan")
+    text = texts.get(plan.host_file)
+    stub = HostStub(plan.op, plan.host_family, plan.stub, plan.stub_header,
+                    plan.stub_params or "TensorIteratorBase& iter")
+    new = insert_stub(text, stub, kernel_basename=Path(plan.kernel_file).stem, path=plan.host_file)
+    texts.texts[plan.host_file] = format_snippet(new, root, plan.host_file) if text is None else new
+
+
+def _legacy_edit(texts: _Texts, plan: PortPlan) -> None:
+    for rel, name in plan.legacy_all:
+        text = texts.require(rel)
+        if has_legacy(text, name):
+            text = remove_legacy(text, plan.op, name, path=rel, drop_include=False)
+        if plan.legacy_include:
+            text = "".join(line for line in text.splitlines(keepends=True)
+                           if line.rstrip("\r\n").strip() != plan.legacy_include)
+        texts.texts[rel] = text
+
+
+def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str | None = None) -> tuple[str, ...]:
+    """Apply `plan` in `worktree_root`; return the relative paths whose content changed.
+
+    `functor_source` (an LLM's functor) replaces the table's; `REGISTER_*` lines inside it replace
+    the plan's registrations. Raises RecipeError on a missing anchor or a plan that needs an LLM
+    and got no functor, SandboxError for a path off the plan's allow-list.
+    """
+    root = Path(worktree_root).resolve()
+    guard = PathGuard(root, set(plan.allowed_paths))
+    texts = _Texts(root)
+    texts.texts[NATIVE_FUNCTIONS] = edit_rows(texts.require(NATIVE_FUNCTIONS), plan)
+    _kernel_edit(texts, plan, root, functor_source)
+    _host_edit(texts, plan, root)
+    _legacy_edit(texts, plan)
+    if plan.xfail_entries:
+        texts.texts[COMMON_MPS] = remove_planned_xfails(texts.require(COMMON_MPS), plan)
+    for rel in texts.texts:
+        guard.resolve(rel)  # every target passes the guard before the first write
+    changed = []
+    for rel, text in texts.texts.items():
+        if text is not None and text != texts.original.get(rel) and guard.write_text(rel, text):
+            changed.append(rel)
+    return tuple(sorted(changed))

@@ -1,0 +1,52 @@
+"""Format new C++ / Metal / Objective-C++ snippets with the tree's `.clang-format`.
+
+Only code metalport writes is formatted, never the file around it, so a diff shows just the port.
+Without a `clang-format` executable, or without a `.clang-format` in the tree, text is returned
+as written (our templates are already in PyTorch's shape).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+
+def clang_format_executable() -> str | None:
+    """The PyPI wheel's clang-format, else one on PATH, else None."""
+    try:
+        import clang_format
+
+        exe = Path(clang_format.get_executable("clang-format"))
+        if exe.is_file():
+            return str(exe)
+    except ImportError:
+        pass
+    return shutil.which("clang-format")
+
+
+def _style_file(root: Path, rel: str) -> Path | None:
+    folder = (root / rel).parent
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".clang-format").is_file():
+            return candidate / ".clang-format"
+        if candidate == root:
+            break
+    return None
+
+
+def format_snippet(source: str, root: Path, rel: str) -> str:
+    """`source` formatted as if it lived at `root/rel` (style from the nearest `.clang-format`
+    between that file and `root`); unchanged when no style or no executable is found, or when
+    clang-format fails (the build step reports real syntax errors)."""
+    exe = clang_format_executable()
+    if exe is None or _style_file(root, rel) is None:
+        return source
+    try:
+        proc = subprocess.run([exe, f"--assume-filename={root / rel}", "--style=file", "--fallback-style=none"],
+                              input=source, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return source
+    if proc.returncode != 0 or not proc.stdout.strip():
+        return source
+    return proc.stdout if source.endswith("\n") else proc.stdout.rstrip("\n")

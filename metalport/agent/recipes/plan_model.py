@@ -1,0 +1,118 @@
+"""`PortPlan` and `RowChange`: the reviewed, serialisable plan of one op's port.
+
+A plan is decided before any edit (`plan_port`) and carried in the graph state as a dict
+(`to_dict`/`from_dict` round-trip exactly). Paths are relative to the checkout root.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+NEEDS_LLM_STEP = "needs an LLM (--model openai:...)"
+NATIVE_FUNCTIONS = "aten/src/ATen/native/native_functions.yaml"
+COMMON_MPS = "torch/testing/_internal/common_mps.py"
+
+
+@dataclass(frozen=True)
+class RowChange:
+    """One dispatch line of one registry entry: its text before and after (`""` = deleted)."""
+
+    entry: str  # the entry's full name, e.g. "heaviside.out"
+    line: int  # 1-based line in the base native_functions.yaml
+    before: str  # the whole line as it reads in the base, without its newline
+    after: str  # the whole line after the port; "" when the line is deleted
+
+    @property
+    def deletes(self) -> bool:
+        """True when the port removes this line (the `MPS: x_mps` half of a collapse)."""
+        return self.after == ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"entry": self.entry, "line": self.line, "before": self.before, "after": self.after}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RowChange:
+        """Inverse of `to_dict`."""
+        return cls(str(data["entry"]), int(data["line"]), str(data["before"]), str(data["after"]))
+
+
+@dataclass(frozen=True)
+class PortPlan:
+    """Every mechanical step of porting one op to a native Metal kernel.
+
+    `status`/`family` are the backlog's values ("mps-graph", "binary-pointwise", ...).
+    `legacy` is the (file, function) of the MPS implementation to remove, `legacy_others` any
+    further ones (an op with several `_mps` functions); `legacy_include` the per-op
+    `#include <ATen/ops/x_native.h>` line removed with them (None when something else in that
+    file still needs it). `needs_llm` plans have no `functor_source`: the functor step says
+    `functor_step` and `apply_port` needs `functor_source=` from a model.
+    """
+
+    op: str
+    status: str
+    family: str
+    rows: tuple[RowChange, ...]
+    kernel_file: str | None
+    functor: str | None
+    functor_source: str | None
+    dtypes: tuple[str, ...]
+    registrations: tuple[str, ...]
+    host_file: str | None
+    register_dispatch: str | None
+    kernel_name: str | None
+    legacy: tuple[str, str] | None
+    legacy_include: str | None
+    xfail_keys: tuple[str, ...]
+    allowed_paths: tuple[str, ...]
+    needs_llm: bool
+    migrate: bool
+    functor_step: str = "table"  # "table", or NEEDS_LLM_STEP
+    macro: str | None = None  # REGISTER_*_OP macro of the registrations
+    stub: str | None = None  # "heaviside_stub"
+    stub_header: str | None = None  # "ATen/native/BinaryOps.h"
+    stub_params: str | None = None  # "TensorIteratorBase& iter"
+    host_family: str | None = None  # "unary" | "binary" | "alpha" | "ternary" (host template)
+    legacy_others: tuple[tuple[str, str], ...] = ()
+    xfail_entries: tuple[tuple[str, str, int], ...] = ()  # (list name, key, line) in the base
+
+    def __post_init__(self) -> None:
+        if self.needs_llm != (self.functor_step != "table"):
+            raise ValueError(f"plan for {self.op}: needs_llm={self.needs_llm} but functor step "
+                             f"{self.functor_step!r}")
+        if not self.needs_llm and not self.functor_source:
+            raise ValueError(f"table plan for {self.op} has no functor source")
+
+    @property
+    def legacy_all(self) -> tuple[tuple[str, str], ...]:
+        """Every (file, function) of legacy MPS code the port removes."""
+        return ((self.legacy,) if self.legacy else ()) + self.legacy_others
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (tuples become lists)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "rows":
+                value = [r.to_dict() for r in value]
+            elif isinstance(value, tuple):
+                value = [list(v) if isinstance(v, tuple) else v for v in value]
+            out[f.name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PortPlan:
+        """Inverse of `to_dict`; unknown keys are a ValueError."""
+        known = {f.name for f in fields(cls)}
+        extra = sorted(set(data) - known)
+        if extra:
+            raise ValueError(f"unknown PortPlan field(s) {extra}")
+        values = dict(data)
+        values["rows"] = tuple(RowChange.from_dict(r) for r in data.get("rows", ()))
+        for name in ("dtypes", "registrations", "xfail_keys", "allowed_paths"):
+            values[name] = tuple(data.get(name, ()))
+        values["legacy"] = tuple(data["legacy"]) if data.get("legacy") else None
+        values["legacy_others"] = tuple(tuple(x) for x in data.get("legacy_others", ()))
+        values["xfail_entries"] = tuple(tuple(x) for x in data.get("xfail_entries", ()))
+        return cls(**values)

@@ -1,0 +1,229 @@
+"""`plan_port`: the whole port of one op, decided from the tree before any edit.
+
+Public surface of the pipeline's plan step (contract C): `resolve_op`, `plan_port`, `apply_port`,
+`PortPlan`, `RowChange`, `Resolution`. Registry rows follow Note [why rows collapse]: every row of
+the op that names an MPS-only kernel, or lacks MPS, moves onto the kernel CPU and CUDA share.
+
+Note [why rows collapse]: a native Metal port registers the op's dispatch stub for MPS, so the
+structured CPU/CUDA kernel (`heaviside_out`) serves MPS too. `CPU, CUDA: x_out` + `MPS: x_out_mps`
+becomes `CPU, CUDA, MPS: x_out`; a row left on `x_out_mps` would keep calling the legacy code.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from metalport.agent.recipes.apply import apply_port
+from metalport.agent.recipes.functors import METAL_TYPES, FunctorRecipe, metal_types_for, recipe_table
+from metalport.agent.recipes.host import remove_legacy
+from metalport.agent.recipes.plan import (KERNELS_DIR, NEEDS_LLM, OPERATIONS_DIR, StubDeclaration,
+                                          find_stub_declaration, plan_recipe)
+from metalport.agent.recipes.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan, RowChange
+from metalport.agent.recipes.resolve import Resolution, host_line, mps_only_lines, resolve_op
+from metalport.backlog.model import Family, Status
+from metalport.checkout.layout import Checkout
+from metalport.errors import PipelineError, RecipeError
+
+__all__ = ["PortPlan", "Resolution", "RowChange", "apply_port", "plan_port", "resolve_op"]
+
+_ALREADY_NATIVE = (Status.SHARED, Status.COMPOSITE)
+_MIGRATING = (Status.MPS_GRAPH, Status.MPS_UNKNOWN, Status.MPS_METAL)
+# Backlog family -> (host template, kernel file, host file, registration macro) for ops the
+# table does not know; the LLM writes the functor.
+_BY_FAMILY = {
+    Family.UNARY: ("unary", "UnaryKernel.metal", "UnaryKernel.mm", "REGISTER_UNARY_OP"),
+    Family.BINARY: ("binary", "BinaryKernel.metal", "BinaryKernel.mm", "REGISTER_BINARY_OP"),
+    Family.TERNARY: ("ternary", "TernaryKernel.metal", "TernaryKernel.mm", "REGISTER_TERNARY_OP"),
+}
+_TORCH_DTYPE = {metal: name for name, metal in METAL_TYPES.items()}
+
+
+def _with_mps(line: str) -> str:
+    """`    CPU, CUDA: x_out  # c` -> `    CPU, CUDA, MPS: x_out  # c`."""
+    head, sep, tail = line.partition(":")
+    return f"{head}, MPS{sep}{tail}"
+
+
+def _without_mps(line: str) -> str:
+    """The dispatch line without its MPS key; "" when MPS was its only key."""
+    head, sep, tail = line.partition(":")
+    keys = [k.strip() for k in head.split(",")]
+    rest = [k for k in keys if k != "MPS"]
+    if not rest:
+        return ""
+    indent = head[: len(head) - len(head.lstrip())]
+    return f"{indent}{', '.join(rest)}{sep}{tail}"
+
+
+def plan_rows(res: Resolution) -> tuple[RowChange, ...]:
+    """The dispatch-line changes that route every row of the op to the shared CPU/CUDA kernel.
+
+    Raises PipelineError (with the row's file:line) when an MPS row has no CPU/CUDA kernel to
+    share, or CPU and CUDA use different kernels.
+    """
+    lines = res.registry.text.splitlines()
+    where = res.registry.path
+    changes: list[RowChange] = []
+    for entry in res.entries:
+        mps = entry.kernel_for("MPS")
+        only = mps_only_lines(entry)
+        host = host_line(entry)
+        if (mps is not None and not only) or (mps is None and host is None):
+            continue  # already shared, or no kernel of its own (structured_delegate, composite)
+        if host is None:
+            raise PipelineError(f"{entry.full_name} has an MPS-only kernel {only[0].kernel} and no "
+                                f"CPU/CUDA kernel to share", location=f"{where}:{only[0].line}",
+                                hint="this op needs a hand-written port")
+        cuda = entry.kernel_for("CUDA")
+        if cuda is not None and cuda.kernel != host.kernel:
+            raise PipelineError(f"{entry.full_name}: CPU ({host.kernel}) and CUDA ({cuda.kernel}) use "
+                                f"different kernels, so MPS has no shared kernel to join",
+                                location=f"{where}:{host.line}", hint="this op needs a hand-written port")
+        before = lines[host.line - 1]
+        changes.append(RowChange(entry.full_name, host.line, before, _with_mps(before)))
+        for d in only:
+            changes.append(RowChange(entry.full_name, d.line, lines[d.line - 1], _without_mps(lines[d.line - 1])))
+    return tuple(sorted(changes, key=lambda c: c.line))
+
+
+def _stub_declaration(checkout: Checkout, stub: str) -> StubDeclaration:
+    """The stub's declaring header and parameters: the tree's headers first, then the wheel's."""
+    try:
+        return find_stub_declaration(stub, checkout.root / "aten/src")
+    except RecipeError:
+        import torch
+
+        return find_stub_declaration(stub, Path(torch.__file__).parent / "include")
+
+
+def _covered(dtypes: tuple[str, ...] | None, metal: tuple[str, ...]) -> bool:
+    """True when an xfail entry's dtypes (None: all) are all registered by the port."""
+    if dtypes is None:
+        return True
+    return all(d in _TORCH_DTYPE.values() and METAL_TYPES[d] in metal for d in dtypes)
+
+
+def _xfails(res: Resolution, metal: tuple[str, ...]) -> tuple[tuple[str, str, int], ...]:
+    """The xfail entries the port makes obsolete: those whose dtypes the port all registers."""
+    return tuple((x.list_name, x.op, x.where.line) for x in res.xfails if _covered(x.dtypes, metal))
+
+
+def _opinfo_dtypes(names: list[str]) -> tuple[str, ...]:
+    """Metal types of the first OpInfo called one of `names` (CPU dtypes); float types if none."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    by_name = {info.name: info for info in op_db if not info.variant_test_name}
+    for name in names:
+        if name in by_name:
+            found = [str(d).removeprefix("torch.") for d in by_name[name].supported_dtypes("cpu")]
+            return metal_types_for(found)
+    return ("float", "half", "bfloat")
+
+
+def _opinfo_names(op: str, res: Resolution) -> list[str]:
+    names = [x.op for x in res.xfails] + [op, f"nn.functional.{op}"]
+    for prefix in ("special_", "linalg_", "fft_"):
+        if op.startswith(prefix):
+            names.append(prefix[:-1] + "." + op[len(prefix):])
+    return names
+
+
+def _legacy_include(checkout: Checkout, res: Resolution) -> str | None:
+    """`#include <ATen/ops/<op>_native.h>` when no legacy file still needs it after the removal.
+
+    A file needs it while it still names a kernel of the op's dispatch rows.
+    """
+    include = f"#include <ATen/ops/{res.op}_native.h>"
+    kernels = {d.kernel for e in res.entries for d in e.dispatch}
+    found = False
+    for path in sorted({f.where.file for f in res.legacy}):
+        text = (checkout.root / path).read_text(encoding="utf-8")
+        if include not in text:
+            continue
+        found = True
+        for fn in (f for f in res.legacy if f.where.file == path):
+            text = remove_legacy(text, res.op, fn.name, path=path, drop_include=False)
+        rest = text.replace(include, "")
+        if any(re.search(rf"\b{re.escape(k)}\b", rest) for k in kernels):
+            return None
+    return include if found else None
+
+
+def _table_parts(checkout: Checkout, recipe: FunctorRecipe) -> dict:
+    decl = _stub_declaration(checkout, recipe.stub)
+    rp = plan_recipe(recipe.op, stub=decl, xfail_keys=())
+    if rp.host_stub is None:
+        raise RecipeError(f"the recipe for {recipe.op} has no host stub", hint="fix the recipe table")
+    return dict(kernel_file=rp.kernel_file, functor=rp.functor, functor_source=rp.functor_source,
+                dtypes=rp.dtypes, registrations=rp.registrations, host_file=rp.host_file,
+                macro=rp.macro, stub=recipe.stub, stub_header=decl.header, stub_params=decl.params,
+                host_family=rp.host_stub.family, functor_step="table", needs_llm=False)
+
+
+def _llm_parts(checkout: Checkout, res: Resolution) -> dict:
+    parts: dict = dict(kernel_file=None, functor=None, functor_source=None, dtypes=(), registrations=(),
+                       host_file=None, macro=None, stub=res.stub, stub_header=None, stub_params=None,
+                       host_family=None, functor_step=NEEDS_LLM, needs_llm=True)
+    shape = _BY_FAMILY.get(res.family)
+    if shape is None:
+        return parts
+    host_family, kernel, host, macro = shape
+    dtypes = _opinfo_dtypes(_opinfo_names(res.op, res))
+    parts.update(kernel_file=f"{KERNELS_DIR}/{kernel}", functor=f"{res.op}_functor", dtypes=dtypes,
+                 registrations=tuple(f"{macro}({res.op}, {t}, {t});" for t in dtypes),
+                 host_file=f"{OPERATIONS_DIR}/{host}", macro=macro, host_family=host_family)
+    if res.stub:
+        try:
+            decl = _stub_declaration(checkout, res.stub)
+        except RecipeError:
+            return parts
+        parts.update(stub_header=decl.header, stub_params=decl.params)
+    return parts
+
+
+def _existing_kernel_file(res: Resolution) -> str | None:
+    """The `.metal` file that already registers the op's functor, if one does."""
+    return next((s.where.file for s in res.sources.shader_ops if s.name == res.op), None)
+
+
+def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
+    """The plan for porting `op` in `checkout` to a native Metal kernel.
+
+    Raises UnknownOpError (with close names), PipelineError "aten::x is already native (shared)"
+    for a shared or composite op unless `force`, and PipelineError when a row has no shared
+    CPU/CUDA kernel. An op outside the recipe table gets `needs_llm=True`.
+    """
+    res = resolve_op(checkout, op)
+    if res.status in _ALREADY_NATIVE and not force:
+        raise PipelineError(f"aten::{res.op} is already native ({res.status.value})",
+                            location=res.mps_impl, hint="pass --force to plan it anyway")
+    rows = plan_rows(res)
+    recipe = recipe_table().get(res.op)
+    parts = _table_parts(checkout, recipe) if recipe is not None else _llm_parts(checkout, res)
+    if parts["kernel_file"] and (existing := _existing_kernel_file(res)):
+        parts["kernel_file"] = existing
+    if res.registration is not None:
+        parts["host_file"] = res.registration.where.file  # registered already: no second one
+        register = f"REGISTER_DISPATCH({res.registration.stub}, &{res.registration.kernel});"
+    else:
+        register = (f"REGISTER_DISPATCH({parts['stub']}, &{res.op}_mps_kernel);"
+                    if parts["stub"] and parts["host_file"] else None)
+    legacy = tuple((f.where.file, f.name) for f in res.legacy)
+    xfail_entries = _xfails(res, parts["dtypes"])
+    allowed = {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy)}
+    allowed |= {p for p in (parts["kernel_file"], parts["host_file"]) if p}
+    return PortPlan(
+        op=res.op, status=res.status.value, family=res.family.value, rows=rows,
+        kernel_file=parts["kernel_file"], functor=parts["functor"], functor_source=parts["functor_source"],
+        dtypes=tuple(parts["dtypes"]), registrations=tuple(parts["registrations"]),
+        host_file=parts["host_file"], register_dispatch=register,
+        kernel_name=res.op if parts["kernel_file"] else None,
+        legacy=legacy[0] if legacy else None, legacy_include=_legacy_include(checkout, res),
+        xfail_keys=tuple(dict.fromkeys(k for _, k, _ in xfail_entries)),
+        allowed_paths=tuple(sorted(allowed)), needs_llm=parts["needs_llm"],
+        migrate=res.status in _MIGRATING or any(r.deletes for r in rows),
+        functor_step=parts["functor_step"], macro=parts["macro"], stub=parts["stub"],
+        stub_header=parts["stub_header"], stub_params=parts["stub_params"],
+        host_family=parts["host_family"], legacy_others=legacy[1:], xfail_entries=xfail_entries,
+    )

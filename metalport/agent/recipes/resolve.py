@@ -1,0 +1,99 @@
+"""`resolve_op`: everything the tree says about one op before it is planned.
+
+Its registry rows, backlog status and family, the dispatch stub, the current MPS implementation
+(the `.mm` functions its `MPS: *_mps` rows name) and its xfail/skip entries in common_mps.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from metalport.backlog.model import BacklogItem, Family, Status
+from metalport.backlog.scan import scan_backlog
+from metalport.checkout.layout import Checkout
+from metalport.checkout.sources import MpsFunction, Registration, Sources, XfailEntry, scan_sources
+from metalport.errors import UnknownOpError
+from metalport.registry.model import Entry, Registry, load_registry
+
+_HOST_KEYS = frozenset({"CPU", "CUDA"})
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """One op as the checkout has it. `legacy` are the `.mm` definitions of its MPS-only
+    kernels (empty in a wheel workspace, which has no `.mm` sources)."""
+
+    op: str
+    entries: tuple[Entry, ...]
+    status: Status
+    family: Family
+    stub: str | None
+    mps_impl: str | None
+    mps_kernels: tuple[str, ...]  # kernels of MPS-only dispatch lines (`heaviside_out_mps`)
+    legacy: tuple[MpsFunction, ...]
+    registration: Registration | None  # an existing REGISTER_DISPATCH of the stub
+    xfails: tuple[XfailEntry, ...]
+    registry: Registry
+    sources: Sources
+
+    def to_dict(self) -> dict[str, object]:
+        """A compact JSON-ready summary (no registry or source texts)."""
+        return {
+            "op": self.op, "status": self.status.value, "family": self.family.value, "stub": self.stub,
+            "mps_impl": self.mps_impl, "mps_kernels": list(self.mps_kernels),
+            "rows": [{"entry": e.full_name, "line": e.span.start, "dispatch": [str(d) for d in e.dispatch]}
+                     for e in self.entries],
+            "legacy": [{"name": f.name, "kind": f.kind.value, "where": str(f.where)} for f in self.legacy],
+            "registration": str(self.registration.where) if self.registration else None,
+            "xfails": [{"list": x.list_name, "key": x.op, "line": x.where.line,
+                        "dtypes": list(x.dtypes) if x.dtypes is not None else None} for x in self.xfails],
+        }
+
+    @property
+    def xfail_keys(self) -> tuple[str, ...]:
+        """The distinct list keys naming the op, in file order."""
+        return tuple(dict.fromkeys(x.op for x in self.xfails))
+
+
+def mps_only_lines(entry: Entry) -> list:
+    """The dispatch lines of `entry` that name MPS without CPU or CUDA (`MPS: x_mps`)."""
+    return [d for d in entry.dispatch if "MPS" in d.keys and not _HOST_KEYS & set(d.keys)]
+
+
+def host_line(entry: Entry):  # -> DispatchLine | None
+    """The CPU (else CUDA) dispatch line of `entry`: the kernel MPS would share."""
+    return entry.kernel_for("CPU") or entry.kernel_for("CUDA")
+
+
+def _item(checkout: Checkout, registry: Registry, op: str) -> BacklogItem:
+    for item in scan_backlog(checkout, registry):
+        if item.op == op:
+            return item
+    raise UnknownOpError(f"aten::{op} has no CPU, CUDA or MPS kernel to port",
+                         location=f"{checkout.rel(registry.path)}",
+                         hint="run `metalport backlog` to list port candidates")
+
+
+def resolve_op(checkout: Checkout, op: str, *, registry: Registry | None = None) -> Resolution:
+    """Resolve `op` (`aten::heaviside`, `heaviside`, `heaviside.out`) in `checkout`.
+
+    Raises UnknownOpError (with close names) for a name the registry does not hold.
+    """
+    registry = registry if registry is not None else load_registry(checkout.native_functions)
+    found = registry.resolve(op)
+    item = _item(checkout, registry, found.name)
+    sources = scan_sources(checkout)
+    specific = tuple(dict.fromkeys(d.kernel for e in found.entries for d in mps_only_lines(e)))
+    legacy = tuple(f for k in specific if (f := sources.function(k)) is not None)
+    registration = sources.registration(item.stub) if item.stub else None
+    return Resolution(
+        op=found.name, entries=found.entries, status=item.status, family=item.family, stub=item.stub,
+        mps_impl=item.mps_impl, mps_kernels=specific, legacy=legacy, registration=registration,
+        xfails=item.xfail, registry=registry, sources=sources,
+    )
+
+
+def rel_to(checkout: Checkout, path: Path | str) -> str:
+    """`path` relative to the checkout root, as a posix string."""
+    return Path(checkout.rel(Path(path))).as_posix()
