@@ -62,6 +62,10 @@ class PipelineError(MetalportError):
     """A migration run cannot go on (unknown run id, already native, needs an LLM, ...)."""
 
 
+class UnknownRunError(PipelineError):
+    """A run id that has no record or checkpoint: never silently started afresh."""
+
+
 class RecipeError(MetalportError):
     """A deterministic recipe cannot apply: its anchor is missing or the op is not in the table."""
 

@@ -1,0 +1,40 @@
+"""The end of a run: its evidence written to the run folder, its worktree (and branch) removed.
+
+Idempotent, so a resume of a run that crashed while finishing completes it. A published run keeps
+its branch (it carries the commit); any other end removes the branch too, unless the branch was
+reused from an earlier metalport run (its commits are not this run's to delete).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import git
+
+from metalport.graph.nodes._common import load_worktree
+from metalport.graph.nodes.publish import full_evidence
+from metalport.graph.records import write_json
+from metalport.sandbox import remove_worktree
+
+
+def finish_run(values: dict, directory: Path, *, keep_branch: bool) -> None:
+    """Write `evidence.json` (and `diff.patch` while the worktree exists), then remove the worktree."""
+    directory.mkdir(parents=True, exist_ok=True)
+    evidence = {**full_evidence(values, values.get("commit")), "status": values.get("status"),
+                "reason": values.get("reason"), "stage": values.get("stage")}
+    write_json(directory / "evidence.json", evidence)
+    if not values.get("worktree"):
+        return
+    worktree = load_worktree(values)
+    if worktree.path.is_dir():
+        _save_diff(worktree.path, worktree.base_commit, directory / "diff.patch")
+    remove_worktree(worktree, delete_branch=not keep_branch and not worktree.reused_branch)
+
+
+def _save_diff(path: Path, base: str, target: Path) -> None:
+    repo = git.Repo(path)
+    repo.git.add("-A", "-N")  # new files show in the diff (intent to add; our own worktree's index)
+    text = repo.git.diff(base, strip_newline_in_stdout=False)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(target)

@@ -1,0 +1,68 @@
+"""Helpers shared by the nodes: rebuilding the plan and the worktree from the state, JSON data."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from metalport.graph.state import PortState
+from metalport.sandbox.worktree import Worktree
+
+
+def jsonable(value: Any) -> Any:
+    """`value` as plain JSON data (dataclasses and objects with `to_dict()` included)."""
+    if hasattr(value, "to_dict"):
+        value = value.to_dict()
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
+    return json.loads(json.dumps(value, default=_fallback))
+
+
+def _fallback(value: Any) -> Any:
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if hasattr(value, "value") and isinstance(getattr(value, "value"), (str, int)):
+        return value.value  # enums
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    return str(value)
+
+
+def load_plan(state: PortState) -> Any:
+    """The run's `PortPlan`, rebuilt from its dict in the state."""
+    from metalport.agent.recipes.port import PortPlan
+
+    return PortPlan.from_dict(state["plan"])
+
+
+def worktree_to_dict(worktree: Worktree) -> dict:
+    """A `Worktree` as JSON data for the state."""
+    data = dataclasses.asdict(worktree)
+    data["repo_root"], data["path"] = str(worktree.repo_root), str(worktree.path)
+    return data
+
+
+def load_worktree(state: PortState) -> Worktree:
+    """The run's `Worktree`, rebuilt from its dict in the state."""
+    data = dict(state["worktree"])
+    data["repo_root"], data["path"] = Path(data["repo_root"]), Path(data["path"])
+    return Worktree(**data)
+
+
+def verdicts_with(state: PortState, name: str, verdict: dict) -> dict:
+    """The state's verdicts with `name` set to `verdict`."""
+    return {**state.get("verdicts", {}), name: verdict}
+
+
+def first_failure(failures: list[dict]) -> str:
+    """One line naming the first failure and how many there are."""
+    from metalport.failure import Failure
+
+    if not failures:
+        return "no failure recorded"
+    more = f" (+{len(failures) - 1} more)" if len(failures) > 1 else ""
+    return f"{Failure.from_dict(failures[0])}{more}"

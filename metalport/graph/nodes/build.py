@@ -1,0 +1,23 @@
+"""build: compile the edited kernels (emulated) or build PyTorch (macos) through the executor."""
+
+from __future__ import annotations
+
+import time
+
+from langgraph.runtime import Runtime
+
+from metalport.graph.context import RunContext
+from metalport.graph.nodes._common import load_plan, load_worktree, verdicts_with
+from metalport.graph.state import PortState
+
+
+def build(state: PortState, runtime: Runtime[RunContext]) -> dict:
+    """Build the worktree; compile errors become failures for diagnose."""
+    executor = runtime.context.executor()
+    start = time.monotonic()
+    failures = executor.build(load_worktree(state).path, load_plan(state))
+    verdict = {"ok": not failures, "executor": executor.name, "failures": len(failures),
+               "first": str(failures[0]) if failures else None,
+               "seconds": round(time.monotonic() - start, 3)}
+    return {"stage": "build", "failures": [f.to_dict() for f in failures], "failure_stage": "build",
+            "verdicts": verdicts_with(state, "build", verdict)}

@@ -1,0 +1,106 @@
+"""edit: apply the plan in the worktree, or let the provider repair a failure or act on feedback."""
+
+from __future__ import annotations
+
+import git
+from langgraph.runtime import Runtime
+
+from metalport.agent.provider import FixRequest, FunctorRequest
+from metalport.errors import AgentError, BudgetExhausted, RecipeError
+from metalport.failure import Failure
+from metalport.graph.context import RunContext, kill_point
+from metalport.graph.nodes._common import first_failure, load_plan, load_worktree
+from metalport.graph.state import PortState
+
+
+def edit(state: PortState, runtime: Runtime[RunContext]) -> dict:
+    """One edit attempt; returns attempts, failures and, when the run cannot go on, its end status.
+
+    First attempt: reset the worktree to its base and apply the plan (so a re-run after a crash
+    starts clean); a recipe anchor miss becomes an `edit` failure. Later attempts call
+    `provider.fix` with the failures or the reviewer's feedback; a provider that cannot (the recipe
+    model) ends the run: failed, or rejected after a rejection.
+    """
+    ctx, port, worktree = runtime.context, load_plan(state), load_worktree(state)
+    attempts = state.get("attempts", 0) + 1
+    update: dict = {"stage": "edit", "attempts": attempts, "decision": None}
+    rejected = state.get("decision") == "reject"
+    failures = state.get("failures") or []
+    try:
+        if rejected or failures:
+            from metalport.graph.toolbox import make_toolbox
+
+            result = ctx.provider.fix(_fix_request(state, port, rejected), make_toolbox(ctx, state, port, worktree))
+        else:
+            result = _apply_fresh(ctx, state, port, worktree)
+    except BudgetExhausted as err:
+        return {**update, "status": "budget-exhausted", "reason": str(err),
+                "usage": ctx.total_usage(err.usage)}
+    except (RecipeError, AgentError) as err:
+        if rejected:
+            return {**update, "status": "rejected", "reason": (
+                f"rejected by the reviewer: {state.get('feedback') or '(no feedback)'}; "
+                f"the {state['options'].get('model', 'recipe')} model cannot act on feedback ({err})")}
+        if failures:
+            return {**update, "status": "failed",
+                    "reason": f"{state.get('failure_stage', 'check')} failed: {first_failure(failures)}; {err}"}
+        if isinstance(err, AgentError):
+            return {**update, "status": "failed", "reason": str(err)}
+        return {**update, "failures": [Failure("edit", err.location, None, None, err.message).to_dict()],
+                "failure_stage": "edit"}
+    kill_point("edit:applied")
+    if result is not None and getattr(result, "usage", None):
+        update["usage"] = ctx.total_usage(result.usage)
+    return {**update, "failures": [], "failure_stage": ""}
+
+
+def _apply_fresh(ctx: RunContext, state: PortState, port: object, worktree: object) -> object:
+    from metalport.agent.recipes.port import apply_port
+
+    repo = git.Repo(worktree.path)  # type: ignore[attr-defined]
+    repo.git.reset("-q", "--hard", "HEAD")
+    repo.git.clean("-fdq")
+    result, functor_source = None, None
+    # The recipe model is asked too (its table is the source of truth, and can be overridden);
+    # an LLM is asked only when the table has no functor for the op.
+    recipe_model = state["options"].get("model", "recipe") == "recipe"
+    if recipe_model or getattr(port, "needs_llm", False) or not getattr(port, "functor_source", None):
+        from metalport.graph.toolbox import make_toolbox
+
+        result = ctx.provider.write_functor(_functor_request(state, port),
+                                            make_toolbox(ctx, state, port, worktree))
+        functor_source = result.functor_source
+    apply_port(port, worktree.path, functor_source=functor_source)  # type: ignore[attr-defined]
+    return result
+
+
+def _plan_summary(port: object) -> str:
+    data = port.to_dict()  # type: ignore[attr-defined]
+    keys = ("op", "family", "kernel_file", "functor", "dtypes", "host_file", "register_dispatch", "legacy",
+            "xfail_keys", "migrate")
+    return "\n".join(f"{k}: {data.get(k)}" for k in keys if k in data)
+
+
+def _functor_request(state: PortState, port: object) -> FunctorRequest:
+    return FunctorRequest(op=state["op"], family=str(getattr(port, "host_family", None) or getattr(port, "family", "")),
+                          dtypes=tuple(getattr(port, "dtypes", ())), plan_summary=_plan_summary(port),
+                          kernel_file=str(getattr(port, "kernel_file", "")),
+                          functor_name=str(getattr(port, "functor", "")), feedback=state.get("feedback") or "")
+
+
+def _fix_request(state: PortState, port: object, rejected: bool) -> FixRequest:
+    if rejected:
+        diagnostics = (Failure("review", None, None, None, state.get("feedback") or "").to_dict(),)
+        stage = "review"
+    else:
+        diagnostics = tuple(_for_model(f) for f in state.get("failures") or [])
+        stage = state.get("failure_stage") or "check"
+    return FixRequest(op=state["op"], failure_stage=stage, diagnostics=diagnostics,
+                      allowed_paths=tuple(getattr(port, "allowed_paths", ())), plan_summary=_plan_summary(port))
+
+
+def _for_model(failure: dict) -> dict:
+    # Held-out cases stay secret from the model: it sees that they failed, not their inputs.
+    if failure.get("kind") == "held-out":
+        return {**failure, "message": "held-out conformance cases failed (inputs withheld)"}
+    return failure

@@ -1,0 +1,139 @@
+"""publish: only after approval. The run's commit, then a draft PR on the user's fork, or a PR bundle.
+
+Idempotent: the commit is found by its `Metalport-Run` trailer and the PR by its head branch, so a
+publish re-run after a crash makes neither twice. Nothing is pushed without a configured remote
+and `GITHUB_TOKEN`; never the base branch, never an upstream remote.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+from langgraph.config import get_stream_writer
+from langgraph.runtime import Runtime
+
+from metalport.agent.provider import PrRequest
+from metalport.agent.transcript import Redactor
+from metalport.config import load_config
+from metalport.errors import PublishError
+from metalport.graph.context import RunContext, kill_point
+from metalport.graph.nodes._common import load_plan, load_worktree
+from metalport.graph.state import PortState
+from metalport.publish import GitHubClient, commit_run, open_draft_pr, push_branch, write_bundle
+
+
+@dataclass(frozen=True)
+class PublishTarget:
+    """The user's fork: git remote, its GitHub owner, the base repository and branch, the API."""
+
+    remote: str
+    fork_owner: str
+    github_repo: str = "pytorch/pytorch"
+    base_branch: str = "main"
+    api_url: str = "https://api.github.com"
+
+
+def publish(state: PortState, runtime: Runtime[RunContext]) -> dict:
+    """Commit the approved change, then open a draft PR (remote + token) or write a PR bundle."""
+    ctx, port, worktree = runtime.context, load_plan(state), load_worktree(state)
+    evidence = commit_evidence(state)
+    commit = commit_run(worktree, state["op"], migrate=bool(getattr(port, "migrate", False)), evidence=evidence)
+    kill_point("publish:committed")
+    redactor = Redactor()
+    diff_stat = git.Repo(worktree.path).git.diff("--stat", f"{worktree.base_commit}..HEAD")
+    body = redactor.text(ctx.provider.describe_pr(PrRequest(
+        op=state["op"], plan_summary="\n".join(f"- {k}: {v}" for k, v in evidence.items()),
+        diff_stat=diff_stat, verdicts=tuple(verdict_lines(state)), usage=dict(state.get("usage", {})))))
+    update: dict = {"stage": "publish", "status": "published", "commit": commit.sha,
+                    "reason": f"approved and committed as {commit.sha[:12]}"}
+    target, why_not = _target(state, ctx)
+    if target is not None:
+        push_branch(Path(state["repo_root"]), target.remote, worktree.branch, base_branch=target.base_branch)
+        client = GitHubClient.from_env(target.api_url, target.github_repo)
+        pr = open_draft_pr(client, fork_owner=target.fork_owner, branch=worktree.branch,
+                           base=target.base_branch, title=commit.title, body=body)
+        return {**update, "pr_url": pr.url, "reason": f"draft PR {pr.url} from {target.remote}/{worktree.branch}"}
+    if why_not:
+        get_stream_writer()({"event": "note", "node": "publish", "message": why_not})
+    bundle = write_bundle(worktree, ctx.run_dir / "bundle", title=commit.title, body=body,
+                          evidence=redactor.any(full_evidence(state, commit.sha)))
+    return {**update, "bundle_path": str(bundle), "reason": f"committed {commit.sha[:12]} on {worktree.branch}; "
+            f"PR bundle in {bundle}"}
+
+
+def commit_evidence(state: PortState) -> dict[str, str]:
+    """The evidence lines of the commit body (plan and verdicts in numbers)."""
+    plan, verdicts = state.get("plan", {}), state.get("verdicts", {})
+    lines = {"Plan": f"{plan.get('functor')} in {plan.get('kernel_file')} for {', '.join(plan.get('dtypes') or ())}; "
+                     f"{plan.get('register_dispatch')} in {plan.get('host_file')}"}
+    for line in verdict_lines(state):
+        name, _, text = line.partition(": ")
+        lines[name.capitalize()] = text
+    lines["Attempts"] = str(state.get("attempts", 0))
+    lines["Model"] = str(state["options"].get("model", "recipe"))
+    if not verdicts:
+        lines["Verdicts"] = "none recorded"
+    return lines
+
+
+def verdict_lines(state: PortState) -> list[str]:
+    """One line per verdict with its numbers: `check: passed`, `test: 3 dtypes, 120/120 samples ...`."""
+    out = []
+    for name, verdict in state.get("verdicts", {}).items():
+        text = "passed" if verdict.get("ok") else f"failed ({verdict.get('failures')} failure(s)): {verdict.get('first')}"
+        report = verdict.get("report") or {}
+        dtypes = report.get("dtypes") or []
+        if dtypes:
+            samples = sum(int(d.get("samples", 0)) for d in dtypes)
+            passed = sum(int(d.get("passed", 0)) for d in dtypes)
+            held = sum(int(d.get("held_out_samples", 0)) for d in dtypes)
+            held_ok = sum(int(d.get("held_out_passed", 0)) for d in dtypes)
+            worst = max((d.get("worst_error") or 0.0 for d in dtypes), default=0.0)
+            text += (f"; {report.get('backend', verdict.get('executor'))} conformance on {len(dtypes)} dtype(s): "
+                     f"{passed}/{samples} samples, {held_ok}/{held} held-out, worst error {worst:g}")
+        elif verdict.get("executor"):
+            text += f" ({verdict['executor']}, {verdict.get('seconds', 0)} s)"
+        out.append(f"{name}: {text}")
+    return out
+
+
+def full_evidence(state: PortState, commit: str | None = None) -> dict:
+    """Everything a reviewer needs, as JSON data: plan, verdicts, attempts, usage, commit."""
+    return {"run_id": state.get("run_id"), "op": state.get("op"), "plan": state.get("plan", {}),
+            "verdicts": state.get("verdicts", {}), "attempts": state.get("attempts", 0),
+            "usage": state.get("usage", {}), "model": state.get("options", {}).get("model"),
+            "commit": commit, "feedback": state.get("feedback"), "failures": state.get("failures", [])}
+
+
+def _target(state: PortState, ctx: RunContext) -> tuple[PublishTarget | None, str | None]:
+    options = state["options"]
+    config_path = Path(options["config_path"]) if options.get("config_path") else ctx.repo_root / "metalport.yaml"
+    raw = dict(load_config(config_path).other.get("remote") or {})
+    name = options.get("remote") or raw.get("name")
+    if not name:
+        return None, None
+    if not os.environ.get("GITHUB_TOKEN"):
+        return None, f"remote {name!r} configured but GITHUB_TOKEN is not set: writing a PR bundle instead"
+    unknown = sorted(set(raw) - {"name", "fork_owner", "github_repo", "base_branch", "api_url"})
+    if unknown:
+        raise PublishError(f"unknown key(s) {unknown} under remote:", location=str(config_path),
+                           hint="use name, fork_owner, github_repo, base_branch, api_url")
+    owner = raw.get("fork_owner") or _owner_from_url(Path(state["repo_root"]), name)
+    if not owner:
+        raise PublishError(f"cannot tell the GitHub owner of remote {name!r}", location=str(config_path),
+                           hint="set remote.fork_owner in metalport.yaml")
+    fields = {k: str(raw[k]) for k in ("github_repo", "base_branch", "api_url") if raw.get(k)}
+    return PublishTarget(remote=name, fork_owner=str(owner), **fields), None
+
+
+def _owner_from_url(repo_root: Path, remote: str) -> str | None:
+    try:
+        url = git.Repo(repo_root).remote(remote).url
+    except ValueError:
+        return None
+    found = re.search(r"github\.com[:/]+([^/]+)/", url)
+    return found.group(1) if found else None

@@ -1,0 +1,31 @@
+"""test: conformance of the built kernels against the CPU reference, held-out cases included."""
+
+from __future__ import annotations
+
+import time
+
+from langgraph.runtime import Runtime
+
+from metalport.failure import Failure
+from metalport.graph.context import RunContext
+from metalport.graph.nodes._common import load_plan, load_worktree, verdicts_with
+from metalport.graph.state import PortState
+
+
+def test(state: PortState, runtime: Runtime[RunContext]) -> dict:
+    """Run the executor's tests; a report that is not ok without failures still fails (its reason)."""
+    executor = runtime.context.executor()
+    start = time.monotonic()
+    report, failures = executor.test(load_worktree(state).path, load_plan(state), held_out=True)
+    failures = list(failures)
+    if not failures and not report.ok():
+        failures = [Failure("conformance", None, None, None,
+                            f"conformance {report.status}: {report.reason or 'no verdict'}")]
+    verdict = {"ok": not failures, "executor": executor.name, "failures": len(failures),
+               "first": str(failures[0]) if failures else None,
+               "seconds": round(time.monotonic() - start, 3), "report": report.to_dict()}
+    update: dict = {"stage": "test", "failures": [f.to_dict() for f in failures], "failure_stage": "test",
+                    "verdicts": verdicts_with(state, "test", verdict)}
+    if not failures:
+        update["gate_at"] = time.time()
+    return update

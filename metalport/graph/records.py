@@ -1,0 +1,245 @@
+"""Run records: `RunOptions`, `RunRecord`, decisions, and `run.json` under the git directory.
+
+A record is rewritten atomically after every node, so `runs`, `review` and `sweep` read a run's
+status without loading the graph. Layout: `<git-common-dir>/metalport/runs/<run-id>/run.json`
+(plus `transcript.jsonl`, `evidence.json`, `diff.patch`, `bundle/`), checkpoints in
+`<git-common-dir>/metalport/state.sqlite`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import json
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+import git
+
+from metalport.errors import RepoError, UnknownRunError
+
+RunStatus = Literal["running", "awaiting-review", "failed", "rejected", "published", "aborted",
+                    "budget-exhausted", "needs-llm"]
+RUN_STATUSES: tuple[str, ...] = ("running", "awaiting-review", "failed", "rejected", "published", "aborted",
+                                 "budget-exhausted", "needs-llm")
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run is carried out; stored in its state, so a resumed run keeps them."""
+
+    model: str = "recipe"  # "recipe" or "openai:MODEL"
+    executor: str = "auto"  # auto | emulated | macos
+    max_attempts: int = 3  # edit attempts, the first included
+    base: str = "HEAD"  # the commit the worktree starts from
+    wall_time_s: float = 1800.0  # the run's wall-time budget (time waiting at the gate excluded)
+    force: bool = False  # port an op that is already native
+    remote: str | None = None  # git remote of the user's fork (else metalport.yaml's remote.name)
+    config_path: str | None = None  # metalport.yaml (default: <repo>/metalport.yaml)
+    no_input: bool = True  # never prompt; pause at the gate
+
+    def to_dict(self) -> dict:
+        """The options as JSON data."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> RunOptions:
+        """Inverse of `to_dict` (unknown keys ignored)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True)
+class Approve:
+    """Publish the run."""
+
+
+@dataclass(frozen=True)
+class Reject:
+    """Send the run back to edit with the reviewer's feedback."""
+
+    feedback: str
+
+
+@dataclass(frozen=True)
+class Abort:
+    """Drop the run: worktree and branch removed, the record kept."""
+
+
+Decision = Approve | Reject | Abort
+
+
+def decision_value(decision: Decision) -> dict:
+    """The resume value the approve node reads."""
+    if isinstance(decision, Reject):
+        return {"decision": "reject", "feedback": decision.feedback}
+    return {"decision": "approve" if isinstance(decision, Approve) else "abort"}
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What `runs` shows and `run.json` holds; times are ISO 8601 UTC."""
+
+    run_id: str
+    op: str
+    status: str
+    stage: str
+    attempts: int
+    branch: str | None
+    worktree: str | None
+    created_at: str
+    updated_at: str
+    reason: str | None = None
+    feedback: str | None = None
+    pr_url: str | None = None
+    bundle_path: str | None = None
+    verdicts: dict = field(default_factory=dict)
+    usage: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in RUN_STATUSES:
+            raise ValueError(f"unknown run status {self.status!r}")
+
+    def to_dict(self) -> dict:
+        """The record as JSON data."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> RunRecord:
+        """Inverse of `to_dict`."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def age_s(self, now: float | None = None) -> float:
+        """Seconds since the run was created."""
+        return (now or time.time()) - parse_time(self.created_at)
+
+
+def now_iso() -> str:
+    """The current time as ISO 8601 UTC, to the second."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str) -> float:
+    """Epoch seconds of an ISO 8601 UTC time written by `now_iso`."""
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+
+
+def repo_top(repo_root: Path | str) -> Path:
+    """The top level of the git repository holding `repo_root`."""
+    try:
+        repo = git.Repo(repo_root, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as err:
+        raise RepoError("not a git repository", location=str(repo_root),
+                        hint="pass --repo with a git checkout (`metalport workspace init DIR` makes one)") from err
+    return Path(repo.working_tree_dir or repo_root).resolve()
+
+
+def metalport_dir(repo_root: Path | str) -> Path:
+    """`<git-common-dir>/metalport`, outside every work tree."""
+    repo = git.Repo(repo_top(repo_root))
+    return Path(repo.common_dir).resolve() / "metalport"
+
+
+def run_dir(repo_root: Path | str, run_id: str) -> Path:
+    """`<git-common-dir>/metalport/runs/<run-id>/`: run.json, transcript.jsonl, evidence, bundle."""
+    if not _RUN_ID.match(run_id):
+        raise UnknownRunError(f"run id {run_id!r} is not a valid run id",
+                              hint="list runs with `metalport runs`")
+    return metalport_dir(repo_root) / "runs" / run_id
+
+
+def write_record(record: RunRecord, directory: Path) -> None:
+    """Write `directory/run.json` atomically (temp file and rename)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    write_json(directory / "run.json", record.to_dict())
+
+
+def write_json(path: Path, data: object) -> None:
+    """Write `data` as indented JSON to `path` through a temp file and rename."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2, sort_keys=True, default=str)
+            handle.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def get_run(repo_root: Path | str, run_id: str) -> RunRecord:
+    """The record of `run_id`; UnknownRunError (with the known ids) when there is none."""
+    path = run_dir(repo_root, run_id) / "run.json"
+    if not path.is_file():
+        known = [r.run_id for r in list_runs(repo_root)][-3:]
+        raise UnknownRunError(f"unknown run id {run_id!r}", hint=(
+            f"known runs include {', '.join(known)}; see `metalport runs`" if known
+            else "no runs yet in this repository; start one with `run-migration aten::OP`"))
+    return RunRecord.from_dict(json.loads(path.read_text(encoding="utf-8")))
+
+
+def list_runs(repo_root: Path | str) -> list[RunRecord]:
+    """Every run of the repository, oldest first."""
+    root = metalport_dir(repo_root) / "runs"
+    records = []
+    for path in sorted(root.glob("*/run.json")) if root.is_dir() else ():
+        try:
+            records.append(RunRecord.from_dict(json.loads(path.read_text(encoding="utf-8"))))
+        except (ValueError, TypeError):
+            continue  # a record from an incompatible version; `runs show` names it
+    return sorted(records, key=lambda r: (r.created_at, r.run_id))
+
+
+class RunLock:
+    """An exclusive lock on a run while one process drives it (released by the OS on a crash)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / ".lock"
+        self._fd: int | None = None
+
+    def acquire(self, run_id: str) -> None:
+        """Take the lock or raise PipelineError naming the holder."""
+        from metalport.errors import PipelineError
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise PipelineError(f"run {run_id} is being driven by another process (pid {holder})",
+                                hint="wait for it to finish, or stop that process first") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        """Release the lock."""
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def is_live(repo_root: Path | str, run_id: str) -> bool:
+    """True while some process holds the run's lock (a `running` record without one has crashed)."""
+    path = run_dir(repo_root, run_id) / ".lock"
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False

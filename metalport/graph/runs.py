@@ -1,0 +1,261 @@
+"""Start and resume migration runs: the graph driven over SQLite checkpoints, one record per run.
+
+Checkpoints: `<git-common-dir>/metalport/state.sqlite`, `durability="sync"`, thread id = run id.
+A resume checks the thread first (`get_state().next/.interrupts`): an unknown id is an
+UnknownRunError, never a fresh start. Errors raised by a node (bad input) end the run as failed,
+remove what the run created (worktree, branch) and propagate as one-line MetalportErrors.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command
+
+from metalport.agent.provider import Provider
+from metalport.errors import MetalportError, PipelineError, UnknownRunError, UsageError
+from metalport.graph.context import RunContext, kill_point
+from metalport.graph.finish import finish_run
+from metalport.graph.records import (
+    Abort,
+    Approve,
+    Decision,
+    Reject,
+    RunLock,
+    RunOptions,
+    RunRecord,
+    decision_value,
+    get_run,
+    list_runs,
+    metalport_dir,
+    now_iso,
+    repo_top,
+    run_dir,
+    write_record,
+)
+from metalport.graph.state import TERMINAL_STATUSES, PortState
+from metalport.graph.wiring import compile_graph, recursion_limit
+from metalport.sandbox.worktree import branch_name
+
+__all__ = ["Abort", "Approve", "Decision", "Reject", "RunOptions", "RunRecord", "get_run", "list_runs",
+           "resume_run", "run_dir", "start_run"]
+
+Progress = Callable[[dict], None]
+_MODEL_HINT = "use --model recipe or --model openai:MODEL"
+
+
+def start_run(repo_root: Path | str, op: str, options: RunOptions, *, run_id: str | None = None,
+              progress: Progress | None = None, provider: Provider | None = None) -> RunRecord:
+    """Run `op` from resolve to the approval gate (awaiting-review) or to an end; return its record.
+
+    `provider` overrides the one `options.model` names (tests use a recipe table override).
+    """
+    root = repo_top(repo_root)
+    name = op.strip().removeprefix("aten::")
+    branch_name(name)  # rejects names that cannot be an op before anything is written
+    _check_model(options.model)
+    run_id = run_id or _new_run_id(name)
+    directory = run_dir(root, run_id)
+    if directory.exists():
+        raise PipelineError(f"run {run_id} already exists", hint=f"resume it with `metalport resume {run_id}`")
+    directory.mkdir(parents=True)
+    state: PortState = {
+        "run_id": run_id, "op": f"aten::{name}", "repo_root": str(root), "options": options.to_dict(),
+        "attempts": 0, "stage": "resolve", "failures": [], "verdicts": {}, "feedback": None, "decision": None,
+        "usage": {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0},
+        "started_at": time.time(), "paused_s": 0.0, "status": "running", "reason": None}
+    stamp = now_iso()
+    write_record(RunRecord(run_id, f"aten::{name}", "running", "resolve", 0, None, None, stamp, stamp), directory)
+    with _Driver(root, run_id, options, progress, provider) as driver:
+        return driver.drive(state)
+
+
+def resume_run(repo_root: Path | str, run_id: str, decision: Decision | None = None, *,
+               progress: Progress | None = None, provider: Provider | None = None) -> RunRecord:
+    """Continue `run_id` from its last checkpoint, or give the gate its decision; return the record.
+
+    UnknownRunError for an id without record or checkpoint; PipelineError for a decision on a run
+    that is not awaiting review, or for a run that already ended.
+    """
+    root = repo_top(repo_root)
+    record = get_run(root, run_id)
+    if decision is not None and not isinstance(decision, (Approve, Reject, Abort)):
+        raise UsageError(f"unknown decision {decision!r}", hint="use Approve(), Reject(feedback) or Abort()")
+    with _Driver(root, run_id, None, progress, provider) as driver:
+        snapshot = driver.snapshot()
+        if not snapshot.values:
+            raise UnknownRunError(f"run {run_id} has a record but no checkpoint in {driver.db_path}",
+                                  hint="start a new run with `run-migration " f"{record.op}`")
+        if snapshot.interrupts:
+            if decision is None:
+                return driver.record_from(dict(snapshot.values), awaiting=True)
+            return driver.drive(Command(resume=decision_value(decision)))
+        if decision is not None:
+            raise PipelineError(f"run {run_id} is not awaiting review (status {record.status}, "
+                                f"stage {record.stage})",
+                                hint=f"resume it with `metalport resume {run_id}` until it reaches the gate")
+        if snapshot.next:
+            if record.status in TERMINAL_STATUSES and record.stage != "publish":
+                raise PipelineError(f"run {run_id} ended {record.status}: {record.reason}",
+                                    hint=f"start a new run with `run-migration {record.op}`")
+            return driver.drive(None)
+        return driver.finish(dict(snapshot.values))
+
+
+class _Driver:
+    """One process's hold on a run: its lock, the SQLite checkpointer, the compiled graph."""
+
+    def __init__(self, root: Path, run_id: str, options: RunOptions | None, progress: Progress | None,
+                 provider: Provider | None) -> None:
+        self.root, self.run_id, self.directory = root, run_id, run_dir(root, run_id)
+        self.options, self.progress, self.provider = options, progress or (lambda event: None), provider
+        self.db_path = metalport_dir(root) / "state.sqlite"
+        self._lock = RunLock(self.directory)
+        self._started: dict[str, float] = {}
+
+    def __enter__(self) -> _Driver:
+        self._lock.acquire(self.run_id)
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(str(self.db_path), check_same_thread=False, timeout=30)
+        self.graph = compile_graph(SqliteSaver(self._conn))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._conn.close()
+        self._lock.release()
+
+    def _config(self, max_attempts: int) -> dict:
+        return {"configurable": {"thread_id": self.run_id}, "recursion_limit": recursion_limit(max_attempts)}
+
+    def snapshot(self):
+        """The thread's latest checkpoint (`values == {}` for an unknown thread)."""
+        return self.graph.get_state(self._config(3))
+
+    def drive(self, graph_input: object) -> RunRecord:
+        """Stream the graph from `graph_input` to the gate or an end, writing the record per update."""
+        values = dict(self.snapshot().values) if not isinstance(graph_input, dict) else dict(graph_input)
+        options = self.options or RunOptions.from_dict(values.get("options", {}))
+        context = RunContext(self.root, self.directory, self.provider or _make_provider(options, self.root, self.directory),
+                             executor_name=options.executor, usage_base=dict(values.get("usage") or {}))
+        config = self._config(options.max_attempts)
+        awaiting = False
+        try:
+            for part in self.graph.stream(graph_input, config, stream_mode=["updates", "custom", "tasks"],
+                                          durability="sync", version="v2", context=context):
+                awaiting = self._on_part(part, values) or awaiting
+        except MetalportError as err:
+            values.update(status="failed", reason=str(err))
+            if values.get("stage") == "publish":
+                # Approved work is kept: the checkpoint still points at publish, so a resume retries it.
+                values["reason"] = f"{err} (fix it, then `metalport resume {self.run_id}`)"
+                self._write(values)
+                raise
+            finish_run(values, self.directory, keep_branch=False)
+            self._write(values, cleaned=True)
+            raise
+        except Exception as err:
+            values.update(status="failed", reason=f"internal error in {values.get('stage')}: "
+                          f"{type(err).__name__}: {err}")
+            self._write(values)
+            raise
+        if awaiting:
+            record = self._write(values, awaiting=True)
+            self.progress({"event": "gate", "run_id": self.run_id})
+            return record
+        return self.finish(dict(self.graph.get_state(config).values))
+
+    def _on_part(self, part: dict, values: dict) -> bool:
+        kind, data = part["type"], part["data"]
+        if kind == "tasks":
+            if "input" in data:  # a task starts (finish events carry `result`)
+                name = data["name"]
+                kill_point(name)
+                self._started[name] = time.monotonic()
+                values["stage"] = name
+                self._write(values)
+                self.progress({"event": "start", "node": name})
+            return False
+        if kind == "custom":
+            self.progress(dict(data))
+            return False
+        for node, update in data.items():
+            if node == "__interrupt__":
+                return True
+            values.update(update or {})
+            self._write(values)
+            seconds = time.monotonic() - self._started.pop(node, time.monotonic())
+            self.progress({"event": "done", "node": node, "seconds": round(seconds, 3),
+                           "failures": len(values.get("failures") or []) if node in _CHECKING else 0,
+                           "status": values.get("status")})
+        return False
+
+    def finish(self, values: dict) -> RunRecord:
+        """Record an ended run: evidence into the run folder, worktree (and branch) removed."""
+        finish_run(values, self.directory, keep_branch=values.get("status") == "published")
+        record = self._write(values, cleaned=True)
+        self.progress({"event": "end", "status": record.status, "reason": record.reason})
+        return record
+
+    def record_from(self, values: dict, *, awaiting: bool = False, cleaned: bool = False) -> RunRecord:
+        """The record of `values`, keeping the creation time of the stored one."""
+        stored = get_run(self.root, self.run_id)
+        status = "awaiting-review" if awaiting else values.get("status") or "running"
+        worktree = values.get("worktree") or {}
+        exists = bool(worktree) and Path(worktree.get("path", "")).is_dir()
+        branch = worktree.get("branch") if worktree else None
+        if cleaned and status != "published":
+            branch = None if not worktree.get("reused_branch") else branch
+        return RunRecord(
+            run_id=self.run_id, op=values.get("op", stored.op), status=status,
+            stage=values.get("stage", stored.stage), attempts=int(values.get("attempts", 0)),
+            branch=branch, worktree=worktree.get("path") if exists else None,
+            created_at=stored.created_at, updated_at=now_iso(), reason=values.get("reason"),
+            feedback=values.get("feedback"), pr_url=values.get("pr_url"), bundle_path=values.get("bundle_path"),
+            verdicts=dict(values.get("verdicts") or {}), usage=dict(values.get("usage") or {}))
+
+    def _write(self, values: dict, *, awaiting: bool = False, cleaned: bool = False) -> RunRecord:
+        record = self.record_from(values, awaiting=awaiting, cleaned=cleaned)
+        write_record(record, self.directory)
+        return record
+
+
+_CHECKING = frozenset({"edit", "check", "build", "test"})
+
+
+def _check_model(model: str) -> None:
+    if model == "recipe":
+        return
+    if not model.startswith("openai:") or not model.removeprefix("openai:").strip():
+        raise UsageError(f"unknown model {model!r}", hint=_MODEL_HINT)
+
+
+def _make_provider(options: RunOptions, root: Path, directory: Path) -> Provider:
+    """The provider `options.model` names: AGENT's factory when present, else the recipe provider."""
+    _check_model(options.model)
+    config_path = Path(options.config_path) if options.config_path else root / "metalport.yaml"
+    try:
+        from metalport.agent.factory import make_provider
+    except ImportError:
+        if options.model != "recipe":
+            raise UsageError(f"--model {options.model}: the OpenAI provider factory is not available in this "
+                             "build", hint="use --model recipe") from None
+        from metalport.agent.recipes.provider import RecipeProvider
+
+        return RecipeProvider()
+    from dataclasses import replace
+
+    from metalport.config import load_config
+
+    limits = replace(load_config(config_path).budget, max_wall_s=options.wall_time_s)
+    return make_provider(options.model, config_path=config_path, run_dir=directory, budget_limits=limits)
+
+
+def _new_run_id(name: str) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return f"{name.replace('.', '_')[:36]}-{stamp}-{uuid.uuid4().hex[:4]}"

@@ -1,0 +1,64 @@
+"""The model's `ToolBox` for one run: `check` and `conformance` built from the contract checks and
+the executor (counts and worst errors only: never held-out inputs)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from metalport.agent.tools import ToolBox
+from metalport.agent.transcript import Redactor
+from metalport.graph.context import RunContext
+from metalport.graph.state import PortState
+from metalport.sandbox.worktree import Worktree
+
+_KERNELS = "aten/src/ATen/native/mps/kernels"
+_MACROS = {"unary": "REGISTER_UNARY_OP", "binary": "REGISTER_BINARY_OP",
+           "alpha": "REGISTER_BINARY_ALPHA_OP", "ternary": "REGISTER_TERNARY_OP"}
+
+
+def make_toolbox(ctx: RunContext, state: PortState, plan: Any, worktree: Worktree) -> ToolBox:
+    """A ToolBox over the run's worktree, allow-listed to the plan's paths."""
+    from metalport.checks.contract import check_contract
+
+    root = worktree.path
+
+    def check() -> dict:
+        failures = check_contract(ctx.repo_root, root, plan)
+        if not failures:
+            failures = ctx.executor().build(root, plan)
+        return {"ok": not failures, "failures": [f.to_dict() for f in failures[:20]],
+                "total_failures": len(failures)}
+
+    def conformance() -> dict:
+        report, failures = ctx.executor().test(root, plan, held_out=False)
+        return {"ok": not failures and report.ok(), "summary": report.summary_for_model()}
+
+    def show_op(op: str) -> dict:
+        if op.removeprefix("aten::") != state["op"].removeprefix("aten::"):
+            return {"ok": False, "error": f"this run is about {state['op']}, not {op!r}"}
+        return {"ok": True, "resolution": state.get("resolution", {}), "plan": state.get("plan", {})}
+
+    def show_examples(family: str) -> dict:
+        macro = _MACROS.get(family)
+        if macro is None:
+            return {"ok": False, "error": f"unknown family {family!r}", "families": sorted(_MACROS)}
+        return {"ok": True, "examples": _examples(root / _KERNELS, macro)}
+
+    return ToolBox(root, plan.allowed_paths, check=check, conformance=conformance, show_op=show_op,
+                   show_examples=show_examples, redactor=Redactor())
+
+
+def _examples(kernels: Path, macro: str, limit: int = 5) -> list[dict]:
+    """Up to `limit` functors of the tree registered with `macro`, with their source."""
+    found: list[dict] = []
+    for file in sorted(kernels.glob("*.metal")) if kernels.is_dir() else ():
+        text = file.read_text(encoding="utf-8", errors="replace")
+        for name in dict.fromkeys(re.findall(rf"{macro}\((\w+)\s*,", text)):
+            body = re.search(rf"struct {name}_functor\b.*?\n}};", text, re.S)
+            if body:
+                found.append({"file": file.name, "functor": f"{name}_functor", "source": body.group(0)})
+            if len(found) >= limit:
+                return found
+    return found

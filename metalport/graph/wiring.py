@@ -1,0 +1,82 @@
+"""The migration graph: nodes and edges only, plus the routers (pure functions of the state).
+
+resolve → plan → sandbox → edit → check → build → test → approve → publish; a failure in edit,
+check, build or test goes to diagnose, which returns to edit while attempts and wall time remain.
+A rejection at the gate goes back to edit with the feedback; an abort ends the run.
+"""
+
+from __future__ import annotations
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Checkpointer
+
+from metalport.graph import nodes
+from metalport.graph.context import RunContext
+from metalport.graph.state import TERMINAL_STATUSES, PortState
+
+NODE_NAMES = ("resolve", "plan", "sandbox", "edit", "check", "build", "test", "approve", "publish", "diagnose")
+
+
+def after_plan(state: PortState) -> str:
+    """Stop when the plan cannot be carried out by the chosen model (needs-llm)."""
+    return END if state.get("status") in TERMINAL_STATUSES else "sandbox"
+
+
+def after_edit(state: PortState) -> str:
+    """End on a terminal status, diagnose an edit failure, else check."""
+    if state.get("status") in TERMINAL_STATUSES:
+        return END
+    return "diagnose" if state.get("failures") else "check"
+
+
+def _on_failure(next_node: str):
+    def route(state: PortState) -> str:
+        return "diagnose" if state.get("failures") else next_node
+
+    route.__name__ = f"failure_or_{next_node}"
+    route.__doc__ = f"diagnose on failures, else {next_node}."
+    return route
+
+
+after_check = _on_failure("build")
+after_build = _on_failure("test")
+after_test = _on_failure("approve")
+
+
+def after_diagnose(state: PortState) -> str:
+    """Retry the edit unless diagnose ended the run."""
+    return END if state.get("status") in TERMINAL_STATUSES else "edit"
+
+
+def after_approve(state: PortState) -> str:
+    """approve → publish, reject → edit (with the feedback), abort → end."""
+    return {"approve": "publish", "reject": "edit"}.get(state.get("decision") or "", END)
+
+
+def build_graph() -> StateGraph:
+    """The uncompiled graph; compile it with a checkpointer (`compile_graph`)."""
+    graph = StateGraph(PortState, context_schema=RunContext)
+    for name in NODE_NAMES:
+        graph.add_node(name, getattr(nodes, name))
+    graph.add_edge(START, "resolve")
+    graph.add_edge("resolve", "plan")
+    graph.add_conditional_edges("plan", after_plan, ["sandbox", END])
+    graph.add_edge("sandbox", "edit")
+    graph.add_conditional_edges("edit", after_edit, ["diagnose", "check", END])
+    graph.add_conditional_edges("check", after_check, ["diagnose", "build"])
+    graph.add_conditional_edges("build", after_build, ["diagnose", "test"])
+    graph.add_conditional_edges("test", after_test, ["diagnose", "approve"])
+    graph.add_conditional_edges("diagnose", after_diagnose, ["edit", END])
+    graph.add_conditional_edges("approve", after_approve, ["publish", "edit", END])
+    graph.add_edge("publish", END)
+    return graph
+
+
+def compile_graph(checkpointer: Checkpointer):
+    """The compiled graph with `checkpointer` (SqliteSaver for runs, MemorySaver in unit tests)."""
+    return build_graph().compile(checkpointer=checkpointer)
+
+
+def recursion_limit(max_attempts: int) -> int:
+    """Supersteps a run may take: every node once, plus edit/check/build/test/diagnose per retry."""
+    return len(NODE_NAMES) + 6 * (max_attempts + 1) + 10
