@@ -42,7 +42,11 @@ class BudgetLimits:
 
 
 class Budget:
-    """Counts usage and raises `BudgetExhausted` (with the usage) when a limit is crossed."""
+    """Counts usage and raises `BudgetExhausted` (with the usage) when a limit is crossed.
+
+    `usage()` is this process's spend; limits apply to it plus any `restore`d spend of earlier
+    processes of the same run (`total_usage()`), so a resumed run cannot start its budget afresh.
+    """
 
     def __init__(self, limits: BudgetLimits, price: Price | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -53,23 +57,36 @@ class Budget:
         self.calls = 0
         self.input_tokens = 0
         self.output_tokens = 0
+        self._prior = {"calls": 0, "input_tokens": 0, "output_tokens": 0}
 
-    def cost_usd(self) -> float:
-        """The cost so far from the price table (0.0 without a price)."""
+    def _cost(self, input_tokens: int, output_tokens: int) -> float:
         if self.price is None:
             return 0.0
-        return (self.input_tokens * self.price.input_per_mtok
-                + self.output_tokens * self.price.output_per_mtok) / 1_000_000
+        return (input_tokens * self.price.input_per_mtok + output_tokens * self.price.output_per_mtok) / 1_000_000
+
+    def cost_usd(self) -> float:
+        """This process's cost from the price table (0.0 without a price)."""
+        return self._cost(self.input_tokens, self.output_tokens)
 
     def usage(self) -> dict:
-        """Usage as a plain dict for the run state, approval summary and PR body."""
+        """This process's usage as a plain dict for the run state, approval summary and PR body."""
         return {"calls": self.calls, "input_tokens": self.input_tokens,
                 "output_tokens": self.output_tokens, "cost_usd": round(self.cost_usd(), 6),
                 "wall_s": round(self._clock() - self._start, 3)}
 
+    def total_usage(self) -> dict:
+        """`usage()` plus the restored spend of earlier processes (what the limits are checked on)."""
+        calls, tin, tout = (self._prior[k] + v for k, v in (
+            ("calls", self.calls), ("input_tokens", self.input_tokens), ("output_tokens", self.output_tokens)))
+        return {"calls": calls, "input_tokens": tin, "output_tokens": tout,
+                "cost_usd": round(self._cost(tin, tout), 6), "wall_s": round(self._clock() - self._start, 3)}
+
     def check(self) -> None:
-        """Raise `BudgetExhausted` if any limit is reached; called before every model request."""
-        lim, used = self.limits, self.usage()
+        """Raise `BudgetExhausted` if any limit is reached; called before every model request.
+
+        The error's `usage` is this process's (`usage()`); its message names the total.
+        """
+        lim, used = self.limits, self.total_usage()
         over = [(name, value, limit) for name, value, limit in (
             ("calls", used["calls"], lim.max_calls),
             ("input_tokens", used["input_tokens"], lim.max_input_tokens),
@@ -80,7 +97,7 @@ class Budget:
         if over:
             name, value, limit = over[0]
             raise BudgetExhausted(f"budget-exhausted: {name} {value} reached the limit {limit}",
-                                  usage=used, hint="raise the limit under `budget:` in metalport.yaml")
+                                  usage=self.usage(), hint="raise the limit under `budget:` in metalport.yaml")
 
     def start_call(self) -> None:
         """Check the budget, then count one model request."""
@@ -93,12 +110,12 @@ class Budget:
         self.output_tokens += max(0, int(output_tokens))
 
     def restore(self, usage: Mapping[str, float]) -> None:
-        """Start from an earlier session's calls and tokens (a resumed run keeps its spend).
+        """Count an earlier process's calls and tokens of this run against the limits.
 
         Wall time is not carried over: time waiting at the review gate is not the model's.
         """
-        self.calls += int(usage.get("calls", 0))
-        self.record(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
+        for key in self._prior:
+            self._prior[key] = int(usage.get(key, 0) or 0)
 
 
 _SUMMED = ("calls", "input_tokens", "output_tokens", "cost_usd")

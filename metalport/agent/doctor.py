@@ -18,14 +18,17 @@ class EndpointReport:
     models: tuple[str, ...] = ()
     model_listed: bool = False  # the configured model is among `models`
     error: str = ""
+    model: str = ""  # the configured model, if any
 
     def lines(self) -> list[str]:
         """Human-readable lines (the key's value never appears)."""
-        key = "set" if self.key_set else "not set"
+        key = "set" if self.key_set else f"not set (export {self.key_env} before --model openai:...)"
         out = [f"endpoint {self.base_url}: {'reachable' if self.ok else 'unreachable'}",
                f"API key ${self.key_env}: {key}"]
         if self.ok:
             out.append(f"models: {', '.join(self.models[:10]) or '(none)'}")
+            if self.model:
+                out.append(f"model {self.model}: {'listed' if self.model_listed else 'NOT listed by the endpoint'}")
         if self.error:
             out.append(f"error: {self.error}")
         return out
@@ -46,4 +49,4 @@ def check_endpoint(config: AgentConfig, timeout_s: float = 10.0) -> EndpointRepo
         return EndpointReport(base, cap.api_key_env, bool(key), False, error=f"HTTP {err.status_code}")
     except (openai.APIConnectionError, openai.APITimeoutError) as err:
         return EndpointReport(base, cap.api_key_env, bool(key), False, error=type(err).__name__)
-    return EndpointReport(base, cap.api_key_env, bool(key), True, models, cap.model in models)
+    return EndpointReport(base, cap.api_key_env, bool(key), True, models, cap.model in models, model=cap.model)

@@ -244,7 +244,7 @@ class OpenAIProvider:
                                  hint="check that the server speaks chat completions")
             message = reply.choices[0].message
             self.transcript.write("reply", message.model_dump(exclude_none=True))
-            self.transcript.write("usage", self.budget.usage())
+            self.transcript.write("usage", self.budget.total_usage())
             return message
         raise AssertionError("unreachable")
 

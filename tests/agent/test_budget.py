@@ -50,9 +50,14 @@ def test_sweep_budget_caps_each_run_by_what_is_left_and_then_refuses() -> None:
                                "wall_s": 500.0, "runs": 3}
 
 
-def test_restore_carries_calls_and_tokens_not_wall_time() -> None:
-    budget = Budget(BudgetLimits(max_calls=3))
-    budget.restore({"calls": 3, "input_tokens": 10, "output_tokens": 2, "wall_s": 999})
-    assert budget.usage()["wall_s"] < 999 and budget.usage()["input_tokens"] == 10
-    with pytest.raises(BudgetExhausted, match="calls 3"):
+def test_restored_spend_counts_against_limits_but_usage_is_this_process() -> None:
+    budget = Budget(BudgetLimits(max_calls=3), Price(1.0, 1.0))
+    budget.restore({"calls": 2, "input_tokens": 10, "output_tokens": 2, "wall_s": 999})
+    budget.start_call()
+    budget.record(5, 1)
+    assert budget.usage() == {**budget.usage(), "calls": 1, "input_tokens": 5, "output_tokens": 1}
+    total = budget.total_usage()
+    assert (total["calls"], total["input_tokens"], total["cost_usd"], total["wall_s"] < 999) == (3, 15, 18e-6, True)
+    with pytest.raises(BudgetExhausted, match="calls 3 reached the limit 3") as err:
         budget.start_call()
+    assert err.value.usage["calls"] == 1
