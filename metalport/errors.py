@@ -87,3 +87,13 @@ class BudgetExhausted(AgentError):
 
 class PublishError(MetalportError):
     """Committing, bundling, pushing or opening a PR failed, or would go somewhere forbidden."""
+
+
+class SweepError(MetalportError):
+    """A backlog sweep or a review cannot go on (bad options, a run not awaiting review, ...)."""
+
+
+class SweepBusy(SweepError):
+    """Another sweep holds the repository's sweep lock; exit 3 so schedulers can tell it apart."""
+
+    exit_code = 3
