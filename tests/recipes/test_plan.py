@@ -48,8 +48,10 @@ def test_op_outside_the_table_needs_an_llm() -> None:
 
 def test_table_has_twenty_real_ops_in_every_covered_family() -> None:
     table = recipe_table()
-    assert len(table) >= 20 and "heaviside" in table
-    assert {r.family for r in table.values()} == {Family.UNARY, Family.BINARY, Family.ALPHA}
+    # sub is the alpha family's example, but MPS already runs it on Metal behind `sub_out_mps`
+    real = [op for op in table if op != "sub"]
+    assert len(real) >= 20 and "heaviside" in table
+    assert {r.family for r in table.values()} == {Family.UNARY, Family.BINARY, Family.ALPHA, Family.TERNARY}
 
 
 def test_every_table_op_lacks_a_native_mps_kernel_in_the_wheel_registry() -> None:

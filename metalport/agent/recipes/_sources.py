@@ -180,6 +180,23 @@ SOURCES: dict[str, str] = {
         "    const float t = ::metal::precise::tanh(::metal::log(1.0f + ::metal::exp(v)));\n"
         "    const float s = 1.0f / (1.0f + ::metal::exp(-v));\n"
         "    return static_cast<T>(static_cast<float>(grad) * (t + v * s * (1.0f - t * t)));\n"),
+    "addcmul": (
+        "struct addcmul_functor {\n"
+        "  // self + t1 * t2; the host stub has already folded `value` into t1, as CPU\n"
+        "  // evaluates (value * t1) * t2.\n"
+        "  template <typename T>\n"
+        f"  inline {_FLOAT} operator()(const T self, const T t1, const T t2) {{\n"
+        "    return self + t1 * t2;\n"
+        "  }\n"
+        "  template <typename T>\n"
+        f"  inline {_INT} operator()(const T self, const T t1, const T t2) {{\n"
+        "    return static_cast<T>(self + t1 * t2);\n"
+        "  }\n"
+        "};\n"),
+    "addcdiv": _float_only(
+        "addcdiv", "const T self, const T t1, const T t2",
+        "    // self + t1 / t2; `value` is folded into t1 by the host stub.\n"
+        "    return self + t1 / t2;\n"),
     "sub": (
         "struct sub_functor {\n"
         "  // self - alpha * other; alpha arrives in the input's own type.\n"

@@ -41,11 +41,42 @@ class HostStub:
     def register_line(self) -> str:
         return f"REGISTER_DISPATCH({self.stub}, &{self.function});"
 
+    @property
+    def scalar(self) -> str | None:
+        """The name of the stub's Scalar parameter (alpha, value), if it has one."""
+        for param in self.params.split(",")[1:]:
+            if "Scalar" in param:
+                return re.split(r"[\s&*]+", param.strip())[-1]
+        return None
+
     def source(self) -> str:
         """The static stub function and its registration."""
-        args = f'iter, "{self.op}"' + (", alpha" if self.family == "alpha" else "")
+        if self.family == "ternary" and self.scalar:
+            return self._folding_source(self.scalar)
+        alpha = f", {self.scalar or 'alpha'}" if self.family == "alpha" else ""
         return (f"static void {self.function}({self.params}) {{\n"
-                f"  lib.{_EXEC[self.family]}({args});\n"
+                f'  lib.{_EXEC[self.family]}(iter, "{self.op}"{alpha});\n'
+                f"}}\n\n{self.register_line}\n")
+
+    def _folding_source(self, scalar: str) -> str:
+        # Note [ternary scalar]: the library's exec_ternary_kernel takes no scalar, so a stub
+        # like addcmul's (iter, value) multiplies `value` into the second operand on the device
+        # and runs the three-operand functor on a rebuilt iterator: CPU's (value * t1) * t2 order.
+        kernel = f'"{self.op}"'
+        return (f"static void {self.function}({self.params}) {{\n"
+                f"  if ({scalar}.equal(1)) {{\n"
+                f"    lib.exec_ternary_kernel(iter, {kernel});\n"
+                f"    return;\n"
+                f"  }}\n"
+                f"  auto folded = TensorIteratorConfig()\n"
+                f"                    .add_output(iter.output(0))\n"
+                f"                    .add_const_input(iter.input(0))\n"
+                f"                    .add_const_input(iter.input(1).mul({scalar}))\n"
+                f"                    .add_const_input(iter.input(2))\n"
+                f"                    .promote_inputs_to_common_dtype(true)\n"
+                f"                    .enforce_safe_casting_to_output(false)\n"
+                f"                    .build();\n"
+                f"  lib.exec_ternary_kernel(folded, {kernel});\n"
                 f"}}\n\n{self.register_line}\n")
 
 
@@ -53,7 +84,8 @@ def new_host_file(stub: HostStub, kernel_basename: str) -> str:
     """A new `.mm` file holding `stub`, built against the shader library `kernel_basename`."""
     return ("#define TORCH_ASSERT_ONLY_METHOD_OPERATORS\n"
             f"#include <{stub.stub_header}>\n"
-            "#include <ATen/native/mps/OperationUtils.h>\n\n"
+            + ("#include <ATen/TensorIterator.h>\n" if stub.family == "ternary" and stub.scalar else "")
+            + "#include <ATen/native/mps/OperationUtils.h>\n\n"
             "namespace at::native {\n"
             "#ifndef PYTORCH_JIT_COMPILE_SHADERS\n"
             "static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();\n"
