@@ -44,6 +44,7 @@ class RunOptions:
     remote: str | None = None  # git remote of the user's fork (else metalport.yaml's remote.name)
     config_path: str | None = None  # metalport.yaml (default: <repo>/metalport.yaml)
     no_input: bool = True  # never prompt; pause at the gate
+    budget: dict | None = None  # BudgetLimits fields overriding metalport.yaml's `budget:` (a sweep's share)
 
     def to_dict(self) -> dict:
         """The options as JSON data."""

@@ -37,6 +37,7 @@ from metalport.graph.records import (
     now_iso,
     repo_top,
     run_dir,
+    write_json,
     write_record,
 )
 from metalport.graph.state import TERMINAL_STATUSES, PortState
@@ -188,6 +189,8 @@ class _Driver:
             if node == "__interrupt__":
                 return True
             values.update(update or {})
+            if node == "plan" and update.get("plan"):
+                write_json(self.directory / "plan.json", update["plan"])
             self._write(values)
             seconds = time.monotonic() - self._started.pop(node, time.monotonic())
             self.progress({"event": "done", "node": node, "seconds": round(seconds, 3),
@@ -236,24 +239,14 @@ def _check_model(model: str) -> None:
 
 
 def _make_provider(options: RunOptions, root: Path, directory: Path) -> Provider:
-    """The provider `options.model` names: AGENT's factory when present, else the recipe provider."""
+    """The provider `options.model` names, with the run's budget (wall time capped by the option)."""
+    from metalport.agent.factory import make_provider
+
     _check_model(options.model)
     config_path = Path(options.config_path) if options.config_path else root / "metalport.yaml"
-    try:
-        from metalport.agent.factory import make_provider
-    except ImportError:
-        if options.model != "recipe":
-            raise UsageError(f"--model {options.model}: the OpenAI provider factory is not available in this "
-                             "build", hint="use --model recipe") from None
-        from metalport.agent.recipes.provider import RecipeProvider
-
-        return RecipeProvider()
-    from dataclasses import replace
-
-    from metalport.config import load_config
-
-    limits = replace(load_config(config_path).budget, max_wall_s=options.wall_time_s)
-    return make_provider(options.model, config_path=config_path, run_dir=directory, budget_limits=limits)
+    budget = dict(options.budget or {})
+    budget["max_wall_s"] = min(float(budget.get("max_wall_s") or options.wall_time_s), options.wall_time_s)
+    return make_provider(options.model, config_path=config_path, run_dir=directory, budget_limits=budget)
 
 
 def _new_run_id(name: str) -> str:

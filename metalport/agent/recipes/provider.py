@@ -25,6 +25,10 @@ class RecipeProvider:
     def __init__(self, table: dict[str, FunctorRecipe] | None = None) -> None:
         self._table = table
 
+    def usage(self) -> dict:
+        """This process's spend: always none (no model calls)."""
+        return dict(NO_USAGE)
+
     def write_functor(self, request: FunctorRequest, tools: ToolBox) -> FunctorResult:
         """The table's functor for `request.op`; RecipeError when the op is not in the table."""
         name = request.op.removeprefix("aten::")

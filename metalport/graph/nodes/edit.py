@@ -34,9 +34,9 @@ def edit(state: PortState, runtime: Runtime[RunContext]) -> dict:
         else:
             result = _apply_fresh(ctx, state, port, worktree)
     except BudgetExhausted as err:
-        return {**update, "status": "budget-exhausted", "reason": str(err),
-                "usage": ctx.total_usage(err.usage)}
+        return {**update, "status": "budget-exhausted", "reason": str(err), "usage": ctx.total_usage(err.usage)}
     except (RecipeError, AgentError) as err:
+        update["usage"] = _usage(ctx, None)
         if rejected:
             return {**update, "status": "rejected", "reason": (
                 f"rejected by the reviewer: {state.get('feedback') or '(no feedback)'}; "
@@ -49,9 +49,13 @@ def edit(state: PortState, runtime: Runtime[RunContext]) -> dict:
         return {**update, "failures": [Failure("edit", err.location, None, None, err.message).to_dict()],
                 "failure_stage": "edit"}
     kill_point("edit:applied")
-    if result is not None and getattr(result, "usage", None):
-        update["usage"] = ctx.total_usage(result.usage)
-    return {**update, "failures": [], "failure_stage": ""}
+    return {**update, "failures": [], "failure_stage": "", "usage": _usage(ctx, result)}
+
+
+def _usage(ctx: RunContext, result: object) -> dict:
+    """The run's usage: this process's provider spend plus the earlier processes'."""
+    current = ctx.provider.usage() if hasattr(ctx.provider, "usage") else getattr(result, "usage", None) or {}
+    return ctx.total_usage(current)
 
 
 def _apply_fresh(ctx: RunContext, state: PortState, port: object, worktree: object) -> object:

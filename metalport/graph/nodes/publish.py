@@ -48,7 +48,8 @@ def publish(state: PortState, runtime: Runtime[RunContext]) -> dict:
     body = redactor.text(ctx.provider.describe_pr(PrRequest(
         op=state["op"], plan_summary="\n".join(f"- {k}: {v}" for k, v in evidence.items()),
         diff_stat=diff_stat, verdicts=tuple(verdict_lines(state)), usage=dict(state.get("usage", {})))))
-    update: dict = {"stage": "publish", "status": "published", "commit": commit.sha,
+    usage = ctx.total_usage(ctx.provider.usage()) if hasattr(ctx.provider, "usage") else state.get("usage", {})
+    update: dict = {"stage": "publish", "status": "published", "commit": commit.sha, "usage": usage,
                     "reason": f"approved and committed as {commit.sha[:12]}"}
     target, why_not = _target(state, ctx)
     if target is not None:

@@ -1,0 +1,40 @@
+"""`metalport resume ID`: continue a run from its last checkpoint, or decide it at the gate."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `resume` command."""
+    parser = subparsers.add_parser("resume", help="continue a run, or approve/reject/abort it at the gate",
+                                   description="Continue a run that stopped (crash, kill) from its last "
+                                               "checkpoint, or give a paused run its decision.")
+    parser.add_argument("run_id", metavar="ID", help="the run id (see `metalport runs`)")
+    parser.add_argument("--repo", type=Path, default=None, help="PyTorch checkout (default: the enclosing one)")
+    decision = parser.add_mutually_exclusive_group()
+    decision.add_argument("--approve", action="store_true", help="approve: commit and publish")
+    decision.add_argument("--reject", metavar="FEEDBACK", default=None, help="send back to edit with feedback")
+    decision.add_argument("--abort", action="store_true", help="drop the run: worktree and branch removed")
+    parser.add_argument("--no-input", action="store_true", help="never prompt at the gate")
+    parser.add_argument("--json", action="store_true", help="print the run record as one JSON object on stdout")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Resume the run; exit codes as for `metalport run`."""
+    from metalport.checkout import find_checkout
+    from metalport.errors import UsageError
+    from metalport.graph import Abort, Approve, Reject, resume_run
+    from metalport.graph.console import conclude, is_interactive, make_progress
+
+    root = find_checkout(args.repo).root
+    if args.reject is not None and not args.reject.strip():
+        raise UsageError("--reject needs feedback text", hint='e.g. --reject "register bfloat too"')
+    decision = Approve() if args.approve else Abort() if args.abort else (
+        Reject(args.reject.strip()) if args.reject is not None else None)
+    progress = make_progress()
+    record = resume_run(root, args.run_id, decision, progress=progress)
+    return conclude(record, root, progress, interactive=is_interactive(args.no_input, args.json), as_json=args.json,
+                    resume=lambda run_id, d: resume_run(root, run_id, d, progress=progress))

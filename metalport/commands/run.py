@@ -1,0 +1,56 @@
+"""`metalport run aten::OP` (also the `run-migration` script): port one op up to the approval gate."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `run` / `run-migration`."""
+    parser.add_argument("op", help="the ATen op to port, e.g. aten::heaviside")
+    parser.add_argument("--repo", type=Path, default=None, help="PyTorch checkout (default: the enclosing one)")
+    parser.add_argument("--model", default="recipe", help="recipe (default) or openai:MODEL")
+    parser.add_argument("--executor", choices=("auto", "emulated", "macos"), default="auto",
+                        help="where to build and test (default: macos when MPS is available, else emulated)")
+    parser.add_argument("--max-attempts", type=int, default=3, help="edit attempts, the first included (default 3)")
+    parser.add_argument("--base", default="HEAD", help="commit the worktree starts from (default HEAD)")
+    parser.add_argument("--wall-time", type=float, default=1800.0, dest="wall_time_s",
+                        help="wall-time budget in seconds, time at the gate excluded (default 1800)")
+    parser.add_argument("--remote", default=None, help="git remote of your fork to push to after approval")
+    parser.add_argument("--config", type=Path, default=None, help="metalport.yaml (default: <repo>/metalport.yaml)")
+    parser.add_argument("--run-id", default=None, help="the run's id (default: <op>-<time>-<random>)")
+    parser.add_argument("--force", action="store_true", help="port an op that is already native")
+    parser.add_argument("--no-input", action="store_true", help="never prompt: pause at the gate and exit 0")
+    parser.add_argument("--json", action="store_true", help="print the run record as one JSON object on stdout")
+    parser.set_defaults(func=run)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `run` command."""
+    parser = subparsers.add_parser("run", help="port one op to a native Metal kernel, up to the approval gate",
+                                   description="Resolve, plan, edit in a worktree, build, test, then stop at a "
+                                               "human approval gate; only an approval commits and publishes.")
+    add_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the run, follow it, handle the gate; exit 0 at the gate or published, 1 when it ended badly."""
+    from metalport.checkout import find_checkout
+    from metalport.errors import UsageError
+    from metalport.graph import RunOptions, resume_run, start_run
+    from metalport.graph.console import conclude, is_interactive, make_progress
+
+    if args.max_attempts < 1:
+        raise UsageError(f"--max-attempts must be at least 1, not {args.max_attempts}")
+    if args.wall_time_s <= 0:
+        raise UsageError(f"--wall-time must be positive, not {args.wall_time_s:g}")
+    root = find_checkout(args.repo).root
+    interactive = is_interactive(args.no_input, args.json)
+    options = RunOptions(model=args.model, executor=args.executor, max_attempts=args.max_attempts, base=args.base,
+                         wall_time_s=args.wall_time_s, force=args.force, remote=args.remote,
+                         config_path=str(args.config) if args.config else None, no_input=not interactive)
+    progress = make_progress()
+    record = start_run(root, args.op, options, run_id=args.run_id, progress=progress)
+    return conclude(record, root, progress, interactive=interactive, as_json=args.json,
+                    resume=lambda run_id, decision: resume_run(root, run_id, decision, progress=progress))

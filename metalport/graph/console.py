@@ -1,0 +1,76 @@
+"""The CLI side of a run: live progress per node on stderr, the gate, the final line and exit code.
+
+Shared by `metalport run`, `run-migration` and `metalport resume`; `--json` prints one object on
+stdout (the record plus per-node timings) and nothing else there.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from metalport.graph.records import RunRecord
+from metalport.graph.review import ask_decision, gate_commands
+
+EXIT_OK_STATUSES = frozenset({"published", "awaiting-review", "aborted"})
+_MARK = {"ok": "[green]✓[/]", "fail": "[red]✗[/]"}
+
+
+class ProgressPrinter:
+    """Prints one line per node start/finish and notes; keeps per-node wall times (summed)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.timings_s: dict[str, float] = {}
+        self._t0 = time.monotonic()
+
+    def __call__(self, event: dict) -> None:
+        kind = event.get("event")
+        if kind == "start":
+            self.console.print(f"[dim]{time.monotonic() - self._t0:6.1f}s[/] → {event['node']}", highlight=False)
+        elif kind == "done":
+            node, seconds = event["node"], float(event.get("seconds", 0.0))
+            self.timings_s[node] = round(self.timings_s.get(node, 0.0) + seconds, 3)
+            failed = event.get("failures") or event.get("status") not in (None, "running", "published")
+            extra = f" ({event['failures']} failure(s))" if event.get("failures") else ""
+            self.console.print(f"[dim]{time.monotonic() - self._t0:6.1f}s[/] {_MARK['fail' if failed else 'ok']} "
+                               f"{node} {seconds:.2f}s{extra}", highlight=False)
+        elif kind == "note":
+            self.console.print(f"[yellow]note:[/] {event.get('message')}", highlight=False)
+
+
+def make_progress(quiet: bool = False) -> ProgressPrinter:
+    """A progress printer on stderr (silent when `quiet`)."""
+    return ProgressPrinter(Console(stderr=True, quiet=quiet, soft_wrap=True))
+
+
+def conclude(record: RunRecord, repo_root: Path, progress: ProgressPrinter, *, interactive: bool,
+             as_json: bool, resume: Callable[..., RunRecord]) -> int:
+    """Handle the gate (prompt on a TTY, else print how to decide), print the end, return the exit code.
+
+    `resume(run_id, decision)` continues the run after an interactive decision.
+    """
+    console = progress.console
+    while record.status == "awaiting-review" and interactive:
+        decision = ask_decision(console, repo_root, record)
+        record = resume(record.run_id, decision)
+    if as_json:
+        print(json.dumps({**record.to_dict(), "timings_s": progress.timings_s}, sort_keys=True))
+    if record.status == "awaiting-review":
+        console.print(f"run {record.run_id} is waiting for review at the gate; decide with:", highlight=False)
+        for command in gate_commands(record.run_id):
+            console.print(f"  {command}", highlight=False, markup=False)
+    else:
+        style = "green" if record.status in EXIT_OK_STATUSES else "red"
+        console.print(f"[{style}]{record.status}[/]: {record.reason or ''}".rstrip(": "), highlight=False)
+    return 0 if record.status in EXIT_OK_STATUSES else 1
+
+
+def is_interactive(no_input: bool, as_json: bool) -> bool:
+    """Prompt only with a TTY on stdin and stderr, and neither --no-input nor --json."""
+    return not no_input and not as_json and sys.stdin.isatty() and sys.stderr.isatty()

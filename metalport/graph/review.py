@@ -1,0 +1,89 @@
+"""What the reviewer sees at the gate, and the interactive decision on a TTY.
+
+Read from the run folder and the worktree only (never the graph): the plan, the diff stat (full
+diff on request), every verdict with its numbers, attempts, elapsed time and cost.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import git
+from rich.console import Console
+from rich.prompt import Prompt
+
+from metalport.graph.nodes.publish import verdict_lines
+from metalport.graph.records import Abort, Approve, Decision, Reject, RunRecord, parse_time, run_dir
+
+
+def gate_commands(run_id: str) -> list[str]:
+    """The exact commands that decide a paused run."""
+    return [f"metalport review approve {run_id}", f"metalport resume {run_id} --approve",
+            f"metalport resume {run_id} --reject \"FEEDBACK\"", f"metalport resume {run_id} --abort"]
+
+
+def plan_lines(repo_root: Path, run_id: str) -> list[str]:
+    """The stored plan, one line per step."""
+    path = run_dir(repo_root, run_id) / "plan.json"
+    if not path.is_file():
+        return ["(no plan recorded)"]
+    plan = json.loads(path.read_text(encoding="utf-8"))
+    lines = [f"{plan.get('op')} ({plan.get('status')}, {plan.get('family')}): "
+             f"{'migrate from MPSGraph' if plan.get('migrate') else 'add native Metal support'}"]
+    for row in plan.get("rows", []):
+        after = row["after"].strip() or "(line removed)"
+        lines.append(f"  registry {row['entry']} line {row['line']}: {row['before'].strip()} -> {after}")
+    lines.append(f"  functor {plan.get('functor')} in {plan.get('kernel_file')} for {', '.join(plan.get('dtypes', []))}")
+    lines.append(f"  host {plan.get('host_file')}: {plan.get('register_dispatch')}")
+    if plan.get("legacy"):
+        lines.append(f"  remove legacy {plan['legacy'][1]} in {plan['legacy'][0]}"
+                     + (f" and {plan['legacy_include']}" if plan.get("legacy_include") else ""))
+    if plan.get("xfail_keys"):
+        lines.append(f"  remove xfail entries {', '.join(plan['xfail_keys'])} from common_mps.py")
+    return lines
+
+
+def worktree_diff(record: RunRecord, *, stat: bool) -> str:
+    """The worktree's change against its base (`--stat` or the full patch); new files included."""
+    if not record.worktree or not Path(record.worktree).is_dir():
+        return "(worktree removed)"
+    repo = git.Repo(record.worktree)
+    repo.git.add("-A", "-N")
+    base = repo.head.commit.hexsha
+    return repo.git.diff("--stat", base) if stat else repo.git.diff(base, strip_newline_in_stdout=False)
+
+
+def summary_lines(repo_root: Path, record: RunRecord) -> list[str]:
+    """The review summary: plan, diff stat, verdicts, attempts, elapsed time and cost."""
+    usage = record.usage or {}
+    elapsed = parse_time(record.updated_at) - parse_time(record.created_at)
+    lines = [f"run {record.run_id}: {record.op} on {record.branch} ({record.status})", "plan:"]
+    lines += plan_lines(repo_root, record.run_id)
+    lines += ["diff:", *("  " + line for line in worktree_diff(record, stat=True).splitlines())]
+    lines += ["verdicts:", *("  " + line for line in verdict_lines({"verdicts": record.verdicts}))]
+    lines.append(f"attempts: {record.attempts}; elapsed: {elapsed:.0f} s; model calls: {usage.get('calls', 0)}, "
+                 f"tokens: {usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out, "
+                 f"cost: ${float(usage.get('cost_usd', 0.0)):.4f}")
+    if record.feedback:
+        lines.append(f"last feedback: {record.feedback}")
+    return lines
+
+
+def ask_decision(console: Console, repo_root: Path, record: RunRecord) -> Decision:
+    """Show the summary and ask approve / reject (with feedback) / abort; `diff` prints the full diff."""
+    for line in summary_lines(repo_root, record):
+        console.print(line, markup=False, highlight=False)
+    while True:
+        choice = Prompt.ask("decision", choices=["approve", "reject", "abort", "diff"], console=console)
+        if choice == "diff":
+            console.print(worktree_diff(record, stat=False), markup=False, highlight=False)
+            continue
+        if choice == "approve":
+            return Approve()
+        if choice == "abort":
+            return Abort()
+        feedback = Prompt.ask("feedback for the next attempt", console=console).strip()
+        if feedback:
+            return Reject(feedback)
+        console.print("a rejection needs feedback", style="yellow")
