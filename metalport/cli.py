@@ -40,5 +40,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def run_migration(argv: Sequence[str] | None = None) -> int:
+    """The `run-migration` console script: `metalport run` under its own name."""
+    from metalport.commands.run import add_arguments
+
+    parser = argparse.ArgumentParser(prog="run-migration", description="Port one ATen op to a native Metal "
+                                     "kernel in a sandboxed worktree, up to a human approval gate.")
+    parser.add_argument("--version", action="version", version=f"metalport {__version__}")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except MetalportError as err:
+        print(f"run-migration: error: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("run-migration: interrupted", file=sys.stderr)
+        return 130
+
+
 if __name__ == "__main__":
     sys.exit(main())
