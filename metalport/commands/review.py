@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,7 @@ def run_command(args: argparse.Namespace) -> int:
     from metalport.checkout import find_checkout
 
     root = find_checkout(args.repo).root
-    if args.action == "list":
+    if args.action in (None, "list"):
         return _list(root, args.json)
     if args.action == "show":
         return _show(root, _awaiting(root, args.run_id))
@@ -84,7 +83,7 @@ def _list(root: Path, as_json: bool) -> int:
         return 0
     table = Table(title=f"runs awaiting review in {root}")
     for column in ("id", "op", "branch", "attempts", "checks", "conformance", "cost", "age"):
-        table.add_column(column, overflow="fold")
+        table.add_column(column, no_wrap=column in ("id", "op", "branch", "cost"))
     for row in rows:
         table.add_row(row["run_id"], row["op"], row["branch"], str(row["attempts"]), row["checks"],
                       row["conformance"], f"${row['cost_usd']:.4f}", _age_text(row["age_s"]))
@@ -96,8 +95,10 @@ def _list(root: Path, as_json: bool) -> int:
 def _summary(record: Any) -> dict[str, Any]:
     """The list row of one awaiting run."""
     verdicts = dict(record.verdicts or {})
-    conformance = verdicts.get("conformance")
-    checks = {k: v for k, v in verdicts.items() if k != "conformance"}
+    conformance = verdicts.get("test", verdicts.get("conformance"))
+    order = ("edit", "check", "build")  # pipeline order; run.json stores keys sorted
+    checks = {k: verdicts[k] for k in sorted(verdicts, key=lambda k: (order.index(k) if k in order else 9, k))
+              if k not in ("test", "conformance")}
     return {"run_id": record.run_id, "op": record.op, "branch": record.branch, "attempts": record.attempts,
             "checks": ", ".join(f"{k} {_verdict(v)}" for k, v in checks.items()) or "none recorded",
             "conformance": _verdict(conformance) if conformance is not None else "none recorded",
@@ -106,12 +107,17 @@ def _summary(record: Any) -> dict[str, Any]:
 
 
 def _verdict(value: Any) -> str:
-    """A verdict in one word or two: pass/fail, or how many failures."""
+    """A verdict in a few words: pass/fail, with the sample counts of a conformance report."""
     if isinstance(value, dict):
+        dtypes = (value.get("report") or {}).get("dtypes") or []
+        counts = ""
+        if dtypes:
+            passed = sum(int(d.get("passed", 0)) for d in dtypes)
+            counts = f" ({passed}/{sum(int(d.get('samples', 0)) for d in dtypes)} samples, {len(dtypes)} dtypes)"
         if "status" in value:
-            return str(value["status"])
+            return str(value["status"]) + counts
         if "ok" in value:
-            return "pass" if value["ok"] else "fail"
+            return ("pass" if value["ok"] else "fail") + counts
         failures = value.get("failures")
         return "pass" if not failures else f"fail ({len(failures)})"
     if isinstance(value, (list, tuple)):
@@ -125,53 +131,32 @@ def _show(root: Path, record: Any) -> int:
     from rich.console import Console
     from rich.syntax import Syntax
 
+    from metalport.graph.nodes.publish import verdict_lines
+    from metalport.graph.review import plan_lines, worktree_diff
     from metalport.graph.runs import run_dir
 
     console = Console()
     row = _summary(record)
     console.print(f"[bold]run {record.run_id}[/]: {record.op} on branch {record.branch}, attempt "
-                  f"{record.attempts}, awaiting review for {_age_text(row['age_s'])}", highlight=False)
-    console.print(f"checks: {row['checks']}; conformance: {row['conformance']}; cost ${row['cost_usd']:.4f} "
+                  f"{record.attempts}, awaiting review for {_age_text(row['age_s'])}, cost ${row['cost_usd']:.4f} "
                   f"({row['calls']} model calls)", highlight=False)
+    console.print("\n[bold]plan[/]")
+    for line in plan_lines(root, record.run_id):
+        console.print(line, markup=False, highlight=False)
+    console.print("\n[bold]verdicts[/]")
+    for line in verdict_lines({"verdicts": dict(record.verdicts or {})}) or ["(none recorded)"]:
+        console.print(line, markup=False, highlight=False)
     folder = run_dir(root, record.run_id)
-    plan = folder / "plan.json"
-    if plan.exists():
-        console.print("\n[bold]plan[/]")
-        console.print(Syntax(plan.read_text(encoding="utf-8"), "json", word_wrap=True))
-    evidence = sorted(p for p in folder.rglob("*") if p.is_file())
-    if evidence:
-        console.print("\n[bold]evidence[/] (in " + str(folder) + ")", highlight=False)
-        for path in evidence:
-            console.print(f"  {path.relative_to(folder)}  {path.stat().st_size} bytes", highlight=False)
+    console.print(f"\n[bold]evidence[/] in {folder}", highlight=False)
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
+        console.print(f"  {path.relative_to(folder)}  {path.stat().st_size} bytes", highlight=False)
     console.print("\n[bold]diff[/]")
-    diff = _diff(root, Path(record.worktree)) if record.worktree else ""
-    console.print(Syntax(diff, "diff", word_wrap=True) if diff else "(no changes in the worktree)")
+    diff = worktree_diff(record, stat=False)
+    console.print(Syntax(diff, "diff", word_wrap=True, background_color="default"))
     console.print(f"\ndecide with `metalport review approve {record.run_id}`, "
                   f"`metalport review reject {record.run_id} --feedback \"…\"` or "
                   f"`metalport review abort {record.run_id}`", highlight=False)
     return 0
-
-
-def _diff(root: Path, worktree: Path) -> str:
-    """The run's changes since it left the checkout's HEAD: commits, uncommitted edits, new files."""
-    from metalport.errors import SweepError
-
-    if not worktree.is_dir():
-        raise SweepError(f"{worktree}: the run's worktree is missing",
-                         hint="abort the run with `metalport review abort ID`")
-
-    def git(*argv: str, ok: tuple[int, ...] = (0,), where: Path = worktree) -> str:
-        done = subprocess.run(["git", "-C", str(where), *argv], capture_output=True, text=True, timeout=60)
-        if done.returncode not in ok:
-            raise SweepError(f"{worktree}: git {argv[0]} failed: {done.stderr.strip().splitlines()[-1:]}",
-                             hint="check the worktree with `git worktree list`")
-        return done.stdout
-
-    base = git("merge-base", "HEAD", git("rev-parse", "HEAD", where=root).strip()).strip()
-    text = git("diff", base)
-    for name in git("ls-files", "--others", "--exclude-standard").splitlines():
-        text += git("diff", "--no-index", "/dev/null", name, ok=(0, 1))
-    return text
 
 
 def _decide(root: Path, action: str, record: Any, feedback: str | None) -> int:

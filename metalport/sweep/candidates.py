@@ -2,13 +2,14 @@
 
 An op is skipped when someone is already on it or a person said no: a run in progress or
 awaiting review, a published run, a rejection on record (unless retried), a needs-LLM end with
-the recipe model, an existing `metalport/<op>` branch, or an open PR that names it upstream.
+the recipe model, a failed last run (unless retried), an existing `metalport/<op>` branch, or an
+open PR that names it upstream.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +42,12 @@ def runs_by_op(records: Iterable[Any]) -> dict[str, list[Any]]:
 
 
 def local_skip(item: BacklogItem, records: Sequence[Any], branches: set[str], *, model: str,
-               retry_rejected: bool, repo_flag: str = "") -> OpOutcome | None:
+               retry_rejected: bool, retry_failed: bool, live: Callable[[str], bool],
+               repo_flag: str = "") -> OpOutcome | None:
     """The skip for `item` from this repository's runs and branches, or None when it may start.
 
-    `records` are the op's run records, oldest first.
+    `records` are the op's run records, oldest first; `live(run_id)` tells whether a process is
+    driving a `running` run now (else it was interrupted and waits for `metalport resume`).
     """
     op = item.op
 
@@ -58,10 +61,11 @@ def local_skip(item: BacklogItem, records: Sequence[Any], branches: set[str], *,
 
     for record in reversed(records):
         status, rid = status_of(record), record.run_id
+        if status == "running" and live(rid):
+            return skip("in-progress", f"run {rid} is in progress (stage {record.stage})", record)
         if status == "running":
-            return skip("in-progress", f"run {rid} is in progress (stage {record.stage}); if no sweep or run "
-                        f"process is alive, continue it with `metalport resume {rid}{repo_flag}`", record,
-                        f"metalport resume {rid}{repo_flag}")
+            return skip("in-progress", f"run {rid} was interrupted at stage {record.stage} and is resumable",
+                        record, f"metalport resume {rid}{repo_flag}")
         if status == "awaiting-review":
             return skip("awaiting-review", f"run {rid} awaits review", record,
                         f"metalport review show {rid}{repo_flag}")
@@ -73,10 +77,14 @@ def local_skip(item: BacklogItem, records: Sequence[Any], branches: set[str], *,
         last = rejected[-1]
         return skip("rejected", f"rejected in run {last.run_id}: \"{last.feedback or last.reason}\"; "
                     "pass --retry-rejected to try it again", last)
-    if records and status_of(records[-1]) == "needs-llm" and model == "recipe":
-        last = records[-1]
+    last = records[-1] if records else None
+    if last is not None and status_of(last) == "needs-llm" and model == "recipe":
         return skip("needs-llm", f"run {last.run_id} found no recipe for it (needs an LLM); "
                     "sweep with --model openai:MODEL to port it", last)
+    if last is not None and status_of(last) in ("failed", "budget-exhausted") and not retry_failed:
+        was = from_record(last)
+        return skip("failed", f"the last run {last.run_id} {was.reason}; pass --retry-failed to try again",
+                    last, f"metalport runs show {last.run_id}{repo_flag}")
     branch = branch_name(op)
     if branch in branches:
         owner = next((r for r in reversed(records) if r.branch == branch), None)

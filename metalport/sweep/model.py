@@ -95,9 +95,9 @@ def from_record(record: Any, *, ease: int | None = None, repo_flag: str = "") ->
     if status == "aborted":
         return OpOutcome(outcome=ABORTED, reason=why or "aborted by the reviewer; worktree and branch removed",
                          **common)
-    label = {"budget-exhausted": "budget exhausted", "needs-llm": "needs an LLM"}.get(status, "failed")
+    label = {"budget-exhausted": "ran out of budget", "needs-llm": "needs an LLM"}.get(status, "failed")
     return OpOutcome(outcome=FAILED, reason=f"{label} at stage {stage}: {why or 'no reason recorded'}",
-                     **common)
+                     command=f"metalport runs show {rid}{repo_flag}", **common)
 
 
 def refreshed(outcome: OpOutcome, record: Any | None, *, repo_flag: str = "") -> OpOutcome:

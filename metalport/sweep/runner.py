@@ -38,6 +38,7 @@ class SweepOptions:
     model: str = "recipe"
     executor: str = "auto"
     retry_rejected: bool = False
+    retry_failed: bool = False
     dashboard: Path | None = None  # Markdown path; the JSON goes beside it
     budget: BudgetLimits = field(default_factory=lambda: UNLIMITED)  # for the whole sweep
     run_limits: BudgetLimits = field(default_factory=BudgetLimits)  # for each run (capped by what is left)
@@ -66,6 +67,12 @@ class Runs:
             return self._runs.get_run(self.repo_root, run_id)
         except MetalportError:
             return None
+
+    def live(self, run_id: str) -> bool:
+        """True while a process drives `run_id` (holds its run lock)."""
+        from metalport.graph.records import is_live
+
+        return is_live(self.repo_root, run_id)
 
 
 UNLIMITED = BudgetLimits(max_calls=0, max_input_tokens=0, max_output_tokens=0, max_cost_usd=0.0, max_wall_s=0.0)
@@ -102,7 +109,8 @@ class _Sweep:
             options={"status": ",".join(options.statuses), "family": ",".join(options.families),
                      "limit": options.limit, "concurrency": options.concurrency, "max-open": options.max_open,
                      "model": options.model, "executor": options.executor,
-                     "retry-rejected": options.retry_rejected or None},
+                     "retry-rejected": options.retry_rejected or None,
+                     "retry-failed": options.retry_failed or None},
             markdown_path=str(md) if md else None, json_path=str(js) if js else None, repo_flag=self.flag)
 
     def run(self) -> SweepReport:
@@ -112,7 +120,8 @@ class _Sweep:
         queue = []
         for item in items:
             skip = local_skip(item, grouped.get(item.op, []), branches, model=self.o.model,
-                              retry_rejected=self.o.retry_rejected, repo_flag=self.flag)
+                              retry_rejected=self.o.retry_rejected, retry_failed=self.o.retry_failed,
+                              live=self.runs.live, repo_flag=self.flag)
             self.outcomes[item.op] = skip or OpOutcome(op=item.op, outcome=CANDIDATE, ease=item.ease,
                                                        reason="waiting for a free run slot")
             if skip is None:

@@ -74,11 +74,11 @@ def test_written_atomically_and_refreshed_from_run_records(tmp_path: Path) -> No
     assert [o["op"] for o in data["outcomes"]] == ["heaviside", "frexp", "sign", "sgn", "mode", "acosh"]
     assert sorted(p.name for p in mdir.iterdir()) == ["dashboard.json", "dashboard.md", "sweep"]
 
-    class Record:  # the fields of a RunRecord that the dashboard reads
-        run_id, op, status, stage, attempts, branch = "r1", "aten::heaviside", "published", "publish", 1, None
-        reason, feedback, pr_url, bundle_path, usage = None, None, "https://github.test/pull/9", None, {}
+    from metalport.graph.records import RunRecord
 
-    refreshed = refresh_dashboard(mdir, lambda rid: Record() if rid == "r1" else None)
+    record = RunRecord("r1", "aten::heaviside", "published", "publish", 1, "metalport/heaviside", None,
+                       "2026-12-02T14:00:00Z", "2026-12-02T14:10:00Z", pr_url="https://github.test/pull/9")
+    refreshed = refresh_dashboard(mdir, lambda rid: record if rid == "r1" else None)
     assert refreshed is not None and refreshed.outcomes[0].outcome == "published"
     text = md.read_text()
     assert "## Awaiting review" not in text and "approved; PR https://github.test/pull/9" in text

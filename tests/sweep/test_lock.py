@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 from metalport.cli import main
 from metalport.sweep import SweepLock, metalport_dir
-
-
-@pytest.fixture
-def workspace(wheel_workspace, tmp_path: Path) -> Path:
-    """A writable copy of the wheel workspace."""
-    root = getattr(wheel_workspace, "root", wheel_workspace)
-    return Path(shutil.copytree(root, tmp_path / "ws", symlinks=True))
 
 
 def test_a_second_sweep_exits_3_naming_the_running_one(workspace: Path, capsys: pytest.CaptureFixture) -> None:

@@ -1,0 +1,64 @@
+"""`metalport review` on recorded runs: the list, and errors for runs that are not awaiting review."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from metalport.cli import main
+from tests.sweep.conftest import fabricate
+
+VERDICTS = {"check": {"ok": True, "failures": 0},
+            "build": {"ok": True, "failures": 0, "executor": "emulated"},
+            "test": {"ok": True, "failures": 0, "report": {"backend": "emulated", "dtypes": [
+                {"dtype": "float32", "samples": 30, "passed": 30}, {"dtype": "float16", "samples": 30, "passed": 30}]}}}
+
+
+@pytest.fixture
+def recorded(workspace: Path) -> Path:
+    fabricate(workspace, "heaviside-1", "heaviside", "awaiting-review", branch="metalport/heaviside",
+              verdicts=VERDICTS, usage={"calls": 2, "cost_usd": 0.0125})
+    fabricate(workspace, "sign-1", "sign", "rejected", stage="approve", feedback="keep the old kernel")
+    fabricate(workspace, "sgn-1", "sgn", "running", stage="build")
+    fabricate(workspace, "frac-1", "frac", "published", stage="publish", bundle_path="/tmp/bundles/frac")
+    return workspace
+
+
+def test_list_shows_only_runs_awaiting_review_with_verdicts_and_cost(
+        recorded: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["review", "list", "--json", "--repo", str(recorded)]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["run_id"], r["op"], r["branch"], r["attempts"]) for r in rows] == [
+        ("heaviside-1", "aten::heaviside", "metalport/heaviside", 1)]
+    assert rows[0]["checks"] == "check pass, build pass"
+    assert rows[0]["conformance"] == "pass (60/60 samples, 2 dtypes)"
+    assert rows[0]["cost_usd"] == 0.0125 and rows[0]["age_s"] > 0
+
+    assert main(["review", "--repo", str(recorded)]) == 0
+    table = capsys.readouterr().out
+    assert "heaviside-1" in table and "aten::heaviside" in table and "$0.0125" in table
+    assert "sign-1" not in table
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["show", "sign-1"], "run sign-1 (aten::sign) is rejected at stage approve, not awaiting review; nothing to "
+                         "review; start a new run with `metalport run aten::sign`"),
+    (["approve", "sgn-1"], "run sgn-1 (aten::sgn) is running at stage build, not awaiting review; it is still at "
+                           "stage build; wait for it, or `metalport resume sgn-1` if its process died"),
+    (["reject", "frac-1", "--feedback", "no"], "run frac-1 (aten::frac) is published at stage publish, not "
+                                                "awaiting review; it was approved and published (/tmp/bundles/frac)"),
+    (["abort", "nope-1"], "unknown run id 'nope-1'"),
+])
+def test_a_run_not_awaiting_review_is_an_error_naming_its_state(
+        recorded: Path, capsys: pytest.CaptureFixture, argv: list[str], message: str) -> None:
+    code = main(["review", *argv, "--repo", str(recorded)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith(f"metalport: error: {message}") and err.count("\n") == 1
+
+
+def test_no_runs_await_review(workspace: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["review", "--repo", str(workspace)]) == 0
+    assert capsys.readouterr().out == "no runs await review\n"
