@@ -1,0 +1,305 @@
+"""`check_contract`: the machine-checked contract of a migration, base tree vs worktree.
+
+Each check reports `Failure("contract", file, line, None, "[check] message")`; `[]` means the
+port keeps the contract. The checks: the registry passes torchgen; every row of the op routes to
+the shared kernel; the stub is declared and registered for MPS exactly once; the host stub's
+kernel name has functors registered for the planned dtypes; the legacy code and its include are
+gone; exactly the planned xfail entries left the test lists; no path off the allow-list changed;
+and added lines carry no CPU fallback, no MPSGraph, no tolerance or test edits.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from metalport.agent.recipes.host import _skip_to_close, has_legacy
+from metalport.agent.recipes.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
+from metalport.agent.recipes.resolve import host_line, mps_only_lines
+from metalport.checkout.layout import Checkout
+from metalport.checkout.sources import scan_sources
+from metalport.errors import MetalportError, RegistryError
+from metalport.failure import Failure
+from metalport.registry.model import parse_registry
+from metalport.registry.validate import validate_registry
+
+_TAGS = "aten/src/ATen/native/tags.yaml"
+_LIST_NAME = re.compile(r"^[A-Z0-9_]*(XFAIL|SKIP)LIST[A-Z0-9_]*$")
+_CHEATS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("CPU fallback", re.compile(r"\.cpu\(\)|\bto\(\s*[\"']cpu[\"']|\bkCPU\b|DeviceType::CPU|[\"']cpu[\"']"
+                                r"|\bkCUDA\b|\w*[Ff]allback\w*\s*\(|PYTORCH_ENABLE_MPS_FALLBACK")),
+    ("MPSGraph", re.compile(r"\b(MPSGraph\w*|mpsGraph\w*|CachedGraph|runMPSGraph|LookUpOrCreateCachedGraph)\b")),
+    ("tolerance edit", re.compile(r"\b(toleranceOverride|precisionOverride|atol|rtol)\b")),
+)
+_EXEC_NAME = re.compile(r"\bexec_\w+_kernel\w*\s*\([^;]*?\"(\w+)\"", re.S)
+
+
+@dataclass(frozen=True)
+class _Changes:
+    """What the worktree changed against the base commit: paths and added lines per path."""
+
+    base_commit: str | None
+    paths: tuple[str, ...]
+    added: dict[str, list[tuple[int, str]]]
+
+
+def _fail(check: str, message: str, file: str | None = None, line: int | None = None) -> Failure:
+    return Failure("contract", file, line, None, f"[{check}] {message}")
+
+
+def _git(cwd: Path, *argv: str) -> str:
+    proc = subprocess.run(["git", *argv], cwd=cwd, capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise MetalportError(f"git {argv[0]} failed in {cwd}: {proc.stderr.strip()[:200]}")
+    return proc.stdout
+
+
+def _base_commit(base_root: Path, worktree_root: Path) -> str:
+    """The commit the worktree started from: merge-base of its HEAD and the base's HEAD."""
+    head = _git(worktree_root, "rev-parse", "HEAD").strip()
+    base = _git(base_root, "rev-parse", "HEAD").strip()
+    return _git(worktree_root, "merge-base", head, base).strip() or base
+
+
+def _added_lines(diff: str) -> dict[str, list[tuple[int, str]]]:
+    added: dict[str, list[tuple[int, str]]] = {}
+    path, line = None, 0
+    for raw in diff.splitlines():
+        if raw.startswith("+++ "):
+            path = raw[6:] if raw.startswith("+++ b/") else None
+        elif raw.startswith("@@"):
+            m = re.match(r"@@ -\S+ \+(\d+)", raw)
+            line = int(m.group(1)) if m else 0
+        elif path and raw.startswith("+"):
+            added.setdefault(path, []).append((line, raw[1:]))
+            line += 1
+        elif path and not raw.startswith("-"):
+            line += 1
+    return added
+
+
+def _changes(base_root: Path, worktree_root: Path) -> _Changes:
+    commit = _base_commit(base_root, worktree_root)
+    paths = set(_git(worktree_root, "diff", "--name-only", "--no-renames", commit).split())
+    untracked = _git(worktree_root, "ls-files", "--others", "--exclude-standard").split()
+    added = _added_lines(_git(worktree_root, "diff", "-U0", "--no-renames", "--no-color", commit))
+    for rel in untracked:
+        text = (worktree_root / rel).read_text(encoding="utf-8", errors="replace")
+        added[rel] = list(enumerate(text.splitlines(), start=1))
+    return _Changes(commit, tuple(sorted(paths | set(untracked))), added)
+
+
+def _base_text(base_root: Path, changes: _Changes, rel: str) -> str | None:
+    try:
+        return _git(base_root, "show", f"{changes.base_commit}:{rel}")
+    except MetalportError:
+        return None
+
+
+def _registry_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
+    yaml_path = worktree_root / NATIVE_FUNCTIONS
+    try:
+        validate_registry(yaml_path, worktree_root / _TAGS)
+    except RegistryError as err:
+        where = (err.location or "").rsplit(":", 1)
+        line = int(where[1]) if len(where) == 2 and where[1].isdigit() else None
+        yield _fail("registry", err.message, NATIVE_FUNCTIONS, line)
+        return
+    registry = parse_registry(yaml_path.read_text(encoding="utf-8"), NATIVE_FUNCTIONS)
+    try:
+        op = registry.resolve(plan.op)
+    except MetalportError as err:
+        yield _fail("rows", f"aten::{plan.op} is no longer in the registry: {err.message}", NATIVE_FUNCTIONS)
+        return
+    changed = {r.entry for r in plan.rows}
+    for entry in op.entries:
+        for d in mps_only_lines(entry):
+            yield _fail("rows", f"{entry.full_name} still dispatches MPS to {d.kernel}; route it to the "
+                        f"shared kernel", NATIVE_FUNCTIONS, d.line)
+        host = host_line(entry)
+        if entry.full_name in changed and host is not None and "MPS" not in host.keys:
+            yield _fail("rows", f"{entry.full_name} does not dispatch MPS to the shared kernel {host.kernel}",
+                        NATIVE_FUNCTIONS, host.line)
+
+
+def _declared(worktree_root: Path, stub: str) -> bool:
+    pattern = re.compile(rf"DECLARE_DISPATCH\(\s*[^,]+,\s*{re.escape(stub)}\s*\)")
+    import torch
+
+    roots = [worktree_root / "aten/src/ATen/native", Path(torch.__file__).parent / "include/ATen/native"]
+    return any(pattern.search(h.read_text(encoding="utf-8", errors="replace"))
+               for root in roots if root.is_dir() for h in root.rglob("*.h"))
+
+
+def _function_body(text: str, name: str) -> tuple[int, str] | None:
+    """(1-based line, body) of the definition of function `name` in `text`."""
+    for m in re.finditer(rf"\b{re.escape(name)}\s*\([^;{{}}]*\)\s*(?:const\s*)?\{{", text):
+        close = _skip_to_close(text, m.end() - 1)
+        if close > 0:
+            return text.count("\n", 0, m.start()) + 1, text[m.end() - 1:close + 1]
+    return None
+
+
+def _stub_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
+    if not plan.stub:
+        yield _fail("stub", f"aten::{plan.op} has no dispatch stub to register for MPS")
+        return
+    if not _declared(worktree_root, plan.stub):
+        yield _fail("stub", f"{plan.stub} is not declared (no DECLARE_DISPATCH in the tree or the wheel's headers)")
+    sources = scan_sources(Checkout(worktree_root))
+    regs = [r for r in sources.registrations if r.stub == plan.stub]
+    if len(regs) != 1:
+        where = ", ".join(str(r.where) for r in regs) or "nowhere"
+        yield _fail("stub", f"{plan.stub} must be registered for MPS exactly once, found {len(regs)} ({where})",
+                    regs[1].where.file if len(regs) > 1 else plan.host_file,
+                    regs[1].where.line if len(regs) > 1 else None)
+    for reg in regs[:1]:
+        yield from _kernel_name_checks(worktree_root, plan, sources, reg)
+
+
+def _kernel_name_checks(worktree_root: Path, plan: PortPlan, sources: object, reg: object) -> Iterator[Failure]:
+    rel, fn = reg.where.file, reg.kernel.lstrip("&").split("::")[-1]  # type: ignore[attr-defined]
+    found = _function_body((worktree_root / rel).read_text(encoding="utf-8"), fn)
+    if found is None:
+        yield _fail("kernel-name", f"{fn} registered for {plan.stub} is not defined", rel, reg.where.line)  # type: ignore[attr-defined]
+        return
+    line, body = found
+    names = sorted(set(_EXEC_NAME.findall(body)))
+    if not names:
+        yield _fail("kernel-name", f"{fn} passes no kernel name to an exec_*_kernel call", rel, line)
+        return
+    shader_ops = sources.shader_ops  # type: ignore[attr-defined]
+    metal_texts = {p: p.read_text(encoding="utf-8") for p in (worktree_root / "aten/src/ATen/native/mps/kernels")
+                   .glob("*.metal")}
+    for name in names:
+        registered = {s.args[0] for s in shader_ops if s.name == name and s.args}
+        missing = [t for t in plan.dtypes if t not in registered]
+        if not registered:
+            yield _fail("kernel-name", f"{fn} runs kernel \"{name}\" but no .metal file registers it", rel, line)
+        elif missing:
+            yield _fail("kernel-name", f"kernel \"{name}\" is not registered for planned dtype(s) "
+                        f"{', '.join(missing)}", plan.kernel_file, None)
+        if registered and not any(re.search(rf"\bstruct {re.escape(name)}_functor\b", t) for t in metal_texts.values()):
+            yield _fail("kernel-name", f"no 'struct {name}_functor' in the kernel files", plan.kernel_file, None)
+
+
+def _legacy_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
+    gone = {(f, n) for f, n in plan.legacy_all}
+    deleted = {r.before.split(":", 1)[1].strip() for r in plan.rows if r.deletes and ":" in r.before}
+    ops_dir = worktree_root / "aten/src/ATen/native/mps/operations"
+    for path in sorted(ops_dir.glob("*.mm")) if ops_dir.is_dir() else ():
+        rel = path.relative_to(worktree_root).as_posix()
+        gone |= {(rel, k) for k in deleted}
+    for rel, name in sorted(gone):
+        path = worktree_root / rel
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        if has_legacy(text, name):
+            line = next((i for i, t in enumerate(text.splitlines(), 1) if re.search(rf"\b{name}\b", t)), None)
+            yield _fail("legacy", f"legacy implementation {name} is still defined", rel, line)
+    if plan.legacy_include:
+        for rel in sorted({f for f, _ in plan.legacy_all}):
+            path = worktree_root / rel
+            lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+            for i, t in enumerate(lines, 1):
+                if t.strip() == plan.legacy_include:
+                    yield _fail("legacy", f"{plan.legacy_include} is still included", rel, i)
+
+
+def _lists(text: str) -> dict[tuple[str, int], dict[str, str]]:
+    """Each xfail/skip list (name, occurrence) -> {key: ast dump of its value} ("" for set items)."""
+    out: dict[tuple[str, int], dict[str, str]] = {}
+    seen: dict[str, int] = {}
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if not (isinstance(target, ast.Name) and _LIST_NAME.match(target.id)):
+            continue
+        n = seen[target.id] = seen.get(target.id, -1) + 1
+        if isinstance(value, ast.Dict):
+            items = {ast.unparse(k): ast.dump(v) for k, v in zip(value.keys, value.values) if k is not None}
+        elif isinstance(value, (ast.List, ast.Set, ast.Tuple)):
+            items = {ast.unparse(e): "" for e in value.elts}
+        else:
+            items = {"<value>": ast.dump(value)}
+        out[(target.id, n)] = items
+    return out
+
+
+def _strip_lists(text: str) -> str:
+    """The module's AST dump with every xfail/skip list emptied (to compare everything else)."""
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
+            node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(target, ast.Name) and _LIST_NAME.match(target.id):
+            node.value = ast.Constant(None)  # type: ignore[union-attr]
+    return ast.dump(tree)
+
+
+def _xfail_checks(base_root: Path, worktree_root: Path, changes: _Changes, plan: PortPlan) -> Iterator[Failure]:
+    base = _base_text(base_root, changes, COMMON_MPS)
+    path = worktree_root / COMMON_MPS
+    if base is None or not path.is_file():
+        return
+    try:
+        before, after = _lists(base), _lists(path.read_text(encoding="utf-8"))
+        same_rest = _strip_lists(base) == _strip_lists(path.read_text(encoding="utf-8"))
+    except SyntaxError as err:
+        yield _fail("xfail", f"common_mps.py does not parse: {err.msg}", COMMON_MPS, err.lineno)
+        return
+    planned = {(lst, repr(key)) for lst, key, _ in plan.xfail_entries}
+    if not same_rest:
+        yield _fail("xfail", "common_mps.py changed outside its xfail/skip lists", COMMON_MPS)
+    for (name, n), items in sorted(before.items()):
+        now = after.get((name, n), {})
+        for key, value in items.items():
+            if key not in now and (name, key) not in planned:
+                yield _fail("xfail", f"{name} lost entry {key}, which the plan does not remove", COMMON_MPS)
+            elif key in now and (name, key) in planned:
+                yield _fail("xfail", f"{name} still has entry {key}; the port makes it pass", COMMON_MPS)
+            elif key in now and now[key] != value:
+                yield _fail("xfail", f"{name}[{key}] changed", COMMON_MPS)
+        for key in sorted(set(now) - set(items)):
+            yield _fail("xfail", f"{name} gained entry {key}", COMMON_MPS)
+    for (name, n) in sorted(set(after) - set(before)):
+        yield _fail("xfail", f"new list {name} in common_mps.py", COMMON_MPS)
+
+
+def _path_checks(changes: _Changes, plan: PortPlan) -> Iterator[Failure]:
+    allowed = set(plan.allowed_paths)
+    for rel in changes.paths:
+        if rel.startswith("test/") or "/test/" in rel:
+            yield _fail("anti-cheat", f"test file {rel} changed: a port does not edit tests", rel)
+        elif rel not in allowed:
+            yield _fail("allow-list", f"{rel} changed but is not on the plan's allow-list", rel)
+
+
+def _cheat_checks(changes: _Changes) -> Iterator[Failure]:
+    for rel, lines in sorted(changes.added.items()):
+        for line, text in lines:
+            code = text.split("//", 1)[0] if rel.endswith((".mm", ".metal", ".h", ".cpp")) else text
+            for what, pattern in _CHEATS:
+                if pattern.search(code):
+                    yield _fail("anti-cheat", f"{what} in new code: {text.strip()[:120]}", rel, line)
+
+
+def check_contract(base_root: Path, worktree_root: Path, plan: PortPlan) -> list[Failure]:
+    """Every contract failure of the worktree's port of `plan.op`; `[]` when the contract holds."""
+    base_root, worktree_root = Path(base_root).resolve(), Path(worktree_root).resolve()
+    changes = _changes(base_root, worktree_root)
+    failures: list[Failure] = []
+    failures += _registry_checks(worktree_root, plan)
+    failures += _stub_checks(worktree_root, plan)
+    failures += _legacy_checks(worktree_root, plan)
+    failures += _xfail_checks(base_root, worktree_root, changes, plan)
+    failures += _path_checks(changes, plan)
+    failures += _cheat_checks(changes)
+    return failures
