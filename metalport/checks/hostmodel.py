@@ -1,22 +1,50 @@
-"""Pieces of the MPS host side that conformance needs: output spec and kernel arguments.
+"""What PyTorch's MPS host side does before a pointwise Metal kernel runs, modelled in Python.
 
-Only what TensorIterator decides is modelled here (result dtype, broadcast shape) plus the
-argument layout the strided kernels read (sizes and byte strides, innermost first).
-Kernel flavour selection is not modelled yet.
+Covers the library helpers `exec_unary_kernel` (plain and with an alpha scalar),
+`exec_binary_kernel` (plain and alpha; dense, ILP, scalar-operand, broadcast, strided and their
+`_cast` variants) and `exec_ternary_kernel`: which `[[host_name]]` the host asks for, the arguments
+in buffer-index order (sizes and byte strides innermost first, ndim, numel, alpha, packed
+ScalarType codes) and the grid. Written from reading the conventions of `OperationUtils.mm` and
+`c10/metal/indexing.h`; the iterator geometry itself lives in `iteration.py`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 
 import torch
 
+from metalport.checks.iteration import Iteration
+
 _METAL_TYPE: dict[torch.dtype, str] = {
     torch.float32: "float", torch.float16: "half", torch.bfloat16: "bfloat", torch.bool: "bool",
     torch.uint8: "uchar", torch.int8: "char", torch.int16: "short", torch.int32: "int",
-    torch.int64: "long", torch.complex64: "float2",
+    torch.int64: "long", torch.complex64: "float2", torch.complex32: "half2",
+    torch.uint16: "ushort", torch.uint32: "uint", torch.uint64: "ulong",
 }
+METAL_DTYPES: dict[str, torch.dtype] = {v: k for k, v in _METAL_TYPE.items()}
+
+# c10::ScalarType codes the cast kernels switch on (the subset c10/metal/common.h lists).
+_SCALAR_TYPE: dict[torch.dtype, int] = {
+    torch.uint8: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4, torch.float16: 5,
+    torch.float32: 6, torch.complex32: 8, torch.complex64: 9, torch.bool: 11, torch.bfloat16: 15,
+    torch.uint16: 27, torch.uint32: 28, torch.uint64: 29,
+}
+ILP_PER_THREAD = 4
+ILP_THRESHOLD = 1 << 18  # dense ILP kernels for floating outputs from this many elements
+
+
+class UnmodelledCall(Exception):
+    """The host would do something this model does not cover (internal; becomes a verdict)."""
+
+
+class MissingKernel(Exception):
+    """The host would ask the library for `kernel`, which it does not define."""
+
+    def __init__(self, kernel: str) -> None:
+        super().__init__(kernel)
+        self.kernel = kernel
 
 
 @dataclass(frozen=True)
@@ -32,6 +60,13 @@ def metal_type_name(dtype: torch.dtype) -> str:
     if dtype not in _METAL_TYPE:
         raise KeyError(f"no Metal type for {dtype}")
     return _METAL_TYPE[dtype]
+
+
+def scalar_type_code(dtype: torch.dtype) -> int:
+    """The c10::ScalarType number a cast kernel receives for `dtype`."""
+    if dtype not in _SCALAR_TYPE:
+        raise UnmodelledCall(f"MPS kernels have no ScalarType for {dtype}")
+    return _SCALAR_TYPE[dtype]
 
 
 def output_spec(*operands: torch.Tensor | bool | int | float, int_to_float: bool = False) -> OutputSpec:
@@ -71,3 +106,203 @@ def host_name(op: str, flavour: str, out: torch.dtype, inp: torch.dtype | None =
     if flavour.endswith("castout"):
         return f"{op}_{flavour}_{metal_type_name(out if inp is None else inp)}"
     return f"{op}_{flavour}_{metal_type_name(out)}_{metal_type_name(out if inp is None else inp)}"
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A tensor operand bound as a buffer: 0 is the output, 1.. the inputs."""
+
+    operand: int
+
+
+@dataclass(frozen=True)
+class Const:
+    """Bytes the host sets with setBytes: `c_type` is the Metal type (`uint`, `long*`, `uint4`,
+    `float`, ...) and `values` its components."""
+
+    c_type: str
+    values: tuple[int | float | bool, ...]
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel dispatch: host name, arguments in buffer-index order, grid and bound tensors."""
+
+    kernel: str
+    args: tuple[Buffer | Const, ...]
+    threads: tuple[int, ...]
+    tensors: tuple[torch.Tensor, ...]  # operand views, output first, after host-side conversions
+
+
+def _host_scalar(t: torch.Tensor) -> torch.Tensor:
+    """The host's treatment of 0-dim double operands: MPS has no float64, so they become float."""
+    if t.dim() == 0 and t.dtype == torch.float64:
+        return t.to(torch.float32)
+    if t.dim() == 0 and t.dtype == torch.complex128:
+        return t.to(torch.complex64)
+    return t
+
+
+def _need(names: Container[str], kernel: str) -> str:
+    if kernel not in names:
+        raise MissingKernel(kernel)
+    return kernel
+
+
+def _alpha_const(alpha: int | float | bool, alpha_type: torch.dtype) -> Const:
+    if alpha_type.is_floating_point:
+        return Const(metal_type_name(alpha_type), (float(alpha),))
+    if alpha_type == torch.bool:
+        return Const("bool", (bool(alpha),))
+    if alpha_type.is_complex:
+        raise UnmodelledCall("complex alpha scalars are not modelled")
+    return Const(metal_type_name(alpha_type), (int(alpha),))
+
+
+def _strided_2d(it: Iteration) -> tuple[int, int]:
+    inner = it.geometry.shape[0]
+    return (inner, it.geometry.numel // inner)
+
+
+def plan_unary(name: str, names: Container[str], it: Iteration, inp: torch.Tensor, *,
+               alpha: int | float | bool | None = None, alpha_type: torch.dtype | None = None,
+               force: str | None = None) -> Launch:
+    """exec_unary_kernel: dense (ILP or one element per thread), strided (2-D grid), castout fallback.
+
+    `force` ("ilp" or "scalar") pins the dense flavour, as the host's bench override does.
+    """
+    g, out = it.geometry, it.output
+    contiguous = g.is_contiguous()
+    o, i = metal_type_name(out.dtype), metal_type_name(inp.dtype)
+    tensors = (out, inp)
+    if alpha is not None:
+        a = _alpha_const(alpha, alpha_type or inp.dtype)
+        stem = f"{name}_{'dense' if contiguous else 'strided'}_{o}_{i}_{a.c_type}"
+        if contiguous:
+            return Launch(_need(names, stem), (Buffer(0), Buffer(1), a), (g.numel,), tensors)
+        return Launch(_need(names, stem), (Buffer(0), Buffer(1), *_unary_strided(g), Const("uint", (g.ndim,)), a),
+                      _strided_2d(it), tensors)
+    ilp = contiguous and out.dtype.is_floating_point and g.numel >= ILP_THRESHOLD
+    if contiguous and force is not None:
+        ilp = force == "ilp"
+    flavour = "strided" if not contiguous else ("dense" if ilp else "dense_scalar")
+    direct = f"{name}_{flavour}_{o}_{i}"
+    if direct in names:
+        if flavour == "dense":
+            count = -(-g.numel // ILP_PER_THREAD)
+            return Launch(direct, (Buffer(0), Buffer(1), Const("uint", (g.numel,))), (count,), tensors)
+        if flavour == "dense_scalar":
+            return Launch(direct, (Buffer(0), Buffer(1)), (g.numel,), tensors)
+        return Launch(direct, (Buffer(0), Buffer(1), *_unary_strided(g), Const("uint", (g.ndim,))),
+                      _strided_2d(it), tensors)
+    code = scalar_type_code(out.dtype)
+    if contiguous:
+        kernel = _need(names, f"{name}_dense_castout_{i}")
+        return Launch(kernel, (Buffer(0), Buffer(1), Const("uint2", (out.element_size(), code))), (g.numel,), tensors)
+    kernel = _need(names, f"{name}_strided_castout_{i}")
+    return Launch(kernel, (Buffer(0), Buffer(1), *_unary_strided(g), Const("uint2", (g.ndim, code))),
+                  _strided_2d(it), tensors)
+
+
+def _unary_strided(g) -> tuple[Const, Const, Const]:
+    return (Const("long*", g.shape), Const("long*", g.strides[1]), Const("long*", g.strides[0]))
+
+
+def is_dense_broadcastable(src: torch.Tensor, into: torch.Tensor) -> bool:
+    """`src` is contiguous and equals `into` on trailing dims up to the first mismatch, then 1s."""
+    if not (src.is_contiguous() and into.is_contiguous()):
+        return False
+    mismatched = False
+    for d in range(src.dim()):
+        if mismatched:
+            if src.shape[-d - 1] != 1:
+                return False
+            continue
+        mismatched = src.shape[-d - 1] != into.shape[-d - 1]
+    return True
+
+
+def plan_binary(name: str, names: Container[str], it: Iteration, a: torch.Tensor, b: torch.Tensor, *,
+                common: torch.dtype, alpha: int | float | bool | None = None,
+                alpha_type: torch.dtype | None = None, force: str | None = None) -> Launch:
+    """exec_binary_kernel for an output of the kernel's natural dtype (no `_castout_` path)."""
+    g, out = it.geometry, it.output
+    a, b = _host_scalar(a), _host_scalar(b)
+    cast = a.dtype != b.dtype
+    a_full, b_full = a.numel() == out.numel(), b.numel() == out.numel()
+    a_bc = is_dense_broadcastable(a, out) and not a_full
+    b_bc = is_dense_broadcastable(b, out) and not b_full
+    special, lhs = None, False
+    if a_bc and b_full and b.is_contiguous() and out.is_contiguous():
+        special, lhs = ("scalar" if a.numel() == 1 else "broadcast"), True
+    elif b_bc and a_full and a.is_contiguous() and out.is_contiguous():
+        special = "scalar" if b.numel() == 1 else "broadcast"
+    if special == "scalar" and cast:
+        tensor_dt, scalar_dt = (b.dtype, a.dtype) if lhs else (a.dtype, b.dtype)
+        real = common.to_real() if common.is_complex else common
+        if tensor_dt == common and not (scalar_dt.is_floating_point or scalar_dt.is_complex) \
+                and real == torch.float32:
+            a, b = (a.to(common), b) if lhs else (a, b.to(common))
+            cast = False
+    tensors = (out, a, b)
+    atype = alpha_type or (out.dtype if cast else common)
+    al = _alpha_const(alpha, atype) if alpha is not None else None
+    suffix_a = f"_{al.c_type}" if al else ""
+    o = metal_type_name(out.dtype)
+    cast_types = f"{o}_{metal_type_name(common if out.dtype == torch.bool else out.dtype)}"
+    sizes_types = Const("uint4", (a.element_size(), b.element_size(), scalar_type_code(a.dtype),
+                                  scalar_type_code(b.dtype))) if cast else None
+    extra = tuple(x for x in (al, sizes_types) if x is not None)
+    if special == "scalar":
+        t = b if lhs else a
+        side = "_lhs" if lhs else ""
+        stem = f"_dense_scalar{side}_cast_{cast_types}" if cast else \
+            f"_dense_scalar{side}_{o}_{metal_type_name(t.dtype)}"
+        return Launch(_need(names, name + stem + suffix_a), (Buffer(0), Buffer(1), Buffer(2), *extra),
+                      (g.numel,), tensors)
+    if special == "broadcast":
+        t = b if lhs else a
+        side = "_rhs" if lhs else ""
+        stem = f"_dense_broadcast{side}_cast_{cast_types}" if cast else \
+            f"_dense_broadcast{side}_{o}_{metal_type_name(t.dtype)}"
+        numel = Const("long", ((a if lhs else b).numel(),))
+        return Launch(_need(names, name + stem + suffix_a), (Buffer(0), Buffer(1), Buffer(2), numel, *extra),
+                      (g.numel,), tensors)
+    contiguous = g.is_contiguous()
+    ilp = contiguous and not cast and al is None and out.dtype.is_floating_point and g.numel >= ILP_THRESHOLD
+    if contiguous and not cast and al is None and force is not None:
+        ilp = force == "ilp"
+    flavour = ("dense_ilp4" if ilp else "dense") if contiguous else "strided"
+    kernel = _need(names, name + (f"_{flavour}_cast_{cast_types}" if cast else
+                                  f"_{flavour}_{o}_{metal_type_name(a.dtype)}") + suffix_a)
+    bufs = (Buffer(0), Buffer(1), Buffer(2))
+    if contiguous:
+        if ilp:
+            return Launch(kernel, (*bufs, Const("uint", (g.numel,))), (-(-g.numel // ILP_PER_THREAD),), tensors)
+        return Launch(kernel, (*bufs, *extra), (g.numel,), tensors)
+    types = (g.ndim, scalar_type_code(a.dtype), scalar_type_code(b.dtype))
+    pack = Const("uint4", (*types, scalar_type_code(out.dtype))) if cast else Const("uint3", types)
+    geometry = (Const("long*", g.shape), *(Const("long*", g.strides[k]) for k in range(3)), pack)
+    return Launch(kernel, (*bufs, *((al,) if al else ()), *geometry), (g.numel,), tensors)
+
+
+def plan_ternary(name: str, names: Container[str], it: Iteration, a: torch.Tensor, b: torch.Tensor,
+                 c: torch.Tensor) -> Launch:
+    """exec_ternary_kernel: dense or strided, `_cast_<out>` when any dtype differs."""
+    g, out = it.geometry, it.output
+    a, b, c = _host_scalar(a), _host_scalar(b), _host_scalar(c)
+    cast = len({a.dtype, b.dtype, c.dtype, out.dtype}) > 1
+    contiguous = g.is_contiguous()
+    flavour = "dense" if contiguous else "strided"
+    o = metal_type_name(out.dtype)
+    kernel = _need(names, f"{name}_{flavour}_cast_{o}" if cast else f"{name}_{flavour}_{o}_{metal_type_name(a.dtype)}")
+    bufs = (Buffer(0), Buffer(1), Buffer(2), Buffer(3))
+    tensors = (out, a, b, c)
+    codes = tuple(scalar_type_code(t.dtype) for t in (a, b, c))
+    if contiguous:
+        extra = (Const("uint3", tuple(t.element_size() for t in (a, b, c))), Const("uint3", codes)) if cast else ()
+        return Launch(kernel, (*bufs, *extra), (g.numel,), tensors)
+    geometry = (Const("long*", g.shape), *(Const("long*", g.strides[k]) for k in range(4)),
+                Const("uint", (g.ndim,)))
+    extra = (Const("uint4", (*codes, scalar_type_code(out.dtype))),) if cast else ()
+    return Launch(kernel, (*bufs, *geometry, *extra), (g.numel,), tensors)

@@ -77,3 +77,27 @@ def mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> fl
     allowed = tol.atol + tol.rtol * e[finite].abs()
     worst = float(err.max())
     return worst if bool((err > allowed).any()) else None
+
+
+def worst_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
+    """Largest absolute error over finite expected values; `inf` for a structural mismatch.
+
+    Structural: shape or dtype differ, NaN positions differ, or an infinity differs.
+    """
+    if actual.shape != expected.shape or actual.dtype != expected.dtype:
+        return float("inf")
+    if actual.numel() == 0:
+        return 0.0
+    if not (actual.is_floating_point() or actual.is_complex()):
+        return float((actual.to(torch.int64) - expected.to(torch.int64)).abs().max())
+    wide = torch.complex128 if actual.is_complex() else torch.float64
+    a, e = actual.to(wide), expected.to(wide)
+    nan = torch.isnan(e)
+    if not torch.equal(torch.isnan(a), nan):
+        return float("inf")
+    finite = torch.isfinite(e)
+    if not torch.equal(a[~finite & ~nan], e[~finite & ~nan]):
+        return float("inf")
+    if not bool(finite.any()):
+        return 0.0
+    return float((a[finite] - e[finite]).abs().max())

@@ -1,6 +1,12 @@
+import pytest
 import torch
 
-from metalport.checks.hostmodel import OutputSpec, metal_type_name, output_spec, strided_args
+from metalport.checks.families import classify
+from metalport.checks.hostmodel import (Buffer, Const, MissingKernel, OutputSpec, metal_type_name, output_spec,
+                                        plan_binary, plan_ternary, plan_unary, strided_args)
+from metalport.checks.iteration import build_iteration
+from metalport.checks.poison import poisoned
+from metalport.checks.samples import Family
 
 
 def test_output_spec_promotes_and_broadcasts():
@@ -29,8 +35,6 @@ def test_metal_names():
 def test_host_name_flavours_exist_in_the_wheels_macros():
     from pathlib import Path
 
-    import pytest
-
     from metalport.checks.hostmodel import FLAVOURS, host_name
 
     text = (Path(torch.__file__).parent / "include/c10/metal/indexing.h").read_text()
@@ -40,3 +44,115 @@ def test_host_name_flavours_exist_in_the_wheels_macros():
     assert host_name("abs", "strided_castout", torch.float32, torch.int32) == "abs_strided_castout_int"
     with pytest.raises(ValueError, match="unknown kernel flavour 'ilp'"):
         host_name("neg", "ilp", torch.float32)
+
+
+# Launch planning: which kernel the modelled MPS host asks for, with which arguments and grid.
+
+def _iter(*inputs, out=torch.float32):
+    return build_iteration(inputs, out, poisoned)
+
+
+def _unary_names(op: str, pairs) -> set[str]:
+    names = set()
+    for o, i in pairs:
+        names |= {f"{op}_dense_{o}_{i}", f"{op}_dense_scalar_{o}_{i}", f"{op}_strided_{o}_{i}",
+                  f"{op}_dense_castout_{i}", f"{op}_strided_castout_{i}"}
+    return names
+
+
+def test_iteration_allocates_the_output_torch_allocates():
+    cases = [(torch.ones(3, 4).t(),), (torch.ones(3, 4).t(), torch.ones(4, 3)),
+             (torch.ones(2, 3, 4).permute(2, 0, 1),), (torch.ones(5, 1), torch.ones(5)),
+             (torch.ones(4, 6)[:, ::2],), (torch.ones(3, 1, 5).expand(3, 4, 5),)]
+    for inputs in cases:
+        ref = torch.add(*inputs) if len(inputs) == 2 else torch.neg(inputs[0])
+        assert _iter(*inputs).output.stride() == ref.stride()
+
+
+def test_unary_flavours_and_arguments():
+    names = _unary_names("neg", [("float", "float"), ("half", "half")])
+    x = torch.ones(10)
+    small = plan_unary("neg", names, _iter(x), x)
+    assert (small.kernel, small.args, small.threads) == ("neg_dense_scalar_float_float", (Buffer(0), Buffer(1)), (10,))
+    big = torch.ones((1 << 18) + 3)
+    ilp = plan_unary("neg", names, _iter(big), big)
+    assert ilp.kernel == "neg_dense_float_float" and ilp.threads == (((1 << 18) + 6) // 4,)
+    assert ilp.args[2] == Const("uint", ((1 << 18) + 3,))
+    t = torch.ones(3, 5, dtype=torch.float16)[:, ::2]
+    strided = plan_unary("neg", names, _iter(t, out=torch.float16), t)
+    assert strided.kernel == "neg_strided_half_half" and strided.threads == (3, 3)
+    assert strided.args[2:] == (Const("long*", (3, 3)), Const("long*", (4, 10)), Const("long*", (2, 6)),
+                                Const("uint", (2,)))
+
+
+def test_unary_castout_fallback_and_missing_kernel():
+    names = _unary_names("sign", [("float", "float")])
+    x = torch.ones(4)
+    castout = plan_unary("sign", names, _iter(x, out=torch.float16), x)
+    assert castout.kernel == "sign_dense_castout_float" and castout.args[2] == Const("uint2", (2, 5))
+    i = torch.ones(4, dtype=torch.int32)
+    with pytest.raises(MissingKernel) as err:
+        plan_unary("sign", names, _iter(i, out=torch.int32), i)
+    assert err.value.kernel == "sign_dense_castout_int"
+
+
+def _binary_names(op: str, t: str, alpha: str = "") -> set[str]:
+    flavours = ("dense", "dense_ilp4", "strided", "dense_cast", "strided_cast", "dense_broadcast",
+                "dense_broadcast_rhs", "dense_broadcast_cast", "dense_broadcast_rhs_cast", "dense_scalar",
+                "dense_scalar_lhs", "dense_scalar_cast", "dense_scalar_lhs_cast")
+    return {f"{op}_{f}_{t}_{t}{alpha}" for f in flavours}
+
+
+def test_binary_scalar_broadcast_and_strided_choices():
+    names = _binary_names("atan2", "float")
+    a, s = torch.ones(5), torch.tensor(2.0)
+    rhs = plan_binary("atan2", names, _iter(a, s), a, s, common=torch.float32)
+    assert rhs.kernel == "atan2_dense_scalar_float_float" and rhs.args == (Buffer(0), Buffer(1), Buffer(2))
+    lhs = plan_binary("atan2", names, _iter(s, a), s, a, common=torch.float32)
+    assert lhs.kernel == "atan2_dense_scalar_lhs_float_float"
+    rows, row = torch.ones(4, 6), torch.ones(6)
+    bc = plan_binary("atan2", names, _iter(rows, row), rows, row, common=torch.float32)
+    assert bc.kernel == "atan2_dense_broadcast_float_float" and bc.args[3] == Const("long", (6,))
+    bcl = plan_binary("atan2", names, _iter(row, rows), row, rows, common=torch.float32)
+    assert bcl.kernel == "atan2_dense_broadcast_rhs_float_float"
+    col = torch.ones(4, 1)
+    strided = plan_binary("atan2", names, _iter(rows, col), rows, col, common=torch.float32)
+    assert strided.kernel == "atan2_strided_float_float"
+    assert strided.args[3:] == (Const("long*", (6, 4)), Const("long*", (4, 24)), Const("long*", (4, 24)),
+                                Const("long*", (0, 4)), Const("uint3", (2, 6, 6)))
+
+
+def test_binary_casts_follow_the_host():
+    names = _binary_names("add", "half", "_half") | _binary_names("add", "float", "_float")
+    h = torch.ones(5, dtype=torch.float16)
+    double = torch.tensor(2.5, dtype=torch.float64)
+    launch = plan_binary("add", names, _iter(h, double, out=torch.float16), h, double, common=torch.float16,
+                         alpha=2)
+    assert launch.kernel == "add_dense_scalar_cast_half_half_half"
+    assert launch.args[3:] == (Const("half", (2.0,)), Const("uint4", (2, 4, 5, 6)))
+    f, i = torch.ones(5), torch.tensor(3)
+    promoted = plan_binary("add", names, _iter(f, i), f, i, common=torch.float32, alpha=1)
+    assert promoted.kernel == "add_dense_scalar_float_float_float" and promoted.tensors[2].dtype == torch.float32
+
+
+def test_ternary_cast_and_strided():
+    names = {"lerp_dense_float_float", "lerp_dense_cast_float", "lerp_strided_float_float", "lerp_strided_cast_float"}
+    a, w = torch.ones(6), torch.ones(6, dtype=torch.float16)
+    cast = plan_ternary("lerp", names, _iter(a, a, w), a, a, w)
+    assert cast.kernel == "lerp_dense_cast_float"
+    assert cast.args[4:] == (Const("uint3", (4, 4, 2)), Const("uint3", (6, 6, 5)))
+    s = torch.tensor(0.5, dtype=torch.float64)
+    strided = plan_ternary("lerp", names, _iter(a, a, s), a, a, s)
+    assert strided.kernel == "lerp_strided_float_float" and strided.args[-1] == Const("uint", (1,))
+
+
+def test_family_from_host_names():
+    assert classify(_unary_names("neg", [("float", "float"), ("int", "int")]), "neg") == \
+        (Family.UNARY, [torch.float32, torch.int32])
+    assert classify(_binary_names("atan2", "half"), "atan2") == (Family.BINARY, [torch.float16])
+    assert classify(_binary_names("sub", "long", "_long"), "sub") == (Family.BINARY_ALPHA, [torch.int64])
+    assert classify({"lerp_dense_float_float", "lerp_strided_cast_float"}, "lerp") == (Family.TERNARY, [torch.float32])
+    assert classify({"hardshrink_dense_float_float_float", "hardshrink_strided_float_float_float"}, "hardshrink") \
+        == (Family.UNARY_ALPHA, [torch.float32])
+    assert classify(_binary_names("add_relu", "float"), "add") is None
+    assert classify({"reduce_sum_float"}, "reduce_sum") is None

@@ -1,0 +1,149 @@
+"""One harness, two backends: compile kernel files and run a modelled `Launch` on either.
+
+"emulated" compiles with `metalport.emulate.compile_file` (Metal on the CPU); "mps" uses
+`torch.mps.compile_shader` when MPS is available. Buffers are the flat storage regions of the
+operand views (kernels address them with the byte strides the host passes); every scalar the host
+would set with setBytes goes to the emulator as a Python value packed to the parameter's C type,
+and to MPS as a tensor of that type (vectors of three padded to four, as Metal lays them out).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from metalport.checks.hostmodel import Buffer, Const, Launch
+from metalport.checks.iteration import flat_buffer
+from metalport.errors import EmulateError, UsageError
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](c10/metal/[\w./]+)[>"][^\n]*$', re.M)
+_TENSOR_DTYPE = {
+    "uint": torch.int32, "int": torch.int32, "long": torch.int64, "ulong": torch.int64,
+    "float": torch.float32, "half": torch.float16, "bfloat": torch.bfloat16, "bool": torch.bool,
+    "short": torch.int16, "ushort": torch.int16, "char": torch.int8, "uchar": torch.uint8,
+}
+
+
+def wheel_include_dir() -> Path:
+    """The installed torch wheel's `include` directory (holds `c10/metal`)."""
+    return Path(torch.__file__).parent / "include"
+
+
+def include_dirs_for(checkout_root: Path) -> tuple[Path, ...]:
+    """The checkout's headers first (when it has `c10/metal`), the wheel's as the fallback."""
+    dirs = [checkout_root] if (checkout_root / "c10/metal").is_dir() else []
+    return (*dirs, wheel_include_dir())
+
+
+def pick_backend(requested: str) -> str:
+    """Resolve "auto" to "mps" when MPS is available, else "emulated"; validate the name."""
+    if requested not in ("auto", "emulated", "mps"):
+        raise UsageError(f"unknown backend {requested!r}", hint="use auto, emulated or mps")
+    mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+    if requested == "mps" and not mps:
+        raise UsageError("backend mps requested but torch.backends.mps.is_available() is False",
+                         hint="run on macOS with MPS, or use --backend emulated")
+    if requested == "auto":
+        return "mps" if mps else "emulated"
+    return requested
+
+
+def inline_includes(source: str, include_dirs: Sequence[Path], seen: set[str] | None = None) -> str:
+    """`source` with every `#include <c10/metal/...>` replaced by the header text, each header once."""
+    seen = set() if seen is None else seen
+
+    def expand(m: re.Match[str]) -> str:
+        rel = m.group(1)
+        if rel in seen:
+            return ""
+        seen.add(rel)
+        for d in include_dirs:
+            path = d / rel
+            if path.is_file():
+                text = path.read_text(encoding="utf-8").replace("#pragma once", "")
+                return inline_includes(text, include_dirs, seen)
+        raise UsageError(f"header {rel} not found", hint="check the checkout's c10/metal directory")
+
+    return _INCLUDE.sub(expand, source)
+
+
+@dataclass(frozen=True)
+class KernelFile:
+    """One compiled kernel file: its path (as reported) and the library object."""
+
+    path: Path
+    library: Any
+
+
+class KernelSet:
+    """The kernels of one op drawn from one or more compiled files, callable by host name."""
+
+    def __init__(self, backend: str, files: Sequence[KernelFile]) -> None:
+        self.backend = backend
+        self._owner: dict[str, KernelFile] = {}
+        for f in files:
+            for name in f.library.function_names():
+                self._owner.setdefault(name, f)
+        self.names = frozenset(self._owner)
+
+    def arg_count(self, kernel: str) -> int | None:
+        """Number of buffer arguments the kernel declares (emulated only; None when unknown)."""
+        lib = self._owner[kernel].library
+        info = getattr(lib, "kernels", {}).get(kernel) if hasattr(lib, "kernels") else None
+        if info is None:
+            return None
+        return sum(1 for a in info.args if a.attribute == "buffer")
+
+    def run(self, launch: Launch) -> None:
+        """Dispatch `launch`; outputs are written through the operand views' storage."""
+        lib = self._owner[launch.kernel].library
+        fn = getattr(lib, launch.kernel)
+        if self.backend == "emulated":
+            args = [self._emulated(a, launch) for a in launch.args]
+            fn(*args, threads=launch.threads if len(launch.threads) > 1 else launch.threads[0])
+            return
+        moved = [flat_buffer(t).to("mps") for t in launch.tensors]
+        args = [moved[a.operand] if isinstance(a, Buffer) else _const_tensor(a) for a in launch.args]
+        fn(*args, threads=launch.threads if len(launch.threads) > 1 else launch.threads[0])
+        flat_buffer(launch.tensors[0]).copy_(moved[0].cpu())
+
+    @staticmethod
+    def _emulated(arg: Buffer | Const, launch: Launch) -> Any:
+        if isinstance(arg, Buffer):
+            return flat_buffer(launch.tensors[arg.operand])
+        if arg.c_type.endswith("*") or arg.c_type[-1].isdigit():
+            return list(arg.values)
+        return arg.values[0]
+
+
+def _const_tensor(arg: Const) -> torch.Tensor:
+    base = arg.c_type.rstrip("*").rstrip("234")
+    values = list(arg.values)
+    if arg.c_type.endswith("3"):
+        values.append(0)
+    return torch.tensor(values, dtype=_TENSOR_DTYPE[base]).to("mps")
+
+
+def compile_files(paths: Sequence[Path], checkout_root: Path, backend: str) -> KernelSet:
+    """Compile each kernel file for `backend` (EmulateError/CompileError propagate, one line)."""
+    dirs = include_dirs_for(checkout_root)
+    files = []
+    for p in paths:
+        if not p.is_file():
+            raise UsageError(f"kernel file {p} does not exist", hint="pass an existing .metal file")
+        if backend == "emulated":
+            from metalport.emulate import compile_file
+
+            files.append(KernelFile(p, compile_file(p, include_dirs=dirs)))
+        else:
+            source = inline_includes(p.read_text(encoding="utf-8"), dirs)
+            try:
+                files.append(KernelFile(p, torch.mps.compile_shader(source)))
+            except (SyntaxError, RuntimeError) as err:  # torch's compile failures carry the log
+                raise EmulateError(f"{p}: Metal compile failed: {str(err).splitlines()[0]}") from None
+    return KernelSet(backend, files)

@@ -1,0 +1,60 @@
+"""Which exec_*_kernel convention an op's kernels follow, read from the library's host names.
+
+`REGISTER_UNARY_OP` gives `<op>_dense_scalar_<out>_<in>` (and castout variants),
+`REGISTER_UNARY_ALPHA_OP` `<op>_dense_<out>_<in>_<alpha>`, the binary macros
+`<op>_dense_broadcast_<out>_<in>[_<alpha>]`, the ternary ones `<op>_strided_cast_<out>`.
+Only names of the form `<op>_<flavour>_<metal types>` count, so `add_relu_…` is not `add`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+
+from metalport.checks.hostmodel import METAL_DTYPES
+from metalport.checks.samples import Family
+
+_FLAVOUR_WORDS = {"dense", "strided", "scalar", "lhs", "rhs", "broadcast", "cast", "castout", "ilp", "ilp4"}
+
+
+def _split(name: str, base: str) -> tuple[str, tuple[str, ...]] | None:
+    """(`dense_broadcast`, (`float`, `float`)) for `<base>_dense_broadcast_float_float`, else None."""
+    if not name.startswith(base + "_"):
+        return None
+    words = name[len(base) + 1:].split("_")
+    k = 0
+    while k < len(words) and words[k] in _FLAVOUR_WORDS:
+        k += 1
+    types = tuple(words[k:])
+    if k == 0 or not all(t in METAL_DTYPES for t in types):
+        return None
+    return "_".join(words[:k]), types
+
+
+def classify(names: Iterable[str], base: str) -> tuple[Family, list[torch.dtype]] | None:
+    """The family of `base`'s kernels and the input dtypes they register, or None if unmodelled."""
+    parsed = [p for p in (_split(n, base) for n in names) if p is not None]
+
+    def inputs(flavour: str, arity: int) -> list[torch.dtype]:
+        found = {METAL_DTYPES[t[1]] for f, t in parsed if f == flavour and len(t) == arity}
+        return [d for d in METAL_DTYPES.values() if d in found]
+
+    rules = (
+        (Family.BINARY_ALPHA, "dense_broadcast", 3),
+        (Family.BINARY, "dense_broadcast", 2),
+        (Family.UNARY, "dense_scalar", 2),
+        (Family.UNARY_ALPHA, "dense", 3),
+    )
+    for family, flavour, arity in rules:
+        got = inputs(flavour, arity)
+        if got:
+            return family, got
+    if any(f == "strided_cast" and len(t) == 1 for f, t in parsed):
+        got = inputs("dense", 2)
+        if got:
+            return Family.TERNARY, got
+    castout = {METAL_DTYPES[t[0]] for f, t in parsed if f == "dense_castout" and len(t) == 1}
+    if castout:
+        return Family.UNARY, [d for d in METAL_DTYPES.values() if d in castout]
+    return None

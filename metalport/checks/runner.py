@@ -1,0 +1,112 @@
+"""One conformance case: reference on CPU, kernel through the host model, poisoned output compared."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from metalport.checks.backend import KernelSet
+from metalport.checks.hostmodel import (Launch, MissingKernel, UnmodelledCall, plan_binary, plan_ternary,
+                                        plan_unary)
+from metalport.checks.iteration import build_iteration
+from metalport.checks.poison import poisoned, unwritten
+from metalport.checks.samples import Call, Family
+from metalport.checks.tolerances import mismatch, tolerance_for, worst_error
+from metalport.errors import EmulateError
+
+_NO_MPS_DTYPES = (torch.float64, torch.complex128)
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """`ok` and the worst error of one case; `skipped` names why the host model does not cover it."""
+
+    ok: bool
+    error: float
+    message: str | None = None
+    skipped: str | None = None
+
+
+def _common(call: Call, out_dtype: torch.dtype) -> torch.dtype:
+    values = [call._get(s) for s in call.slots]
+    common = values[0].dtype if len(values) == 1 else torch.result_type(values[0], values[1])
+    for v in values[2:]:
+        common = torch.promote_types(common, v.dtype if isinstance(v, torch.Tensor) else common)
+    if (out_dtype.is_floating_point or out_dtype.is_complex) and not (common.is_floating_point or common.is_complex):
+        return out_dtype
+    return common
+
+
+def plan(kernels: KernelSet, family: Family, base: str, call: Call, expected: torch.Tensor,
+         force: str | None) -> tuple[Launch | None, torch.Tensor]:
+    """The launch the host would make (None for an empty iterator) and the poisoned output view."""
+    operands = call.operands()
+    it = build_iteration(operands, expected.dtype, poisoned)
+    if it.geometry.numel == 0:
+        return None, it.output
+    names = kernels.names
+    if family in (Family.UNARY, Family.UNARY_ALPHA):
+        launch = plan_unary(base, names, it, operands[0], alpha=call.alpha,
+                            alpha_type=_common(call, expected.dtype) if call.alpha is not None else None,
+                            force=force)
+    elif family in (Family.BINARY, Family.BINARY_ALPHA):
+        launch = plan_binary(base, names, it, operands[0], operands[1], common=_common(call, expected.dtype),
+                             alpha=call.alpha, force=force)
+    else:
+        launch = plan_ternary(base, names, it, *operands)
+    declared = kernels.arg_count(launch.kernel)
+    if declared is not None and declared != len(launch.args):
+        raise UnmodelledCall(f"kernel {launch.kernel} declares {declared} buffers, the modelled host passes "
+                             f"{len(launch.args)}")
+    return launch, it.output
+
+
+def _describe_mismatch(actual: torch.Tensor, expected: torch.Tensor, err: float, tol) -> str:
+    a, e = actual.reshape(-1), expected.reshape(-1)
+    if a.is_floating_point() or a.is_complex():
+        wide = torch.complex128 if a.is_complex() else torch.float64
+        aw, ew = a.to(wide), e.to(wide)
+        bad = ~((aw == ew) | (torch.isnan(aw) & torch.isnan(ew)) |
+                ((aw - ew).abs() <= tol.atol + tol.rtol * ew.abs()))
+    else:
+        bad = a.to(torch.int64) != e.to(torch.int64)
+    idx = int(bad.nonzero()[0]) if bool(bad.any()) else 0
+    where = tuple(int(i) for i in torch.unravel_index(torch.tensor(idx), expected.shape)) if expected.dim() else ()
+    return (f"{int(bad.sum())} of {a.numel()} elements differ, worst error {err:.3g} "
+            f"(atol {tol.atol:g}, rtol {tol.rtol:g}); at {list(where)} got {a[idx].item()!r}, "
+            f"expected {e[idx].item()!r}")
+
+
+def run_case(kernels: KernelSet, family: Family, base: str, call: Call, force: str | None) -> CaseResult:
+    """Run one case; MissingKernel propagates (the caller words it as a host failure)."""
+    try:
+        expected = call.run()
+    except (RuntimeError, ValueError, TypeError, IndexError) as err:
+        return CaseResult(True, 0.0, skipped=f"torch CPU rejects the inputs ({type(err).__name__})")
+    if not isinstance(expected, torch.Tensor):
+        return CaseResult(True, 0.0, skipped=f"{call.func.name()} returns no single tensor")
+    if expected.dtype in _NO_MPS_DTYPES or any(t.dtype in _NO_MPS_DTYPES and t.dim() > 0 for t in call.operands()):
+        return CaseResult(True, 0.0, skipped="float64 operands (MPS has no float64)")
+    try:
+        launch, output = plan(kernels, family, base, call, expected, force)
+    except UnmodelledCall as err:
+        return CaseResult(True, 0.0, skipped=str(err))
+    if launch is not None:
+        try:
+            kernels.run(launch)
+        except EmulateError as err:
+            return CaseResult(False, float("inf"), f"kernel {launch.kernel} failed: {err}")
+    holes = unwritten(output, expected)
+    kernel = launch.kernel if launch else "(no launch)"
+    if holes:
+        return CaseResult(False, float("inf"), f"{holes} of {output.numel()} output elements never written "
+                          f"by {kernel}")
+    tol = tolerance_for(base, expected.dtype)
+    err = worst_error(output, expected)
+    if mismatch(output, expected, tol) is None:
+        return CaseResult(True, err)
+    return CaseResult(False, err, f"{_describe_mismatch(output, expected, err, tol)}; kernel {kernel}")
+
+
+__all__ = ["CaseResult", "MissingKernel", "plan", "run_case"]

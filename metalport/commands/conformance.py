@@ -1,0 +1,84 @@
+"""`metalport conformance aten::OP`: the op's Metal kernels against torch on CPU, per dtype."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from metalport.checks.conformance import KERNELS_DIR
+from metalport.errors import RepoError
+
+if TYPE_CHECKING:
+    from metalport.checks.report import ConformanceReport
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `conformance` command."""
+    parser = subparsers.add_parser(
+        "conformance", help="check an op's Metal kernels against torch (OpInfo samples, random, held-out)",
+        description="Run the op's kernels as the MPS host would (emulated on the CPU, or on MPS) over its "
+                    "OpInfo samples, fresh random inputs and held-out edge cases, and compare with torch on "
+                    "CPU. Exit 0 on pass, 1 on fail or when no host model covers the op, 2 on bad input.")
+    parser.add_argument("op", help="the ATen op, e.g. aten::atan2")
+    parser.add_argument("--repo", type=Path, default=None,
+                        help="PyTorch checkout (default: the one enclosing the working directory)")
+    parser.add_argument("--dtypes", default=None, help="comma-separated dtypes, e.g. float32,half,int32")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON (held-out inputs left out)")
+    parser.add_argument("--seed", type=int, default=None, help="seed for the random inputs (default: fresh)")
+    parser.add_argument("--backend", default="auto", choices=("auto", "emulated", "mps"),
+                        help="where kernels run (auto: mps when available, else emulated)")
+    parser.add_argument("--no-held-out", action="store_true", help="skip the held-out edge cases")
+    parser.set_defaults(func=run)
+
+
+def _checkout_root(repo: Path | None) -> Path:
+    hint = "pass --repo at a PyTorch checkout"
+    if repo is not None:
+        root = repo.expanduser().resolve()
+        if not (root / KERNELS_DIR).is_dir():
+            raise RepoError(f"not a PyTorch checkout: missing {KERNELS_DIR}", location=str(root), hint=hint)
+        return root
+    start = Path.cwd().resolve()
+    for candidate in (start, *start.parents):
+        if (candidate / KERNELS_DIR).is_dir():
+            return candidate
+    raise RepoError(f"not inside a PyTorch checkout: missing {KERNELS_DIR}", location=str(start), hint=hint)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the per-dtype table (or JSON); exit 0 only on pass."""
+    from metalport.checks.conformance import run_conformance
+
+    root = _checkout_root(args.repo)
+    dtypes = [d for d in args.dtypes.split(",") if d.strip()] if args.dtypes else None
+    report = run_conformance(root, args.op, dtypes=dtypes, include_held_out=not args.no_held_out,
+                             backend=args.backend, seed=args.seed)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+        return 0 if report.ok() else 1
+    _print_table(report)
+    return 0 if report.ok() else 1
+
+
+def _print_table(report: ConformanceReport) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False, soft_wrap=True)
+    table = Table(title=f"conformance {report.op} ({report.backend}, seed {report.seed})")
+    for col in ("dtype", "samples", "passed", "worst error", "worst sample", "held-out passed"):
+        table.add_column(col)
+    for d in report.dtypes:
+        worst = "-" if d.worst_error is None else f"{d.worst_error:.3g}"
+        held = f"{d.held_out_passed}/{d.held_out_samples}" if d.held_out_samples else "-"
+        table.add_row(d.dtype, str(d.samples), str(d.passed), worst, d.worst_sample or "-", held)
+    if report.dtypes:
+        console.print(table)
+    for d in report.dtypes:
+        for f in d.failures:
+            console.print(f"FAIL {f}", markup=False)
+    if report.reason:
+        console.print(f"note: {report.reason}", markup=False)
+    console.print(f"{report.op}: {report.status}", markup=False)
