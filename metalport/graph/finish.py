@@ -11,6 +11,7 @@ from pathlib import Path
 
 import git
 
+from metalport.graph.base import remove_snapshot
 from metalport.graph.nodes._common import load_worktree
 from metalport.graph.nodes.publish import full_evidence
 from metalport.graph.records import write_json
@@ -23,6 +24,8 @@ def finish_run(values: dict, directory: Path, *, keep_branch: bool) -> None:
     evidence = {**full_evidence(values, values.get("commit")), "status": values.get("status"),
                 "reason": values.get("reason"), "stage": values.get("stage")}
     write_json(directory / "evidence.json", evidence)
+    if values.get("repo_root") and values.get("run_id"):
+        remove_snapshot(Path(values["repo_root"]), values["run_id"])
     if not values.get("worktree"):
         return
     worktree = load_worktree(values)

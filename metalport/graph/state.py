@@ -18,6 +18,7 @@ class PortState(TypedDict, total=False):
     run_id: str
     op: str  # "aten::heaviside"
     repo_root: str  # the user's repository (top level)
+    base_root: str  # the base commit's tree: repo_root, or a snapshot when the user's tree differs
     options: dict  # RunOptions as a dict
     resolution: dict  # the op's rows, backlog status, family, stub, MPS impl, xfails
     plan: dict  # PortPlan.to_dict()

@@ -25,7 +25,7 @@ def make_toolbox(ctx: RunContext, state: PortState, plan: Any, worktree: Worktre
     root = worktree.path
 
     def check() -> dict:
-        failures = check_contract(ctx.repo_root, root, plan)
+        failures = check_contract(Path(state.get("base_root") or ctx.repo_root), root, plan)
         if not failures:
             failures = ctx.executor().build(root, plan)
         return {"ok": not failures, "failures": [f.to_dict() for f in failures[:20]],

@@ -12,7 +12,8 @@ def check(state: PortState) -> dict:
     """Run the contract checks; their failures (if any) go to diagnose."""
     from metalport.checks.contract import check_contract
 
-    failures = check_contract(Path(state["repo_root"]), load_worktree(state).path, load_plan(state))
+    base = Path(state.get("base_root") or state["repo_root"])
+    failures = check_contract(base, load_worktree(state).path, load_plan(state))
     verdict = {"ok": not failures, "failures": len(failures),
                "first": str(failures[0]) if failures else None}
     return {"stage": "check", "failures": [f.to_dict() for f in failures], "failure_stage": "check",

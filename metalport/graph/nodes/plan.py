@@ -15,7 +15,7 @@ def plan(state: PortState) -> dict:
     from metalport.agent.recipes.port import plan_port
     from metalport.checkout import find_checkout
 
-    checkout = find_checkout(Path(state["repo_root"]))
+    checkout = find_checkout(Path(state.get("base_root") or state["repo_root"]))
     port = plan_port(checkout, state["op"], force=bool(state["options"].get("force")))
     update: dict = {"stage": "plan", "plan": port.to_dict()}
     if port.needs_llm and state["options"].get("model", "recipe") == "recipe":

@@ -15,11 +15,14 @@ def resolve(state: PortState, runtime: Runtime[RunContext]) -> dict:
     """Resolve the op in the user's checkout; UnknownOpError (with close names) when it is not there.
 
     Also selects the executor, so a missing compiler stops the run before any worktree exists.
+    The op is resolved in the base commit's tree (`graph.base`), not in a dirty work tree.
     """
     from metalport.agent.recipes.port import resolve_op
     from metalport.checkout import find_checkout
 
-    checkout = find_checkout(Path(state["repo_root"]))
-    resolution = resolve_op(checkout, state["op"])
+    from metalport.graph.base import base_root
+
     runtime.context.executor()
-    return {"stage": "resolve", "resolution": jsonable(resolution)}
+    root = base_root(Path(state["repo_root"]), state["run_id"], state["options"].get("base", "HEAD"))
+    resolution = resolve_op(find_checkout(root), state["op"])
+    return {"stage": "resolve", "resolution": jsonable(resolution), "base_root": str(root)}
