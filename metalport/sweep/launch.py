@@ -7,6 +7,9 @@ checkpoints. The sweep follows a run only through its record (`get_run`), never 
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import json
 import os
 import secrets
 import signal
@@ -17,6 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from metalport.agent.budget import BudgetLimits
 
 
 def new_run_id(op: str) -> str:
@@ -34,11 +39,17 @@ class RunCommand:
     extra: tuple[str, ...] = ()
     python: str = field(default_factory=lambda: sys.executable)
 
-    def argv(self, op: str, run_id: str) -> list[str]:
-        """The command line of the run of `op` with id `run_id`."""
-        return [self.python, "-m", "metalport", "run", f"aten::{op}", "--no-input", "--json",
+    def argv(self, op: str, run_id: str, limits: BudgetLimits | None = None) -> list[str]:
+        """The command line of the run of `op` with id `run_id`, within `limits` when given."""
+        argv = [self.python, "-m", "metalport", "run", f"aten::{op}", "--no-input", "--json",
                 "--repo", str(self.repo_root), "--model", self.model, "--executor", self.executor,
                 "--run-id", run_id, *self.extra]
+        if limits is not None:
+            if limits.max_wall_s:
+                argv += ["--wall-time", f"{limits.max_wall_s:g}"]
+            if _run_option("--budget"):
+                argv += ["--budget", json.dumps(dataclasses.asdict(limits), sort_keys=True)]
+        return argv
 
 
 class RunProcess:
@@ -88,6 +99,18 @@ class RunProcess:
             self.proc.wait()
         except ProcessLookupError:
             pass
+
+
+@functools.cache
+def _run_option(flag: str) -> bool:
+    """Whether `metalport run` takes `flag` (the run's per-run budget flag came later than the sweep)."""
+    import argparse
+
+    from metalport.commands.run import add_arguments
+
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    return flag in parser._option_string_actions
 
 
 def _child_env() -> dict[str, str]:

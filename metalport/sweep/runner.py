@@ -102,6 +102,8 @@ class _Sweep:
         self.inflight: list[RunProcess] = []
         self.started: list[str] = []
         self.budget = SweepBudget(options.budget)
+        self.budget_set = options.budget != UNLIMITED
+        self.limits = options.run_limits
         self.stop_reason: str | None = None
         md, js = paths_for(options.dashboard) if options.dashboard else (None, None)
         self.report = SweepReport(
@@ -126,7 +128,10 @@ class _Sweep:
                                                        reason="waiting for a free run slot")
             if skip is None:
                 queue.append(item)
-        self.awaiting = sum(1 for r in self.runs.all() if status_of(r) == "awaiting-review")
+        records = self.runs.all()
+        self.awaiting = sum(1 for r in records if status_of(r) == "awaiting-review")
+        # A run another process drives (a killed sweep's child) may reach the gate too: count it.
+        self.elsewhere = sum(1 for r in records if status_of(r) == "running" and self.runs.live(r.run_id))
         self._publish()
         try:
             self._loop(queue)
@@ -168,9 +173,10 @@ class _Sweep:
         except BudgetExhausted as err:
             self.stop_reason = err.message
             return False
-        if self.awaiting + len(self.inflight) >= self.o.max_open:
+        if self.awaiting + self.elsewhere + len(self.inflight) >= self.o.max_open:
             if not self.inflight:
-                self.stop_reason = (f"{self.awaiting} runs await review (--max-open {self.o.max_open}); "
+                also = f" and {self.elsewhere} more are running" if self.elsewhere else ""
+                self.stop_reason = (f"{self.awaiting} runs await review{also} (--max-open {self.o.max_open}); "
                                     f"review them with `metalport review{self.flag}`")
             return False
         return True
@@ -185,8 +191,9 @@ class _Sweep:
 
     def _launch(self, item: Any) -> None:
         run_id = new_run_id(item.op)
-        proc = RunProcess(item.op, run_id, self.command.argv(item.op, run_id), self.mdir / "sweep" / "logs",
-                          ease=item.ease)
+        limits = self.limits if self.budget_set else None
+        proc = RunProcess(item.op, run_id, self.command.argv(item.op, run_id, limits),
+                          self.mdir / "sweep" / "logs", ease=item.ease)
         self.inflight.append(proc)
         self.started.append(run_id)
         self.outcomes[item.op] = OpOutcome(op=item.op, outcome="running", ease=item.ease, run_id=run_id,
