@@ -93,11 +93,35 @@ class KernelSet:
 
     def arg_count(self, kernel: str) -> int | None:
         """Number of buffer arguments the kernel declares (emulated only; None when unknown)."""
-        lib = self._owner[kernel].library
-        info = getattr(lib, "kernels", {}).get(kernel) if hasattr(lib, "kernels") else None
-        if info is None:
-            return None
-        return sum(1 for a in info.args if a.attribute == "buffer")
+        info = getattr(self._owner[kernel].library, "kernels", {}).get(kernel)
+        return None if info is None else len(info.buffers)
+
+    def run_many(self, launches: Sequence[Launch]) -> list[str | None]:
+        """Run `launches`; per launch None or the one-line error. Emulated calls share one round-trip
+        per library; after a failing batch each call is rerun alone to name the one that failed."""
+        if self.backend != "emulated":
+            return [self._attempt(la) for la in launches]
+        errors: list[str | None] = [None] * len(launches)
+        by_lib: dict[int, list[int]] = {}
+        for i, la in enumerate(launches):
+            by_lib.setdefault(id(self._owner[la.kernel]), []).append(i)
+        for indices in by_lib.values():
+            lib = self._owner[launches[indices[0]].kernel].library
+            batch = [(launches[i].kernel, [self._emulated(a, launches[i]) for a in launches[i].args],
+                      {"threads": _grid(launches[i])}) for i in indices]
+            try:
+                lib.run_batch(batch)
+            except EmulateError:
+                for i in indices:
+                    errors[i] = self._attempt(launches[i])
+        return errors
+
+    def _attempt(self, launch: Launch) -> str | None:
+        try:
+            self.run(launch)
+        except EmulateError as err:
+            return str(err)
+        return None
 
     def run(self, launch: Launch) -> None:
         """Dispatch `launch`; outputs are written through the operand views' storage."""
@@ -105,11 +129,11 @@ class KernelSet:
         fn = getattr(lib, launch.kernel)
         if self.backend == "emulated":
             args = [self._emulated(a, launch) for a in launch.args]
-            fn(*args, threads=launch.threads if len(launch.threads) > 1 else launch.threads[0])
+            fn(*args, threads=_grid(launch))
             return
         moved = [flat_buffer(t).to("mps") for t in launch.tensors]
         args = [moved[a.operand] if isinstance(a, Buffer) else _const_tensor(a) for a in launch.args]
-        fn(*args, threads=launch.threads if len(launch.threads) > 1 else launch.threads[0])
+        fn(*args, threads=_grid(launch))
         flat_buffer(launch.tensors[0]).copy_(moved[0].cpu())
 
     @staticmethod
@@ -119,6 +143,10 @@ class KernelSet:
         if arg.c_type.endswith("*") or arg.c_type[-1].isdigit():
             return list(arg.values)
         return arg.values[0]
+
+
+def _grid(launch: Launch) -> int | tuple[int, ...]:
+    return launch.threads if len(launch.threads) > 1 else launch.threads[0]
 
 
 def _const_tensor(arg: Const) -> torch.Tensor:

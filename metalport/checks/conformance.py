@@ -21,7 +21,7 @@ from metalport.checks.backend import KernelSet, compile_files, pick_backend
 from metalport.checks.families import classify
 from metalport.checks.hostmodel import MissingKernel, UnmodelledCall
 from metalport.checks.report import NO_HOST_MODEL, ConformanceReport, DtypeVerdict
-from metalport.checks.runner import CaseResult, run_case
+from metalport.checks.runner import CaseResult, Prepared, dispatch, judge, prepare_case
 from metalport.checks.samples import (Call, Family, bind, find_opinfo, held_out_operands, opinfo_calls,
                                       random_operands, schema_template)
 from metalport.errors import UnknownOpError, UsageError
@@ -199,12 +199,18 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
         metal = {v: k for k, v in _metal_names().items()}[dtype]
         where_file = next((f for f in files if _register_line(f, base, metal)), files[0])
         run = _DtypeRun(dtype, (_rel(where_file, checkout_root), _register_line(where_file, base, metal)))
-        for label, call, held, force in _cases(family, base, packet, dtype, gen, include_held_out, run):
+        cases = _cases(family, base, packet, dtype, gen, include_held_out, run)
+        staged: list[Prepared | CaseResult] = []
+        for _, call, _, force in cases:
             try:
-                result = run_case(kernels, family, base, call, force)
+                staged.append(prepare_case(kernels, family, base, call, force))
             except MissingKernel as err:
-                result = CaseResult(False, float("inf"), f"the host would ask for kernel {err.kernel}, which no "
-                                    f"kernel file defines (MPS raises 'Failed to create function state object')")
+                staged.append(CaseResult(False, float("inf"), f"the host would ask for kernel {err.kernel}, which "
+                                         f"no kernel file defines (MPS: 'Failed to create function state object')"))
+        ready = [p for p in staged if isinstance(p, Prepared)]
+        errors = dict(zip(map(id, ready), dispatch(kernels, ready)))
+        for (label, call, held, _), item in zip(cases, staged):
+            result = judge(base, item, errors[id(item)]) if isinstance(item, Prepared) else item
             run.add(result, label, call, held)
         unmodelled += run.unmodelled
         verdicts.append(run.verdict())

@@ -13,7 +13,6 @@ from metalport.checks.iteration import build_iteration
 from metalport.checks.poison import poisoned, unwritten
 from metalport.checks.samples import Call, Family
 from metalport.checks.tolerances import mismatch, tolerance_for, worst_error
-from metalport.errors import EmulateError
 
 _NO_MPS_DTYPES = (torch.float64, torch.complex128)
 
@@ -78,8 +77,21 @@ def _describe_mismatch(actual: torch.Tensor, expected: torch.Tensor, err: float,
             f"expected {e[idx].item()!r}")
 
 
-def run_case(kernels: KernelSet, family: Family, base: str, call: Call, force: str | None) -> CaseResult:
-    """Run one case; MissingKernel propagates (the caller words it as a host failure)."""
+@dataclass
+class Prepared:
+    """A case ready to dispatch: the launch (None when the iterator is empty), its output, the reference."""
+
+    launch: Launch | None
+    output: torch.Tensor
+    expected: torch.Tensor
+
+
+def prepare_case(kernels: KernelSet, family: Family, base: str, call: Call, force: str | None
+                 ) -> Prepared | CaseResult:
+    """Reference result and modelled launch, or a CaseResult when the case cannot run.
+
+    MissingKernel propagates (the caller words it as a host failure).
+    """
     try:
         expected = call.run()
     except (RuntimeError, ValueError, TypeError, IndexError) as err:
@@ -92,13 +104,16 @@ def run_case(kernels: KernelSet, family: Family, base: str, call: Call, force: s
         launch, output = plan(kernels, family, base, call, expected, force)
     except UnmodelledCall as err:
         return CaseResult(True, 0.0, skipped=str(err))
-    if launch is not None:
-        try:
-            kernels.run(launch)
-        except EmulateError as err:
-            return CaseResult(False, float("inf"), f"kernel {launch.kernel} failed: {err}")
+    return Prepared(launch, output, expected)
+
+
+def judge(base: str, prepared: Prepared, failure: str | None) -> CaseResult:
+    """Compare a dispatched case's output with the reference (`failure`: the dispatch error, if any)."""
+    kernel = prepared.launch.kernel if prepared.launch else "(no launch)"
+    if failure is not None:
+        return CaseResult(False, float("inf"), f"kernel {kernel} failed: {failure}")
+    output, expected = prepared.output, prepared.expected
     holes = unwritten(output, expected)
-    kernel = launch.kernel if launch else "(no launch)"
     if holes:
         return CaseResult(False, float("inf"), f"{holes} of {output.numel()} output elements never written "
                           f"by {kernel}")
@@ -109,4 +124,11 @@ def run_case(kernels: KernelSet, family: Family, base: str, call: Call, force: s
     return CaseResult(False, err, f"{_describe_mismatch(output, expected, err, tol)}; kernel {kernel}")
 
 
-__all__ = ["CaseResult", "MissingKernel", "plan", "run_case"]
+def dispatch(kernels: KernelSet, prepared: list[Prepared]) -> list[str | None]:
+    """Run every launch (batched where the backend allows); one error message or None per case."""
+    launches = [p.launch for p in prepared if p.launch is not None]
+    errors = iter(kernels.run_many(launches))
+    return [next(errors) if p.launch is not None else None for p in prepared]
+
+
+__all__ = ["CaseResult", "MissingKernel", "Prepared", "dispatch", "judge", "plan", "prepare_case"]
