@@ -47,6 +47,16 @@ class ProviderConfig:
 
 
 @dataclass(frozen=True)
+class ExecutorConfig:
+    """Build and test commands of the executors (the `executor:` section)."""
+
+    build: tuple[str, ...] = ()  # macOS build argv for every build; empty: setup.py develop, then ninja
+    test: tuple[str, ...] = ()  # macOS test argv; "{op}" becomes the op name; empty: test_mps.py -k ...
+    build_timeout_s: float = 7200.0  # per build command
+    test_timeout_s: float = 1800.0  # per test command
+
+
+@dataclass(frozen=True)
 class AgentConfig:
     """The whole agent config."""
 
@@ -55,6 +65,7 @@ class AgentConfig:
     budget: BudgetLimits = field(default_factory=BudgetLimits)
     secret_env: tuple[str, ...] = ()  # extra env variables whose values are redacted everywhere
     other: Mapping[str, Any] = field(default_factory=dict)
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)  # also kept raw in `other`
 
     def price(self) -> Price | None:
         """The price of the configured model, if the table has it."""
@@ -99,7 +110,29 @@ def load_config(path: Path | None) -> AgentConfig:
                              location=_loc(path, top["secret_env"][1]), hint="e.g. [GITHUB_TOKEN]")
         secret_env = tuple(value)
     other = {k: yaml.safe_load(yaml.serialize(v[1])) for k, v in top.items() if k in _OTHER_SECTIONS}
-    return AgentConfig(provider=provider, prices=prices, budget=budget, secret_env=secret_env, other=other)
+    executor = _executor_from(top["executor"], path) if "executor" in top else ExecutorConfig()
+    return AgentConfig(provider=provider, prices=prices, budget=budget, secret_env=secret_env, other=other,
+                       executor=executor)
+
+
+def _executor_from(entry: tuple[yaml.Node, yaml.Node], path: Path) -> ExecutorConfig:
+    """The `executor:` section: `build`/`test` argv lists of strings, `*_timeout_s` numbers."""
+    items = _mapping(entry[1], path, "executor")
+    _reject_unknown(items, tuple(f.name for f in fields(ExecutorConfig)), path, "executor")
+    values: dict[str, Any] = {}
+    for key, (_, node) in items.items():
+        value = yaml.safe_load(yaml.serialize(node))
+        if key in ("build", "test"):
+            if not (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
+                raise UsageError(f"executor.{key} must be a non-empty list of strings (an argv)",
+                                 location=_loc(path, node), hint='e.g. ["ninja", "-C", "build", "torch_cpu"]')
+            values[key] = tuple(value)
+        else:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise UsageError(f"executor.{key} must be a positive number of seconds",
+                                 location=_loc(path, node), hint="e.g. 3600")
+            values[key] = float(value)
+    return ExecutorConfig(**values)
 
 
 def _loc(path: Path, node: yaml.Node) -> str:

@@ -12,9 +12,15 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from metalport.agent.recipes.plan_model import PortPlan
+from metalport.config import ExecutorConfig
 from metalport.failure import Failure
 from metalport.sandbox.runner import CommandResult, run_command
+
+if TYPE_CHECKING:
+    from metalport.checks.report import ConformanceReport
 
 _DIAGNOSTIC = re.compile(
     r"^(?P<file>[^\s:][^:\n]*):(?P<line>\d+):(?:(?P<column>\d+):)? "
@@ -139,3 +145,117 @@ def _parse_unittest(text: str) -> TestReport:
 def report_failures(report: TestReport) -> list[Failure]:
     """Return one `Failure` per failing test id, for the same evidence the emulated tier gives."""
     return [Failure("test-failure", test_id, None, None, "test did not pass") for test_id in report.failing]
+
+
+def build_failures(result: CommandResult) -> list[Failure]:
+    """The errors of a build command's output; one `build-step` failure when it failed silently."""
+    found = [f for f in parse_build_output(result.stdout + "\n" + result.stderr) if f.kind != "compile-warning"]
+    if result.ok or found:
+        return found
+    tail = (result.stderr.strip() or result.stdout.strip()).splitlines()[-1:] or ["no output"]
+    why = f"timed out after {result.duration_s:.0f}s" if result.timed_out else f"exited {result.returncode}"
+    return [Failure("build-step", None, None, None, f"{' '.join(result.argv[:3])} {why}: {tail[0][:200]}")]
+
+
+def test_failures(result: CommandResult, report: TestReport) -> list[Failure]:
+    """The failing tests of a test command; one failure when nothing ran or it died unparsed."""
+    found = report_failures(report)
+    if report.ok and result.ok:
+        return found
+    if not found:
+        ran = report.passed + report.failed + report.errors + report.xfailed
+        why = "no test matched" if ran == 0 else f"exited {result.returncode}"
+        if result.timed_out:
+            why = f"timed out after {result.duration_s:.0f}s"
+        found = [Failure("test-error", None, None, None, f"{' '.join(result.argv[:4])}: {why}")]
+    return found
+
+
+def opinfo_test_names(op: str, opinfo: str | None, *, grad: bool) -> tuple[str, ...]:
+    """The `-k` patterns of an op's TestConsistency tests (OpInfo names use `_` for `.`)."""
+    name = (opinfo or op.removeprefix("aten::")).replace(".", "_")
+    return (f"test_output_match_{name}",) + ((f"test_output_grad_match_{name}",) if grad else ())
+
+
+def opinfo_for(plan: PortPlan) -> tuple[str | None, bool]:
+    """(OpInfo name, whether to run grad tests) for the plan's op; a backward op (`sigmoid_backward`)
+    is tested through its forward OpInfo's grad tests. derivatives.yaml is not in the wheel, so
+    the OpInfo's `supports_autograd` says whether the op has a backward."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    from metalport.agent.recipes.functors import recipe_table
+
+    recipe = recipe_table().get(plan.op)
+    names = ([recipe.opinfo] if recipe else []) + list(plan.xfail_keys) + [plan.op, f"nn.functional.{plan.op}"]
+    names += [plan.op.replace("_", ".", 1)] if plan.op.startswith(("special_", "linalg_", "fft_")) else []
+    backward = plan.op.endswith("_backward")
+    by_name = {info.name: info for info in op_db if not info.variant_test_name}
+    for name in names:
+        if name in by_name:
+            return name, backward or bool(by_name[name].supports_autograd)
+    return None, backward
+
+
+class MacosExecutor:
+    """`Executor` of the macOS tier: PyTorch's own build and `test/test_mps.py` in the worktree.
+
+    build: a fast pass of the edited kernels through `torch.mps.compile_shader` with the
+    conformance code (no held-out cases), then the configured build command. test: the op's
+    TestConsistency tests (grad tests too when the op has a backward), plus MPS conformance with
+    held-out cases at the gate. Commands come from `ExecutorConfig` (metalport.yaml `executor:`).
+    """
+
+    name = "macos"
+
+    def __init__(self, config: ExecutorConfig | None = None) -> None:
+        self.config = config or ExecutorConfig()
+
+    def build_argv(self, worktree_root: Path) -> tuple[list[str], dict[str, str]]:
+        """The build argv and extra env (CCACHE_BASEDIR when ccache is installed)."""
+        if self.config.build:
+            env = {"CCACHE_BASEDIR": str(worktree_root)} if shutil.which("ccache") else {}
+            return list(self.config.build), env
+        return build_command(worktree_root, first_time=not (worktree_root / "build/build.ninja").is_file())
+
+    def test_argv(self, plan: PortPlan) -> list[str]:
+        """The test argv: the configured one with `{op}` replaced, else test_mps.py -v -k ... ."""
+        if self.config.test:
+            return [arg.replace("{op}", plan.op) for arg in self.config.test]
+        opinfo, grad = opinfo_for(plan)
+        argv = [sys.executable, "test/test_mps.py", "-v"]
+        for pattern in opinfo_test_names(plan.op, opinfo, grad=grad):
+            argv += ["-k", pattern]
+        return argv
+
+    def build(self, worktree_root: Path, plan: PortPlan) -> list[Failure]:
+        """Fast compile_shader pass, then the full build; their failures (`[]` = built)."""
+        from metalport.executors.emulated import conformance
+
+        root = Path(worktree_root).resolve()
+        report, failures = conformance(root, plan, held_out=False, backend="mps")
+        if failures or report.status == "fail":
+            return failures or [Failure("conformance", plan.kernel_file, None, None,
+                                        f"compile_shader pass: {report.reason or report.status}")]
+        argv, env = self.build_argv(root)
+        result = run_command(argv, root, self.config.build_timeout_s, env_extra=env)
+        return build_failures(result)
+
+    def test(self, worktree_root: Path, plan: PortPlan, *,
+             held_out: bool) -> tuple[ConformanceReport, list[Failure]]:
+        """Run the op's test_mps.py tests (and held-out MPS conformance when `held_out`)."""
+        from metalport.checks.report import ConformanceReport
+        from metalport.executors.emulated import conformance
+
+        root = Path(worktree_root).resolve()
+        result = run_command(self.test_argv(plan), root, self.config.test_timeout_s)
+        tests = parse_test_output(result.stdout + "\n" + result.stderr)
+        failures = test_failures(result, tests)
+        summary = (f"test_mps.py: {tests.passed} passed, {tests.failed} failed, {tests.errors} errors, "
+                   f"{tests.unexpected_successes} unexpected successes")
+        if held_out:
+            report, more = conformance(root, plan, held_out=True, backend="mps")
+            failures += more
+            status = "fail" if failures else report.status
+            return ConformanceReport(report.op, "mps", status, report.dtypes,
+                                     "; ".join(p for p in (summary, report.reason) if p), report.seed), failures
+        return ConformanceReport(f"aten::{plan.op}", "mps", "fail" if failures else "pass", (), summary), failures

@@ -144,12 +144,10 @@ SOURCES: dict[str, str] = {
         "};\n"),
     "heaviside": (
         "struct heaviside_functor {\n"
-        "  // 0 below zero, 1 above it, `values` at zero; NaN input stays NaN.\n"
+        "  // 0 below zero, 1 above it, `values` at zero (either sign); NaN compares false\n"
+        "  // both ways, so a NaN input gives 0 as on CPU.\n"
         "  template <typename T>\n"
         f"  inline {_FLOAT} operator()(const T x, const T values) {{\n"
-        "    if (::metal::isnan(x)) {\n"
-        "      return x;\n"
-        "    }\n"
         "    if (x == static_cast<T>(0)) {\n"
         "      return values;\n"
         "    }\n"

@@ -1,0 +1,124 @@
+"""The emulated tier: compile the edited `.metal` files on the CPU, then run emulated conformance.
+
+build = `metalport.emulate.compile_file` on every `.metal` the worktree changed (plus the plan's
+kernel file), against the worktree's own `c10/metal` headers; compiler diagnostics become
+`Failure`s at the user's file and line. test = `metalport.checks.conformance.run_conformance`
+on the emulated backend, held-out cases included when asked (at the gate).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from metalport.agent.recipes.plan_model import PortPlan
+from metalport.errors import CompileError, EmulateError, MetalportError
+from metalport.failure import Failure
+
+if TYPE_CHECKING:
+    from metalport.checks.report import ConformanceReport
+
+KERNELS_DIR = "aten/src/ATen/native/mps/kernels"
+
+
+def _git_lines(root: Path, *argv: str) -> list[str]:
+    try:
+        proc = subprocess.run(["git", *argv], cwd=root, capture_output=True, text=True, timeout=60)
+    except OSError:
+        return []
+    return proc.stdout.split() if proc.returncode == 0 else []
+
+
+def edited_kernel_files(worktree_root: Path, plan: PortPlan) -> list[str]:
+    """Relative paths of the `.metal` files to compile: changed in the worktree (tracked or new),
+    plus the plan's kernel file when it exists."""
+    changed = set(_git_lines(worktree_root, "diff", "--name-only", "HEAD"))
+    changed |= set(_git_lines(worktree_root, "ls-files", "--others", "--exclude-standard"))
+    if plan.kernel_file:
+        changed.add(plan.kernel_file)
+    return sorted(p for p in changed if p.endswith(".metal") and (worktree_root / p).is_file())
+
+
+def include_dirs(worktree_root: Path) -> tuple[Path, ...]:
+    """The worktree's headers first (its `c10/metal`), the wheel's `include` as the fallback."""
+    from metalport.emulate import wheel_include_dir
+
+    own = (worktree_root,) if (worktree_root / "c10/metal").is_dir() else ()
+    return (*own, wheel_include_dir())
+
+
+def _compile_failures(err: CompileError, rel: str) -> list[Failure]:
+    from metalport.emulate.diagnostics import failures
+
+    found = [f for f in failures(err) if f.kind != "compile-warning"]
+    return found or [Failure("compile-error", rel, None, None, err.message)]
+
+
+def build(worktree_root: Path, plan: PortPlan) -> list[Failure]:
+    """Compile each edited `.metal` file; return the compile errors as failures (`[]` = built).
+
+    A plan without kernel files to compile is a failure too (nothing would be tested).
+    """
+    from metalport.emulate import compile_file
+
+    root = Path(worktree_root).resolve()
+    files = edited_kernel_files(root, plan)
+    if not files:
+        return [Failure("compile-error", plan.kernel_file, None, None,
+                        f"no edited .metal file to compile for aten::{plan.op}")]
+    dirs = include_dirs(root)
+    out: list[Failure] = []
+    for rel in files:
+        try:
+            compile_file(root / rel, include_dirs=dirs, filename=rel).close()
+        except CompileError as err:
+            out += _compile_failures(err, rel)
+        except EmulateError as err:
+            out.append(Failure("compile-error", rel, None, None, str(err)))
+    return out
+
+
+def _failed_report(plan: PortPlan, message: str, backend: str = "emulated") -> ConformanceReport:
+    from metalport.checks.report import ConformanceReport
+
+    return ConformanceReport(f"aten::{plan.op}", backend, "fail", (), message)
+
+
+def conformance(worktree_root: Path, plan: PortPlan, *, held_out: bool,
+                backend: str) -> tuple[ConformanceReport, list[Failure]]:
+    """(`ConformanceReport`, failures) of `run_conformance` on `backend`; compile and usage errors
+    become a failed report with their failures."""
+    from metalport.checks.conformance import run_conformance
+
+    root = Path(worktree_root).resolve()
+    try:
+        report = run_conformance(root, plan.op, include_held_out=held_out, backend=backend)
+    except CompileError as err:
+        rel = plan.kernel_file or "kernel"
+        return _failed_report(plan, f"compile error: {err.message}", backend), _compile_failures(err, rel)
+    except MetalportError as err:
+        failure = Failure("conformance", plan.kernel_file, None, None, str(err))
+        return _failed_report(plan, str(err), backend), [failure]
+    failures = [f for verdict in report.dtypes for f in verdict.failures]
+    return report, failures
+
+
+def test(worktree_root: Path, plan: PortPlan, *, held_out: bool) -> tuple[ConformanceReport, list[Failure]]:
+    """Emulated conformance of the op's kernels; held-out cases run when `held_out` (the gate)."""
+    return conformance(worktree_root, plan, held_out=held_out, backend="emulated")
+
+
+class EmulatedExecutor:
+    """`Executor` of the emulated tier (the default off macOS)."""
+
+    name = "emulated"
+
+    def build(self, worktree_root: Path, plan: PortPlan) -> list[Failure]:
+        """See `build`."""
+        return build(worktree_root, plan)
+
+    def test(self, worktree_root: Path, plan: PortPlan, *,
+             held_out: bool) -> tuple[ConformanceReport, list[Failure]]:
+        """See `test`."""
+        return test(worktree_root, plan, held_out=held_out)
