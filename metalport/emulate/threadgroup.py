@@ -27,7 +27,7 @@ GROUP_ATTRIBUTES = frozenset({
     "quadgroup_index_in_threadgroup", "quadgroups_per_threadgroup",
 })
 
-_SHIM_DIR = Path(__file__).resolve().parent / "shim"
+SHIM_DIR = Path(__file__).resolve().parent / "shim"
 
 _TOKEN = re.compile(r"""
     (?P<directive>(?:(?<=\n)|\A)[ \t]*\#(?:\\\n|[^\n])*)
@@ -276,7 +276,7 @@ def _user_text(text: str, shim_dir: Path) -> str:
 
 
 def uses_threadgroup(attributes: Iterable[str], text: str = "", *,
-                     shim_dir: Path = _SHIM_DIR) -> bool:
+                     shim_dir: Path = SHIM_DIR) -> bool:
     """Whether a kernel needs the threadgroup executor rather than a plain grid loop.
 
     True if one of its parameters has a threadgroup/simdgroup attribute (`attributes`: the names,
