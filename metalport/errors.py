@@ -97,3 +97,17 @@ class SweepBusy(SweepError):
     """Another sweep holds the repository's sweep lock; exit 3 so schedulers can tell it apart."""
 
     exit_code = 3
+
+
+class UnknownKernelError(EmulateError):
+    """A kernel name that the compiled shader library does not export."""
+
+
+class KernelArgumentError(EmulateError):
+    """Arguments that do not fit a kernel: count, dtype, size, or a grid larger than the data."""
+
+
+class KernelCrash(EmulateError):
+    """A kernel killed its worker process (SIGFPE, SIGSEGV, …) or ran past its time limit."""
+
+    exit_code = 1

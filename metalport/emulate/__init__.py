@@ -1,5 +1,10 @@
-"""Metal-on-CPU emulation tier: so far only compiler discovery."""
+"""Metal-on-CPU emulation tier: compile `.metal` files with the real c10/metal headers as host C++
+and run their kernels in a worker process (see `library.compile_shader`)."""
 
 from metalport.emulate.compiler import Compiler, find_compiler
+from metalport.emulate.diagnostics import Diagnostic
+from metalport.emulate.kernels import KernelArg, KernelInfo
+from metalport.emulate.library import ShaderLibrary, compile_file, compile_shader, wheel_include_dir
 
-__all__ = ["Compiler", "find_compiler"]
+__all__ = ["Compiler", "Diagnostic", "KernelArg", "KernelInfo", "ShaderLibrary", "compile_file",
+           "compile_shader", "find_compiler", "wheel_include_dir"]

@@ -1,0 +1,151 @@
+"""Bind Python arguments to a kernel's `[[buffer(n)]]` parameters, as `torch.mps.compile_shader`
+does: tensors are buffers (written back when the parameter is in `device` memory), Python
+scalars and lists of them are packed as the parameter's C type into a constant buffer."""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from metalport.emulate.kernels import KernelArg, KernelInfo
+from metalport.errors import KernelArgumentError
+
+# Metal element type -> (struct format of one component, torch dtype name).
+SCALARS: dict[str, tuple[str, str]] = {
+    "float": ("f", "float32"), "half": ("e", "float16"), "bfloat": ("bf", "bfloat16"),
+    "int": ("i", "int32"), "uint": ("I", "uint32"), "short": ("h", "int16"), "ushort": ("H", "uint16"),
+    "char": ("b", "int8"), "uchar": ("B", "uint8"), "long": ("q", "int64"), "ulong": ("Q", "uint64"),
+    "bool": ("?", "bool"),
+}
+# Vector types that a tensor dtype stands for (complex numbers are float2/half2 in the kernels).
+VECTOR_DTYPES = {"float2": "complex64", "half2": "complex32"}
+
+
+@dataclass(frozen=True)
+class TensorBuffer:
+    """A tensor's bytes: address of the first element, byte span, and whether to copy back."""
+
+    tensor: Any
+    address: int
+    nbytes: int
+    write_back: bool
+
+
+@dataclass(frozen=True)
+class BytesBuffer:
+    """A constant buffer packed from Python values."""
+
+    data: bytes
+
+
+@dataclass(frozen=True)
+class PreparedCall:
+    """One kernel call ready for the worker: buffers by buffer index, grid and group sizes."""
+
+    kernel: int
+    name: str
+    buffers: tuple[TensorBuffer | BytesBuffer | None, ...]
+    threads: tuple[int, int, int]
+    group: tuple[int, int, int]
+
+
+def _dims(value: int | Sequence[int] | None, what: str, kernel: str) -> tuple[int, int, int] | None:
+    """An int or 1-3 ints as a 3-tuple padded with 1s."""
+    if value is None:
+        return None
+    dims = [value] if isinstance(value, int) else list(value)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and d >= 0 for d in dims):
+        raise KernelArgumentError(f"{kernel}: {what}={value!r} must be an int or 1-3 non-negative ints")
+    return (dims + [1, 1])[0], (dims + [1, 1])[1], (dims + [1, 1])[2]
+
+
+def _bfloat_bits(value: float) -> int:
+    """Round a float to bfloat16 (nearest even) and return its bits."""
+    (bits,) = struct.unpack("<I", struct.pack("<f", value))
+    if math.isnan(value):
+        return ((bits >> 16) | 0x40) & 0xFFFF
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def pack_values(values: Sequence[int | float | bool], c_type: str, *, where: str) -> bytes:
+    """Pack Python numbers as `c_type` (a scalar or vector name like `uint3`, padded as in Metal)."""
+    base, width = c_type.rstrip("234"), int(c_type[-1]) if c_type[-1] in "234" else 1
+    if base not in SCALARS:
+        raise KernelArgumentError(f"{where}: cannot pack a Python value as '{c_type}'; pass a tensor")
+    fmt = SCALARS[base][0]
+    out = bytearray()
+    for value in values:
+        if fmt in "bBhHiIqQ" and isinstance(value, float):
+            raise KernelArgumentError(f"{where}: {value!r} is a float but the parameter is '{c_type}'")
+        try:
+            if fmt == "bf":
+                out += struct.pack("<H", _bfloat_bits(float(value)))
+            else:
+                out += struct.pack("<" + fmt, value)
+        except (struct.error, OverflowError) as err:
+            raise KernelArgumentError(f"{where}: {value!r} does not fit '{c_type}' ({err})") from None
+    if width == 3:  # a 3-vector occupies the space of a 4-vector
+        elem = len(out) // max(1, len(values))
+        padded = bytearray()
+        for i in range(0, len(values), 3):
+            padded += out[i * elem:(i + 3) * elem] + bytes(elem)
+        out = padded
+    return bytes(out)
+
+
+def _tensor_buffer(tensor: Any, arg: KernelArg, c_type: str, where: str) -> TensorBuffer:
+    """Check a tensor against a buffer parameter and describe its bytes."""
+    if tensor.device.type != "cpu":
+        raise KernelArgumentError(f"{where}: tensor is on {tensor.device}; the emulator takes CPU tensors")
+    dtype = str(tensor.dtype).replace("torch.", "")
+    expected = SCALARS[c_type][1] if c_type in SCALARS else VECTOR_DTYPES.get(c_type)
+    if expected is not None and dtype != expected:
+        raise KernelArgumentError(f"{where}: tensor dtype {dtype} does not match the buffer's element type "
+                                  f"'{c_type}' (expects {expected})")
+    if any(s < 0 for s in tensor.stride()):
+        raise KernelArgumentError(f"{where}: negative strides are not supported")
+    span = 0 if tensor.numel() == 0 else 1 + sum((n - 1) * s for n, s in zip(tensor.shape, tensor.stride()))
+    return TensorBuffer(tensor=tensor, address=tensor.data_ptr(), nbytes=span * tensor.element_size(),
+                        write_back=arg.address_space == "device")
+
+
+def prepare(index: int, info: KernelInfo, param_types: Sequence[str], args: Sequence[Any],
+            threads: int | Sequence[int], group_size: int | Sequence[int] | None) -> PreparedCall:
+    """Validate a call of kernel `info` and bind its arguments by buffer index."""
+    name = info.host_name
+    buffers = info.buffers
+    if len(args) != len(buffers):
+        listed = ", ".join(f"{a.name or '?'} [[buffer({a.index})]]" for a in buffers)
+        raise KernelArgumentError(f"{name} takes {len(buffers)} arguments ({listed}), got {len(args)}")
+    grid = _dims(threads, "threads", name)
+    assert grid is not None
+    group = _dims(group_size, "group_size", name) or (max(1, min(grid[0], 256)), 1, 1)
+    if 0 in group:
+        raise KernelArgumentError(f"{name}: group_size={group_size!r} must be positive")
+    slots: dict[int, TensorBuffer | BytesBuffer] = {}
+    largest = 0
+    for arg, value in zip(buffers, args):
+        c_type = param_types[info.args.index(arg)]
+        c_type = arg.c_type if c_type == "?" else c_type
+        where = f"{name} argument {arg.name or arg.index} [[buffer({arg.index})]]"
+        if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
+            slots[arg.index or 0] = _tensor_buffer(value, arg, c_type, where)
+            largest = max(largest, value.numel())
+        elif isinstance(value, (bool, int, float)):
+            slots[arg.index or 0] = BytesBuffer(pack_values([value], c_type, where=where))
+        elif isinstance(value, (list, tuple)) and all(isinstance(v, (bool, int, float)) for v in value):
+            slots[arg.index or 0] = BytesBuffer(pack_values(list(value), c_type, where=where))
+        else:
+            raise KernelArgumentError(f"{where}: expected a tensor, a number or a list of numbers, "
+                                      f"got {type(value).__name__}")
+    total = grid[0] * grid[1] * grid[2]
+    tensors = [b for b in slots.values() if isinstance(b, TensorBuffer)]
+    if tensors and not info.uses_threadgroup and total > largest:
+        raise KernelArgumentError(f"{name}: grid of {total} threads {grid} is larger than the data "
+                                  f"(largest tensor argument has {largest} elements)")
+    width = max(slots, default=-1) + 1
+    return PreparedCall(kernel=index, name=name, buffers=tuple(slots.get(i) for i in range(width)),
+                        threads=grid, group=group)

@@ -1,0 +1,117 @@
+"""Build a shader into a cached shared library: preprocess, kernel table, harness, compile, link.
+
+Cache (see `cache.py`): a manifest keyed by the source, flags, compiler and shim lists every
+header the preprocessor read with its hash, so a reload re-hashes those headers (no compiler run)
+and loads the stored library; any changed byte means a rebuild.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from metalport.emulate import cache
+from metalport.emulate.compiler import Compiler
+from metalport.emulate.diagnostics import Diagnostic, compile_error, parse_diagnostics
+from metalport.emulate.flags import compile_flags, preprocess_flags
+from metalport.emulate.harness import generate_harness
+from metalport.emulate.kernels import KernelSpec, build_specs
+from metalport.emulate.preprocess import SHIM_DIR, blank_threadgroup, finalize, preprocess
+from metalport.emulate.runner import Worker
+from metalport.errors import EmulateError
+
+
+@dataclass(frozen=True)
+class Built:
+    """A compiled library on disk and its manifest (kernel infos, parameter types, warnings)."""
+
+    so_path: Path
+    manifest: dict[str, object]
+
+
+def _rewrite_threadgroup_locals(text: str) -> str:
+    """EMU-TG's rewrite of kernel-local `threadgroup T buf[N];` (identity until it exists)."""
+    try:
+        from metalport.emulate.threadgroup import rewrite_threadgroup_locals
+    except ImportError:
+        return text
+    return rewrite_threadgroup_locals(text)
+
+
+def _takes_ii(compiler: Compiler) -> bool:
+    """Whether the compiler driver accepts a `.ii` (preprocessed C++) file."""
+    return not any("ziglang" in part or part.endswith("zig") for part in compiler.argv)
+
+
+def _runtime_object(compiler: Compiler, cache_dir: Path, version: str) -> Path:
+    """The compiled `mshim_runtime.cpp` for this compiler, built once into the cache."""
+    source = SHIM_DIR / "mshim_runtime.cpp"
+    flags = compile_flags(compiler)
+    key = hashlib.sha256("\0".join([version, *flags, source.read_text()]).encode()).hexdigest()[:24]
+    target = cache_dir / f"runtime-{key}.o"
+    if target.is_file():
+        return target
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tmp = cache_dir / f".runtime-{key}-{os.getpid()}.o"
+    proc = subprocess.run([*compiler.argv, *flags, "-c", "-o", str(tmp), str(source)],
+                          capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise EmulateError(f"the metalport runtime does not compile with {' '.join(compiler.argv)}: "
+                           f"{proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else 'no message'}")
+    os.replace(tmp, target)
+    return target
+
+
+def build(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple[Path, ...],
+          metal_version: int, cache_dir: Path) -> Built:
+    """Compile `source` (shown as `display` in diagnostics) into a shared library, or load it."""
+    version = cache.compiler_version(compiler)
+    flags = [*preprocess_flags(compiler, metal_version), *compile_flags(compiler)]
+    key = cache.source_key(source.read_bytes(), flags=flags, compiler_version=version,
+                           include_dirs=include_dirs, shim_dir=SHIM_DIR)
+    hit = cache.lookup(cache_dir, key)
+    if hit is not None:
+        return Built(so_path=hit[0], manifest=hit[1])
+    renames = {str(source): display}
+    pre, stderr = preprocess(source, compiler=compiler, include_dirs=include_dirs, metal_version=metal_version)
+    if pre is None:
+        raise compile_error(parse_diagnostics(stderr, renames), stderr, what=display)
+    specs, problems = build_specs(pre.text, pre.host_names)
+    text = blank_threadgroup(_rewrite_threadgroup_locals(finalize(pre.text)))
+    runtime = _runtime_object(compiler, cache_dir, version)
+    with tempfile.TemporaryDirectory(prefix="metalport-build-") as tmp:
+        # g++ and clang++ take preprocessed C++ as `.ii`; zig's driver only knows `.cpp`, where the
+        # line markers still work and no macro is left to expand.
+        unit = Path(tmp) / ("shader.ii" if _takes_ii(compiler) else "shader.cpp")
+        unit.write_text(text + "\n" + generate_harness(specs))
+        so_tmp = Path(tmp) / "shader.so"
+        proc = subprocess.run([*compiler.argv, *compile_flags(compiler), "-shared", "-o", str(so_tmp),
+                               str(unit), str(runtime), "-lm", "-lpthread"],
+                              capture_output=True, text=True, timeout=900)
+        if proc.returncode != 0:
+            raise compile_error(parse_diagnostics(proc.stderr, renames), proc.stderr, what=display)
+        warnings = [d for d in parse_diagnostics(proc.stderr, renames) if d.severity == "warning"]
+        worker = Worker(so_tmp)
+        try:
+            meta = worker.start()
+        finally:
+            worker.close()
+        manifest = _manifest(specs, meta, problems, warnings)
+        headers = [f for f in pre.files if f.resolve() != source.resolve()]
+        so_path = cache.store(cache_dir, key, so_tmp, manifest, headers)
+    return Built(so_path=so_path, manifest=manifest)
+
+
+def _manifest(specs: list[KernelSpec], meta: list[dict[str, object]], problems: list[str],
+              warnings: list[Diagnostic]) -> dict[str, object]:
+    """The cached description of a library: kernel infos plus each parameter's element type."""
+    kernels = []
+    for spec, info in zip(specs, meta):
+        params = info["params"]
+        kernels.append({"info": spec.info.to_dict(), "param_types": [p[0] for p in params],  # type: ignore[union-attr]
+                        "param_sizes": [p[1] for p in params]})  # type: ignore[union-attr]
+    return {"kernels": kernels, "problems": problems, "warnings": [w.to_dict() for w in warnings]}

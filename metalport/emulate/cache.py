@@ -1,0 +1,106 @@
+"""The compiled-shader cache: `$METALPORT_CACHE_DIR` or `~/.cache/metalport/shaders`.
+
+Entry `<key>.json` (the manifest) names `<key>-<headers hash>.so` and lists every header the
+preprocessor read with its SHA-256; `key` hashes the source bytes, all flags, the compiler's
+`--version` text, the include directories and every shim file.  Files are written to a temporary
+name and renamed, so a reader never sees half an entry.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from metalport.emulate.compiler import Compiler
+
+FORMAT = 1
+
+
+def default_cache_dir() -> Path:
+    """`$METALPORT_CACHE_DIR`, else `~/.cache/metalport/shaders`."""
+    env = os.environ.get("METALPORT_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "metalport" / "shaders"
+
+
+@functools.lru_cache(maxsize=8)
+def _version_text(argv: tuple[str, ...]) -> str:
+    """The compiler's `--version` output (once per process)."""
+    try:
+        return subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def compiler_version(compiler: Compiler) -> str:
+    """A string that changes when the compiler does."""
+    return " ".join(compiler.argv) + "\n" + _version_text(compiler.argv)
+
+
+def _digest(data: bytes) -> str:
+    """SHA-256 hex digest."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def source_key(source: bytes, *, flags: Sequence[str], compiler_version: str,
+               include_dirs: Sequence[Path], shim_dir: Path) -> str:
+    """The manifest key for one build."""
+    h = hashlib.sha256()
+    h.update(f"metalport-shader-cache {FORMAT}\0".encode())
+    for part in (*flags, compiler_version, *(str(d) for d in include_dirs)):
+        h.update(part.encode() + b"\0")
+    for path in [*sorted(shim_dir.iterdir()), *sorted(Path(__file__).parent.glob("*.py"))]:
+        if path.is_file():
+            h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    h.update(source)
+    return h.hexdigest()[:40]
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file and a rename."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def lookup(cache_dir: Path, key: str) -> tuple[Path, dict[str, object]] | None:
+    """The cached library and manifest for `key`, if every recorded header is unchanged."""
+    manifest_path = cache_dir / f"{key}.json"
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, ValueError):
+        return None
+    headers: dict[str, str] = manifest.get("headers", {})
+    for name, digest in headers.items():
+        try:
+            if _digest(Path(name).read_bytes()) != digest:
+                return None
+        except OSError:
+            return None
+    so_path = cache_dir / str(manifest.get("library", ""))
+    if not so_path.is_file() or manifest.get("format") != FORMAT:
+        return None
+    return so_path, manifest
+
+
+def store(cache_dir: Path, key: str, so_file: Path, manifest: dict[str, object],
+          headers: Sequence[Path]) -> Path:
+    """Move the built library into the cache and write its manifest; returns the library path."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    recorded = {}
+    for header in headers:
+        try:
+            recorded[str(header)] = _digest(header.read_bytes())
+        except OSError:
+            continue
+    headers_hash = _digest(json.dumps(recorded, sort_keys=True).encode())[:16]
+    library = f"{key}-{headers_hash}.so"
+    _atomic_write(cache_dir / library, so_file.read_bytes())
+    full = {**manifest, "format": FORMAT, "library": library, "headers": recorded}
+    _atomic_write(cache_dir / f"{key}.json", json.dumps(full, indent=1).encode())
+    manifest.update(full)
+    return cache_dir / library

@@ -1,0 +1,54 @@
+"""Compiler flags that mirror the GPU: per-op half rounding, wrapping integers, FMA contraction."""
+
+from __future__ import annotations
+
+import functools
+import platform
+from pathlib import Path
+
+from metalport.emulate.compiler import Compiler
+
+
+@functools.lru_cache(maxsize=1)
+def _cpu_flags() -> frozenset[str]:
+    """The CPU feature flags from /proc/cpuinfo (empty when unavailable)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return frozenset(line.split(":", 1)[1].split())
+    return frozenset()
+
+
+def preprocess_flags(compiler: Compiler, metal_version: int) -> list[str]:
+    """Flags for the `-E` pass: language level, the Metal macros and marker mode."""
+    return ["-std=c++17", f"-D__METAL_VERSION__={metal_version}", "-D__METAL__=1", "-DMSHIM_PREPROCESS"]
+
+
+def compile_flags(compiler: Compiler) -> list[str]:
+    """Flags for compiling the preprocessed shader into a shared library.
+
+    Half arithmetic is rounded after every operation (clang needs
+    `-ffloat16-excess-precision=none`; g++ does so in C++), signed integers wrap as on the GPU
+    (`-fwrapv`), and `a*b+c` contracts to an FMA where the CPU has one, as torch's vectorised
+    CPU kernels do.
+    """
+    flags = ["-std=c++17", "-O1", "-fPIC", "-fwrapv", "-fno-strict-aliasing", "-fno-math-errno",
+             "-fvisibility=hidden"]
+    if compiler.family == "clang":
+        flags += ["-Xclang", "-ffloat16-excess-precision=none", "-Wno-unknown-attributes",
+                  "-Wno-ignored-attributes", "-Wno-gnu-anonymous-struct", "-Wno-nested-anon-types",
+                  "-Wno-c++20-extensions", "-Wno-unused-value", "-Wno-gnu-line-marker"]
+    else:
+        flags += ["-Wno-attributes", "-Wno-ignored-attributes", "-Wno-unused-value"]
+    if platform.machine() in ("x86_64", "AMD64"):
+        cpu = _cpu_flags()
+        if "fma" in cpu:
+            flags += ["-mfma", "-ffp-contract=fast"]
+        if "f16c" in cpu:
+            flags += ["-mf16c"]
+    else:
+        flags += ["-ffp-contract=fast"]
+    return flags

@@ -1,0 +1,265 @@
+"""The kernel table: `[[host_name]]` instantiations bound to their kernel definitions' attributes.
+
+Explicit instantiations from the `REGISTER_*` macros carry no attributes, so each one is matched
+by name (and parameter count) to the kernel template DEFINITION, whose `[[buffer(n)]]` and
+`[[thread_position_in_grid]]`-family attributes say how every argument is bound.  Works on the
+preprocessed text while the address-space markers of `metal_shim.h` are still in it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from metalport.emulate.preprocess import HostName
+
+_KERNEL = re.compile(r"\b__mK__\s+void\s+")
+_ATTR = re.compile(r"\[\[\s*([A-Za-z_]\w*)\s*(?:\(([^)]*)\))?\s*\]\]")
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_SPACES = {"__mD__": "device", "__mshC__": "constant", "__mshimTG__": "threadgroup", "__mT__": "thread"}
+GRID_ATTRIBUTES = frozenset({"buffer", "thread_position_in_grid", "threads_per_grid"})
+_OPEN = {"(": ")", "<": ">", "[": "]", "{": "}"}
+
+
+@dataclass(frozen=True)
+class KernelArg:
+    """One kernel parameter: its name, element C type, address space, binding attribute and index."""
+
+    name: str
+    c_type: str
+    address_space: str
+    is_pointer: bool
+    attribute: str
+    index: int | None
+
+    def to_dict(self) -> dict[str, object]:
+        """The argument as a JSON-ready dict."""
+        return {"name": self.name, "c_type": self.c_type, "address_space": self.address_space,
+                "is_pointer": self.is_pointer, "attribute": self.attribute, "index": self.index}
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """A kernel the library exports under `host_name`: its C++ instantiation and bound arguments."""
+
+    host_name: str
+    template: str
+    args: tuple[KernelArg, ...]
+    uses_threadgroup: bool
+
+    @property
+    def buffers(self) -> tuple[KernelArg, ...]:
+        """The `[[buffer(n)]]` arguments in buffer-index order (the order callers pass them)."""
+        return tuple(sorted((a for a in self.args if a.attribute == "buffer"), key=lambda a: a.index or 0))
+
+    def to_dict(self) -> dict[str, object]:
+        """The kernel as a JSON-ready dict."""
+        return {"host_name": self.host_name, "template": self.template,
+                "args": [a.to_dict() for a in self.args], "uses_threadgroup": self.uses_threadgroup}
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A `kernel void name(...)` definition: parameter texts, whether it is a template, its body."""
+
+    name: str
+    params: tuple[str, ...]
+    is_template: bool
+    body: str
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """What the harness needs: the host name, the callee, its declared parameters and bindings."""
+
+    info: KernelInfo
+    callee: str
+    param_decls: tuple[str, ...]
+
+
+def _match_close(text: str, start: int) -> int:
+    """Index just past the bracket closing the one at `start` (angle brackets count too)."""
+    stack: list[str] = []
+    i = start
+    while i < len(text):
+        ch = text[i]
+        if ch in _OPEN:
+            stack.append(_OPEN[ch])
+        elif stack and ch == stack[-1]:
+            stack.pop()
+            if not stack:
+                return i + 1
+        elif ch == '"':
+            i = text.index('"', i + 1) if '"' in text[i + 1:] else len(text)
+        i += 1
+    return len(text)
+
+
+def _close_paren(text: str, start: int) -> int:
+    """Index just past the `)` matching the `(` at `start` (parentheses only)."""
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return len(text)
+
+
+def split_params(text: str) -> tuple[str, ...]:
+    """Split a parameter list on top-level commas (inside `<>`, `()`, `[]`, `{}` do not count)."""
+    parts: list[str] = []
+    depth = 0
+    current: list[str] = []
+    for ch in text:
+        if ch in "(<[{":
+            depth += 1
+        elif ch in ")>]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    tail = "".join(current)
+    if tail.strip():
+        parts.append(tail)
+    return tuple(" ".join(p.split()) for p in parts)
+
+
+def find_definitions(text: str) -> dict[str, list[Definition]]:
+    """Every `kernel void NAME(...) {…}` definition in the preprocessed text, by unqualified name."""
+    found: dict[str, list[Definition]] = {}
+    for match in _KERNEL.finditer(text):
+        name_match = _IDENT.match(text, match.end())
+        if name_match is None:
+            continue
+        open_at = text.find("(", name_match.end())
+        if open_at < 0 or text[name_match.end():open_at].strip():
+            continue
+        close = _close_paren(text, open_at)
+        rest = text[close:close + 200].lstrip()
+        if not rest.startswith("{"):
+            continue
+        body_start = text.index("{", close)
+        body = text[body_start:_match_close(text, body_start)]
+        before = text[max(0, match.start() - 400):match.start()].rstrip()
+        is_template = before.endswith(">")
+        params = split_params(text[open_at + 1:close - 1])
+        found.setdefault(name_match.group(0), []).append(
+            Definition(name=name_match.group(0), params=params, is_template=is_template, body=body))
+    return found
+
+
+def _parse_param(decl: str, fallback_index: int) -> KernelArg:
+    """A parameter declaration (markers still in) as a KernelArg."""
+    attrs = _ATTR.findall(decl)
+    bare = _ATTR.sub(" ", decl)
+    space = next((s for m, s in _SPACES.items() if re.search(rf"\b{m}\b", bare)), "thread")
+    for marker in _SPACES:
+        bare = re.sub(rf"\b{marker}\b", " ", bare)
+    tokens = bare.split()
+    idents = _IDENT.findall(bare)
+    name = idents[-1] if idents and len(tokens) > 1 and re.search(rf"\b{idents[-1]}\s*$", bare) else ""
+    type_text = bare[:bare.rfind(name)] if name else bare
+    is_pointer = "*" in type_text
+    c_type = " ".join(re.sub(r"\b(const|volatile)\b|[*&]", " ", type_text).split())
+    attribute, index = "buffer", fallback_index
+    for attr_name, attr_arg in attrs:
+        if attr_name in ("buffer", "threadgroup") or attr_name.startswith(("thread", "simd", "quad", "dispatch")):
+            attribute = attr_name
+            index = int(attr_arg, 0) if attr_arg and attr_arg.strip().isdigit() else None
+            break
+    if attribute == "threadgroup":
+        space = "threadgroup"
+    return KernelArg(name=name, c_type=c_type, address_space=space, is_pointer=is_pointer,
+                     attribute=attribute, index=index if attribute in ("buffer", "threadgroup") else None)
+
+
+def _uses_threadgroup(args: tuple[KernelArg, ...], body: str) -> bool:
+    """True when a kernel needs the per-threadgroup executor."""
+    if any(a.attribute not in GRID_ATTRIBUTES for a in args):
+        return True
+    return bool(re.search(r"__mshimTG__|threadgroup|simd_|quad_", body))
+
+
+def _instantiation_at(text: str, host: HostName) -> tuple[str, tuple[str, ...]] | None:
+    """The qualified callee and parameter declarations of the instantiation after a host name."""
+    match = _KERNEL.search(text, host.offset)
+    if match is None or text[host.offset:match.start()].count(";"):
+        return None
+    i = match.end()
+    depth = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "(" and depth == 0:
+            break
+        i += 1
+    callee = _normalize(text[match.end():i])
+    close = _close_paren(text, i)
+    return callee, split_params(text[i + 1:close - 1])
+
+
+def _normalize(code: str) -> str:
+    """Collapse whitespace in a C++ name: `:: c10::metal::f<float , g>` -> `::c10::metal::f<float, g>`."""
+    code = re.sub(r"\s*([<>:*&(),])\s*", r"\1", " ".join(code.split()))
+    return code.replace(",", ", ")
+
+
+def _base_name(callee: str) -> str:
+    """`::c10::metal::unary_dense<float, f>` -> `unary_dense`."""
+    head = callee.split("<", 1)[0]
+    return head.rsplit("::", 1)[-1]
+
+
+def build_specs(text: str, host_names: tuple[HostName, ...]) -> tuple[list[KernelSpec], list[str]]:
+    """Kernel specs for every host-named instantiation and every plain (non-template) kernel.
+
+    Returns (specs, problems); a problem is a host name whose kernel definition was not found.
+    """
+    definitions = find_definitions(text)
+    specs: list[KernelSpec] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    for host in host_names:
+        parsed = _instantiation_at(text, host)
+        if parsed is None:
+            problems.append(f"host_name {host.name!r}: no kernel instantiation follows it")
+            continue
+        callee, decls = parsed
+        candidates = [d for d in definitions.get(_base_name(callee), []) if len(d.params) == len(decls)]
+        if not candidates:
+            problems.append(f"host_name {host.name!r}: no kernel definition of {_base_name(callee)!r} "
+                            f"with {len(decls)} parameters")
+            continue
+        spec = _spec(host.name, callee, decls, candidates[-1])
+        if host.name not in seen:
+            seen.add(host.name)
+            specs.append(spec)
+    for name, defs in definitions.items():
+        for definition in defs:
+            if not definition.is_template and name not in seen:
+                seen.add(name)
+                specs.append(_spec(name, name, definition.params, definition))
+    return specs, problems
+
+
+def _spec(host_name: str, callee: str, decls: tuple[str, ...], definition: Definition) -> KernelSpec:
+    """Bind `decls` (the callee's parameters) by the attributes of `definition`'s parameters."""
+    args = []
+    for position, (decl, defined) in enumerate(zip(decls, definition.params)):
+        bound = _parse_param(defined, position)
+        concrete = _parse_param(decl, position)
+        args.append(KernelArg(name=bound.name or concrete.name, c_type=concrete.c_type or bound.c_type,
+                              address_space=bound.address_space, is_pointer=bound.is_pointer,
+                              attribute=bound.attribute, index=bound.index))
+    info = KernelInfo(host_name=host_name, template=callee, args=tuple(args),
+                      uses_threadgroup=_uses_threadgroup(tuple(args), definition.body))
+    clean = tuple(_ATTR.sub(" ", d) for d in decls)
+    return KernelSpec(info=info, callee=callee, param_decls=clean)
