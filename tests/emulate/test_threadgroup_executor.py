@@ -35,7 +35,8 @@ def driver(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     src = out / "driver.cpp"
     src.write_text(rewrite_threadgroup_locals(DRIVER.read_text()))
     exe = out / "driver"
-    cmd = [*argv, "-std=c++17", "-O1", "-Wall", "-Werror", f"-I{SHIM}", str(src), "-o", str(exe),
+    level = "-O2" if name == "g++" else "-O1"
+    cmd = [*argv, "-std=c++17", level, "-Wall", "-Werror", f"-I{SHIM}", str(src), "-o", str(exe),
            "-pthread"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

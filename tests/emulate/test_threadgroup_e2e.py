@@ -1,0 +1,309 @@
+"""Threadgroup kernels end to end through compile_shader: our own reduction kernel against
+torch.sum, and kernels built on every helper of the wheel's c10/metal/reduction_utils.h."""
+
+from __future__ import annotations
+
+import math
+import pytest
+import torch
+
+from metalport.emulate import compile_shader
+
+# Our own two-level sum: simd_sum within simdgroups, threadgroup memory across them.  The element
+# index comes from thread_position_in_grid: threads_per_threadgroup is the clipped size of an edge
+# group (non-uniform dispatch), so `group * tptg + tid` would be wrong there.
+SUM_SOURCE = r"""
+#include <metal_stdlib>
+using namespace metal;
+
+template <typename T, typename A>
+kernel void chunk_sum(
+    constant T* x [[buffer(0)]],
+    device A* partial [[buffer(1)]],
+    constant uint& n [[buffer(2)]],
+    uint pos [[thread_position_in_grid]],
+    uint group [[threadgroup_position_in_grid]],
+    uint tid [[thread_position_in_threadgroup]],
+    uint lane [[thread_index_in_simdgroup]],
+    uint simdgroup [[simdgroup_index_in_threadgroup]],
+    uint tptg [[threads_per_threadgroup]]) {
+  threadgroup A per_simdgroup[32];
+  A v = pos < n ? static_cast<A>(x[pos]) : A(0);
+  v = simd_sum(v);
+  if (lane == 0) {
+    per_simdgroup[simdgroup] = v;
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (simdgroup == 0) {
+    A t = lane * 32 < tptg ? per_simdgroup[lane] : A(0);
+    t = simd_sum(t);
+    if (tid == 0) {
+      partial[group] = t;
+    }
+  }
+}
+
+#define REGISTER_CHUNK_SUM(T, A)                                  \
+  template [[host_name("chunk_sum_" #T "_" #A)]] kernel void      \
+  chunk_sum<T, A>(constant T * x [[buffer(0)]],                   \
+                  device A * partial [[buffer(1)]],               \
+                  constant uint & n [[buffer(2)]],                \
+                  uint pos [[thread_position_in_grid]],           \
+                  uint group [[threadgroup_position_in_grid]],    \
+                  uint tid [[thread_position_in_threadgroup]],    \
+                  uint lane [[thread_index_in_simdgroup]],        \
+                  uint simdgroup [[simdgroup_index_in_threadgroup]], \
+                  uint tptg [[threads_per_threadgroup]])
+
+REGISTER_CHUNK_SUM(float, float);
+REGISTER_CHUNK_SUM(half, float);
+REGISTER_CHUNK_SUM(int, int);
+"""
+
+# One threadgroup per row of a contiguous [rows, cols] matrix; each thread folds a strided slice of
+# the row, then a reduction_utils.h helper combines the threads.
+ROWS_SOURCE = r"""
+#include <c10/metal/reduction_utils.h>
+#include <metal_stdlib>
+using namespace metal;
+using c10::metal::opmath_t;
+
+#define ROW_PARAMS(T, O)                                   \
+  constant T* x [[buffer(0)]], device O* out [[buffer(1)]], \
+      constant uint& cols [[buffer(2)]],                   \
+      uint row [[threadgroup_position_in_grid]],           \
+      uint tid [[thread_position_in_threadgroup]],         \
+      uint tptg [[threads_per_threadgroup]]
+
+template <typename T>
+kernel void row_sum(ROW_PARAMS(T, opmath_t<T>)) {
+  threadgroup opmath_t<T> shared[32];
+  opmath_t<T> acc = 0;
+  for (uint c = tid; c < cols; c += tptg) acc += static_cast<opmath_t<T>>(x[row * cols + c]);
+  auto total = c10::metal::threadgroup_sum(shared, acc, tid, tptg);
+  if (tid == 0) out[row] = total;
+}
+
+template <typename T>
+kernel void row_prod(ROW_PARAMS(T, opmath_t<T>)) {
+  threadgroup opmath_t<T> shared[32];
+  opmath_t<T> acc = 1;
+  for (uint c = tid; c < cols; c += tptg) acc *= static_cast<opmath_t<T>>(x[row * cols + c]);
+  auto total = c10::metal::threadgroup_prod(shared, acc, tid, tptg);
+  if (tid == 0) out[row] = total;
+}
+
+template <typename T, template <typename> class Op>
+kernel void row_extreme(ROW_PARAMS(T, T)) {
+  threadgroup T shared[32];
+  T acc = Op<T>::identity();
+  for (uint c = tid; c < cols; c += tptg) {
+    T v = x[row * cols + c];
+    if (Op<T>::replace(v, acc)) acc = v;
+  }
+  auto total = Op<T>::threadgroup_reduce(shared, acc, tid, tptg);
+  if (tid == 0) out[row] = total;
+}
+
+template <typename T, bool IsMax>
+kernel void row_arg(ROW_PARAMS(T, long)) {
+  threadgroup T best_val[32];
+  threadgroup long best_idx[32];
+  using Op = ::metal::conditional_t<IsMax, c10::metal::MaxOp<T>, c10::metal::MinOp<T>>;
+  T acc = Op::identity();
+  long idx = 0;
+  for (uint c = tid; c < cols; c += tptg) {
+    T v = x[row * cols + c];
+    if (Op::replace(v, acc)) {
+      acc = v;
+      idx = c;
+    }
+  }
+  long r = IsMax ? c10::metal::threadgroup_argmax(best_val, best_idx, acc, idx, tid, tptg)
+                 : c10::metal::threadgroup_argmin(best_val, best_idx, acc, idx, tid, tptg);
+  if (tid == 0) out[row] = r;
+}
+
+// cols == tptg: thread tid holds x[row, tid].  out: mean, m2, count from both Welford helpers,
+// then the two sums of threadgroup_sum2 (x and x*x).
+kernel void row_moments(ROW_PARAMS(float, float)) {
+  threadgroup float values[1024];
+  threadgroup float3 triples[1024];
+  threadgroup float sa[32], sb[32];
+  const float v = x[row * cols + tid];
+  values[tid] = v;
+  triples[tid] = float3(v, 0, 1);
+  const float3 w = c10::metal::threadgroup_welford_reduce(values, tptg);
+  const float3 c = c10::metal::threadgroup_welford_combine(triples, tptg);
+  const auto s2 = c10::metal::threadgroup_sum2(sa, sb, v, v * v, tid, tptg);
+  if (tid == 0) {
+    for (int k = 0; k < 3; ++k) {
+      out[row * 8 + k] = w[k];
+      out[row * 8 + 3 + k] = c[k];
+    }
+    out[row * 8 + 6] = s2[0];
+    out[row * 8 + 7] = s2[1];
+  }
+}
+
+// One simdgroup per 32 elements: the 64-bit (shuffle) and complex paths of reduction_utils.h.
+kernel void simd_long_ops(
+    constant long* x [[buffer(0)]], device long* out [[buffer(1)]],
+    uint pos [[thread_position_in_grid]], uint lane [[thread_index_in_simdgroup]]) {
+  const long v = x[pos];
+  const long s = c10::metal::simd_sum(v);
+  const long p = c10::metal::simd_prod(v % 2 + 2);
+  const long hi = c10::metal::simd_max(v);
+  const long lo = c10::metal::simd_min(v);
+  const long b = c10::metal::simd_broadcast(v, ushort(7));
+  if (lane == 0) {
+    const uint k = pos / 32 * 5;
+    out[k] = s;
+    out[k + 1] = p;
+    out[k + 2] = hi;
+    out[k + 3] = lo;
+    out[k + 4] = b;
+  }
+}
+
+kernel void simd_complex_ops(
+    constant float2* x [[buffer(0)]], device float2* out [[buffer(1)]],
+    uint pos [[thread_position_in_grid]], uint lane [[thread_index_in_simdgroup]]) {
+  const float2 p = c10::metal::simd_prod(x[pos]);
+  const float2 s = c10::metal::simd_sum(x[pos]);
+  if (lane == 0) {
+    out[pos / 32 * 2] = p;
+    out[pos / 32 * 2 + 1] = s;
+  }
+}
+
+#define REGISTER_ROW(NAME, KERNEL, T, O) \
+  template [[host_name(NAME)]] kernel void KERNEL<T>(ROW_PARAMS(T, O))
+#define REGISTER_EXTREME(NAME, T, OP) \
+  template [[host_name(NAME)]] kernel void row_extreme<T, OP>(ROW_PARAMS(T, T))
+#define REGISTER_ARG(NAME, T, IS_MAX) \
+  template [[host_name(NAME)]] kernel void row_arg<T, IS_MAX>(ROW_PARAMS(T, long))
+
+REGISTER_ROW("row_sum_float", row_sum, float, float);
+REGISTER_ROW("row_sum_half", row_sum, half, float);
+REGISTER_ROW("row_sum_bfloat", row_sum, bfloat, float);
+REGISTER_ROW("row_sum_int", row_sum, int, int);
+REGISTER_ROW("row_prod_float", row_prod, float, float);
+REGISTER_EXTREME("row_max_float", float, c10::metal::MaxOp);
+REGISTER_EXTREME("row_min_float", float, c10::metal::MinOp);
+REGISTER_EXTREME("row_max_half", half, c10::metal::MaxOp);
+REGISTER_EXTREME("row_max_int", int, c10::metal::MaxOp);
+REGISTER_EXTREME("row_min_int", int, c10::metal::MinOp);
+REGISTER_ARG("row_argmax_float", float, true);
+REGISTER_ARG("row_argmin_float", float, false);
+REGISTER_ARG("row_argmax_int", int, true);
+"""
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory: pytest.TempPathFactory) -> object:
+    """Both sources in one library (one compile)."""
+    return compile_shader(SUM_SOURCE + ROWS_SOURCE, cache_dir=tmp_path_factory.mktemp("tg-e2e"))
+
+
+def full_sum(lib: object, x: torch.Tensor, acc: torch.dtype, group: int) -> torch.Tensor:
+    """Sum x with chunk_sum passes until one value is left."""
+    names = {torch.float32: "float", torch.float16: "half", torch.int32: "int"}
+    kernel = f"chunk_sum_{names[x.dtype]}_{names[acc]}"
+    while True:
+        partial = torch.full((math.ceil(x.numel() / group),), -7, dtype=acc)
+        getattr(lib, kernel)(x, partial, x.numel(), threads=x.numel(), group_size=group)
+        if partial.numel() == 1:
+            return partial[0]
+        x = partial
+        kernel = f"chunk_sum_{names[acc]}_{names[acc]}"
+
+
+def test_our_threadgroup_sum_matches_torch_sum(lib: object) -> None:
+    assert lib.kernels["chunk_sum_float_float"].uses_threadgroup
+    gen = torch.Generator().manual_seed(0)
+    for n in (1, 31, 32, 33, 1000, 4097, 100_003):
+        for group in (32, 100, 256, 1024):
+            x = torch.randn(n, generator=gen)
+            torch.testing.assert_close(full_sum(lib, x, torch.float32, group),
+                                       x.double().sum().float(), rtol=1e-5, atol=1e-5 * n ** 0.5)
+    x = torch.randn(5000, generator=gen).half()
+    torch.testing.assert_close(full_sum(lib, x, torch.float32, 256), x.float().sum(),
+                               rtol=1e-5, atol=1e-3)
+    xi = torch.randint(-1000, 1000, (77_777,), dtype=torch.int32, generator=gen)
+    assert int(full_sum(lib, xi, torch.int32, 1024)) == int(xi.sum())
+
+
+def run_rows(lib: object, name: str, x: torch.Tensor, out_dtype: torch.dtype, group: int,
+             per_row: int = 1) -> torch.Tensor:
+    rows, cols = x.shape
+    out = torch.full((rows * per_row,), -7, dtype=out_dtype)
+    getattr(lib, name)(x.contiguous(), out, cols, threads=rows * group, group_size=group)
+    return out
+
+
+@pytest.mark.parametrize("group", [32, 96, 1024])
+def test_reduction_utils_row_reductions(lib: object, group: int) -> None:
+    gen = torch.Generator().manual_seed(group)
+    x = torch.randn(6, 1500, generator=gen)
+    x[2, 77] = float("nan")
+    torch.testing.assert_close(run_rows(lib, "row_sum_float", x, torch.float32, group),
+                               x.sum(1), equal_nan=True, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(run_rows(lib, "row_max_float", x, torch.float32, group),
+                               x.amax(1), equal_nan=True)
+    torch.testing.assert_close(run_rows(lib, "row_min_float", x, torch.float32, group),
+                               x.amin(1), equal_nan=True)
+    clean = torch.randn(6, 1500, generator=gen)
+    assert run_rows(lib, "row_argmax_float", clean, torch.int64, group).tolist() == \
+        clean.argmax(1).tolist()
+    assert run_rows(lib, "row_argmin_float", clean, torch.int64, group).tolist() == \
+        clean.argmin(1).tolist()
+    near_one = 1 + 0.001 * torch.randn(6, 1500, generator=gen)
+    torch.testing.assert_close(run_rows(lib, "row_prod_float", near_one, torch.float32, group),
+                               near_one.prod(1), rtol=1e-5, atol=1e-5)
+    h = torch.randn(6, 1500, generator=gen).half()
+    torch.testing.assert_close(run_rows(lib, "row_sum_half", h, torch.float32, group),
+                               h.float().sum(1), rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(run_rows(lib, "row_max_half", h, torch.float16, group),
+                               h.amax(1))
+    b = torch.randn(6, 1500, generator=gen).bfloat16()
+    torch.testing.assert_close(run_rows(lib, "row_sum_bfloat", b, torch.float32, group),
+                               b.float().sum(1), rtol=1e-5, atol=1e-4)
+    i = torch.randint(-10**6, 10**6, (6, 1500), dtype=torch.int32, generator=gen)
+    assert run_rows(lib, "row_sum_int", i, torch.int32, group).tolist() == i.sum(1).tolist()
+    assert run_rows(lib, "row_max_int", i, torch.int32, group).tolist() == i.amax(1).tolist()
+    assert run_rows(lib, "row_min_int", i, torch.int32, group).tolist() == i.amin(1).tolist()
+    assert run_rows(lib, "row_argmax_int", i, torch.int64, group).tolist() == \
+        i.argmax(1).tolist()
+
+
+@pytest.mark.parametrize("group", [32, 200, 1024])
+def test_reduction_utils_welford_and_sum2(lib: object, group: int) -> None:
+    x = torch.randn(3, group, generator=torch.Generator().manual_seed(1))
+    got = run_rows(lib, "row_moments", x, torch.float32, group, per_row=8).view(3, 8)
+    mean, m2 = x.mean(1), x.var(1, unbiased=False) * group
+    count = torch.full((3,), float(group))
+    for cols in ((0, 1, 2), (3, 4, 5)):
+        torch.testing.assert_close(got[:, cols[0]], mean, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(got[:, cols[1]], m2, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(got[:, cols[2]], count)
+    torch.testing.assert_close(got[:, 6], x.sum(1), rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(got[:, 7], (x * x).sum(1), rtol=1e-5, atol=1e-4)
+
+
+def test_reduction_utils_64bit_and_complex_simd_paths(lib: object) -> None:
+    gen = torch.Generator().manual_seed(2)
+    x = torch.randint(-2**40, 2**40, (96,), dtype=torch.int64, generator=gen)
+    out = torch.zeros(15, dtype=torch.int64)
+    lib.simd_long_ops(x, out, threads=96, group_size=64)
+    chunks = x.view(3, 32)
+    factors = torch.fmod(chunks, 2) + 2
+    want = torch.stack([chunks.sum(1), factors.prod(1), chunks.amax(1), chunks.amin(1),
+                        chunks[:, 7]], 1)
+    assert out.view(3, 5).tolist() == want.tolist()
+    z = torch.polar(1 + 0.01 * torch.randn(64, generator=gen), torch.randn(64, generator=gen))
+    out_c = torch.zeros(4, dtype=torch.complex64)
+    lib.simd_complex_ops(z, out_c, threads=64, group_size=64)
+    zc = z.view(2, 32)
+    torch.testing.assert_close(out_c.view(2, 2)[:, 0], zc.prod(1), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(out_c.view(2, 2)[:, 1], zc.sum(1), rtol=1e-5, atol=1e-5)
