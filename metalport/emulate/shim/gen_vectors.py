@@ -57,7 +57,7 @@ def _vec(n: int) -> str:
            f"  explicit constexpr vec(const vec<U, {n}>& o) : {conv} {{}}",
            "  template <int M, int... I, ::mshim::enable_if_t<sizeof...(I) == "
            f"{n}, int> = 0>",
-           "  constexpr vec(const ::mshim::swz<T, M, I...>& s) : vec(s.get()) {}",
+           "  constexpr vec(const ::mshim::swz<T, M, I...>& s) : vec(::mshim::get(s)) {}",
            f"  constexpr vec& operator=(const vec& o) {{ {assign} return *this; }}",
            "  constexpr T& operator[](int i) { return (&x)[i]; }",
            "  constexpr const T& operator[](int i) const { return (&x)[i]; }",

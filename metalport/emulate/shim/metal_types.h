@@ -88,35 +88,23 @@ template <class T> struct is_vec : std::false_type {};
 template <class T, int N> struct is_vec<metal::vec<T, N>> : std::true_type {};
 
 // Swizzle proxy over the storage of a vec<T, N>: converts to vec<T, sizeof...(I)>, assignable.
+// Kept to three member declarations: every vec<T, 4> instantiates 672 of these.
 template <class T, int N, int... I>
 struct swz {
   T d[N];
-  static constexpr int size = sizeof...(I);
-  constexpr metal::vec<T, sizeof...(I)> get() const {
-    return metal::vec<T, sizeof...(I)>(arr<T, sizeof...(I)>{{d[I]...}});
-  }
-  constexpr operator metal::vec<T, sizeof...(I)>() const { return get(); }
-  swz& operator=(const metal::vec<T, sizeof...(I)>& v) {
-    int k = 0;
-    ((d[I] = v[k++]), ...);
-    return *this;
-  }
-  swz& operator=(const swz& o) { return *this = o.get(); }
-  template <class U> swz& operator+=(const U& o) { return *this = get() + o; }
-  template <class U> swz& operator-=(const U& o) { return *this = get() - o; }
-  template <class U> swz& operator*=(const U& o) { return *this = get() * o; }
-  template <class U> swz& operator/=(const U& o) { return *this = get() / o; }
-  template <class U> friend auto operator+(const swz& a, const U& b) { return a.get() + b; }
-  template <class U> friend auto operator-(const swz& a, const U& b) { return a.get() - b; }
-  template <class U> friend auto operator*(const swz& a, const U& b) { return a.get() * b; }
-  template <class U> friend auto operator/(const swz& a, const U& b) { return a.get() / b; }
-  friend auto operator-(const swz& a) { return -a.get(); }
+  constexpr operator metal::vec<T, sizeof...(I)>() const;
+  swz& operator=(const metal::vec<T, sizeof...(I)>& v);
+  swz& operator=(const swz& o);
 };
+template <class T, int N, int... I> constexpr metal::vec<T, sizeof...(I)> get(const swz<T, N, I...>& s);
 template <class T> struct is_swz : std::false_type {};
-template <class T, int N, int... I> struct is_swz<swz<T, N, I...>> : std::true_type {};
+template <class T, int N, int... I> struct is_swz<swz<T, N, I...>> : std::true_type {
+  static constexpr int size = sizeof...(I);
+};
 
 template <class A> constexpr int ncomp() {
-  if constexpr (is_vec<A>::value || is_swz<A>::value) return A::size;
+  if constexpr (is_vec<A>::value) return A::size;
+  else if constexpr (is_swz<A>::value) return is_swz<A>::size;
   else return 1;
 }
 template <class U, class T>
@@ -132,7 +120,7 @@ template <class V> constexpr auto comp(const V& v, int i) {
 }
 template <class T, int N, class A> constexpr void put(arr<T, N>& r, int& k, const A& a) {
   if constexpr (is_swz<A>::value) {
-    put(r, k, a.get());
+    put(r, k, get(a));
   } else if constexpr (is_vec<A>::value) {
     for (int i = 0; i < A::size; ++i) r.v[k++] = static_cast<T>(comp(a, i));
   } else {
@@ -256,6 +244,33 @@ template <class T, size_t N> struct array {
   T* data() { return _elems; }
 };
 }  // namespace metal
+
+namespace mshim {
+template <class T, int N, int... I> constexpr metal::vec<T, sizeof...(I)> get(const swz<T, N, I...>& s) {
+  return metal::vec<T, sizeof...(I)>(arr<T, sizeof...(I)>{{s.d[I]...}});
+}
+template <class T, int N, int... I>
+constexpr swz<T, N, I...>::operator metal::vec<T, sizeof...(I)>() const { return get(*this); }
+template <class T, int N, int... I>
+swz<T, N, I...>& swz<T, N, I...>::operator=(const metal::vec<T, sizeof...(I)>& v) {
+  int k = 0;
+  ((d[I] = v[k++]), ...);
+  return *this;
+}
+template <class T, int N, int... I>
+swz<T, N, I...>& swz<T, N, I...>::operator=(const swz& o) { return *this = get(o); }
+#define MSHIM_SWZ_OP(OP)                                                               \
+  template <class T, int N, int... I, class U>                                          \
+  auto operator OP(const swz<T, N, I...>& a, const U& b) { return get(a) OP b; }        \
+  template <class U, class T, int N, int... I, enable_if_t<!is_swz<U>::value, int> = 0> \
+  auto operator OP(const U& a, const swz<T, N, I...>& b) { return a OP get(b); }        \
+  template <class T, int N, int... I, class U>                                          \
+  swz<T, N, I...>& operator OP##=(swz<T, N, I...>& a, const U& b) { return a = get(a) OP b; }
+MSHIM_SWZ_OP(+) MSHIM_SWZ_OP(-) MSHIM_SWZ_OP(*) MSHIM_SWZ_OP(/)
+#undef MSHIM_SWZ_OP
+template <class T, int N, int... I> auto operator-(const swz<T, N, I...>& a) { return -get(a); }
+}  // namespace mshim
+
 
 using metal::vec;
 #define MSHIM_GLOBAL_VEC(T) using metal::T##2; using metal::T##3; using metal::T##4;
