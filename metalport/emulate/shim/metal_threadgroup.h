@@ -474,7 +474,8 @@ template <class T, Move M, unsigned Seg> inline void resolve_move(Fiber* const* 
       Fiber* f = lanes[base + l];
       if (f == nullptr) continue;
       const int d = int(f->arg);
-      const int mod = int(f->arg2);
+      int mod = int(f->arg2);  // Metal allows 2, 4, 8, 16 or 32; anything else: the whole segment
+      if (mod <= 0 || mod > int(Seg) || int(Seg) % mod != 0) mod = int(Seg);
       int src = -1;
       bool use_fill = false, keep = false;
       switch (M) {
