@@ -62,6 +62,7 @@ class ToolBox:
         self.max_read_lines = max_read_lines
         self.max_grep_files = max_grep_files
         self.checks_ok = False
+        self.last_check: dict | None = None  # None: no check() since the last edit
         self.finished: str | None = None
 
     def specs(self, offered: frozenset[str] | None = None) -> list[dict]:
@@ -175,12 +176,12 @@ class ToolBox:
             self._guard.write_text(path, text.replace(search, replace, 1))
         except SandboxError as err:
             return {"ok": False, "error": str(err)}
-        self.checks_ok = False
+        self.checks_ok, self.last_check = False, None
         return {"ok": True, "path": path, "note": "edit applied; run check() before finish()"}
 
     def _check(self) -> dict:
         result = _as_check_result(self._fns["check"]())
-        self.checks_ok = bool(result.get("ok"))
+        self.checks_ok, self.last_check = bool(result.get("ok")), result
         return result
 
     def _conformance(self) -> dict:
@@ -188,10 +189,23 @@ class ToolBox:
 
     def _finish(self, summary: str) -> dict:
         if not self.checks_ok:
-            return {"ok": False, "error": "finish refused: check() has not passed since the last edit; "
-                    "fix the diagnostics and run check() again"}
+            if self.last_check is None:
+                reason = "check() has not run since the last edit; run it first"
+            else:
+                reason = f"the last check() failed ({_first_problem(self.last_check)}); fix it and run check() again"
+            return {"ok": False, "error": f"finish refused: {reason}"}
         self.finished = summary
         return {"ok": True, "note": "attempt finished"}
+
+
+def _first_problem(result: dict) -> str:
+    """The first diagnostic of a failed check result, as `file:line: message`."""
+    items = result.get("diagnostics") or result.get("failures") or []
+    if not items or not isinstance(items[0], dict):
+        return str(result.get("error") or "no diagnostics given")[:300]
+    first = items[0]
+    where = ":".join(str(first[k]) for k in ("file", "line") if first.get(k) is not None)
+    return f"{where}: {first.get('message', '')}"[:300] if where else str(first.get("message", ""))[:300]
 
 
 def _as_check_result(result: Any) -> dict:

@@ -60,7 +60,11 @@ def test_ambiguous_edit_is_refused_and_exact_edit_applies(tmp_path: Path) -> Non
 
 def test_finish_needs_a_passing_check_since_the_last_edit(tmp_path: Path) -> None:
     box, _ = make_toolbox(make_tree(tmp_path))
-    assert _call(box, "finish", summary="x")["error"].startswith("finish refused")
+    assert _call(box, "finish", summary="x")["error"] == "finish refused: check() has not run since the last " \
+        "edit; run it first"
+    assert _call(box, "check")["ok"] is False
+    assert _call(box, "finish", summary="x")["error"] == (
+        f"finish refused: the last check() failed ({KERNEL}:7: wrong branch); fix it and run check() again")
     _call(box, "propose_edit", path=KERNEL, search="(a, b);", replace="(a, b); // fixed")
     assert _call(box, "check")["ok"] is True
     _call(box, "propose_edit", path=KERNEL, search="// fixed", replace="// fixed again")
