@@ -27,14 +27,16 @@ class RunContext:
     provider: Provider
     executor_name: str = "auto"
     usage_base: dict = field(default_factory=dict)  # usage of earlier processes of this run
+    config_path: Path | None = None  # metalport.yaml (its `executor:` section configures the executor)
     _executor: Any = None
 
     def executor(self) -> Any:
         """The selected executor (`metalport.executors.select_executor`), made once per process."""
         if self._executor is None:
+            from metalport.config import load_config
             from metalport.executors import select_executor
 
-            self._executor = select_executor(self.executor_name)
+            self._executor = select_executor(self.executor_name, load_config(self.config_path))
         return self._executor
 
     def total_usage(self, current: dict) -> dict:

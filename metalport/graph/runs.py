@@ -102,7 +102,9 @@ def resume_run(repo_root: Path | str, run_id: str, decision: Decision | None = N
                                 f"stage {record.stage})",
                                 hint=f"resume it with `metalport resume {run_id}` until it reaches the gate")
         if snapshot.next:
-            if record.status in TERMINAL_STATUSES and record.stage != "publish":
+            # A run that failed on bad input had its worktree removed: nothing to continue. After an
+            # internal error (worktree kept) or a publish error (approved work kept) a resume retries.
+            if record.status in TERMINAL_STATUSES and record.worktree is None and record.stage != "publish":
                 raise PipelineError(f"run {run_id} ended {record.status}: {record.reason}",
                                     hint=f"start a new run with `run-migration {record.op}`")
             return driver.drive(None)
@@ -142,8 +144,9 @@ class _Driver:
         """Stream the graph from `graph_input` to the gate or an end, writing the record per update."""
         values = dict(self.snapshot().values) if not isinstance(graph_input, dict) else dict(graph_input)
         options = self.options or RunOptions.from_dict(values.get("options", {}))
-        context = RunContext(self.root, self.directory, self.provider or _make_provider(options, self.root, self.directory),
-                             executor_name=options.executor, usage_base=dict(values.get("usage") or {}))
+        provider = self.provider or _make_provider(options, self.root, self.directory)
+        context = RunContext(self.root, self.directory, provider, executor_name=options.executor,
+                             usage_base=dict(values.get("usage") or {}), config_path=_config_path(options, self.root))
         config = self._config(options.max_attempts)
         awaiting = False
         try:
@@ -162,7 +165,7 @@ class _Driver:
             raise
         except Exception as err:
             values.update(status="failed", reason=f"internal error in {values.get('stage')}: "
-                          f"{type(err).__name__}: {err}")
+                          f"{type(err).__name__}: {err} (`metalport resume {self.run_id}` retries it)")
             self._write(values)
             raise
         if awaiting:
@@ -176,10 +179,10 @@ class _Driver:
         if kind == "tasks":
             if "input" in data:  # a task starts (finish events carry `result`)
                 name = data["name"]
-                kill_point(name)
                 self._started[name] = time.monotonic()
                 values["stage"] = name
                 self._write(values)
+                kill_point(name)
                 self.progress({"event": "start", "node": name})
             return False
         if kind == "custom":
@@ -243,10 +246,15 @@ def _make_provider(options: RunOptions, root: Path, directory: Path) -> Provider
     from metalport.agent.factory import make_provider
 
     _check_model(options.model)
-    config_path = Path(options.config_path) if options.config_path else root / "metalport.yaml"
+    config_path = _config_path(options, root)
     budget = dict(options.budget or {})
     budget["max_wall_s"] = min(float(budget.get("max_wall_s") or options.wall_time_s), options.wall_time_s)
     return make_provider(options.model, config_path=config_path, run_dir=directory, budget_limits=budget)
+
+
+def _config_path(options: RunOptions, root: Path) -> Path:
+    """The run's metalport.yaml: --config, else the repository's own."""
+    return Path(options.config_path) if options.config_path else root / "metalport.yaml"
 
 
 def _new_run_id(name: str) -> str:

@@ -1,0 +1,125 @@
+"""The CLI as users see it: exit codes, one-line errors, the gate message, nothing left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from metalport.cli import main, run_migration
+from metalport.graph import get_run
+from tests.graph.conftest import branches, git, user_tree, worktrees
+
+HOST = "aten/src/ATen/native/mps/operations/BinaryKernel.mm"
+
+
+def _one_line_error(err: str, prog: str = "run-migration") -> str:
+    lines = [line for line in err.splitlines() if line.startswith(f"{prog}: error:") or line.startswith("metalport: error:")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def _clean(repo: Path, before: tuple[str, str, str], extra_branches: tuple[str, ...] = ()) -> None:
+    assert branches(repo) == sorted(["main", *extra_branches]) and worktrees(repo) == 1
+    assert user_tree(repo) == before
+
+
+def test_gate_without_input_then_reject_with_the_recipe_model(fixture_repo: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    repo = str(fixture_repo)
+    assert run_migration(["aten::heaviside", "--repo", repo, "--executor", "emulated", "--no-input",
+                          "--run-id", "cli-1"]) == 0
+    err = capsys.readouterr().err
+    for node in ("resolve", "plan", "sandbox", "edit", "check", "build", "test"):
+        assert f"✓ {node}" in err
+    assert "metalport review approve cli-1" in err and "metalport resume cli-1 --approve" in err
+
+    assert main(["runs", "--repo", repo, "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(r["run_id"], r["status"], r["stage"], r["attempts"], r["branch"]) for r in listed] == [
+        ("cli-1", "awaiting-review", "approve", 1, "metalport/heaviside")]
+    assert main(["runs", "show", "cli-1", "--repo", repo]) == 0
+    shown = capsys.readouterr().out
+    assert "heaviside_functor" in shown and "test: passed" in shown and "files changed" in shown
+
+    assert main(["resume", "cli-1", "--repo", repo, "--reject", "also register bfloat"]) == 1
+    err = capsys.readouterr().err
+    assert "rejected: rejected by the reviewer: also register bfloat" in err
+    record = get_run(fixture_repo, "cli-1")
+    assert (record.status, record.feedback, record.branch) == ("rejected", "also register bfloat", None)
+    assert branches(fixture_repo) == ["main"] and worktrees(fixture_repo) == 1
+
+
+def test_bad_inputs_are_one_line_and_leave_nothing(fixture_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = str(fixture_repo)
+    before = user_tree(fixture_repo)
+    cases = [
+        (["aten::heavisid"], 2, "unknown op 'aten::heavisid'; did you mean 'heaviside'?"),
+        (["aten::atan2"], 2, "aten::atan2 is already native (shared); pass --force"),
+        (["aten::hypot"], 1, None),
+        (["aten::heaviside", "--model", "gpt"], 2, "unknown model 'gpt'"),
+        (["aten::heaviside", "--max-attempts", "0"], 2, "--max-attempts must be at least 1"),
+    ]
+    for argv, code, message in cases:
+        assert run_migration([*argv, "--repo", repo, "--executor", "emulated", "--no-input"]) == code, argv
+        err = capsys.readouterr().err
+        if message:
+            assert message in _one_line_error(err), err
+        _clean(fixture_repo, before)
+    assert get_run(fixture_repo, [r for r in os.listdir(fixture_repo / ".git/metalport/runs")
+                                  if r.startswith("hypot")][0]).status == "needs-llm"
+
+    assert main(["resume", "nope-1", "--repo", repo]) == 2
+    assert "unknown run id 'nope-1'" in _one_line_error(capsys.readouterr().err, "metalport")
+
+    # A branch a human committed to is never taken over.
+    git(fixture_repo, "branch", "metalport/heaviside")
+    git(fixture_repo, "worktree", "add", "-q", str(fixture_repo.parent / "human"), "metalport/heaviside")
+    (fixture_repo.parent / "human" / "notes.txt").write_text("mine\n")
+    git(fixture_repo.parent / "human", "add", "notes.txt")
+    git(fixture_repo.parent / "human", "-c", "user.name=Ada", "-c", "user.email=ada@example.com",
+        "commit", "-q", "-m", "my work")
+    git(fixture_repo, "worktree", "remove", str(fixture_repo.parent / "human"))
+    human = git(fixture_repo, "rev-parse", "metalport/heaviside")
+    assert run_migration(["aten::heaviside", "--repo", repo, "--executor", "emulated", "--no-input"]) == 2
+    assert "that metalport did not make" in _one_line_error(capsys.readouterr().err)
+    assert git(fixture_repo, "rev-parse", "metalport/heaviside") == human
+    _clean(fixture_repo, before, ("metalport/heaviside",))
+
+
+def test_a_plan_edit_that_misses_its_anchor_fails_after_diagnose_or_exhausts_the_budget(
+        fixture_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    host = fixture_repo / HOST
+    host.write_text(host.read_text().replace("} // namespace at::native", "}"))
+    git(fixture_repo, "commit", "-q", "-am", "host file without its namespace comment")
+    before = user_tree(fixture_repo)
+    repo = str(fixture_repo)
+    assert run_migration(["aten::heaviside", "--repo", repo, "--executor", "emulated", "--no-input", "--json",
+                          "--run-id", "anchor-1"]) == 1
+    out, err = capsys.readouterr()
+    record = json.loads(out)
+    assert (record["status"], record["stage"], record["attempts"]) == ("failed", "edit", 2)
+    assert record["reason"].startswith("edit failed: ") and "recipe cannot repair edit failures" in record["reason"]
+    assert "✗ edit" in err and "→ diagnose" in err and set(record["timings_s"]) >= {"edit", "diagnose"}
+    _clean(fixture_repo, before)
+
+    assert run_migration(["aten::heaviside", "--repo", repo, "--executor", "emulated", "--no-input",
+                          "--wall-time", "0.001", "--run-id", "anchor-2"]) == 1
+    assert "budget-exhausted: wall time" in capsys.readouterr().err
+    assert get_run(fixture_repo, "anchor-2").status == "budget-exhausted"
+    _clean(fixture_repo, before)
+
+
+def test_dirty_base_tree_is_allowed_and_said(fixture_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (fixture_repo / "aten/src/ATen/native/native_functions.yaml").write_text("# the user's edit\n")
+    (fixture_repo / "scratch.txt").write_text("untracked\n")
+    before = user_tree(fixture_repo)
+    repo = str(fixture_repo)
+    git(fixture_repo, "stash", "list")
+    assert run_migration(["aten::heaviside", "--repo", repo, "--executor", "emulated", "--no-input",
+                          "--run-id", "dirty-1", "--base", "HEAD"]) == 0
+    assert "work tree has uncommitted changes; the worktree starts from commit" in capsys.readouterr().err
+    assert main(["resume", "dirty-1", "--repo", repo, "--abort"]) == 0
+    _clean(fixture_repo, before)

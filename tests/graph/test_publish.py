@@ -1,0 +1,71 @@
+"""Publish after approval: push to the user's fork (a local bare repo) and one draft PR on a local
+GitHub API; never the base branch, never a token in the PR body."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from metalport.errors import PublishError
+from metalport.graph import Approve, RunOptions, get_run, resume_run, start_run
+from tests.graph.conftest import git, worktrees
+from tests.publish.conftest import FakeGitHub
+
+TOKEN = "t0ps3cret"
+
+
+def _fork(fixture_repo: Path, tmp_path: Path, github: FakeGitHub, remote: str = "fork") -> Path:
+    bare = tmp_path / "fork.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(fixture_repo, "remote", "add", remote, str(bare))
+    (tmp_path / "metalport.yaml").write_text(
+        f"remote:\n  name: {remote}\n  fork_owner: ada\n  api_url: {github.url}\n  github_repo: pytorch/pytorch\n")
+    return bare
+
+
+def test_approved_run_pushes_to_the_fork_and_opens_one_draft_pr(fixture_repo: Path, tmp_path: Path,
+                                                                 github: FakeGitHub,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    bare = _fork(fixture_repo, tmp_path, github)
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    options = RunOptions(executor="emulated", config_path=str(tmp_path / "metalport.yaml"))
+    assert start_run(fixture_repo, "aten::heaviside", options, run_id="pub-1").status == "awaiting-review"
+    assert github.requests == []  # nothing leaves the machine before approval
+
+    record = resume_run(fixture_repo, "pub-1", Approve())
+    assert record.status == "published" and record.pr_url == "https://github.test/pytorch/pytorch/pull/1"
+    assert record.bundle_path is None
+    assert git(bare, "branch", "--format=%(refname:short)").split() == ["metalport/heaviside"]
+    assert git(bare, "log", "--format=%s", "metalport/heaviside", "-1").strip() == (
+        "[MPS] Migrate heaviside to native Metal")
+    assert git(bare, "rev-parse", "metalport/heaviside") == git(fixture_repo, "rev-parse", "metalport/heaviside")
+    posts = [r for r in github.requests if r[0] == "POST"]
+    assert len(posts) == 1
+    payload = posts[0][3]
+    assert payload["draft"] is True and payload["head"] == "ada:metalport/heaviside" and payload["base"] == "main"
+    assert "heaviside_functor" in payload["body"] and TOKEN not in payload["body"]
+    assert worktrees(fixture_repo) == 1
+
+    # A retried publish finds the PR instead of opening a second one.
+    assert resume_run(fixture_repo, "pub-1").pr_url == record.pr_url and len(github.pulls) == 1
+
+
+def test_publish_refuses_an_upstream_remote_and_keeps_the_approved_work(fixture_repo: Path, tmp_path: Path,
+                                                                         github: FakeGitHub,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    _fork(fixture_repo, tmp_path, github, remote="upstream")
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    options = RunOptions(executor="emulated", config_path=str(tmp_path / "metalport.yaml"))
+    start_run(fixture_repo, "aten::heaviside", options, run_id="pub-2")
+    with pytest.raises(PublishError, match="refusing to push to 'upstream'"):
+        resume_run(fixture_repo, "pub-2", Approve())
+    record = get_run(fixture_repo, "pub-2")
+    assert record.status == "failed" and record.stage == "publish" and "metalport resume pub-2" in record.reason
+    assert record.branch == "metalport/heaviside" and github.requests == []
+
+    # Fixed config, then resume: the same commit is published (no second one), as a bundle.
+    (tmp_path / "metalport.yaml").write_text("remote: {}\n")
+    published = resume_run(fixture_repo, "pub-2")
+    assert published.status == "published" and Path(published.bundle_path, "PR.md").is_file()
+    assert git(fixture_repo, "rev-list", "--count", "main..metalport/heaviside").strip() == "1"

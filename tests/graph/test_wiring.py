@@ -1,0 +1,68 @@
+"""The graph's routers and its loop, compiled with an in-memory checkpointer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from langgraph.checkpoint.memory import MemorySaver
+from langgraph.graph import END
+from langgraph.types import Command
+
+from metalport.agent.recipes.provider import RecipeProvider
+from metalport.graph.context import RunContext
+from metalport.graph.records import RunOptions
+from metalport.graph.wiring import (
+    after_approve,
+    after_build,
+    after_check,
+    after_diagnose,
+    after_edit,
+    after_plan,
+    after_test,
+    compile_graph,
+    recursion_limit,
+)
+from tests.graph.conftest import branches, git
+
+FAIL = [{"kind": "contract", "file": "x.yaml", "line": 3, "column": None, "message": "row left on _mps"}]
+
+
+def test_routers_are_pure_functions_of_the_state() -> None:
+    assert after_plan({"status": "needs-llm"}) == END and after_plan({"status": "running"}) == "sandbox"
+    assert after_edit({"failures": FAIL}) == "diagnose" and after_edit({"failures": []}) == "check"
+    assert after_edit({"status": "rejected", "failures": []}) == END
+    assert (after_check({"failures": FAIL}), after_check({"failures": []})) == ("diagnose", "build")
+    assert (after_build({"failures": FAIL}), after_build({})) == ("diagnose", "test")
+    assert (after_test({"failures": FAIL}), after_test({"failures": []})) == ("diagnose", "approve")
+    assert after_diagnose({"status": "failed"}) == END and after_diagnose({"status": "running"}) == "edit"
+    assert [after_approve({"decision": d}) for d in ("approve", "reject", "abort")] == ["publish", "edit", END]
+    assert recursion_limit(3) > 2 * 3 + 10
+
+
+def test_memory_graph_pauses_at_the_gate_and_loops_back_on_reject(fixture_repo: Path, tmp_path: Path) -> None:
+    graph = compile_graph(MemorySaver())
+    context = RunContext(fixture_repo, tmp_path / "run", RecipeProvider(), executor_name="emulated")
+    config = {"configurable": {"thread_id": "t1"}, "recursion_limit": recursion_limit(3)}
+    start = {"run_id": "t1", "op": "aten::heaviside", "repo_root": str(fixture_repo),
+             "options": RunOptions(executor="emulated").to_dict(), "attempts": 0, "failures": [], "verdicts": {},
+             "started_at": 0.0, "paused_s": 0.0, "status": "running"}
+    seen = [next(iter(p["data"])) for p in graph.stream(start, config, stream_mode=["updates"], version="v2",
+                                                        context=context, durability="sync")]
+    assert seen == ["resolve", "plan", "sandbox", "edit", "check", "build", "test", "__interrupt__"]
+    state = graph.get_state(config)
+    assert state.next == ("approve",) and state.interrupts[0].value["op"] == "aten::heaviside"
+    assert state.values["verdicts"]["test"]["ok"] and state.values["attempts"] == 1
+    worktree = Path(state.values["worktree"]["path"])
+    assert "heaviside_functor" in (worktree / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal").read_text()
+
+    # Rejected: back through edit with the feedback; the recipe model cannot act on it.
+    after = [next(iter(p["data"])) for p in graph.stream(
+        Command(resume={"decision": "reject", "feedback": "register bfloat too"}), config,
+        stream_mode=["updates"], version="v2", context=context, durability="sync")]
+    assert after == ["approve", "edit"]
+    values = graph.get_state(config).values
+    assert values["status"] == "rejected" and values["feedback"] == "register bfloat too"
+    assert "recipe cannot act on review feedback" in values["reason"] and values["attempts"] == 2
+    assert graph.get_state(config).next == ()
+    assert "metalport/heaviside" in branches(fixture_repo)  # cleanup is the runner's job, not the graph's
+    git(fixture_repo, "worktree", "remove", "--force", str(worktree))
