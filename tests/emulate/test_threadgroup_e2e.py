@@ -206,15 +206,16 @@ def lib(tmp_path_factory: pytest.TempPathFactory) -> object:
     return compile_shader(SUM_SOURCE + ROWS_SOURCE, cache_dir=tmp_path_factory.mktemp("tg-e2e"))
 
 
-def full_sum(lib: object, x: torch.Tensor, acc: torch.dtype, group: int) -> torch.Tensor:
-    """Sum x with chunk_sum passes until one value is left."""
+def sum_calls(x: torch.Tensor, acc: torch.dtype, group: int) -> tuple[list, torch.Tensor]:
+    """The chunk_sum passes that sum x down to one value (each pass reads the previous output)."""
     names = {torch.float32: "float", torch.float16: "half", torch.int32: "int"}
     kernel = f"chunk_sum_{names[x.dtype]}_{names[acc]}"
+    calls = []
     while True:
         partial = torch.full((math.ceil(x.numel() / group),), -7, dtype=acc)
-        getattr(lib, kernel)(x, partial, x.numel(), threads=x.numel(), group_size=group)
+        calls.append((kernel, (x, partial, x.numel()), {"threads": x.numel(), "group_size": group}))
         if partial.numel() == 1:
-            return partial[0]
+            return calls, partial
         x = partial
         kernel = f"chunk_sum_{names[acc]}_{names[acc]}"
 
@@ -222,16 +223,23 @@ def full_sum(lib: object, x: torch.Tensor, acc: torch.dtype, group: int) -> torc
 def test_our_threadgroup_sum_matches_torch_sum(lib: object) -> None:
     assert lib.kernels["chunk_sum_float_float"].uses_threadgroup
     gen = torch.Generator().manual_seed(0)
-    for n in (1, 31, 32, 33, 1000, 4097, 100_003):
-        for group in (32, 100, 256, 1024):
-            x = torch.randn(n, generator=gen)
-            torch.testing.assert_close(full_sum(lib, x, torch.float32, group),
-                                       x.double().sum().float(), rtol=1e-5, atol=1e-5 * n ** 0.5)
-    x = torch.randn(5000, generator=gen).half()
-    torch.testing.assert_close(full_sum(lib, x, torch.float32, 256), x.float().sum(),
-                               rtol=1e-5, atol=1e-3)
-    xi = torch.randint(-1000, 1000, (77_777,), dtype=torch.int32, generator=gen)
-    assert int(full_sum(lib, xi, torch.int32, 1024)) == int(xi.sum())
+    cases = [(torch.randn(n, generator=gen), torch.float32, group)
+             for n in (1, 31, 32, 33, 1000, 4097, 100_003) for group in (32, 100, 256, 1024)]
+    cases.append((torch.randn(5000, generator=gen).half(), torch.float32, 256))
+    cases.append((torch.randint(-1000, 1000, (77_777,), dtype=torch.int32, generator=gen),
+                  torch.int32, 1024))
+    calls, results = [], []
+    for x, acc, group in cases:
+        more, result = sum_calls(x, acc, group)
+        calls += more
+        results.append(result)
+    lib.run_batch(calls)
+    for (x, _, _), got in zip(cases, results):
+        if x.dtype == torch.int32:
+            assert int(got[0]) == int(x.sum())
+        else:
+            want = x.double().sum().float()
+            torch.testing.assert_close(got[0], want, rtol=1e-5, atol=1e-5 * x.numel() ** 0.5)
 
 
 def run_rows(lib: object, name: str, x: torch.Tensor, out_dtype: torch.dtype, group: int,
