@@ -12,7 +12,7 @@ from pathlib import Path
 
 from metalport.agent.recipes.cformat import format_snippet
 from metalport.agent.recipes.host import HostStub, has_legacy, insert_stub, remove_legacy
-from metalport.agent.recipes.metal import insert_functor
+from metalport.agent.recipes.metal import ensure_includes, insert_functor, needed_includes
 from metalport.agent.recipes.plan import NEEDS_LLM
 from metalport.agent.recipes.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
 from metalport.agent.recipes.resolve import mps_only_lines
@@ -108,7 +108,8 @@ def _kernel_edit(texts: _Texts, plan: PortPlan, root: Path, functor_source: str 
         texts.texts[plan.kernel_file] = format_snippet(new, root, plan.kernel_file)
     else:
         snippet = format_snippet(code, root, plan.kernel_file)
-        texts.texts[plan.kernel_file] = insert_functor(text, plan.functor, snippet, regs, path=plan.kernel_file)
+        text = insert_functor(text, plan.functor, snippet, regs, path=plan.kernel_file)
+        texts.texts[plan.kernel_file] = ensure_includes(text, needed_includes(code), path=plan.kernel_file)
 
 
 def _host_edit(texts: _Texts, plan: PortPlan, root: Path) -> None:

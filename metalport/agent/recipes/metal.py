@@ -81,3 +81,25 @@ def insert_functor(text: str | None, functor: str, functor_source: str,
         return out[:at] + "".join("\n" + r for r in missing) + out[at:]
     sep = "" if out.endswith("\n") else "\n"
     return out + sep + "\n" + "".join(r + "\n" for r in missing)
+
+
+def needed_includes(functor_source: str) -> tuple[str, ...]:
+    """The c10/metal headers new code needs: indexing.h for the REGISTER_*_OP macros, and
+    special_math.h when the functor calls `c10::metal::` special functions."""
+    needed = ["#include <c10/metal/indexing.h>"]
+    if "c10::metal::" in functor_source:
+        needed.append("#include <c10/metal/special_math.h>")
+    return tuple(needed)
+
+
+def ensure_includes(text: str, includes: Sequence[str], *, path: str = "kernel.metal") -> str:
+    """`text` with each of `includes` present, added after its last `#include` when missing."""
+    missing = [inc for inc in includes if inc not in text]
+    if not missing:
+        return text
+    found = list(_INCLUDE.finditer(text))
+    if not found:
+        raise RecipeError(f"no #include to add {missing[0]!r} after", location=f"{path}:1",
+                          hint=f"add '{missing[0]}' at the top of the file")
+    end = found[-1].end()
+    return text[:end] + "".join("\n" + inc for inc in missing) + text[end:]
