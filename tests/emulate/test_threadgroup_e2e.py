@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from metalport.emulate import compile_shader
+from metalport.errors import EmulateError
 
 # Our own two-level sum: simd_sum within simdgroups, threadgroup memory across them.  The element
 # index comes from thread_position_in_grid: threads_per_threadgroup is the clipped size of an edge
@@ -315,3 +316,10 @@ def test_reduction_utils_64bit_and_complex_simd_paths(lib: object) -> None:
     zc = z.view(2, 32)
     torch.testing.assert_close(out_c.view(2, 2)[:, 0], zc.prod(1), rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(out_c.view(2, 2)[:, 1], zc.sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_group_larger_than_metal_allows_is_a_one_line_error(lib: object) -> None:
+    x = torch.randn(4096)
+    with pytest.raises(EmulateError, match="1024") as err:
+        lib.chunk_sum_float_float(x, torch.zeros(2), 4096, threads=4096, group_size=2048)
+    assert "\n" not in str(err.value)

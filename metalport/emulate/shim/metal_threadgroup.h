@@ -125,6 +125,8 @@ constexpr unsigned kMaxThreadsPerThreadgroup = 1024;
 
 namespace tg {
 
+// Messages spell "thread" "group" in two literals: metalport blanks the keyword in the
+// preprocessed text, string literals included.
 [[noreturn]] inline void fail(const char* what, const char* detail) {
   std::fprintf(stderr, "metalport: %s%s\n", what, detail);
   std::fflush(stderr);
@@ -188,7 +190,7 @@ struct Worker {
     mapped = slot * n;
     void* mem = mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (mem == MAP_FAILED) fail("cannot map fiber stacks for a threadgroup", "");
+    if (mem == MAP_FAILED) fail("cannot map fiber stacks for a thread" "group", "");
     stacks = static_cast<char*>(mem);
     for (unsigned i = 0; i < n; ++i) mprotect(stacks + i * slot, page, PROT_NONE);
     ready.reserve(n);
@@ -327,7 +329,7 @@ inline void run_group(Worker& w, unsigned long g, const unsigned threads[3],
 inline Fiber* self(const char* what) {
   Worker* w = t_worker;
   if (w == nullptr || w->current == nullptr)
-    fail(what, " called outside the threadgroup executor (the harness ran this kernel as a "
+    fail(what, " called outside the thread" "group executor (the harness ran this kernel as a "
                "plain grid loop)");
   return w->current;
 }
@@ -581,11 +583,11 @@ inline RunReport run_threadgroups(const unsigned threads[3], const unsigned grou
   unsigned long group_threads = 1, ngroups_total = 1;
   unsigned ngroups[3];
   for (int d = 0; d < 3; ++d) {
-    if (group[d] == 0) tg::fail("threadgroup size has a zero dimension", "");
+    if (group[d] == 0) tg::fail("thread" "group size has a zero dimension", "");
     group_threads *= group[d];
   }
   if (group_threads > kMaxThreadsPerThreadgroup)
-    tg::fail("threadgroup larger than Metal's 1024 threads", "");
+    tg::fail("thread" "group larger than Metal's 1024 threads", "");
   if (tg::t_worker != nullptr) tg::fail("run_threadgroups called from inside a kernel", "");
   for (int d = 0; d < 3; ++d) {
     if (threads[d] == 0) return total;
