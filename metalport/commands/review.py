@@ -172,7 +172,7 @@ def _decide(root: Path, action: str, record: Any, feedback: str | None) -> int:
     status = status_of(after)
     link = after.pr_url or after.bundle_path
     what = {"published": f"published: {link}", "rejected": f"rejected: {after.feedback or feedback}",
-            "aborted": f"aborted; worktree and branch {after.branch} removed, record kept",
+            "aborted": f"aborted; worktree and branch {record.branch} removed, record kept",
             "awaiting-review": "reworked with the feedback; it awaits review again"}.get(
         status, f"{status} at stage {after.stage}: {after.reason}")
     print(f"run {after.run_id} ({after.op}) {what}")

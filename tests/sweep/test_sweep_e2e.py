@@ -1,0 +1,146 @@
+"""Sweeps end to end on the wheel workspace with the recipe model: real `metalport run` subprocesses.
+
+The binary pointwise candidates of the wheel workspace, in ease order: heaviside (a recipe: it
+reaches the gate), special_laguerre_polynomial_l and special_legendre_polynomial_p (no recipe:
+they end needs-llm). Each test starts as few runs as its story needs (a gate run costs ~13 s CPU).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import git
+import pytest
+
+from metalport.cli import main
+
+POINTWISE = ["--status", "missing", "--family", "binary-pointwise"]
+
+
+def _sweep(repo: Path, capsys: pytest.CaptureFixture, *args: str) -> tuple[int, dict]:
+    code = main(["sweep", "--repo", str(repo), *POINTWISE, "--json", *args])
+    out = capsys.readouterr().out
+    return code, json.loads(out) if out.strip() else {}
+
+
+def _outcomes(report: dict) -> dict[str, tuple[str, str]]:
+    return {o["op"]: (o["outcome"], o["reason"]) for o in report["outcomes"]}
+
+
+def _branches(repo: Path) -> set[str]:
+    return {h.name for h in git.Repo(repo).heads if h.name.startswith("metalport/")}
+
+
+def _review(repo: Path, capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str]:
+    code = main(["review", *argv, "--repo", str(repo)])
+    return code, capsys.readouterr().out
+
+
+def test_sweep_k2_to_the_gate_then_approve_and_sweep_again(workspace: Path, capsys: pytest.CaptureFixture) -> None:
+    code, report = _sweep(workspace, capsys, "-K", "2", "--max-open", "2")
+    outcomes = _outcomes(report)
+    assert code == 0 and len(report["started_runs"]) == 3
+    assert list(outcomes) == ["heaviside", "special_laguerre_polynomial_l", "special_legendre_polynomial_p"]
+    run_id = report["started_runs"][0]
+    assert outcomes["heaviside"] == ("awaiting-review", f"run {run_id} passed its checks and awaits review")
+    for op in ("special_laguerre_polynomial_l", "special_legendre_polynomial_p"):
+        assert outcomes[op][0] == "failed"
+        assert outcomes[op][1].startswith(f"needs an LLM at stage plan: aten::{op} is not in the recipe table")
+    assert _branches(workspace) == {"metalport/heaviside"}
+    dashboard = Path(report["markdown_path"])
+    assert dashboard == workspace / ".git" / "metalport" / "dashboard.md"
+    text = dashboard.read_text()
+    assert "## Awaiting review (1)" in text and f"`metalport review show {run_id} --repo {workspace}`" in text
+    assert "## Failed (2)" in text
+
+    code, listing = _review(workspace, capsys, "list", "--json")
+    rows = json.loads(listing)
+    assert code == 0 and [(r["run_id"], r["op"], r["branch"]) for r in rows] == [
+        (run_id, "aten::heaviside", "metalport/heaviside")]
+    assert rows[0]["checks"] == "check pass, build pass" and rows[0]["conformance"].startswith("pass (")
+    code, shown = _review(workspace, capsys, "show", run_id)
+    assert code == 0 and "heaviside_functor" in shown and "test: passed" in shown and "+++ b/" in shown
+
+    code, said = _review(workspace, capsys, "approve", run_id)
+    assert code == 0 and said.startswith(f"run {run_id} (aten::heaviside) published: ")
+    text = dashboard.read_text()
+    assert "## Published (1)" in text and "## Awaiting review" not in text
+    assert said.split("published: ")[1].strip() in text  # the bundle path (no remote configured)
+
+    code, report = _sweep(workspace, capsys, "-K", "2", "--max-open", "2")
+    outcomes = _outcomes(report)
+    assert code == 0 and report["started_runs"] == []  # nothing is started twice
+    assert outcomes["heaviside"][0] == "skipped" and outcomes["heaviside"][1].startswith(
+        f"already published by run {run_id} (")
+    assert outcomes["special_laguerre_polynomial_l"][0] == "skipped"
+    assert "found no recipe for it (needs an LLM)" in outcomes["special_laguerre_polynomial_l"][1]
+
+
+def test_a_killed_sweep_leaves_its_run_resumable_and_a_restart_does_not_duplicate(
+        workspace: Path, capsys: pytest.CaptureFixture) -> None:
+    argv = [sys.executable, "-m", "metalport", "sweep", "--repo", str(workspace), "--status", "missing",
+            "--family", "binary-pointwise", "-K", "1", "--max-open", "1", "--json"]
+    sweep = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    runs = workspace / ".git" / "metalport" / "runs"
+    deadline = time.monotonic() + 60
+    while not list(runs.glob("heaviside*/run.json")):
+        assert sweep.poll() is None and time.monotonic() < deadline, sweep.stderr.read().decode()
+        time.sleep(0.1)
+    os.killpg(sweep.pid, signal.SIGKILL)
+    sweep.wait()
+    sweep.stderr.close()
+    run_id = next(runs.glob("heaviside*/run.json")).parent.name
+
+    code, report = _sweep(workspace, capsys, "-K", "1", "--max-open", "1")
+    outcomes = _outcomes(report)
+    assert code == 0 and report["started_runs"] == []  # the lock was free; nothing started twice
+    assert outcomes["heaviside"][0] == "skipped"
+    assert re.fullmatch(rf"run {run_id} (is in progress \(stage \w+\)|awaits review)", outcomes["heaviside"][1])
+    assert outcomes["special_laguerre_polynomial_l"][0] == "candidate"
+    assert outcomes["special_laguerre_polynomial_l"][1].endswith(f"(--max-open 1); review them with "
+                                                                 f"`metalport review --repo {workspace}`")
+    assert [p.parent.name for p in runs.glob("*/run.json")] == [run_id]
+
+    # The killed sweep's run goes on by itself to the gate (or is resumed if it died with the sweep).
+    deadline = time.monotonic() + 120
+    while (record := json.loads((runs / run_id / "run.json").read_text()))["status"] == "running":
+        if time.monotonic() > deadline or not _live(workspace, run_id):
+            assert main(["resume", run_id, "--repo", str(workspace)]) == 0
+            capsys.readouterr()
+            continue
+        time.sleep(0.2)
+    assert record["status"] == "awaiting-review" and record["branch"] == "metalport/heaviside"
+
+    code, said = _review(workspace, capsys, "reject", run_id, "--feedback", "keep NaN handling explicit")
+    assert code == 0 and said.strip() == f"run {run_id} (aten::heaviside) rejected: keep NaN handling explicit"
+    assert "metalport/heaviside" not in _branches(workspace)
+    text = (workspace / ".git" / "metalport" / "dashboard.md").read_text()
+    assert "## Rejected (1)" in text and "keep NaN handling explicit" in text
+
+    code, report = _sweep(workspace, capsys, "--max-open", "1", "--retry-rejected")
+    assert code == 0 and len(report["started_runs"]) == 1
+    again = report["started_runs"][0]
+    assert _outcomes(report)["heaviside"][0] == "awaiting-review"
+    code, said = _review(workspace, capsys, "abort", again)
+    assert code == 0 and said.strip() == (f"run {again} (aten::heaviside) aborted; worktree and branch "
+                                           "metalport/heaviside removed, record kept")
+    assert "metalport/heaviside" not in _branches(workspace)
+    data = json.loads((workspace / ".git" / "metalport" / "dashboard.json").read_text())
+    heaviside = {o["op"]: o for o in data["outcomes"]}["heaviside"]
+    assert heaviside["outcome"] == "aborted" and heaviside["run_id"] == again
+    assert "## Aborted (1)" in (workspace / ".git" / "metalport" / "dashboard.md").read_text()
+    code, _ = _review(workspace, capsys, "approve", again)
+    assert code == 2 and f"run {again} (aten::heaviside) is aborted" in capsys.readouterr().err
+
+
+def _live(repo: Path, run_id: str) -> bool:
+    from metalport.graph.records import is_live
+
+    return is_live(repo, run_id)
