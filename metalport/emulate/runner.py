@@ -121,7 +121,7 @@ class Worker:
         if reply is None:
             code = self._proc.wait()
             detail = self._stderr_tail()
-            self._proc = None
+            self.close()  # also closes the dead worker's pipes (else ResourceWarning)
             raise KernelCrash(f"{what} crashed the worker with {_signal_name(code)}"
                               + (f" ({detail})" if detail else ""),
                               hint="integer division by zero raises SIGFPE, an out-of-range index SIGSEGV")
