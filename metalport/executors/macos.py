@@ -157,7 +157,7 @@ def build_failures(result: CommandResult) -> list[Failure]:
     return [Failure("build-step", None, None, None, f"{' '.join(result.argv[:3])} {why}: {tail[0][:200]}")]
 
 
-def test_failures(result: CommandResult, report: TestReport) -> list[Failure]:
+def failing_tests(result: CommandResult, report: TestReport) -> list[Failure]:
     """The failing tests of a test command; one failure when nothing ran or it died unparsed."""
     found = report_failures(report)
     if report.ok and result.ok:
@@ -249,7 +249,7 @@ class MacosExecutor:
         root = Path(worktree_root).resolve()
         result = run_command(self.test_argv(plan), root, self.config.test_timeout_s)
         tests = parse_test_output(result.stdout + "\n" + result.stderr)
-        failures = test_failures(result, tests)
+        failures = failing_tests(result, tests)
         summary = (f"test_mps.py: {tests.passed} passed, {tests.failed} failed, {tests.errors} errors, "
                    f"{tests.unexpected_successes} unexpected successes")
         if held_out:
