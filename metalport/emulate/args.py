@@ -22,6 +22,7 @@ SCALARS: dict[str, tuple[str, str]] = {
 }
 # Vector types that a tensor dtype stands for (complex numbers are float2/half2 in the kernels).
 VECTOR_DTYPES = {"float2": "complex64", "half2": "complex32"}
+MAX_GROUP_THREADS = 1024  # maxTotalThreadsPerThreadgroup on Apple GPUs
 
 
 @dataclass(frozen=True)
@@ -123,8 +124,9 @@ def prepare(index: int, info: KernelInfo, param_types: Sequence[str], args: Sequ
     grid = _dims(threads, "threads", name)
     assert grid is not None
     group = _dims(group_size, "group_size", name) or (max(1, min(grid[0], 256)), 1, 1)
-    if 0 in group:
-        raise KernelArgumentError(f"{name}: group_size={group_size!r} must be positive")
+    if 0 in group or group[0] * group[1] * group[2] > MAX_GROUP_THREADS:
+        raise KernelArgumentError(f"{name}: group_size={group_size!r} must be positive and at most "
+                                  f"{MAX_GROUP_THREADS} threads in all")
     slots: dict[int, TensorBuffer | BytesBuffer] = {}
     largest = 0
     for arg, value in zip(buffers, args):

@@ -42,6 +42,16 @@ def _rewrite_threadgroup_locals(text: str) -> str:
     return rewrite_threadgroup_locals(text)
 
 
+def _tu_uses_threadgroup(text: str) -> bool:
+    """EMU-TG's whole-TU test: threadgroup data or a barrier/simd_* call outside the shim, which
+    any kernel of the file may reach through a helper (so every kernel gets the executor)."""
+    try:
+        from metalport.emulate.threadgroup import uses_threadgroup
+    except ImportError:
+        return False
+    return uses_threadgroup((), text)
+
+
 def _takes_ii(compiler: Compiler) -> bool:
     """Whether the compiler driver accepts a `.ii` (preprocessed C++) file."""
     return not any("ziglang" in part or part.endswith("zig") for part in compiler.argv)
@@ -73,15 +83,17 @@ def build(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple
     flags = [*preprocess_flags(compiler, metal_version), *compile_flags(compiler)]
     key = cache.source_key(source.read_bytes(), flags=flags, compiler_version=version,
                            include_dirs=include_dirs, shim_dir=SHIM_DIR)
-    hit = cache.lookup(cache_dir, key)
+    roots = (source.parent, *include_dirs)
+    hit = cache.lookup(cache_dir, key, roots)
     if hit is not None:
         return Built(so_path=hit[0], manifest=hit[1])
     renames = {str(source): display}
     pre, stderr = preprocess(source, compiler=compiler, include_dirs=include_dirs, metal_version=metal_version)
     if pre is None:
         raise compile_error(parse_diagnostics(stderr, renames), stderr, what=display)
-    specs, problems = build_specs(pre.text, pre.host_names)
-    text = blank_threadgroup(_rewrite_threadgroup_locals(finalize(pre.text)))
+    plain = finalize(pre.text)
+    specs, problems = build_specs(pre.text, pre.host_names, tu_threadgroup=_tu_uses_threadgroup(plain))
+    text = blank_threadgroup(_rewrite_threadgroup_locals(plain))
     runtime = _runtime_object(compiler, cache_dir, version)
     with tempfile.TemporaryDirectory(prefix="metalport-build-") as tmp:
         # g++ and clang++ take preprocessed C++ as `.ii`; zig's driver only knows `.cpp`, where the
@@ -102,7 +114,7 @@ def build(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple
             worker.close()
         manifest = _manifest(specs, meta, problems, warnings)
         headers = [f for f in pre.files if f.resolve() != source.resolve()]
-        so_path = cache.store(cache_dir, key, so_tmp, manifest, headers)
+        so_path = cache.store(cache_dir, key, so_tmp, manifest, headers, roots)
     return Built(so_path=so_path, manifest=manifest)
 
 

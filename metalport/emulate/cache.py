@@ -48,10 +48,14 @@ def _digest(data: bytes) -> str:
 
 def source_key(source: bytes, *, flags: Sequence[str], compiler_version: str,
                include_dirs: Sequence[Path], shim_dir: Path) -> str:
-    """The manifest key for one build."""
+    """The manifest key for one build.
+
+    Include directories count by number, not path: headers are recorded relative to them, so the
+    same kernel file in another worktree (same header bytes) hits the same entry.
+    """
     h = hashlib.sha256()
     h.update(f"metalport-shader-cache {FORMAT}\0".encode())
-    for part in (*flags, compiler_version, *(str(d) for d in include_dirs)):
+    for part in (*flags, compiler_version, f"{len(include_dirs)} include dirs"):
         h.update(part.encode() + b"\0")
     for path in [*sorted(shim_dir.iterdir()), *sorted(Path(__file__).parent.glob("*.py"))]:
         if path.is_file():
@@ -67,8 +71,28 @@ def _atomic_write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def lookup(cache_dir: Path, key: str) -> tuple[Path, dict[str, object]] | None:
-    """The cached library and manifest for `key`, if every recorded header is unchanged."""
+def _relative(path: Path, roots: Sequence[Path]) -> str:
+    """`path` as `<i>:rel/path` under the first root containing it, else absolute."""
+    for i, root in enumerate(roots):
+        try:
+            return f"{i}:{path.resolve().relative_to(root.resolve())}"
+        except ValueError:
+            continue
+    return str(path)
+
+
+def _resolve(name: str, roots: Sequence[Path]) -> Path:
+    """Inverse of `_relative` for the current roots."""
+    index, sep, rel = name.partition(":")
+    if sep and index.isdigit() and int(index) < len(roots):
+        return roots[int(index)] / rel
+    return Path(name)
+
+
+def lookup(cache_dir: Path, key: str, roots: Sequence[Path]) -> tuple[Path, dict[str, object]] | None:
+    """The cached library and manifest for `key`, if every recorded header is unchanged.
+
+    `roots` are the source's directory and the include directories, in the order used to build."""
     manifest_path = cache_dir / f"{key}.json"
     try:
         manifest = json.loads(manifest_path.read_text())
@@ -77,7 +101,7 @@ def lookup(cache_dir: Path, key: str) -> tuple[Path, dict[str, object]] | None:
     headers: dict[str, str] = manifest.get("headers", {})
     for name, digest in headers.items():
         try:
-            if _digest(Path(name).read_bytes()) != digest:
+            if _digest(_resolve(name, roots).read_bytes()) != digest:
                 return None
         except OSError:
             return None
@@ -88,13 +112,13 @@ def lookup(cache_dir: Path, key: str) -> tuple[Path, dict[str, object]] | None:
 
 
 def store(cache_dir: Path, key: str, so_file: Path, manifest: dict[str, object],
-          headers: Sequence[Path]) -> Path:
+          headers: Sequence[Path], roots: Sequence[Path]) -> Path:
     """Move the built library into the cache and write its manifest; returns the library path."""
     cache_dir.mkdir(parents=True, exist_ok=True)
     recorded = {}
     for header in headers:
         try:
-            recorded[str(header)] = _digest(header.read_bytes())
+            recorded[_relative(header, roots)] = _digest(header.read_bytes())
         except OSError:
             continue
     headers_hash = _digest(json.dumps(recorded, sort_keys=True).encode())[:16]

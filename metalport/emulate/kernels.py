@@ -218,10 +218,13 @@ def _base_name(callee: str) -> str:
     return head.rsplit("::", 1)[-1]
 
 
-def build_specs(text: str, host_names: tuple[HostName, ...]) -> tuple[list[KernelSpec], list[str]]:
+def build_specs(text: str, host_names: tuple[HostName, ...], *,
+                tu_threadgroup: bool = False) -> tuple[list[KernelSpec], list[str]]:
     """Kernel specs for every host-named instantiation and every plain (non-template) kernel.
 
-    Returns (specs, problems); a problem is a host name whose kernel definition was not found.
+    `tu_threadgroup` marks every kernel as needing the threadgroup executor (the file uses
+    threadgroup memory or collectives somewhere). Returns (specs, problems); a problem is a host
+    name whose kernel definition was not found.
     """
     definitions = find_definitions(text)
     specs: list[KernelSpec] = []
@@ -238,7 +241,7 @@ def build_specs(text: str, host_names: tuple[HostName, ...]) -> tuple[list[Kerne
             problems.append(f"host_name {host.name!r}: no kernel definition of {_base_name(callee)!r} "
                             f"with {len(decls)} parameters")
             continue
-        spec = _spec(host.name, callee, decls, candidates[-1])
+        spec = _spec(host.name, callee, decls, candidates[-1], tu_threadgroup)
         if host.name not in seen:
             seen.add(host.name)
             specs.append(spec)
@@ -246,11 +249,12 @@ def build_specs(text: str, host_names: tuple[HostName, ...]) -> tuple[list[Kerne
         for definition in defs:
             if not definition.is_template and name not in seen:
                 seen.add(name)
-                specs.append(_spec(name, name, definition.params, definition))
+                specs.append(_spec(name, name, definition.params, definition, tu_threadgroup))
     return specs, problems
 
 
-def _spec(host_name: str, callee: str, decls: tuple[str, ...], definition: Definition) -> KernelSpec:
+def _spec(host_name: str, callee: str, decls: tuple[str, ...], definition: Definition,
+          tu_threadgroup: bool) -> KernelSpec:
     """Bind `decls` (the callee's parameters) by the attributes of `definition`'s parameters."""
     args = []
     for position, (decl, defined) in enumerate(zip(decls, definition.params)):
@@ -260,6 +264,6 @@ def _spec(host_name: str, callee: str, decls: tuple[str, ...], definition: Defin
                               address_space=bound.address_space, is_pointer=bound.is_pointer,
                               attribute=bound.attribute, index=bound.index))
     info = KernelInfo(host_name=host_name, template=callee, args=tuple(args),
-                      uses_threadgroup=_uses_threadgroup(tuple(args), definition.body))
+                      uses_threadgroup=tu_threadgroup or _uses_threadgroup(tuple(args), definition.body))
     clean = tuple(_ATTR.sub(" ", d) for d in decls)
     return KernelSpec(info=info, callee=callee, param_decls=clean)
