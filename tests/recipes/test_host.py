@@ -116,3 +116,33 @@ def test_missing_legacy_is_a_structured_failure() -> None:
     assert str(err.value) == ("BinaryOps.mm:1: no TORCH_IMPL_FUNC(wobble_out_mps) or function "
                               "wobble_out_mps in the file; check the op's MPS dispatch row names "
                               "'wobble_out_mps'")
+
+
+MACRO_LEGACY = """#include <ATen/native/mps/OperationUtils.h>
+#include <ATen/ops/acosh_native.h>
+#include <ATen/ops/asinh_native.h>
+
+namespace at::native {
+CREATE_MPS_STRUCTURED_UNARY_TORCH_IMPL_FUNC(acosh_out_mps, acosh)
+CREATE_MPS_STRUCTURED_UNARY_TORCH_IMPL_FUNC(asinh_out_mps, asinh)
+} // namespace at::native
+"""
+
+
+def test_macro_defined_legacy_is_one_line_to_remove() -> None:
+    from metalport.agent.recipes.host import has_legacy
+
+    assert has_legacy(MACRO_LEGACY, "acosh_out_mps") and not has_legacy(MACRO_LEGACY, "atanh_out_mps")
+    out = remove_legacy(MACRO_LEGACY, "acosh", "acosh_out_mps")
+    assert out == MACRO_LEGACY.replace("#include <ATen/ops/acosh_native.h>\n", "").replace(
+        "CREATE_MPS_STRUCTURED_UNARY_TORCH_IMPL_FUNC(acosh_out_mps, acosh)\n", "")
+    kept = remove_legacy(MACRO_LEGACY, "acosh", "acosh_out_mps", drop_include=False)
+    assert "#include <ATen/ops/acosh_native.h>" in kept and not has_legacy(kept, "acosh_out_mps")
+
+
+def test_legacy_presence_follows_definitions_not_calls() -> None:
+    from metalport.agent.recipes.host import has_legacy
+
+    assert has_legacy(LEGACY, "wobble_out_mps") and has_legacy(LEGACY, "jiggle_out_mps")
+    calls_only = "void f() {\n  jiggle_out_mps(x, y);\n}\nTensor& jiggle_out_mps(const Tensor& self, Tensor& out);\n"
+    assert not has_legacy(calls_only, "jiggle_out_mps")
