@@ -37,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <mutex>
 #include <new>
 #include <thread>
 #include <type_traits>
@@ -170,42 +171,72 @@ inline thread_local Worker* t_worker = nullptr;
 // Counts the groups this OS thread has started: threadgroup locals are poisoned once per group.
 inline thread_local unsigned long t_group_epoch = 0;
 
-struct Worker {
-  ThreadBody body;
-  void* ctx;
+// Fibers and their stacks (a guard page below each), kept in a process-wide pool after a
+// dispatch: mapping, guarding and first-touching 1024 stacks costs more than a small dispatch.
+struct Stacks {
   unsigned capacity;
   Fiber* fibers;
-  char* stacks = nullptr;
+  char* base = nullptr;
   std::size_t slot = 0, mapped = 0, stack_bytes = 0;
-  Fiber* current = nullptr;
-  Context sched;
-  RunReport report;
-  std::vector<unsigned> ready;
 
-  Worker(ThreadBody b, void* c, unsigned n) : body(b), ctx(c), capacity(n), fibers(new Fiber[n]) {
+  explicit Stacks(unsigned n) : capacity(n), fibers(new Fiber[n]) {
     std::size_t page = getauxval(AT_PAGESZ);
     if (page == 0) page = 4096;
     stack_bytes = (MSHIM_FIBER_STACK_BYTES + page - 1) / page * page;
-    slot = stack_bytes + page;  // a guard page below each stack
+    slot = stack_bytes + page;
     mapped = slot * n;
     void* mem = mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (mem == MAP_FAILED) fail("cannot map fiber stacks for a thread" "group", "");
-    stacks = static_cast<char*>(mem);
-    for (unsigned i = 0; i < n; ++i) mprotect(stacks + i * slot, page, PROT_NONE);
-    ready.reserve(n);
+    base = static_cast<char*>(mem);
+    for (unsigned i = 0; i < n; ++i) mprotect(base + i * slot, page, PROT_NONE);
 #ifdef MSHIM_TG_UCONTEXT
     for (unsigned i = 0; i < n; ++i)
       if (getcontext(&fibers[i].ctx.uc) != 0) fail("getcontext failed", "");
 #endif
   }
+  char* stack_top(unsigned i) const { return base + i * slot + slot; }
+};
+
+inline std::mutex g_stacks_mutex;
+inline std::vector<Stacks*> g_stacks_pool;
+
+inline Stacks* acquire_stacks(unsigned n) {
+  {
+    std::lock_guard<std::mutex> lock(g_stacks_mutex);
+    for (std::size_t i = 0; i < g_stacks_pool.size(); ++i) {
+      if (g_stacks_pool[i]->capacity < n) continue;
+      Stacks* s = g_stacks_pool[i];
+      g_stacks_pool.erase(g_stacks_pool.begin() + std::ptrdiff_t(i));
+      return s;
+    }
+  }
+  return new Stacks(n);
+}
+
+inline void release_stacks(Stacks* s) {
+  std::lock_guard<std::mutex> lock(g_stacks_mutex);
+  g_stacks_pool.push_back(s);
+}
+
+struct Worker {
+  ThreadBody body;
+  void* ctx;
+  Stacks* stacks;
+  Fiber* fibers;
+  Fiber* current = nullptr;
+  Context sched;
+  RunReport report;
+  std::vector<unsigned> ready;
+
+  Worker(ThreadBody b, void* c, unsigned n)
+      : body(b), ctx(c), stacks(acquire_stacks(n)), fibers(stacks->fibers) {
+    ready.reserve(n);
+  }
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
-  ~Worker() {
-    munmap(stacks, mapped);
-    delete[] fibers;
-  }
-  char* stack_top(unsigned i) const { return stacks + i * slot + slot; }
+  ~Worker() { release_stacks(stacks); }
+  char* stack_top(unsigned i) const { return stacks->stack_top(i); }
 };
 
 [[noreturn]] inline void fiber_main() {
@@ -221,8 +252,8 @@ inline void start_fiber(Worker& w, unsigned i) {
   Fiber& f = w.fibers[i];
   f.state = State::Ready;
 #ifdef MSHIM_TG_UCONTEXT
-  f.ctx.uc.uc_stack.ss_sp = w.stack_top(i) - w.stack_bytes;
-  f.ctx.uc.uc_stack.ss_size = w.stack_bytes;
+  f.ctx.uc.uc_stack.ss_sp = w.stack_top(i) - w.stacks->stack_bytes;
+  f.ctx.uc.uc_stack.ss_size = w.stacks->stack_bytes;
   f.ctx.uc.uc_link = nullptr;
   makecontext(&f.ctx.uc, reinterpret_cast<void (*)()>(&fiber_main), 0);
 #else
