@@ -66,7 +66,7 @@ def compile_error(diagnostics: tuple[Diagnostic, ...], stderr: str, *, what: str
         first = errors[0]
         more = f" (+{len(errors) - 1} more errors)" if len(errors) > 1 else ""
         location = f"{first.file}:{first.line}" + (f":{first.column}" if first.column else "")
-        return CompileError(f"{what} failed to compile: {first.message}{more}", diagnostics=diagnostics,
+        return CompileError(f"compile error: {first.message}{more}", diagnostics=diagnostics,
                             location=location)
     tail = " ".join(stderr.strip().splitlines()[-1:]) or "no message"
     return CompileError(f"{what} failed to compile: {tail}", diagnostics=diagnostics)
