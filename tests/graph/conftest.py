@@ -50,8 +50,9 @@ def fixture_repo(tmp_path: Path) -> Path:
     kernel = root / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
     kernel.write_text(kernel.read_text().replace("#include <c10/metal/utils.h>", "#include <c10/metal/indexing.h>")
                       .replace("REGISTER_BINARY_OP(atan2, half, half);", "REGISTER_BINARY_OP(atan2, half, float);"))
-    git(root, "-c", "user.name=Fixture", "-c", "user.email=fixture@localhost", "commit", "-q", "-am",
-        "fixture shader: include indexing.h")
+    git(root, "config", "user.name", "Fixture")
+    git(root, "config", "user.email", "fixture@localhost")
+    git(root, "commit", "-q", "-am", "fixture shader: include indexing.h")
     return root
 
 

@@ -26,12 +26,17 @@ def _clean(repo: Path, before: tuple[str, str, str], extra_branches: tuple[str, 
     assert user_tree(repo) == before
 
 
-def test_gate_without_input_then_reject_with_the_recipe_model(fixture_repo: Path,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_dirty_tree_gate_without_input_then_reject_with_the_recipe_model(
+        fixture_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A dirty base tree is allowed and said; the run starts from the commit and never touches it.
+    (fixture_repo / "aten/src/ATen/native/native_functions.yaml").write_text("# the user's edit\n")
+    (fixture_repo / "scratch.txt").write_text("untracked\n")
+    before = user_tree(fixture_repo)
     repo = str(fixture_repo)
     assert run_migration(["aten::heaviside", "--repo", repo, "--executor", "emulated", "--no-input",
                           "--run-id", "cli-1"]) == 0
     err = capsys.readouterr().err
+    assert "work tree has uncommitted changes; the worktree starts from commit" in err
     for node in ("resolve", "plan", "sandbox", "edit", "check", "build", "test"):
         assert f"✓ {node}" in err
     assert "metalport review approve cli-1" in err and "metalport resume cli-1 --approve" in err
@@ -49,7 +54,7 @@ def test_gate_without_input_then_reject_with_the_recipe_model(fixture_repo: Path
     assert "rejected: rejected by the reviewer: also register bfloat" in err
     record = get_run(fixture_repo, "cli-1")
     assert (record.status, record.feedback, record.branch) == ("rejected", "also register bfloat", None)
-    assert branches(fixture_repo) == ["main"] and worktrees(fixture_repo) == 1
+    _clean(fixture_repo, before)
 
 
 def test_bad_inputs_are_one_line_and_leave_nothing(fixture_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -73,6 +78,26 @@ def test_bad_inputs_are_one_line_and_leave_nothing(fixture_repo: Path, capsys: p
 
     assert main(["resume", "nope-1", "--repo", repo]) == 2
     assert "unknown run id 'nope-1'" in _one_line_error(capsys.readouterr().err, "metalport")
+
+    # No compiler for the emulated tier: refused before any worktree exists.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("METALPORT_CXX", "/nonexistent/c++")
+        assert run_migration(["aten::heaviside", "--repo", repo, "--executor", "emulated", "--no-input"]) == 2
+    assert "$METALPORT_CXX='/nonexistent/c++' does not run" in _one_line_error(capsys.readouterr().err)
+    _clean(fixture_repo, before)
+
+    # A write the plan would make through a symlink out of the worktree is refused; the target is untouched.
+    outside = fixture_repo.parent / "outside.metal"
+    kernel = fixture_repo / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
+    outside.write_text(kernel.read_text())
+    kernel.unlink()
+    kernel.symlink_to(outside)
+    git(fixture_repo, "commit", "-q", "-am", "kernel file is a link")
+    before = user_tree(fixture_repo)
+    assert run_migration(["aten::heaviside", "--repo", repo, "--executor", "emulated", "--no-input"]) == 2
+    assert "leading out of the worktree" in _one_line_error(capsys.readouterr().err)
+    assert "heaviside" not in outside.read_text()
+    _clean(fixture_repo, before)
 
     # A branch a human committed to is never taken over.
     git(fixture_repo, "branch", "metalport/heaviside")
@@ -109,17 +134,4 @@ def test_a_plan_edit_that_misses_its_anchor_fails_after_diagnose_or_exhausts_the
                           "--wall-time", "0.001", "--run-id", "anchor-2"]) == 1
     assert "budget-exhausted: wall time" in capsys.readouterr().err
     assert get_run(fixture_repo, "anchor-2").status == "budget-exhausted"
-    _clean(fixture_repo, before)
-
-
-def test_dirty_base_tree_is_allowed_and_said(fixture_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (fixture_repo / "aten/src/ATen/native/native_functions.yaml").write_text("# the user's edit\n")
-    (fixture_repo / "scratch.txt").write_text("untracked\n")
-    before = user_tree(fixture_repo)
-    repo = str(fixture_repo)
-    git(fixture_repo, "stash", "list")
-    assert run_migration(["aten::heaviside", "--repo", repo, "--executor", "emulated", "--no-input",
-                          "--run-id", "dirty-1", "--base", "HEAD"]) == 0
-    assert "work tree has uncommitted changes; the worktree starts from commit" in capsys.readouterr().err
-    assert main(["resume", "dirty-1", "--repo", repo, "--abort"]) == 0
     _clean(fixture_repo, before)

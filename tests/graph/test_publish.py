@@ -27,16 +27,28 @@ def _fork(fixture_repo: Path, tmp_path: Path, github: FakeGitHub, remote: str = 
 def test_approved_run_pushes_to_the_fork_and_opens_one_draft_pr(fixture_repo: Path, tmp_path: Path,
                                                                  github: FakeGitHub,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "metalport.yaml"
     bare = _fork(fixture_repo, tmp_path, github)
+    git(fixture_repo, "remote", "add", "upstream", str(bare))
+    config.write_text(config.read_text().replace("name: fork", "name: upstream"))
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    options = RunOptions(executor="emulated", config_path=str(tmp_path / "metalport.yaml"))
+    options = RunOptions(executor="emulated", config_path=str(config))
     assert start_run(fixture_repo, "aten::heaviside", options, run_id="pub-1").status == "awaiting-review"
-    assert github.requests == []  # nothing leaves the machine before approval
 
-    record = resume_run(fixture_repo, "pub-1", Approve())
+    # An upstream remote is refused; the approved, committed work is kept for a retry.
+    with pytest.raises(PublishError, match="refusing to push to 'upstream'"):
+        resume_run(fixture_repo, "pub-1", Approve())
+    failed = get_run(fixture_repo, "pub-1")
+    assert (failed.status, failed.stage, failed.branch) == ("failed", "publish", "metalport/heaviside")
+    assert "metalport resume pub-1" in failed.reason and github.requests == []
+    assert git(bare, "branch").strip() == ""
+
+    config.write_text(config.read_text().replace("name: upstream", "name: fork"))
+    record = resume_run(fixture_repo, "pub-1")
     assert record.status == "published" and record.pr_url == "https://github.test/pytorch/pytorch/pull/1"
     assert record.bundle_path is None
     assert git(bare, "branch", "--format=%(refname:short)").split() == ["metalport/heaviside"]
+    assert git(fixture_repo, "rev-list", "--count", "main..metalport/heaviside").strip() == "1"
     assert git(bare, "log", "--format=%s", "metalport/heaviside", "-1").strip() == (
         "[MPS] Migrate heaviside to native Metal")
     assert git(bare, "rev-parse", "metalport/heaviside") == git(fixture_repo, "rev-parse", "metalport/heaviside")
@@ -47,25 +59,5 @@ def test_approved_run_pushes_to_the_fork_and_opens_one_draft_pr(fixture_repo: Pa
     assert "heaviside_functor" in payload["body"] and TOKEN not in payload["body"]
     assert worktrees(fixture_repo) == 1
 
-    # A retried publish finds the PR instead of opening a second one.
+    # Resuming a published run opens no second PR and makes no second commit.
     assert resume_run(fixture_repo, "pub-1").pr_url == record.pr_url and len(github.pulls) == 1
-
-
-def test_publish_refuses_an_upstream_remote_and_keeps_the_approved_work(fixture_repo: Path, tmp_path: Path,
-                                                                         github: FakeGitHub,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    _fork(fixture_repo, tmp_path, github, remote="upstream")
-    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    options = RunOptions(executor="emulated", config_path=str(tmp_path / "metalport.yaml"))
-    start_run(fixture_repo, "aten::heaviside", options, run_id="pub-2")
-    with pytest.raises(PublishError, match="refusing to push to 'upstream'"):
-        resume_run(fixture_repo, "pub-2", Approve())
-    record = get_run(fixture_repo, "pub-2")
-    assert record.status == "failed" and record.stage == "publish" and "metalport resume pub-2" in record.reason
-    assert record.branch == "metalport/heaviside" and github.requests == []
-
-    # Fixed config, then resume: the same commit is published (no second one), as a bundle.
-    (tmp_path / "metalport.yaml").write_text("remote: {}\n")
-    published = resume_run(fixture_repo, "pub-2")
-    assert published.status == "published" and Path(published.bundle_path, "PR.md").is_file()
-    assert git(fixture_repo, "rev-list", "--count", "main..metalport/heaviside").strip() == "1"
