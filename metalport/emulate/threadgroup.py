@@ -29,6 +29,11 @@ GROUP_ATTRIBUTES = frozenset({
 
 SHIM_DIR = Path(__file__).resolve().parent / "shim"
 
+# Apple GPUs give a threadgroup 32 KiB; the message avoids the bare keyword, which metalport
+# blanks in the compiled text (string literals included).
+_MAX_GROUP_BYTES = 32768
+_TOO_BIG = '"a thread" "group variable larger than the 32 KiB of thread" "group memory of Apple GPUs"'
+
 _TOKEN = re.compile(r"""
     (?P<directive>(?:(?<=\n)|\A)[ \t]*\#(?:\\\n|[^\n])*)
   | (?P<space>[ \t\r\f\v]+|\n)
@@ -247,6 +252,7 @@ def rewrite_threadgroup_locals(text: str) -> str:
         out.append(text[pos:toks[decl.first].start])
         names = ", ".join(d for _, d in decl.declarators)
         enter = " ".join(
+            f"static_assert(sizeof({name}) <= {_MAX_GROUP_BYTES}, {_TOO_BIG}); "
             f"static thread_local unsigned long mshim_tg_seen_{n}_{m} = ~0UL; "
             f"::mshim::threadgroup_local_enter({name}, mshim_tg_seen_{n}_{m});"
             for m, (name, _) in enumerate(decl.declarators))

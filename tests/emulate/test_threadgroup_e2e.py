@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from metalport.emulate import compile_shader
-from metalport.errors import EmulateError
+from metalport.errors import CompileError, EmulateError
 
 # Our own two-level sum: simd_sum within simdgroups, threadgroup memory across them.  The element
 # index comes from thread_position_in_grid: threads_per_threadgroup is the clipped size of an edge
@@ -323,3 +323,17 @@ def test_group_larger_than_metal_allows_is_a_one_line_error(lib: object) -> None
     with pytest.raises(EmulateError, match="1024") as err:
         lib.chunk_sum_float_float(x, torch.zeros(2), 4096, threads=4096, group_size=2048)
     assert "\n" not in str(err.value)
+
+
+def test_oversized_threadgroup_memory_is_a_compile_error_at_the_metal_line(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    source = ("#include <metal_stdlib>\nusing namespace metal;\n"
+              "kernel void big(device float* out [[buffer(0)]],\n"
+              "                uint tid [[thread_position_in_threadgroup]]) {\n"
+              "  threadgroup float huge[16384];\n"
+              "  huge[tid] = 1;\n  out[tid] = huge[tid];\n}\n")
+    with pytest.raises(CompileError) as err:
+        compile_shader(source, filename="big.metal", cache_dir=tmp_path_factory.mktemp("tg-big"))
+    first = err.value.diagnostics[0]
+    assert (first.file, first.line) == ("big.metal", 5)
+    assert "32 KiB of threadgroup memory" in first.message

@@ -130,3 +130,10 @@ def test_uses_threadgroup_from_attributes_or_text_outside_the_shim() -> None:
                  '# 7 "user.metal"\n')
     assert not uses_threadgroup([], shim_part + "out[i] = in[i];\n")
     assert uses_threadgroup([], shim_part + "out[i] = simd_max(in[i]);\n")
+
+
+def test_each_shared_object_is_checked_against_metal_32k_limit() -> None:
+    out = rewrite_threadgroup_locals("kernel void k() { threadgroup float a[8], b; }\n")
+    assert out.count("static_assert(sizeof(a) <= 32768,") == 1
+    assert out.count("static_assert(sizeof(b) <= 32768,") == 1
+    assert not re.search(r"\bthreadgroup\b", out)
