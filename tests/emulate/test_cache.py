@@ -26,8 +26,8 @@ def _headers(root: Path) -> Path:
     return root
 
 
-def test_reload_hits_and_header_change_rebuilds(gxx: Compiler, tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
+def test_reload_hits_and_header_change_rebuilds(gxx: Compiler, shader_cache: Path, tmp_path: Path) -> None:
+    cache = shader_cache
     include = _headers(tmp_path / "worktree-a")
     first = compile_shader(SOURCE, include_dirs=[include], compiler=gxx, cache_dir=cache)
     manifests = sorted(cache.glob("*.json"))
@@ -50,10 +50,10 @@ def test_reload_hits_and_header_change_rebuilds(gxx: Compiler, tmp_path: Path) -
         lib.close()
 
 
-def test_cache_dir_from_environment(gxx: Compiler, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("METALPORT_CACHE_DIR", str(tmp_path / "env-cache"))
+def test_cache_dir_from_environment(gxx: Compiler, shader_cache: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("METALPORT_CACHE_DIR", str(shader_cache))
     source = tmp_path / "fill.metal"
     source.write_text(SOURCE)
     with compile_file(source, compiler=gxx) as lib:
-        assert lib.so_path.parent == tmp_path / "env-cache"
+        assert lib.so_path.parent == shader_cache
         assert lib.function_names() == ["fill_ceil_div"]
