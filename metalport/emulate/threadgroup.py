@@ -41,12 +41,12 @@ _TOKEN = re.compile(r"""
   | (?P<string>"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')
   | (?P<ident>[A-Za-z_]\w*)
   | (?P<number>\.?\d(?:[eEpP][+-]|[\w.'])*)
-  | (?P<punct>::|->|\[\[|\]\]|.)
+  | (?P<punct>::|->|.)
 """, re.VERBOSE | re.DOTALL)
 
 _LINE_MARKER = re.compile(r'[ \t]*#(?:line)?[ \t]+(\d+)[ \t]+"((?:\\.|[^"\\])*)"')
 _QUALIFIERS = frozenset({"const", "noexcept", "override", "final", "mutable", "volatile", "&", "&&"})
-_OPEN = {"(": ")", "[": "]", "{": "}", "[[": "]]"}
+_OPEN = {"(": ")", "[": "]", "{": "}"}
 _CLOSE = {v: k for k, v in _OPEN.items()}
 _COLLECTIVE_CALL = re.compile(r"\b(?:threadgroup_barrier|simdgroup_barrier|simd_\w+|quad_\w+)\s*\(")
 _THREADGROUP_WORD = re.compile(r"\bthreadgroup\b")
@@ -89,13 +89,8 @@ def _opens_function_body(toks: list[_Token], i: int) -> bool:
         t = toks[j].text
         if t in _QUALIFIERS:
             j -= 1
-        elif t == "]]":
-            depth = 0
-            while j >= 0:
-                depth += {"]]": 1, "[[": -1}.get(toks[j].text, 0)
-                j -= 1
-                if depth == 0:
-                    break
+        elif t == "]" and j > 0 and toks[j - 1].text == "]":  # an attribute [[...]]
+            j = _matching_open(toks, j) - 1
         elif t == ")" and _paren_owner(toks, j) == "noexcept":
             j = _matching_open(toks, j) - 2
         else:
@@ -226,9 +221,9 @@ def _threadgroup_locals(text: str, toks: list[_Token]) -> list[_Declaration]:
         if t == "{":
             code = "code" in stack or _opens_function_body(toks, i)
             stack.append("code" if code else "other")
-        elif t in ("(", "[", "[["):
+        elif t in ("(", "["):
             stack.append(t)
-        elif t in ("}", ")", "]", "]]"):
+        elif t in ("}", ")", "]"):
             if stack:
                 stack.pop()
         elif t == "threadgroup" and stack and stack[-1] == "code":

@@ -137,3 +137,18 @@ def test_each_shared_object_is_checked_against_metal_32k_limit() -> None:
     assert out.count("static_assert(sizeof(a) <= 32768,") == 1
     assert out.count("static_assert(sizeof(b) <= 32768,") == 1
     assert not re.search(r"\bthreadgroup\b", out)
+
+
+def test_nested_subscripts_templates_and_attributes_keep_the_scopes_right() -> None:
+    src = """kernel void k(device int* idx [[buffer(0)]], uint t [[thread_index_in_threadgroup]])
+    [[max_total_threads_per_threadgroup(256)]] {
+  int v = idx[idx[t]];
+  threadgroup metal::array<metal::array<int, 2>, 4> nested;
+  [[maybe_unused]] threadgroup atomic_uint counter;
+  threadgroup float tail[4] [[maybe_unused]];
+}
+"""
+    out = rewrite_threadgroup_locals(src)
+    assert shared_names(out) == ["nested", "counter", "tail"]
+    assert "static thread_local metal::array<metal::array<int, 2>, 4> nested;" in out
+    assert "static thread_local float tail[4] [[maybe_unused]];" in out
