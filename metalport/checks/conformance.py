@@ -123,18 +123,22 @@ class _DtypeRun:
                             tuple(failures), self.held, self.held_passed, tuple(self.held_inputs), self.skipped)
 
 
-def _cases(family: Family, base: str, packet: Any, dtype: torch.dtype, gen: torch.Generator,
-           held_out: bool, run: _DtypeRun) -> list[tuple[str, Call, bool, str | None]]:
+Case = tuple[str, Call, bool, str | None]  # label, call, held out, forced dense flavour
+
+
+def build_cases(family: Family, base: str, packet: Any, dtype: torch.dtype, gen: torch.Generator,
+                held_out: bool) -> tuple[list[Case], list[str]]:
+    """The cases for one dtype (OpInfo, random, then held-out) and why recorded calls were skipped."""
     info = find_opinfo(base)
-    cases: list[tuple[str, Call, bool, str | None]] = []
+    skipped: list[str] = []
+    cases: list[Case] = []
     template: Call | None = None
     if info is not None:
         for k, (func, args, kwargs) in enumerate(opinfo_calls(info, packet, dtype)):
             try:
                 call = bind(func, args, kwargs, family)
             except UnmodelledCall as err:
-                run.skipped += 1
-                run.unmodelled.append(str(err))
+                skipped.append(str(err))
                 continue
             cases.append((f"opinfo sample {k}", call, False, None))
             if template is None and all(isinstance(t, torch.Tensor) and t.dim() > 0 for t in call.operands()):
@@ -144,7 +148,7 @@ def _cases(family: Family, base: str, packet: Any, dtype: torch.dtype, gen: torc
         overload = getattr(packet, "default", None) or getattr(packet, packet.overloads()[0])
         template = schema_template(overload, family, dtype, gen)
     if template is None:
-        return cases
+        return cases, skipped
     tensor_slots = [i for i, s in enumerate(template.slots) if isinstance(template._get(s), torch.Tensor)]
     ops = template.operands()
     for label, values, force in random_operands([ops[i] for i in tensor_slots], gen, RANDOM_CASES):
@@ -152,7 +156,7 @@ def _cases(family: Family, base: str, packet: Any, dtype: torch.dtype, gen: torc
     if held_out:
         for label, values, force in held_out_operands([ops[i].dtype for i in tensor_slots], gen):
             cases.append((f"held-out {label}", _substitute(template, tensor_slots, values), True, force))
-    return cases
+    return cases, skipped
 
 
 def _substitute(template: Call, slots: list[int], values: Sequence[torch.Tensor]) -> Call:
@@ -195,11 +199,13 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
     verdicts = []
     unmodelled: list[str] = []
     for dtype in wanted:
-        gen = torch.Generator().manual_seed(seed + _DTYPE_SALT.get(dtype, 0))
+        gen = case_generator(seed, dtype)
         metal = {v: k for k, v in _metal_names().items()}[dtype]
         where_file = next((f for f in files if _register_line(f, base, metal)), files[0])
         run = _DtypeRun(dtype, (_rel(where_file, checkout_root), _register_line(where_file, base, metal)))
-        cases = _cases(family, base, packet, dtype, gen, include_held_out, run)
+        cases, skipped = build_cases(family, base, packet, dtype, gen, include_held_out)
+        run.skipped += len(skipped)
+        run.unmodelled += skipped
         staged: list[Prepared | CaseResult] = []
         for _, call, _, force in cases:
             try:
@@ -219,6 +225,11 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
 
 _DTYPE_SALT = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 3, torch.int32: 4, torch.int64: 5,
                torch.int16: 6, torch.int8: 7, torch.uint8: 8, torch.bool: 9, torch.complex64: 10}
+
+
+def case_generator(seed: int, dtype: torch.dtype) -> torch.Generator:
+    """The generator of random and held-out values for `dtype` under `seed`."""
+    return torch.Generator().manual_seed(seed + _DTYPE_SALT.get(dtype, 0))
 
 
 def _metal_names() -> dict[str, torch.dtype]:

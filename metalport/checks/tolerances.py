@@ -49,55 +49,49 @@ def tolerance_for(op: str, dtype: torch.dtype) -> Tolerance:
     return Tolerance(*_DEFAULTS.get(dtype, (0.0, 0.0)))
 
 
-def mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> float | None:
-    """Worst error of `actual` against `expected`, or None when they match.
+def compare(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> tuple[float, bool]:
+    """(worst absolute error, within tolerance) of `actual` against `expected`, in one pass.
 
-    Shapes and dtypes must agree, NaN positions must agree, infinities must agree exactly.
-    A structural mismatch (shape, dtype, NaN or inf placement) is reported as `inf`.
+    Shapes and dtypes must agree, NaN positions must agree, infinities must agree exactly; a
+    structural mismatch (shape, dtype, NaN or inf placement) is an `inf` error. Booleans compare
+    by their stored byte, so a byte that is neither 0 nor 1 is an error.
     """
     if actual.shape != expected.shape or actual.dtype != expected.dtype:
-        return float("inf")
+        return float("inf"), False
     if actual.numel() == 0:
-        return None
+        return 0.0, True
+    if actual.dtype == torch.bool:
+        actual, expected = actual.contiguous().view(torch.uint8), expected.contiguous().view(torch.uint8)
     if not (actual.is_floating_point() or actual.is_complex()):
-        diff = (actual.to(torch.int64) - expected.to(torch.int64)).abs()
-        worst = float(diff.max())
-        return worst if worst > tol.atol else None
-    wide = torch.complex128 if actual.is_complex() else torch.float64
+        if torch.equal(actual, expected):
+            return 0.0, True
+        worst = float((actual.to(torch.int64) - expected.to(torch.int64)).abs().max())
+        return worst, worst <= tol.atol
+    if actual.is_complex():
+        wide = torch.complex128
+    else:
+        wide = torch.float32 if actual.element_size() < 4 else torch.float64
     a, e = actual.to(wide), expected.to(wide)
-    nan = torch.isnan(e)
-    if not torch.equal(torch.isnan(a), nan):
-        return float("inf")
+    nan_e = torch.isnan(e)
+    if not torch.equal(torch.isnan(a), nan_e):
+        return float("inf"), False
+    diff = (a - e).abs()
+    diff.masked_fill_(nan_e | (a == e), 0)
+    if not bool(diff.any()):
+        return 0.0, True
     finite = torch.isfinite(e)
-    if not torch.equal(a[~finite & ~nan], e[~finite & ~nan]):
-        return float("inf")
-    err = (a[finite] - e[finite]).abs()
-    if err.numel() == 0:
-        return None
-    allowed = tol.atol + tol.rtol * e[finite].abs()
-    worst = float(err.max())
-    return worst if bool((err > allowed).any()) else None
+    if bool((diff.isnan() | (diff.isinf() & finite) | (~finite & (diff != 0))).any()):
+        return float("inf"), False
+    allowed = e.abs().mul_(tol.rtol).add_(tol.atol)
+    return float(diff.max()), not bool((diff > allowed).any())
+
+
+def mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> float | None:
+    """Worst error of `actual` against `expected`, or None when they match (see `compare`)."""
+    worst, ok = compare(actual, expected, tol)
+    return None if ok else worst
 
 
 def worst_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
-    """Largest absolute error over finite expected values; `inf` for a structural mismatch.
-
-    Structural: shape or dtype differ, NaN positions differ, or an infinity differs.
-    """
-    if actual.shape != expected.shape or actual.dtype != expected.dtype:
-        return float("inf")
-    if actual.numel() == 0:
-        return 0.0
-    if not (actual.is_floating_point() or actual.is_complex()):
-        return float((actual.to(torch.int64) - expected.to(torch.int64)).abs().max())
-    wide = torch.complex128 if actual.is_complex() else torch.float64
-    a, e = actual.to(wide), expected.to(wide)
-    nan = torch.isnan(e)
-    if not torch.equal(torch.isnan(a), nan):
-        return float("inf")
-    finite = torch.isfinite(e)
-    if not torch.equal(a[~finite & ~nan], e[~finite & ~nan]):
-        return float("inf")
-    if not bool(finite.any()):
-        return 0.0
-    return float((a[finite] - e[finite]).abs().max())
+    """Largest absolute error; `inf` for a structural mismatch (see `compare`)."""
+    return compare(actual, expected, Tolerance(0.0, 0.0))[0]

@@ -1,0 +1,81 @@
+"""Conformance time for one op against torch CPU's time on the same samples (median of N).
+
+The torch side is what test_output_match's CPU half costs for the same inputs: generating the
+OpInfo samples and running the op on CPU for every case conformance checks (OpInfo samples,
+random draws and, unless --no-held-out, the held-out cases). The conformance side is a whole
+`run_conformance` call on the emulator (cached shader reload, host model, kernel runs, comparison).
+Kernels: tests/checks/fixtures/pointwise.metal in a temporary checkout. Target: ratio <= 3x.
+
+    python bench/bench_conformance.py [--op aten::atan2] [-n 5] [--no-held-out]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from metalport.checks.backend import compile_files  # noqa: E402
+from metalport.checks.conformance import build_cases, case_generator, resolve_op, run_conformance  # noqa: E402
+from metalport.checks.families import classify  # noqa: E402
+
+KERNELS = Path("aten/src/ATen/native/mps/kernels")
+FIXTURE = ROOT / "tests/checks/fixtures/pointwise.metal"
+
+
+def _torch_time(root: Path, op: str, seed: int, held_out: bool) -> float:
+    """Seconds torch needs for the same cases: sample generation plus the CPU op per case."""
+    base, packet = resolve_op(op)
+    kernels = compile_files([root / KERNELS / "PointwiseKernel.metal"], root, "emulated")
+    family, dtypes = classify(kernels.names, base)  # type: ignore[misc]
+    start = time.perf_counter()
+    for dtype in dtypes:
+        cases, _ = build_cases(family, base, packet, dtype, case_generator(seed, dtype), held_out)
+        for _, call, _, _ in cases:
+            try:
+                call.run()
+            except RuntimeError:
+                pass
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--op", action="append", help="ops to time (default: aten::atan2 and aten::neg)")
+    parser.add_argument("-n", type=int, default=5, help="repetitions (median reported)")
+    parser.add_argument("--no-held-out", action="store_true", help="leave the held-out cases out on both sides")
+    args = parser.parse_args()
+    ops = args.op or ["aten::atan2", "aten::neg"]
+    held_out = not args.no_held_out
+    with tempfile.TemporaryDirectory(prefix="bench-conformance-") as tmp:
+        root = Path(tmp)
+        (root / KERNELS).mkdir(parents=True)
+        (root / KERNELS / "PointwiseKernel.metal").write_text(FIXTURE.read_text())
+        cold = time.perf_counter()
+        run_conformance(root, ops[0], backend="emulated", seed=0, include_held_out=held_out)  # warm-up: compile
+        cold = time.perf_counter() - cold
+        rows = []
+        for op in ops:
+            ours, theirs, cases = [], [], 0
+            for i in range(args.n):
+                t = time.perf_counter()
+                report = run_conformance(root, op, backend="emulated", seed=i, include_held_out=held_out)
+                ours.append(time.perf_counter() - t)
+                theirs.append(_torch_time(root, op, i, held_out))
+                cases = sum(d.samples + d.held_out_samples for d in report.dtypes)
+            rows.append((op, len(report.dtypes), cases, statistics.median(ours), statistics.median(theirs)))
+    print(f"first run (compile + imports): {cold:.2f} s; held-out {'on' if held_out else 'off'}; median of {args.n}")
+    print(f"{'op':<14} {'dtypes':>6} {'cases':>6} {'conformance s':>14} {'torch CPU s':>12} {'ratio':>7}  target")
+    for op, nd, cases, ours, theirs in rows:
+        print(f"{op:<14} {nd:>6} {cases:>6} {ours:>14.3f} {theirs:>12.3f} {ours / theirs:>6.2f}x  <= 3x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
