@@ -58,9 +58,10 @@ def run(args: argparse.Namespace) -> int:
         kernels = [lib.kernels[name] for name in lib.function_names()]
         if args.json:
             print(json.dumps({"file": str(args.file), "ok": True, "kernels": [k.to_dict() for k in kernels],
-                              "warnings": [w.to_dict() for w in lib.warnings]}, indent=2))
+                              "warnings": [w.to_dict() for w in lib.warnings],
+                              "unbound_host_names": list(lib.problems)}, indent=2))
             return 0
-        _print_table(args.file, kernels, [str(w) for w in lib.warnings])
+        _print_table(args.file, kernels, [str(w) for w in lib.warnings] + list(lib.problems))
     return 0
 
 

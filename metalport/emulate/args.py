@@ -5,6 +5,8 @@ scalars and lists of them are packed as the parameter's C type into a constant b
 from __future__ import annotations
 
 import math
+import numbers
+import operator
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,8 +59,12 @@ def _dims(value: int | Sequence[int] | None, what: str, kernel: str) -> tuple[in
     """An int or 1-3 ints as a 3-tuple padded with 1s."""
     if value is None:
         return None
-    dims = [value] if isinstance(value, int) else list(value)
-    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and d >= 0 for d in dims):
+    try:
+        dims = [operator.index(value)] if not isinstance(value, (list, tuple)) else \
+            [operator.index(d) for d in value]
+    except TypeError:
+        dims = []
+    if not 1 <= len(dims) <= 3 or not all(d >= 0 for d in dims):
         raise KernelArgumentError(f"{kernel}: {what}={value!r} must be an int or 1-3 non-negative ints")
     return (dims + [1, 1])[0], (dims + [1, 1])[1], (dims + [1, 1])[2]
 
@@ -69,6 +75,13 @@ def _bfloat_bits(value: float) -> int:
     if math.isnan(value):
         return ((bits >> 16) | 0x40) & 0xFFFF
     return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def _plain(value: numbers.Real) -> bool | int | float:
+    """A numpy/Python number as a Python bool, int or float."""
+    if isinstance(value, (bool, int, float)):
+        return value
+    return int(value) if isinstance(value, numbers.Integral) else float(value)
 
 
 def pack_values(values: Sequence[int | float | bool], c_type: str, *, where: str) -> bytes:
@@ -136,10 +149,10 @@ def prepare(index: int, info: KernelInfo, param_types: Sequence[str], args: Sequ
         if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
             slots[arg.index or 0] = _tensor_buffer(value, arg, c_type, where)
             largest = max(largest, value.numel())
-        elif isinstance(value, (bool, int, float)):
-            slots[arg.index or 0] = BytesBuffer(pack_values([value], c_type, where=where))
-        elif isinstance(value, (list, tuple)) and all(isinstance(v, (bool, int, float)) for v in value):
-            slots[arg.index or 0] = BytesBuffer(pack_values(list(value), c_type, where=where))
+        elif isinstance(value, numbers.Real):
+            slots[arg.index or 0] = BytesBuffer(pack_values([_plain(value)], c_type, where=where))
+        elif isinstance(value, (list, tuple)) and all(isinstance(v, numbers.Real) for v in value):
+            slots[arg.index or 0] = BytesBuffer(pack_values([_plain(v) for v in value], c_type, where=where))
         else:
             raise KernelArgumentError(f"{where}: expected a tensor, a number or a list of numbers, "
                                       f"got {type(value).__name__}")

@@ -16,6 +16,7 @@ from metalport.emulate.preprocess import HostName
 _KERNEL = re.compile(r"\b__mK__\s+void\s+")
 _ATTR = re.compile(r"\[\[\s*([A-Za-z_]\w*)\s*(?:\(([^)]*)\))?\s*\]\]")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+_HOST_NAME_ATTR = re.compile(r'\[\[\s*host_name\s*\(\s*"([^"]*)"\s*\)\s*\]\]\s*$')
 _SPACES = {"__mD__": "device", "__mshC__": "constant", "__mshimTG__": "threadgroup", "__mT__": "thread"}
 GRID_ATTRIBUTES = frozenset({"buffer", "thread_position_in_grid", "threads_per_grid"})
 _OPEN = {"(": ")", "<": ">", "[": "]", "{": "}"}
@@ -66,6 +67,7 @@ class Definition:
     params: tuple[str, ...]
     is_template: bool
     body: str
+    host_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -147,9 +149,12 @@ def find_definitions(text: str) -> dict[str, list[Definition]]:
         body = text[body_start:_match_close(text, body_start)]
         before = text[max(0, match.start() - 400):match.start()].rstrip()
         is_template = before.endswith(">")
+        named = _HOST_NAME_ATTR.search(before)
+        host_name = named.group(1) if named and before.endswith("]]") else None
         params = split_params(text[open_at + 1:close - 1])
         found.setdefault(name_match.group(0), []).append(
-            Definition(name=name_match.group(0), params=params, is_template=is_template, body=body))
+            Definition(name=name_match.group(0), params=params, is_template=is_template, body=body,
+                       host_name=host_name))
     return found
 
 
@@ -247,9 +252,10 @@ def build_specs(text: str, host_names: tuple[HostName, ...], *,
             specs.append(spec)
     for name, defs in definitions.items():
         for definition in defs:
-            if not definition.is_template and name not in seen:
-                seen.add(name)
-                specs.append(_spec(name, name, definition.params, definition, tu_threadgroup))
+            exported = definition.host_name or name
+            if not definition.is_template and exported not in seen:
+                seen.add(exported)
+                specs.append(_spec(exported, name, definition.params, definition, tu_threadgroup))
     return specs, problems
 
 

@@ -20,7 +20,7 @@ kernel void quotient(device int* out [[buffer(0)]], constant int* a [[buffer(1)]
   out[i] = a[i] / d;
 }
 
-kernel void scale(constant float& factor [[buffer(1)]], device float* data [[buffer(0)]],
+[[host_name("scale_inplace")]] kernel void scale(constant float& factor [[buffer(1)]], device float* data [[buffer(0)]],
                   uint2 pos [[thread_position_in_grid]], uint2 grid [[threads_per_grid]]) {
   data[pos.y * grid.x + pos.x] *= factor;
 }
@@ -47,10 +47,11 @@ def test_division_by_zero_is_reported_and_the_library_keeps_working(plain: Shade
 
 
 def test_binding_follows_buffer_attributes_not_parameter_order(plain: ShaderLibrary) -> None:
-    info = plain.kernels["scale"]
+    info = plain.kernels["scale_inplace"]  # a plain kernel's [[host_name]] renames it
     assert [a.name for a in info.buffers] == ["data", "factor"]
     data = torch.arange(12, dtype=torch.float32).reshape(3, 4)
-    plain.scale(data, 2.0, threads=(4, 3))
+    plain.scale_inplace(data, 2.0, threads=(4, 3))
+    assert info.template == "scale" and plain.function_names() == ["quotient", "scale_inplace"]
     assert torch.equal(data, torch.arange(12, dtype=torch.float32).reshape(3, 4) * 2)
 
 
@@ -70,6 +71,8 @@ def test_binding_follows_buffer_attributes_not_parameter_order(plain: ShaderLibr
      "quotient argument d [[buffer(2)]]: 1099511627776 does not fit 'int'"),
     (lambda lib, t: lib.quotient(t, t, "x", threads=4), KernelArgumentError,
      "expected a tensor, a number or a list of numbers, got str"),
+    (lambda lib, t: lib.quotient(t, t, 1, threads=4, group_size=(64, 32)), KernelArgumentError,
+     "quotient: group_size=(64, 32) must be positive and at most 1024 threads in all"),
     (lambda lib, t: lib.quotient(t, t, 1, threads=(1, 2, 3, 4)), KernelArgumentError,
      "quotient: threads=(1, 2, 3, 4) must be an int or 1-3 non-negative ints"),
 ])
