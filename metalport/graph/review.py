@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TextIO
 
 import git
 from rich.console import Console
@@ -70,12 +71,16 @@ def summary_lines(repo_root: Path, record: RunRecord) -> list[str]:
     return lines
 
 
-def ask_decision(console: Console, repo_root: Path, record: RunRecord) -> Decision:
-    """Show the summary and ask approve / reject (with feedback) / abort; `diff` prints the full diff."""
+def ask_decision(console: Console, repo_root: Path, record: RunRecord, stream: TextIO | None = None) -> Decision:
+    """Show the summary and ask approve / reject (with feedback) / abort; `diff` prints the full diff.
+
+    Answers are read from `stream` (default: the terminal).
+    """
     for line in summary_lines(repo_root, record):
         console.print(line, markup=False, highlight=False)
     while True:
-        choice = Prompt.ask("decision", choices=["approve", "reject", "abort", "diff"], console=console)
+        choice = Prompt.ask("decision", choices=["approve", "reject", "abort", "diff"], console=console,
+                            stream=stream)
         if choice == "diff":
             console.print(worktree_diff(record, stat=False), markup=False, highlight=False)
             continue
@@ -83,7 +88,7 @@ def ask_decision(console: Console, repo_root: Path, record: RunRecord) -> Decisi
             return Approve()
         if choice == "abort":
             return Abort()
-        feedback = Prompt.ask("feedback for the next attempt", console=console).strip()
+        feedback = Prompt.ask("feedback for the next attempt", console=console, stream=stream).strip()
         if feedback:
             return Reject(feedback)
         console.print("a rejection needs feedback", style="yellow")

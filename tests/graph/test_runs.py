@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from metalport.agent.recipes import recipe_table
 from metalport.agent.recipes.provider import RecipeProvider
 from metalport.errors import PipelineError, UnknownRunError
 from metalport.graph import Abort, Approve, RunOptions, get_run, list_runs, resume_run, run_dir, start_run
+from metalport.graph.review import ask_decision
 from tests.graph.conftest import branches, commits_on, git, user_tree, worktrees
 
 EMULATED = RunOptions(executor="emulated")
@@ -70,7 +73,17 @@ def test_fixture_migration_removes_legacy_code_and_abort_leaves_nothing(fixture_
     assert '"heaviside"' not in (tree / "torch/testing/_internal/common_mps.py").read_text()
     assert "REGISTER_BINARY_OP(heaviside, float, float);" in (tree / KERNEL).read_text()
 
-    aborted = resume_run(fixture_repo, "fx-1", Abort())
+    # The reviewer's view on a TTY: summary, the full diff on request, then a decision.
+    screen = io.StringIO()
+    answers = io.StringIO("diff\nreject\n\nmaybe\nabort\n")
+    decision = ask_decision(Console(file=screen, width=200), fixture_repo, record, stream=answers)
+    shown = screen.getvalue()
+    assert decision == Abort()
+    for text in ("plan:", "registry heaviside.out line", "remove legacy heaviside_out_mps", "files changed",
+                 "test: passed; emulated conformance on", "held-out", "attempts: 1; elapsed:", "cost: $0.0000",
+                 "+struct heaviside_functor {", "a rejection needs feedback"):
+        assert text in shown, text
+    aborted = resume_run(fixture_repo, "fx-1", decision)
     assert (aborted.status, aborted.branch, aborted.worktree) == ("aborted", None, None)
     assert not tree.exists() and branches(fixture_repo) == ["main"] and worktrees(fixture_repo) == 1
     folder = run_dir(fixture_repo, "fx-1")
