@@ -65,12 +65,18 @@ LAGUERRE = """struct special_laguerre_polynomial_l_functor {
 _OP = re.compile(r"aten::(special_[a-z_]+)")
 
 
-def functor_source(op: str) -> str:
-    """Our functor for `op`: a call of the header's helper (the edit step adds the registrations)."""
+def functor_source(op: str, dtypes: list[str]) -> str:
+    """Our functor for `op` (a call of the header's helper), registered with a float result.
+
+    Like CPU, integer inputs give a float result, so the answer carries its own registrations.
+    """
     if op == "special_laguerre_polynomial_l":
-        return LAGUERRE
-    return (f"struct {op}_functor {{\n  template <typename T>\n  inline float operator()(const T x, const T n) {{\n"
-            f"    return c10::metal::{HELPERS[op]}(static_cast<float>(x), static_cast<int64_t>(n));\n  }}\n}};\n")
+        body = LAGUERRE
+    else:
+        body = (f"#include <c10/metal/special_math.h>\n\nstruct {op}_functor {{\n  template <typename T>\n"
+                f"  inline float operator()(const T x, const T n) {{\n"
+                f"    return c10::metal::{HELPERS[op]}(static_cast<float>(x), static_cast<int64_t>(n));\n  }}\n}};\n")
+    return body + "".join(f"REGISTER_BINARY_OP({op}, {t}, float);\n" for t in dtypes)
 
 
 def answer(request: dict) -> dict:
@@ -81,7 +87,9 @@ def answer(request: dict) -> dict:
         return json_reply({"error": "unknown op"})
     if not any(m["role"] == "tool" for m in request["messages"]):
         return tool_reply(("show_op", {"op": f"aten::{op}"}))
-    return json_reply({"functor_source": functor_source(op),
+    listed = re.search(r"Dtypes to support: ([^.]*)\.", text)
+    dtypes = [t.strip() for t in listed.group(1).split(",")] if listed else ["float"]
+    return json_reply({"functor_source": functor_source(op, dtypes),
                        "summary": f"{op} through the c10/metal helper"})
 
 
@@ -121,7 +129,7 @@ def sweep_once(base: Path, work: Path, k: int, runs: int, delay_s: float) -> dic
     counts = report["counts"]
     return {"k": k, "runs": len(report["started_runs"]), "seconds": seconds, "calls": calls,
             "awaiting": counts.get("awaiting-review", 0), "failed": counts.get("failed", 0),
-            "reasons": sorted({o["reason"][:100] for o in report["outcomes"] if o["outcome"] == "failed"})}
+            "reasons": sorted({o["reason"][:400] for o in report["outcomes"] if o["outcome"] == "failed"})}
 
 
 def _env() -> dict[str, str]:

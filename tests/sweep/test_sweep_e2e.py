@@ -136,8 +136,8 @@ def test_a_killed_sweep_leaves_its_run_resumable_and_a_restart_does_not_duplicat
     heaviside = {o["op"]: o for o in data["outcomes"]}["heaviside"]
     assert heaviside["outcome"] == "aborted" and heaviside["run_id"] == again
     assert "## Aborted (1)" in (workspace / ".git" / "metalport" / "dashboard.md").read_text()
-    code, _ = _review(workspace, capsys, "approve", again)
-    assert code == 2 and f"run {again} (aten::heaviside) is aborted" in capsys.readouterr().err
+    assert main(["review", "approve", again, "--repo", str(workspace)]) == 2
+    assert f"run {again} (aten::heaviside) is aborted at stage approve" in capsys.readouterr().err
 
 
 def _live(repo: Path, run_id: str) -> bool:
