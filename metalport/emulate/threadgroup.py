@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from metalport.errors import EmulateError
 
@@ -34,15 +35,15 @@ SHIM_DIR = Path(__file__).resolve().parent / "shim"
 _MAX_GROUP_BYTES = 32768
 _TOO_BIG = '"a thread" "group variable larger than the 32 KiB of thread" "group memory of Apple GPUs"'
 
-_TOKEN = re.compile(r"""
-    (?P<directive>(?:(?<=\n)|\A)[ \t]*\#(?:\\\n|[^\n])*)
-  | (?P<space>[ \t\r\f\v]+|\n)
-  | (?P<comment>//[^\n]*|/\*.*?\*/)
-  | (?P<string>"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')
-  | (?P<ident>[A-Za-z_]\w*)
-  | (?P<number>\.?\d(?:[eEpP][+-]|[\w.'])*)
-  | (?P<punct>::|->|.)
-""", re.VERBOSE | re.DOTALL)
+# Comments, string/char literals and preprocessor lines: blanked before tokenising.
+_NOISE = re.compile(r"""
+    ^[ \t]*\#(?:\\\n|[^\n])*
+  | //[^\n]*
+  | /\*.*?\*/
+  | "(?:\\.|[^"\\\n])*"
+  | '(?:\\.|[^'\\\n])*'
+""", re.VERBOSE | re.DOTALL | re.MULTILINE)
+_SIGNIFICANT = re.compile(r"[A-Za-z_]\w*|\.?\d(?:[eEpP][+-]|[\w.'])*|::|->|\S")
 
 _LINE_MARKER = re.compile(r'[ \t]*#(?:line)?[ \t]+(\d+)[ \t]+"((?:\\.|[^"\\])*)"')
 _QUALIFIERS = frozenset({"const", "noexcept", "override", "final", "mutable", "volatile", "&", "&&"})
@@ -52,22 +53,24 @@ _COLLECTIVE_CALL = re.compile(r"\b(?:threadgroup_barrier|simdgroup_barrier|simd_
 _THREADGROUP_WORD = re.compile(r"\bthreadgroup\b")
 
 
-@dataclass(frozen=True)
-class _Token:
-    kind: str
+class _Token(NamedTuple):
+    """One significant token: its text and where it is in the original text."""
+
     text: str
     start: int
     end: int
 
+    @property
+    def kind(self) -> str:
+        return "ident" if self.text[0].isalpha() or self.text[0] == "_" else "other"
 
-def _tokens(text: str) -> list[_Token]:
-    """Significant tokens of C++ text (no spaces, comments or preprocessor lines)."""
-    out = []
-    for m in _TOKEN.finditer(text):
-        kind = m.lastgroup or "punct"
-        if kind not in ("space", "comment", "directive"):
-            out.append(_Token(kind, m.group(), m.start(), m.end()))
-    return out
+
+def _blank(match: re.Match[str]) -> str:
+    """A literal becomes one opaque token `0`; comments and directives only keep their newlines."""
+    text = match.group()
+    if text[0] in "\"'":
+        return "0" + " " * (len(text) - 1)
+    return re.sub(r"[^\n]", " ", text)
 
 
 def _location(text: str, offset: int) -> str:
@@ -82,9 +85,9 @@ def _location(text: str, offset: int) -> str:
     return f"{file}:{line}"
 
 
-def _opens_function_body(toks: list[_Token], i: int) -> bool:
-    """Whether the `{` at toks[i] starts a function or lambda body (seen from outside any)."""
-    j = i - 1
+def _opens_function_body(toks: list[_Token]) -> bool:
+    """Whether a `{` right after `toks` starts a function or lambda body (seen from outside any)."""
+    j = len(toks) - 1
     while j >= 0:
         t = toks[j].text
         if t in _QUALIFIERS:
@@ -135,10 +138,10 @@ def _paren_owner(toks: list[_Token], j: int) -> str:
 
 @dataclass(frozen=True)
 class _Declaration:
-    """`threadgroup TYPE a[N], b;` found at token index `first` (the keyword) .. `last` (`;`)."""
+    """`threadgroup TYPE a[N], b;` spanning text[start:end] (the keyword .. the `;`)."""
 
-    first: int
-    last: int
+    start: int
+    end: int
     type_text: str
     declarators: tuple[tuple[str, str], ...]  # (name, full declarator text)
 
@@ -185,7 +188,7 @@ def _parse_declaration(text: str, toks: list[_Token], k: int) -> _Declaration | 
         if n == 0:
             type_text = text[toks[seg[0]].start:toks[seg[name_at - 1]].end]
         declarators.append((name, decl))
-    return _Declaration(k, end, type_text, tuple(declarators))
+    return _Declaration(toks[k].start, toks[end].end, type_text, tuple(declarators))
 
 
 def _declarator_name(toks: list[_Token], seg: list[int]) -> int | None:
@@ -212,25 +215,59 @@ def _initializer_error(text: str, tok: _Token) -> None:
         hint="declare it without one and let one thread store the value before a threadgroup_barrier")
 
 
-def _threadgroup_locals(text: str, toks: list[_Token]) -> list[_Declaration]:
-    """Every `threadgroup` object declared directly in a function body (at any block depth)."""
+_STRUCTURE = re.compile(r"[{}()\[\]]|\bthreadgroup\b")
+_WINDOW = 600  # characters tokenised before a `{` or after a `threadgroup` keyword
+
+
+def _threadgroup_locals(text: str) -> list[_Declaration]:
+    """Every `threadgroup` object declared directly in a function body (at any block depth).
+
+    Only brackets and the keyword are scanned over the whole text; tokens are made in a window
+    before each `{` outside functions (is it a function body?) and after each keyword.
+    """
+    clean = _NOISE.sub(_blank, text)
     found = []
     stack: list[str] = []  # "code" / "other" for braces, else the open bracket
-    for i, tok in enumerate(toks):
-        t = tok.text
+    code_depth = 0
+    for m in _STRUCTURE.finditer(clean):
+        t = m.group()
         if t == "{":
-            code = "code" in stack or _opens_function_body(toks, i)
+            code = code_depth > 0 or _body_follows(clean, m.start())
             stack.append("code" if code else "other")
+            code_depth += code
         elif t in ("(", "["):
             stack.append(t)
         elif t in ("}", ")", "]"):
             if stack:
-                stack.pop()
+                code_depth -= stack.pop() == "code"
         elif t == "threadgroup" and stack and stack[-1] == "code":
-            decl = _parse_declaration(text, toks, i)
+            toks = _window_tokens(clean, m.start(), m.start() + _WINDOW)
+            decl = _parse_declaration(text, toks, 0)
             if decl is not None:
                 found.append(decl)
     return found
+
+
+def _body_follows(clean: str, brace: int) -> bool:
+    """Whether the `{` at clean[brace] opens a function body; tokenises only when it must."""
+    before = clean[max(0, brace - _WINDOW):brace].rstrip()
+    if not before:
+        return False
+    k = len(before)
+    while k > 0 and (before[k - 1].isalnum() or before[k - 1] == "_"):
+        k -= 1
+    last = before[k:] or before[-1]
+    if last == ")":
+        return True
+    statement = re.split(r"[;{}]", before)[-1]
+    if last not in _QUALIFIERS and last != "]" and "->" not in statement:
+        return False
+    return _opens_function_body(_window_tokens(clean, max(0, brace - _WINDOW), brace))
+
+
+def _window_tokens(clean: str, start: int, end: int) -> list[_Token]:
+    """Tokens of clean[start:end] (positions in the whole text)."""
+    return [_Token(m.group(), m.start(), m.end()) for m in _SIGNIFICANT.finditer(clean, start, end)]
 
 
 def rewrite_threadgroup_locals(text: str) -> str:
@@ -240,11 +277,10 @@ def rewrite_threadgroup_locals(text: str) -> str:
     Raises EmulateError (with the file:line of the line markers) for a threadgroup variable with an
     initializer, which Metal rejects.
     """
-    toks = _tokens(text)
     out: list[str] = []
     pos = 0
-    for n, decl in enumerate(_threadgroup_locals(text, toks)):
-        out.append(text[pos:toks[decl.first].start])
+    for n, decl in enumerate(_threadgroup_locals(text)):
+        out.append(text[pos:decl.start])
         names = ", ".join(d for _, d in decl.declarators)
         enter = " ".join(
             f"static_assert(sizeof({name}) <= {_MAX_GROUP_BYTES}, {_TOO_BIG}); "
@@ -252,7 +288,7 @@ def rewrite_threadgroup_locals(text: str) -> str:
             f"::mshim::threadgroup_local_enter({name}, mshim_tg_seen_{n}_{m});"
             for m, (name, _) in enumerate(decl.declarators))
         out.append(f"static thread_local {decl.type_text} {names}; {enter}")
-        pos = toks[decl.last].end
+        pos = decl.end
     out.append(text[pos:])
     return "".join(out)
 
