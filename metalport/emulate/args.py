@@ -158,7 +158,9 @@ def prepare(index: int, info: KernelInfo, param_types: Sequence[str], args: Sequ
                                       f"got {type(value).__name__}")
     total = grid[0] * grid[1] * grid[2]
     tensors = [b for b in slots.values() if isinstance(b, TensorBuffer)]
-    if tensors and not info.uses_threadgroup and total > largest:
+    # Kernels with atomic buffers (histograms, counters) legitimately run more threads than elements.
+    atomic = any("atomic" in a.c_type for a in buffers)
+    if tensors and not info.uses_threadgroup and not atomic and total > largest:
         raise KernelArgumentError(f"{name}: grid of {total} threads {grid} is larger than the data "
                                   f"(largest tensor argument has {largest} elements)")
     width = max(slots, default=-1) + 1

@@ -253,8 +253,9 @@ template <class T, int N, int... I>
 constexpr swz<T, N, I...>::operator metal::vec<T, sizeof...(I)>() const { return get(*this); }
 template <class T, int N, int... I>
 swz<T, N, I...>& swz<T, N, I...>::operator=(const metal::vec<T, sizeof...(I)>& v) {
+  const metal::vec<T, sizeof...(I)> src = v;  // `p.yx = p` reads p before writing it
   int k = 0;
-  ((d[I] = v[k++]), ...);
+  ((d[I] = src[k++]), ...);
   return *this;
 }
 template <class T, int N, int... I>
