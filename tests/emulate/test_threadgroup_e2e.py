@@ -178,6 +178,25 @@ kernel void simd_complex_ops(
   }
 }
 
+// The generic (template) collectives on vectors, half and bfloat, one simdgroup per 32 threads.
+kernel void simd_vector_ops(
+    constant float2* xy [[buffer(0)]], constant half* h [[buffer(1)]],
+    constant bfloat* b [[buffer(2)]], device float* out [[buffer(3)]],
+    uint pos [[thread_position_in_grid]]) {
+  const float2 hi = ::metal::simd_max(xy[pos]);
+  const int2 scan = ::metal::simd_prefix_inclusive_sum(int2(xy[pos] * 4.0f));
+  const half4 hs = ::metal::simd_sum(half4(h[pos], h[pos], half(1), half(0)));
+  const bfloat bx = ::metal::simd_shuffle_xor(b[pos], ushort(1));
+  out[pos * 8 + 0] = hi.x;
+  out[pos * 8 + 1] = hi.y;
+  out[pos * 8 + 2] = scan.x;
+  out[pos * 8 + 3] = scan.y;
+  out[pos * 8 + 4] = hs.x;
+  out[pos * 8 + 5] = hs.z;
+  out[pos * 8 + 6] = float(bx);
+  out[pos * 8 + 7] = float(::metal::simd_min(h[pos]));
+}
+
 #define REGISTER_ROW(NAME, KERNEL, T, O) \
   template [[host_name(NAME)]] kernel void KERNEL<T>(ROW_PARAMS(T, O))
 #define REGISTER_EXTREME(NAME, T, OP) \
@@ -337,3 +356,24 @@ def test_oversized_threadgroup_memory_is_a_compile_error_at_the_metal_line(
     first = err.value.diagnostics[0]
     assert (first.file, first.line) == ("big.metal", 5)
     assert "32 KiB of threadgroup memory" in first.message
+
+
+def test_generic_collectives_on_vectors_half_and_bfloat(lib: object) -> None:
+    gen = torch.Generator().manual_seed(3)
+    xy = torch.randn(64, 2, generator=gen)
+    h = (torch.randn(64, generator=gen) * 4).round().half()  # exact in half, sums too
+    b = torch.randn(64, generator=gen).bfloat16()
+    out = torch.zeros(64 * 8)
+    lib.simd_vector_ops(torch.view_as_complex(xy), h, b, out, threads=64, group_size=64)
+    got = out.view(2, 32, 8)
+    quarters = (xy * 4).to(torch.int32).view(2, 32, 2)
+    for sg in range(2):
+        lanes = slice(sg * 32, sg * 32 + 32)
+        assert got[sg, :, 0].tolist() == [xy[lanes, 0].max().item()] * 32
+        assert got[sg, :, 1].tolist() == [xy[lanes, 1].max().item()] * 32
+        assert got[sg, :, 2].tolist() == quarters[sg, :, 0].cumsum(0).float().tolist()
+        assert got[sg, :, 3].tolist() == quarters[sg, :, 1].cumsum(0).float().tolist()
+        assert got[sg, :, 4].tolist() == [h[lanes].float().sum().item()] * 32
+        assert got[sg, :, 5].tolist() == [32.0] * 32
+        assert got[sg, :, 6].tolist() == b[lanes].view(16, 2).flip(1).reshape(32).float().tolist()
+        assert got[sg, :, 7].tolist() == [h[lanes].min().float().item()] * 32
