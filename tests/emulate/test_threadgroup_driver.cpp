@@ -174,6 +174,16 @@ static void poison(void* vctx, const mshim::ThreadIds& ids) {
   }
 }
 
+// A race: each thread reads its neighbour's slot with no barrier after the writes.
+static void missing_barrier(void* vctx, const mshim::ThreadIds& ids) {
+  Ctx& c = *static_cast<Ctx*>(vctx);
+  const unsigned gid = gid_of(ids);
+  const unsigned tid = ids.thread_index_in_threadgroup;
+  threadgroup unsigned slots[64];
+  slots[tid] = gid;
+  put(c, gid, 0, slots[(tid + 1) % ids.threads_per_threadgroup[0]]);
+}
+
 int main(int argc, char** argv) {
   if (argc != 9) return 2;
   const std::string which = argv[1];
@@ -193,6 +203,7 @@ int main(int argc, char** argv) {
                            : which == "divergent"    ? divergent
                            : which == "thread_ids"   ? thread_ids
                            : which == "poison"       ? poison
+                           : which == "missing_barrier" ? missing_barrier
                                                      : nullptr;
   if (body == nullptr) return 2;
   Ctx c;

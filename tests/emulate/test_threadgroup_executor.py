@@ -225,3 +225,11 @@ def test_misuse_aborts_with_a_message(driver: Path) -> None:
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == -signal.SIGABRT
     assert "threadgroup larger than Metal's 1024 threads" in done.stderr
+
+
+def test_a_missing_barrier_reads_unwritten_memory_in_some_group(driver: Path) -> None:
+    rows, _ = run(driver, "missing_barrier", (128, 1, 1), (64, 1, 1), workers=1)
+    first = [rows[g][0] for g in range(0, 63)]   # group 0: threads run first to last
+    second = [rows[g][0] for g in range(64, 127)]  # group 1: last to first
+    assert first == [0xFFFFFFFF] * 63  # the neighbour had not written yet: poison
+    assert second == list(range(65, 128))

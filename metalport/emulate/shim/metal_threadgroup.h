@@ -4,8 +4,9 @@
 // every collective is a template on T (half, bfloat, vectors: whatever the shim defines).
 //
 // Model.  `mshim::run_threadgroups` runs a dispatchThreads-style grid.  Each threadgroup runs on
-// one OS thread; its threads are fibers on stacks allocated once per worker.  A fiber runs until it
-// reaches a threadgroup_barrier, a simd_* collective or returns.  When no fiber of the group can
+// one OS thread; its threads are fibers on pooled stacks.  A fiber runs until it reaches a
+// threadgroup_barrier, a simd_* collective or returns (even groups run them first to last, odd
+// groups last to first, so a missing barrier shows up).  When no fiber of the group can
 // run, the scheduler resolves, in this order:
 //   1. per simdgroup, the lanes waiting at a simd_*/quad_* collective: lanes waiting elsewhere, lanes
 //      that returned and lanes past a partial group's end are inactive, as on the GPU;
@@ -309,8 +310,13 @@ inline void run_group(Worker& w, unsigned long g, const unsigned threads[3],
     start_fiber(w, i);
     w.ready.push_back(i);
   }
+  // Odd groups run their ready fibers last to first: a kernel missing a barrier reads stale or
+  // poisoned threadgroup memory in one of the two orders, as it would on some GPU schedule.
+  const bool backwards = (g & 1) != 0;
   for (;;) {
-    for (unsigned i : w.ready) {
+    const std::size_t count = w.ready.size();
+    for (std::size_t k = 0; k < count; ++k) {
+      const unsigned i = w.ready[backwards ? count - 1 - k : k];
       w.current = &w.fibers[i];
       switch_to(w.sched, w.fibers[i].ctx);
     }
