@@ -66,6 +66,15 @@ class ShaderLibrary:
         self._worker = Worker(so_path)
         self._shared: SharedBuffer | None = None
 
+    @property
+    def timeout_s(self) -> float:
+        """How long one worker round-trip may take before the worker is killed (KernelCrash)."""
+        return self._worker.timeout_s
+
+    @timeout_s.setter
+    def timeout_s(self, value: float) -> None:
+        self._worker.timeout_s = float(value)
+
     def function_names(self) -> list[str]:
         """The host names of every kernel, sorted (like torch.mps ShaderLibrary)."""
         return sorted(self.kernels)

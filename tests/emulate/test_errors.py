@@ -20,6 +20,16 @@ kernel void quotient(device int* out [[buffer(0)]], constant int* a [[buffer(1)]
   out[i] = a[i] / d;
 }
 
+kernel void poke(device int* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  out[i + 0x7ffffff0u] = 1;
+}
+
+kernel void spin(device atomic_uint* counter [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  while (atomic_load_explicit(counter, memory_order_relaxed) != 7u) {
+    atomic_fetch_add_explicit(counter, 2u, memory_order_relaxed);
+  }
+}
+
 [[host_name("scale_inplace")]] kernel void scale(constant float& factor [[buffer(1)]], device float* data [[buffer(0)]],
                   uint2 pos [[thread_position_in_grid]], uint2 grid [[threads_per_grid]]) {
   data[pos.y * grid.x + pos.x] *= factor;
@@ -46,12 +56,29 @@ def test_division_by_zero_is_reported_and_the_library_keeps_working(plain: Shade
     assert torch.equal(out, torch.div(a, 3, rounding_mode="trunc"))
 
 
+def test_out_of_range_write_is_a_sigsegv_report(plain: ShaderLibrary) -> None:
+    with pytest.raises(KernelCrash, match=r"^kernel poke crashed the worker with SIGSEGV"):
+        plain.poke(torch.zeros(4, dtype=torch.int32), threads=1)
+
+
+def test_endless_kernel_is_stopped_after_the_time_limit(plain: ShaderLibrary) -> None:
+    plain.timeout_s = 1
+    try:
+        with pytest.raises(KernelCrash, match=r"^kernel spin did not finish within 1 s"):
+            plain.spin(torch.zeros(1, dtype=torch.int32), threads=1)
+    finally:
+        plain.timeout_s = 300
+    out = torch.zeros(2, dtype=torch.int32)
+    plain.quotient(out, torch.tensor([9, -9], dtype=torch.int32), 2, threads=2)
+    assert out.tolist() == [4, -4]
+
+
 def test_binding_follows_buffer_attributes_not_parameter_order(plain: ShaderLibrary) -> None:
     info = plain.kernels["scale_inplace"]  # a plain kernel's [[host_name]] renames it
     assert [a.name for a in info.buffers] == ["data", "factor"]
     data = torch.arange(12, dtype=torch.float32).reshape(3, 4)
     plain.scale_inplace(data, 2.0, threads=(4, 3))
-    assert info.template == "scale" and plain.function_names() == ["quotient", "scale_inplace"]
+    assert info.template == "scale" and plain.function_names() == ["poke", "quotient", "scale_inplace", "spin"]
     assert torch.equal(data, torch.arange(12, dtype=torch.float32).reshape(3, 4) * 2)
 
 
