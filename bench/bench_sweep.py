@@ -128,6 +128,7 @@ def sweep_once(base: Path, work: Path, k: int, runs: int, delay_s: float) -> dic
     report = json.loads(done.stdout)
     counts = report["counts"]
     return {"k": k, "runs": len(report["started_runs"]), "seconds": seconds, "calls": calls,
+            "recorded_calls": int(report["usage"].get("calls", 0)),
             "awaiting": counts.get("awaiting-review", 0), "failed": counts.get("failed", 0),
             "reasons": sorted({o["reason"][:400] for o in report["outcomes"] if o["outcome"] == "failed"})}
 
@@ -161,6 +162,8 @@ def main() -> None:
         print(f"{row['k']:>2} {row['runs']:>5} {row['awaiting']:>8} {row['failed']:>7} {row['seconds']:>8.1f} "
               f"{rate * 60:>9.2f} {speedup:>8.2f}x {target:>6.1f}x {'yes' if speedup >= target else 'no':>4}")
     for row in rows:
+        print(f"  K={row['k']}: the server answered {row['calls']} requests; the sweep's summed usage says "
+              f"{row['recorded_calls']} calls")
         for reason in row["reasons"]:
             print(f"  K={row['k']} failed: {reason}")
 

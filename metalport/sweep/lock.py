@@ -53,16 +53,3 @@ class SweepLock:
             return "holder unknown: it has not written its pid yet"
         return f"pid {info.get('pid')}, started {info.get('started_at')}"
 
-
-def is_locked(metalport_dir: Path) -> bool:
-    """True when some process holds the sweep lock right now (probes without keeping it)."""
-    path = metalport_dir / "sweep.lock"
-    if not path.exists():
-        return False
-    probe = FileLock(str(path), timeout=0)
-    try:
-        probe.acquire(timeout=0)
-    except Timeout:
-        return True
-    probe.release()
-    return False

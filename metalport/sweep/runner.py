@@ -21,7 +21,7 @@ from metalport.sweep.candidates import (backlog_candidates, local_branches, loca
                                         search_open_prs)
 from metalport.sweep.dashboard import SweepReport, paths_for, write_dashboard
 from metalport.sweep.launch import RunCommand, RunProcess, new_run_id
-from metalport.sweep.lock import SweepLock, is_locked
+from metalport.sweep.lock import SweepLock
 from metalport.sweep.model import AWAITING, CANDIDATE, FAILED, OpOutcome, from_record, metalport_dir, status_of
 
 
@@ -230,18 +230,13 @@ class _Sweep:
         """Rewrite the dashboard from the current outcomes and tell the progress view."""
         for proc in self.inflight:
             if proc.record is not None and status_of(proc.record) == "running":
-                self.outcomes[proc.op] = replace(from_record(proc.record, ease=proc.ease, repo_flag=self.flag))
+                self.outcomes[proc.op] = from_record(proc.record, ease=proc.ease, repo_flag=self.flag)
         self.report = write_dashboard(replace(
             self.report, outcomes=tuple(self.outcomes.values()), stop_reason=self.stop_reason,
             usage=self.budget.usage(), started_runs=tuple(self.started),
             finished_at=_now() if finished else None), self.mdir)
         if self.progress is not None:
             self.progress(list(self.inflight), list(self.outcomes.values()))
-
-
-def sweep_holder(repo_root: Path) -> bool:
-    """True when a sweep holds the lock of `repo_root` now."""
-    return is_locked(metalport_dir(repo_root))
 
 
 def _now() -> str:

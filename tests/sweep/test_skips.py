@@ -109,3 +109,13 @@ def test_a_configured_github_repo_without_a_token_is_an_error(
     code = main(["sweep", "--repo", str(history), "--github-repo", "pytorch/pytorch"])
     assert code == 2
     assert capsys.readouterr().err.startswith("metalport: error: GITHUB_TOKEN is not set")
+
+
+def test_a_spent_sweep_budget_starts_nothing_and_says_why(workspace: Path, capsys: pytest.CaptureFixture) -> None:
+    code, report, _ = _sweep(workspace, "--budget-wall-s", "0.001", capsys=capsys)
+    assert code == 0 and report["started_runs"] == []
+    assert report["stop_reason"].startswith("budget-exhausted: the sweep's wall_s ")
+    assert report["stop_reason"].endswith(" reached the limit 0.001")
+    assert {o["outcome"] for o in report["outcomes"]} == {"candidate"}
+    assert all(o["reason"] == f"not started: {report['stop_reason']}" for o in report["outcomes"])
+    assert "**Stopped starting runs:** budget-exhausted" in Path(report["markdown_path"]).read_text()
