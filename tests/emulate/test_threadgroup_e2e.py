@@ -178,6 +178,31 @@ kernel void simd_complex_ops(
   }
 }
 
+// Threads return between collectives: each round keeps one thread per simdgroup of the last,
+// and the lanes that returned are inactive in the next simd_sum / simd_max.
+kernel void row_norm(ROW_PARAMS(float, float), constant float& p [[buffer(3)]],
+                     uint lane [[thread_index_in_simdgroup]],
+                     uint simdgroup [[simdgroup_index_in_threadgroup]]) {
+  threadgroup float partial[32];
+  float acc = 0.0f;
+  for (uint c = tid; c < cols; c += tptg) {
+    const float a = ::metal::abs(x[row * cols + c]);
+    acc = p == INFINITY ? ::metal::max(acc, a) : acc + a * a;
+  }
+  uint alive = tptg;
+  while (alive > 1) {
+    acc = p == INFINITY ? simd_max(acc) : simd_sum(acc);
+    alive = (alive + 31) / 32;
+    if (alive > 1) {
+      if (lane == 0) partial[simdgroup] = acc;
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      if (tid >= alive) return;
+      acc = partial[tid];
+    }
+  }
+  if (tid == 0) out[row] = p == INFINITY ? acc : ::metal::sqrt(acc);
+}
+
 // The generic (template) collectives on vectors, half and bfloat, one simdgroup per 32 threads.
 kernel void simd_vector_ops(
     constant float2* xy [[buffer(0)]], constant half* h [[buffer(1)]],
@@ -377,3 +402,12 @@ def test_generic_collectives_on_vectors_half_and_bfloat(lib: object) -> None:
         assert got[sg, :, 5].tolist() == [32.0] * 32
         assert got[sg, :, 6].tolist() == b[lanes].view(16, 2).flip(1).reshape(32).float().tolist()
         assert got[sg, :, 7].tolist() == [h[lanes].min().float().item()] * 32
+
+
+@pytest.mark.parametrize("group", [32, 100, 1000])
+def test_threads_returning_between_collectives(lib: object, group: int) -> None:
+    x = torch.randn(5, 3000, generator=torch.Generator().manual_seed(group))
+    for p in (2.0, float("inf")):
+        out = torch.full((5,), -7.0)
+        lib.row_norm(x, out, 3000, p, threads=5 * group, group_size=group)
+        torch.testing.assert_close(out, torch.linalg.vector_norm(x, p, dim=1), rtol=1e-5, atol=1e-5)
