@@ -2,7 +2,7 @@
 
 Note [test kill hook]: `METALPORT_TEST_KILL_AT=<point>` makes the process SIGKILL itself at that
 point, to test crash recovery. Points are node names (checked by `runs.py` when the node's task
-starts, before it runs) and a few in-node points like `publish:committed`. Test-only; unset in use.
+starts, before it runs) and `publish:committed` (after the commit, before the PR or bundle). Test-only; unset in use.
 """
 
 from __future__ import annotations

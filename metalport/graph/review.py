@@ -35,7 +35,8 @@ def plan_lines(repo_root: Path, run_id: str) -> list[str]:
     for row in plan.get("rows", []):
         after = row["after"].strip() or "(line removed)"
         lines.append(f"  registry {row['entry']} line {row['line']}: {row['before'].strip()} -> {after}")
-    lines.append(f"  functor {plan.get('functor')} in {plan.get('kernel_file')} for {', '.join(plan.get('dtypes', []))}")
+    dtypes = ", ".join(plan.get("dtypes", []))
+    lines.append(f"  functor {plan.get('functor')} in {plan.get('kernel_file')} for {dtypes}")
     lines.append(f"  host {plan.get('host_file')}: {plan.get('register_dispatch')}")
     if plan.get("legacy"):
         lines.append(f"  remove legacy {plan['legacy'][1]} in {plan['legacy'][0]}"

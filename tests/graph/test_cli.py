@@ -16,7 +16,7 @@ HOST = "aten/src/ATen/native/mps/operations/BinaryKernel.mm"
 
 
 def _one_line_error(err: str, prog: str = "run-migration") -> str:
-    lines = [line for line in err.splitlines() if line.startswith(f"{prog}: error:") or line.startswith("metalport: error:")]
+    lines = [line for line in err.splitlines() if line.startswith((f"{prog}: error:", "metalport: error:"))]
     assert len(lines) == 1 and "Traceback" not in err, err
     return lines[0]
 

@@ -6,11 +6,13 @@ import git
 from langgraph.runtime import Runtime
 
 from metalport.agent.provider import FixRequest, FunctorRequest
+from metalport.agent.recipes.plan_model import PortPlan
 from metalport.errors import AgentError, BudgetExhausted, RecipeError
 from metalport.failure import Failure
-from metalport.graph.context import RunContext, kill_point
+from metalport.graph.context import RunContext
 from metalport.graph.nodes._common import first_failure, load_plan, load_worktree
 from metalport.graph.state import PortState
+from metalport.sandbox.worktree import Worktree
 
 
 def edit(state: PortState, runtime: Runtime[RunContext]) -> dict:
@@ -30,13 +32,13 @@ def edit(state: PortState, runtime: Runtime[RunContext]) -> dict:
         if rejected or failures:
             from metalport.graph.toolbox import make_toolbox
 
-            result = ctx.provider.fix(_fix_request(state, port, rejected), make_toolbox(ctx, state, port, worktree))
+            ctx.provider.fix(_fix_request(state, port, rejected), make_toolbox(ctx, state, port, worktree))
         else:
-            result = _apply_fresh(ctx, state, port, worktree)
+            _apply_fresh(ctx, state, port, worktree)
     except BudgetExhausted as err:
         return {**update, "status": "budget-exhausted", "reason": str(err), "usage": ctx.total_usage(err.usage)}
     except (RecipeError, AgentError) as err:
-        update["usage"] = _usage(ctx, None)
+        update["usage"] = ctx.total_usage(ctx.provider.usage())
         if rejected:
             return {**update, "status": "rejected", "reason": (
                 f"rejected by the reviewer: {state.get('feedback') or '(no feedback)'}; "
@@ -48,51 +50,40 @@ def edit(state: PortState, runtime: Runtime[RunContext]) -> dict:
             return {**update, "status": "failed", "reason": str(err)}
         return {**update, "failures": [Failure("edit", err.location, None, None, err.message).to_dict()],
                 "failure_stage": "edit"}
-    kill_point("edit:applied")
-    return {**update, "failures": [], "failure_stage": "", "usage": _usage(ctx, result)}
+    return {**update, "failures": [], "failure_stage": "", "usage": ctx.total_usage(ctx.provider.usage())}
 
 
-def _usage(ctx: RunContext, result: object) -> dict:
-    """The run's usage: this process's provider spend plus the earlier processes'."""
-    current = ctx.provider.usage() if hasattr(ctx.provider, "usage") else getattr(result, "usage", None) or {}
-    return ctx.total_usage(current)
-
-
-def _apply_fresh(ctx: RunContext, state: PortState, port: object, worktree: object) -> object:
+def _apply_fresh(ctx: RunContext, state: PortState, port: PortPlan, worktree: Worktree) -> None:
     from metalport.agent.recipes.port import apply_port
 
-    repo = git.Repo(worktree.path)  # type: ignore[attr-defined]
+    repo = git.Repo(worktree.path)
     repo.git.reset("-q", "--hard", "HEAD")
     repo.git.clean("-fdq")
-    result, functor_source = None, None
+    functor_source = None
     # The recipe model is asked too (its table is the source of truth, and can be overridden);
     # an LLM is asked only when the table has no functor for the op.
-    recipe_model = state["options"].get("model", "recipe") == "recipe"
-    if recipe_model or getattr(port, "needs_llm", False) or not getattr(port, "functor_source", None):
+    if state["options"].get("model", "recipe") == "recipe" or port.needs_llm or not port.functor_source:
         from metalport.graph.toolbox import make_toolbox
 
-        result = ctx.provider.write_functor(_functor_request(state, port),
-                                            make_toolbox(ctx, state, port, worktree))
-        functor_source = result.functor_source
-    apply_port(port, worktree.path, functor_source=functor_source)  # type: ignore[attr-defined]
-    return result
+        answer = ctx.provider.write_functor(_functor_request(state, port), make_toolbox(ctx, state, port, worktree))
+        functor_source = answer.functor_source
+    apply_port(port, worktree.path, functor_source=functor_source)
 
 
-def _plan_summary(port: object) -> str:
-    data = port.to_dict()  # type: ignore[attr-defined]
+def _plan_summary(port: PortPlan) -> str:
+    data = port.to_dict()
     keys = ("op", "family", "kernel_file", "functor", "dtypes", "host_file", "register_dispatch", "legacy",
             "xfail_keys", "migrate")
-    return "\n".join(f"{k}: {data.get(k)}" for k in keys if k in data)
+    return "\n".join(f"{k}: {data.get(k)}" for k in keys)
 
 
-def _functor_request(state: PortState, port: object) -> FunctorRequest:
-    return FunctorRequest(op=state["op"], family=str(getattr(port, "host_family", None) or getattr(port, "family", "")),
-                          dtypes=tuple(getattr(port, "dtypes", ())), plan_summary=_plan_summary(port),
-                          kernel_file=str(getattr(port, "kernel_file", "")),
-                          functor_name=str(getattr(port, "functor", "")), feedback=state.get("feedback") or "")
+def _functor_request(state: PortState, port: PortPlan) -> FunctorRequest:
+    return FunctorRequest(op=state["op"], family=port.host_family or port.family, dtypes=port.dtypes,
+                          plan_summary=_plan_summary(port), kernel_file=port.kernel_file or "",
+                          functor_name=port.functor or "", feedback=state.get("feedback") or "")
 
 
-def _fix_request(state: PortState, port: object, rejected: bool) -> FixRequest:
+def _fix_request(state: PortState, port: PortPlan, rejected: bool) -> FixRequest:
     if rejected:
         diagnostics = (Failure("review", None, None, None, state.get("feedback") or "").to_dict(),)
         stage = "review"
@@ -100,7 +91,7 @@ def _fix_request(state: PortState, port: object, rejected: bool) -> FixRequest:
         diagnostics = tuple(_for_model(f) for f in state.get("failures") or [])
         stage = state.get("failure_stage") or "check"
     return FixRequest(op=state["op"], failure_stage=stage, diagnostics=diagnostics,
-                      allowed_paths=tuple(getattr(port, "allowed_paths", ())), plan_summary=_plan_summary(port))
+                      allowed_paths=port.allowed_paths, plan_summary=_plan_summary(port))
 
 
 def _for_model(failure: dict) -> dict:

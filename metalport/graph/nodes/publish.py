@@ -48,7 +48,7 @@ def publish(state: PortState, runtime: Runtime[RunContext]) -> dict:
     body = redactor.text(ctx.provider.describe_pr(PrRequest(
         op=state["op"], plan_summary="\n".join(f"- {k}: {v}" for k, v in evidence.items()),
         diff_stat=diff_stat, verdicts=tuple(verdict_lines(state)), usage=dict(state.get("usage", {})))))
-    usage = ctx.total_usage(ctx.provider.usage()) if hasattr(ctx.provider, "usage") else state.get("usage", {})
+    usage = ctx.total_usage(ctx.provider.usage())
     update: dict = {"stage": "publish", "status": "published", "commit": commit.sha, "usage": usage,
                     "reason": f"approved and committed as {commit.sha[:12]}"}
     target, why_not = _target(state, ctx)
@@ -85,7 +85,8 @@ def verdict_lines(state: PortState) -> list[str]:
     """One line per verdict with its numbers: `check: passed`, `test: 3 dtypes, 120/120 samples ...`."""
     out = []
     for name, verdict in state.get("verdicts", {}).items():
-        text = "passed" if verdict.get("ok") else f"failed ({verdict.get('failures')} failure(s)): {verdict.get('first')}"
+        text = "passed" if verdict.get("ok") else (
+            f"failed ({verdict.get('failures')} failure(s)): {verdict.get('first')}")
         report = verdict.get("report") or {}
         dtypes = report.get("dtypes") or []
         if dtypes:
