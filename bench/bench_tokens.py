@@ -1,94 +1,112 @@
-"""Tokens per model call and per run for a scripted pointwise functor-writing scenario.
+"""Input/output tokens per graph node and per run for the scripted pointwise scenario.
 
-The scripted server reports `usage.prompt_tokens` as the request's characters (messages and tools) / 4, so the
-numbers follow what we actually send; we also count the prompt size ourselves (chars / 4 of the
-messages and tool specs sent). Target: <= 15k input tokens per pointwise run. Run: `python bench/bench_tokens.py`.
+Two scenarios, each through the real graph (`start_run`, `--model openai:scripted-model`, emulated
+executor) on the fixture checkout's `hypot` (outside the recipe table), scripted as in
+tests/agent/test_graph_e2e.py: (1) the model reads with tools and writes a passing functor;
+(2) its first functor fails conformance and it repairs it in the `edit` node's fix step. The PR
+description (the `publish` node's call) is then asked of the same run's provider. The server reports
+`prompt_tokens` = characters sent (messages + tool specs) / 4 and `completion_tokens` = characters of
+its reply / 4, so the numbers follow what we actually send.
+Target: <= 15k input tokens for a pointwise port (scenario 1). Run: `python bench/bench_tokens.py`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
+from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 TARGET_INPUT_TOKENS = 15_000
+_STEPS = (("Write the Metal functor", "edit: write_functor"), ("The port of", "edit: fix"),
+          ("Write the pull-request", "publish: describe_pr"), ("Plan the port", "plan"))
 
 
-def _scenario(root: Path) -> list:
-    from tests.llm_server import json_reply, tool_reply
+def _sized(reply: dict, log: list[tuple[str, int, int, int]]):
+    """A script step whose usage follows the request and reply sizes; logs (node, messages, in, out)."""
+    def step(body: dict) -> dict:
+        sent = (len(json.dumps(body["messages"])) + len(json.dumps(body.get("tools", [])))) // 4
+        out = len(json.dumps(reply["choices"][0]["message"])) // 4
+        reply["usage"] = {"prompt_tokens": sent, "completion_tokens": out, "total_tokens": sent + out}
+        log.append((_node(body), len(body["messages"]), sent, out))
+        return reply
+    return step
 
-    kernel = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
-    answer = {"functor_source": "struct heaviside_functor {\n  template <typename T>\n  inline T operator()"
-              "(const T x, const T v) {\n    return x == T(0) ? v : T(x > T(0));\n  }\n};",
-              "summary": "heaviside: values where x is zero, else the step"}
-    replies = [tool_reply(("show_op", {"op": "heaviside"})),
-               tool_reply(("show_examples", {"family": "binary"})),
-               tool_reply(("read_file", {"path": kernel, "start": 1, "end": 60})),
-               json_reply(answer)]
 
-    def sized(reply: dict):
-        def step(body: dict) -> dict:
-            reply["usage"]["prompt_tokens"] = (len(json.dumps(body["messages"])) + len(json.dumps(body.get("tools", [])))) // 4
-            reply["usage"]["total_tokens"] = reply["usage"]["prompt_tokens"] + reply["usage"]["completion_tokens"]
-            return reply
-        return step
+def _node(body: dict) -> str:
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    return next((name for prefix, name in _STEPS if user.startswith(prefix)), "other")
 
-    (root / kernel).parent.mkdir(parents=True)
-    functors = "\n".join(f"struct op{i}_functor {{\n  template <typename T>\n  inline T operator()(const T a, "
-                         f"const T b) {{\n    return a * T({i}) + b;\n  }}\n}};\n"
-                         f"REGISTER_BINARY_OP(op{i}, float, float);\nREGISTER_BINARY_OP(op{i}, half, half);\n"
-                         for i in range(30))
-    (root / kernel).write_text("#include <c10/metal/indexing.h>\nusing namespace c10::metal;\n\n" + functors)
-    return [sized(r) for r in replies]
+
+def _script(log: list[tuple[str, int, int, int]], *, repair: bool) -> list:
+    """The scripted model: reads, answers (broken first when `repair`), fixes, describes the PR."""
+    from tests.agent.test_graph_e2e import BROKEN, FUNCTOR, KERNEL, _competent_reads, _registrations
+    from tests.llm_server import json_reply, text_reply, tool_reply
+
+    first = BROKEN if repair else FUNCTOR
+    replies = [*_competent_reads(), json_reply({"functor_source": first + _registrations(), "summary": "hypot"})]
+    if repair:
+        replies += [tool_reply(("read_file", {"path": KERNEL, "start": 1, "end": 60})),
+                    tool_reply(("propose_edit", {"path": KERNEL, "search": "sqrt(1.0f - ratio * ratio)",
+                                                 "replace": "sqrt(1.0f + ratio * ratio)"})),
+                    tool_reply(("check", {})), tool_reply(("conformance", {})),
+                    tool_reply(("finish", {"summary": "the ratio term is added, not subtracted"}))]
+    replies.append(text_reply("## [MPS] native Metal kernel for hypot\n\nEvidence below."))
+    return [_sized(r, log) for r in replies]
+
+
+def _scenario(repair: bool) -> tuple[list[tuple[str, int, int, int]], object]:
+    """Run the graph to the gate, then ask for the PR body; return the call log and the run record."""
+    from metalport.agent.factory import make_provider
+    from metalport.agent.provider import PrRequest
+    from metalport.graph.runs import RunOptions, run_dir, start_run
+    from tests.agent.test_graph_e2e import OP, _checkout
+    from tests.llm_server import ScriptedLLM
+
+    log: list[tuple[str, int, int, int]] = []
+    with tempfile.TemporaryDirectory() as tmp, ScriptedLLM(_script(log, repair=repair)) as server:
+        repo = _checkout(Path(tmp))
+        config = Path(tmp) / "metalport.yaml"
+        config.write_text(f"provider:\n  base_url: {server.base_url}\n  timeout_s: 60\nsecret_env: [VAULT_PASS]\n")
+        record = start_run(repo, f"aten::{OP}", RunOptions(model="openai:scripted-model", executor="emulated",
+                                                          config_path=str(config)))
+        provider = make_provider("openai:scripted-model", config_path=config, run_dir=run_dir(repo, record.run_id))
+        provider.describe_pr(PrRequest(op=f"aten::{OP}", plan_summary="rows -> shared kernel; functor by the model",
+                                       diff_stat="2 files changed", verdicts=tuple(map(str, record.verdicts)),
+                                       usage=record.usage))
+    return log, record
 
 
 def main() -> int:
-    import openai
+    from tests.agent.test_graph_e2e import SECRETS
 
-    from metalport.agent.budget import Budget, BudgetLimits
-    from metalport.agent.openai_provider import OpenAIProvider
-    from metalport.agent.provider import FunctorRequest
-    from metalport.agent.tools import ToolBox
-    from metalport.agent.transcript import Redactor, Transcript
-    from metalport.config import AgentConfig, ProviderConfig
-    from tests.llm_server import ScriptedLLM
-
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        script = _scenario(root)
-        kernel_text = (root / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal").read_text()
-        box = ToolBox(root, ["aten/src/ATen/native/mps/kernels/BinaryKernel.metal"],
-                      check=lambda: {"ok": True}, conformance=lambda: {"ok": True},
-                      show_op=lambda op: {"ok": True, "rows": [
-                          f"- func: {op}.out(Tensor self, Tensor values, *, Tensor(a!) out) -> Tensor(a!)",
-                          f"  dispatch: CPU, CUDA: {op}_out\n  MPS: {op}_out_mps"], "backlog": "mps-graph"},
-                      show_examples=lambda family: {"ok": True, "examples": [kernel_text[:3000]]},
-                      redactor=Redactor(environ={}))
-        with ScriptedLLM(script) as server:
-            config = AgentConfig(provider=ProviderConfig(model="scripted-model", base_url=server.base_url,
-                                                         timeout_s=10))
-            client = openai.OpenAI(base_url=server.base_url, api_key="sk-bench", max_retries=0, timeout=10)
-            budget = Budget(BudgetLimits())
-            provider = OpenAIProvider(config, client, budget, Transcript(None, Redactor(environ={})))
-            provider.write_functor(FunctorRequest(op="heaviside", family="binary", dtypes=("float", "half"),
-                                                  plan_summary="heaviside.out -> CPU, CUDA, MPS: heaviside_out",
-                                                  kernel_file="BinaryKernel.metal",
-                                                  functor_name="heaviside_functor"), box)
-            requests = server.requests
-    print(f"{'call':>4} {'messages':>8} {'chars sent':>12} {'own est. tok':>12} {'tools chars':>11}")
-    own_total = 0
-    for i, body in enumerate(requests, 1):
-        chars = len(json.dumps(body["messages"])) + len(json.dumps(body.get("tools", [])))
-        own_total += chars // 4
-        print(f"{i:>4} {len(body['messages']):>8} {chars:>12} {chars // 4:>12} {len(json.dumps(body.get('tools', []))):>11}")
-    usage = budget.usage()
-    print(f"run: calls={usage['calls']} input_tokens={usage['input_tokens']} (own estimate {own_total}) "
-          f"output_tokens={usage['output_tokens']} target<={TARGET_INPUT_TOKENS} "
-          f"ratio={usage['input_tokens'] / TARGET_INPUT_TOKENS:.2f}")
-    return 0 if usage["input_tokens"] <= TARGET_INPUT_TOKENS else 1
+    os.environ.update(SECRETS)
+    ok = True
+    totals = {}
+    for name, repair in (("pointwise port", False), ("port + repair after failed conformance", True)):
+        log, record = _scenario(repair)
+        per_node: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+        print(f"\n== {name}: status={record.status} attempts={record.attempts}")
+        print(f"{'call':>4} {'node':<22} {'messages':>8} {'input tok':>9} {'output tok':>10}")
+        for i, (node, messages, tin, tout) in enumerate(log, 1):
+            per_node[node][0] += 1
+            per_node[node][1] += tin
+            per_node[node][2] += tout
+            print(f"{i:>4} {node:<22} {messages:>8} {tin:>9} {tout:>10}")
+        print(f"{'node':<22} {'calls':>5} {'input tok':>9} {'output tok':>10}")
+        for node, (calls, tin, tout) in per_node.items():
+            print(f"{node:<22} {calls:>5} {tin:>9} {tout:>10}")
+        total_in, total_out = sum(v[1] for v in per_node.values()), sum(v[2] for v in per_node.values())
+        print(f"{'run':<22} {len(log):>5} {total_in:>9} {total_out:>10}   (graph record before the PR: {record.usage})")
+        totals[name] = total_in
+        ok = ok and record.status == "awaiting-review"
+    point = totals["pointwise port"]
+    print(f"\npointwise port: {point} input tokens vs target <= {TARGET_INPUT_TOKENS}: ratio {point / TARGET_INPUT_TOKENS:.2f}")
+    return 0 if ok and point <= TARGET_INPUT_TOKENS else 1
 
 
 if __name__ == "__main__":

@@ -89,6 +89,23 @@ def _check_plan(request: PlanRequest) -> Callable[[PlanAnswer], str | None]:
     return check
 
 
+def select_diagnostics(diagnostics: tuple[dict, ...], limit: int = 8,
+                       max_message_chars: int = 300) -> tuple[list[dict], int]:
+    """The diagnostics worth a prompt: the first of each (file, line, kind), at most `limit`, messages
+    cut to `max_message_chars`; and how many were left out (the context is chosen, not dumped)."""
+    seen: set[tuple] = set()
+    shown: list[dict] = []
+    for d in diagnostics:
+        key = (d.get("file"), d.get("line"), d.get("kind"))
+        if key in seen or len(shown) >= limit:
+            continue
+        seen.add(key)
+        message = str(d.get("message", ""))
+        cut = message if len(message) <= max_message_chars else message[:max_message_chars] + " [...]"
+        shown.append({**d, "message": cut})
+    return shown, len(diagnostics) - len(shown)
+
+
 def make_client(config: AgentConfig) -> openai.OpenAI:
     """An openai client for the configured endpoint, without the SDK's own retries."""
     key = config.provider.api_key(None)
@@ -112,18 +129,20 @@ class OpenAIProvider:
 
     def write_functor(self, request: FunctorRequest, tools: ToolBox) -> FunctorResult:
         """Run the tool loop until the model answers with a valid `FunctorAnswer`."""
+        shown, omitted = select_diagnostics(request.diagnostics)
         messages = self._start("write_functor", op=request.op, family=request.family,
                                dtypes=request.dtypes, plan_summary=request.plan_summary,
                                kernel_file=request.kernel_file, functor_name=request.functor_name,
-                               feedback=request.feedback, diagnostics=request.diagnostics)
+                               feedback=request.feedback, diagnostics=shown, omitted=omitted)
         answer = self._loop(messages, tools, FunctorAnswer)
         return FunctorResult(functor_source=answer.functor_source, summary=answer.summary,
                              usage=self.budget.usage())
 
     def fix(self, request: FixRequest, tools: ToolBox) -> FixResult:
         """Run the tool loop until `finish` is accepted (which needs a passing `check()`)."""
+        shown, omitted = select_diagnostics(request.diagnostics)
         messages = self._start("fix_failure", op=request.op, failure_stage=request.failure_stage,
-                               diagnostics=request.diagnostics, allowed_paths=request.allowed_paths,
+                               diagnostics=shown, omitted=omitted, allowed_paths=request.allowed_paths,
                                plan_summary=request.plan_summary)
         self._loop(messages, tools, None)
         return FixResult(summary=tools.finished or "", usage=self.budget.usage())

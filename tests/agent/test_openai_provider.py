@@ -171,3 +171,19 @@ def test_describe_pr_returns_text_and_redacts_secrets(tmp_path: Path) -> None:
     assert body.startswith("## [MPS] heaviside")
     assert SECRET not in server.prompt_text() and "[REDACTED]" in server.prompt_text()
     assert SECRET not in (tmp_path / "transcript.jsonl").read_text()
+
+
+def test_fix_prompt_shows_one_diagnostic_per_place_and_counts_the_rest(tmp_path: Path) -> None:
+    root = make_tree(tmp_path / "wt")
+    box, _ = make_toolbox(root)
+    many = tuple({"kind": "conformance", "file": KERNEL, "line": 7, "message": f"sample {i}: " + "x" * 400}
+                 for i in range(12)) + ({"kind": "held-out", "file": KERNEL, "line": 7,
+                                         "message": "held-out conformance cases failed (inputs withheld)"},)
+    request = FixRequest(op="heaviside", failure_stage="test", diagnostics=many, allowed_paths=(KERNEL,))
+    script = [tool_reply(("check", {})), Status(400, "end")]
+    with ScriptedLLM(script) as server, pytest.raises(AgentError):
+        make_provider(server.base_url, tmp_path).fix(request, box)
+    prompt = server.requests[0]["messages"][1]["content"]
+    assert "sample 0: " + "x" * 290 + " [...]\n" in prompt and "sample 1: " not in prompt
+    assert "held-out: held-out conformance cases failed (inputs withheld)" in prompt
+    assert "(+11 more of the same kinds; fix these first)" in prompt

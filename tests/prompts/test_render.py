@@ -13,9 +13,11 @@ VARIABLES = {
              "current_impl": "MPSGraph", "dtypes": ["float", "half"]},
     "write_functor": {"op": "heaviside", "family": "binary", "dtypes": ["float"], "plan_summary": "p",
                       "kernel_file": "BinaryKernel.metal", "functor_name": "heaviside_functor",
-                      "feedback": "use half", "diagnostics": [{"file": "K.metal", "line": 3, "message": "bad"}]},
+                      "feedback": "use half", "diagnostics": [{"file": "K.metal", "line": 3, "message": "bad"}],
+                      "omitted": 0},
     "fix_failure": {"op": "heaviside", "failure_stage": "check", "plan_summary": "",
-                    "diagnostics": [{"file": "K.metal", "line": 3, "message": "bad"}], "allowed_paths": ["K.metal"]},
+                    "diagnostics": [{"file": "K.metal", "line": 3, "message": "bad"}], "allowed_paths": ["K.metal"],
+                    "omitted": 2},
     "pr_description": {"op": "heaviside", "plan_summary": "p", "diff_stat": "2 files", "verdicts": ["ok"],
                        "usage": {"calls": 2}},
 }
@@ -43,7 +45,8 @@ def test_system_prompt_states_the_workflow() -> None:
 
 
 def test_diagnostics_reach_the_fix_prompt() -> None:
-    assert "- K.metal:3: bad" in render_prompt("fix_failure", **VARIABLES["fix_failure"])
+    text = render_prompt("fix_failure", **VARIABLES["fix_failure"])
+    assert "- K.metal:3: bad\n(+2 more of the same kinds; fix these first)\n" in text
 
 
 def test_unknown_prompt() -> None:
