@@ -91,6 +91,13 @@ class KernelSet:
                 self._owner.setdefault(name, f)
         self.names = frozenset(self._owner)
 
+    def close(self) -> None:
+        """Stop the emulator workers of every file (MPS libraries need nothing)."""
+        for f in {id(f): f for f in self._owner.values()}.values():
+            close = getattr(f.library, "close", None)
+            if close is not None:
+                close()
+
     def arg_count(self, kernel: str) -> int | None:
         """Number of buffer arguments the kernel declares (emulated only; None when unknown)."""
         info = getattr(self._owner[kernel].library, "kernels", {}).get(kernel)

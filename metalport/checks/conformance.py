@@ -9,6 +9,7 @@ Outputs are poisoned first; results are compared with test_mps-style tolerances.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 import re
 from collections.abc import Sequence
@@ -32,6 +33,37 @@ RANDOM_CASES = 4
 _MAX_FAILURES = 5
 _DTYPE_ALIASES = {"half": "float16", "float": "float32", "bfloat": "bfloat16", "int": "int32", "long": "int64",
                   "short": "int16", "char": "int8", "uchar": "uint8", "float2": "complex64", "double": "float64"}
+
+
+class ConformanceSession:
+    """Compiled kernel files kept loaded across `run_conformance` calls (one worker per library).
+
+    A file is reused while its bytes are unchanged; `close()` (or leaving the `with` block) stops
+    the workers. Without a session each call loads and stops its own.
+    """
+
+    def __init__(self) -> None:
+        self._loaded: dict[tuple[str, str, tuple[tuple[str, str], ...]], KernelSet] = {}
+
+    def kernels(self, files: Sequence[Path], checkout_root: Path, backend: str) -> KernelSet:
+        """The KernelSet for `files`, compiled (or reloaded from the shader cache) on first use."""
+        digest = tuple((str(p), hashlib.sha256(p.read_bytes()).hexdigest()) for p in files if p.is_file())
+        key = (backend, str(checkout_root), digest)
+        if key not in self._loaded:
+            self._loaded[key] = compile_files(files, checkout_root, backend)
+        return self._loaded[key]
+
+    def close(self) -> None:
+        """Stop every loaded library's worker."""
+        for kernels in self._loaded.values():
+            kernels.close()
+        self._loaded.clear()
+
+    def __enter__(self) -> ConformanceSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def resolve_op(op: str) -> tuple[str, Any]:
@@ -168,7 +200,8 @@ def _substitute(template: Call, slots: list[int], values: Sequence[torch.Tensor]
 
 def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path] | None = None,
                     dtypes: Sequence[str] | None = None, include_held_out: bool = True,
-                    backend: str = "auto", seed: int | None = None) -> ConformanceReport:
+                    backend: str = "auto", seed: int | None = None,
+                    session: ConformanceSession | None = None) -> ConformanceReport:
     """Compare the op's Metal kernels with torch on CPU; see the module docstring.
 
     UnknownOpError for an unknown op, UsageError when no kernel file registers it or a dtype is
@@ -182,7 +215,16 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
         raise UsageError(f"no kernel file under {KERNELS_DIR} registers {base}",
                          hint=f"add REGISTER_*_OP({base}, ...) to a .metal file there, or pass kernel files")
     chosen = pick_backend(backend)
-    kernels = compile_files(files, checkout_root, chosen)
+    if session is None:
+        with ConformanceSession() as own:
+            return _run(own.kernels(files, checkout_root, chosen), name, base, packet, files, checkout_root,
+                        chosen, dtypes, include_held_out, seed)
+    return _run(session.kernels(files, checkout_root, chosen), name, base, packet, files, checkout_root, chosen,
+                dtypes, include_held_out, seed)
+
+
+def _run(kernels: KernelSet, name: str, base: str, packet: Any, files: list[Path], checkout_root: Path,
+         chosen: str, dtypes: Sequence[str] | None, include_held_out: bool, seed: int | None) -> ConformanceReport:
     found = classify(kernels.names, base)
     if found is None:
         return ConformanceReport(name, chosen, "no-host-model", (),

@@ -258,8 +258,6 @@ def held_out_operands(dtypes: Sequence[torch.dtype], gen: torch.Generator
     yield "threadgroup boundary 1025", each((1025,)), None
     yield "threadgroup boundary 2049, ILP kernel", each((2049,)), "ilp"
     yield "strided 33x40", [t.t() for t in each((40, 33))], None
-    if any(dt.is_floating_point for dt in dtypes):  # the host picks ILP by size for floating outputs only
-        yield "ILP threshold", each(((1 << 18) + 3,)), None
 
 
 def random_operands(template: Sequence[torch.Tensor], gen: torch.Generator, count: int

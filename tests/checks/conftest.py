@@ -6,10 +6,13 @@ same source a reload.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
+
+from metalport.checks.conformance import ConformanceSession
 
 FIXTURES = Path(__file__).parent / "fixtures"
 KERNELS = Path("aten/src/ATen/native/mps/kernels")
@@ -58,3 +61,10 @@ def reduction_checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A kernel that follows no exec_*_kernel convention."""
     return make_checkout(tmp_path_factory.mktemp("reduction"),
                          {"Reduce.metal": (FIXTURES / "reduction.metal").read_text()})
+
+
+@pytest.fixture(scope="session")
+def session() -> Iterator[ConformanceSession]:
+    """Loaded kernel libraries shared by the tests (one worker per compiled file)."""
+    with ConformanceSession() as shared:
+        yield shared

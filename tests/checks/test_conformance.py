@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from metalport.checks.conformance import run_conformance
+from metalport.checks.conformance import ConformanceSession, run_conformance
 from metalport.checks.report import NO_HOST_MODEL
 
 # op -> the dtypes its functor is registered for in fixtures/pointwise.metal
@@ -50,8 +50,8 @@ MUTANTS = {
 
 
 @pytest.mark.parametrize("op", sorted(REGISTERED))
-def test_correct_kernels_pass_against_torch(good_checkout: Path, op: str) -> None:
-    report = run_conformance(good_checkout, f"aten::{op}", backend="emulated", seed=7)
+def test_correct_kernels_pass_against_torch(good_checkout: Path, session: ConformanceSession, op: str) -> None:
+    report = run_conformance(good_checkout, f"aten::{op}", backend="emulated", seed=7, session=session)
     assert report.status == "pass", report.summary_for_model()
     assert report.ok() and report.backend == "emulated" and report.seed == 7
     assert sorted(d.dtype for d in report.dtypes) == sorted(REGISTERED[op])
@@ -62,10 +62,10 @@ def test_correct_kernels_pass_against_torch(good_checkout: Path, op: str) -> Non
 
 
 @pytest.mark.parametrize("op", sorted(MUTANTS))
-def test_each_mutant_is_caught(mutant_checkout: Path, op: str) -> None:
+def test_each_mutant_is_caught(mutant_checkout: Path, session: ConformanceSession, op: str) -> None:
     where = MUTANTS[op]
     report = run_conformance(mutant_checkout, f"aten::{op}", backend="emulated", seed=11,
-                             include_held_out=where == "held-out")
+                             include_held_out=where == "held-out", session=session)
     assert report.status == "fail" and not report.ok()
     failing = [d for d in report.dtypes if not d.ok]
     assert failing
