@@ -87,3 +87,17 @@ def test_budget_limits_override_config_and_carry_over_a_resume(
     assert err.value.usage["calls"] == 1 and err.value.usage["input_tokens"] == 100
     with pytest.raises(UsageError, match=r"unknown budget limit\(s\) \['max_call'\]"):
         make_provider("openai:m", config_path=None, run_dir=run, budget_limits={"max_call": 3})
+
+
+def test_recipe_model_is_the_deterministic_provider(tmp_path: Path) -> None:
+    from metalport.agent.recipes.provider import RecipeProvider
+    from metalport.errors import RecipeError
+
+    provider = make_provider("recipe", config_path=None, run_dir=tmp_path)
+    assert isinstance(provider, RecipeProvider) and provider.usage()["calls"] == 0
+    box, _ = make_toolbox(make_tree(tmp_path / "wt"))
+    assert "struct heaviside_functor" in provider.write_functor(REQUEST, box).functor_source
+    with pytest.raises(RecipeError, match="is not in the recipe table"):
+        provider.write_functor(FunctorRequest(op="hypot", family="binary", dtypes=("float",), plan_summary="p",
+                                              kernel_file=KERNEL, functor_name="hypot_functor"), box)
+    assert not (tmp_path / "transcript.jsonl").exists()

@@ -187,3 +187,31 @@ def test_fix_prompt_shows_one_diagnostic_per_place_and_counts_the_rest(tmp_path:
     assert "sample 0: " + "x" * 290 + " [...]\n" in prompt and "sample 1: " not in prompt
     assert "held-out: held-out conformance cases failed (inputs withheld)" in prompt
     assert "(+11 more of the same kinds; fix these first)" in prompt
+
+
+def test_edits_outside_the_allow_list_dotdot_symlink_or_missing_are_refused(tmp_path: Path) -> None:
+    import os
+
+    from metalport.agent.tools import ToolBox
+    from tests.agent.helpers import Checks
+
+    root = make_tree(tmp_path / "wt")
+    (tmp_path / "outside.metal").write_text("outside\n")
+    os.symlink(tmp_path / "outside.metal", root / "link.metal")
+    checks = Checks(root)
+    allowed = (KERNEL, "link.metal", "missing.metal", "../outside.metal")
+    box = ToolBox(root, allowed, check=checks.check, conformance=checks.conformance, show_op=dict,
+                  show_examples=dict)
+    edits = [("propose_edit", {"path": path, "search": "outside", "replace": "pwned"})
+             for path in ("../outside.metal", "link.metal", "missing.metal", "README.txt",
+                          str(tmp_path / "outside.metal"))]
+    with ScriptedLLM([tool_reply(*edits), Status(400, "end")]) as server, pytest.raises(AgentError):
+        make_provider(server.base_url, tmp_path).fix(FIX, box)
+    errors = [r["error"] for r in (json.loads(m["content"]) for m in server.requests[1]["messages"]
+                                   if m["role"] == "tool")]
+    assert errors[0] == "../outside.metal: paths must be relative to the checkout, without '..'"
+    assert errors[1] == "link.metal: symlinks are refused"
+    assert errors[2] == "missing.metal: no such file"
+    assert errors[3] == "README.txt: not on the plan's allow-list"
+    assert errors[4].endswith("not on the plan's allow-list")
+    assert (tmp_path / "outside.metal").read_text() == "outside\n" and not (root / "missing.metal").exists()
