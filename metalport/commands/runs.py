@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 
@@ -53,11 +54,13 @@ def _list(root: Path, *, as_json: bool) -> int:
         return 0
     table = Table(title=f"metalport runs in {root}")
     for column in ("id", "op", "status", "stage", "attempts", "branch", "age"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for r in records:
         status = r.status if r.status != "running" or is_live(root, r.run_id) else "running (stopped: resume it)"
         table.add_row(r.run_id, r.op, status, r.stage, str(r.attempts), r.branch or "-", _age(r.age_s()))
-    Console(soft_wrap=True).print(table) if records else print(f"no runs in {root}")
+    # Piped output is not cut to 80 columns: ids and branches are what scripts grep for.
+    console = Console() if sys.stdout.isatty() else Console(width=240)
+    console.print(table) if records else print(f"no runs in {root}")
     return 0
 
 

@@ -45,9 +45,13 @@ def test_dirty_tree_gate_without_input_then_reject_with_the_recipe_model(
     listed = json.loads(capsys.readouterr().out)
     assert [(r["run_id"], r["status"], r["stage"], r["attempts"], r["branch"]) for r in listed] == [
         ("cli-1", "awaiting-review", "approve", 1, "metalport/heaviside")]
-    assert main(["runs", "show", "cli-1", "--repo", repo]) == 0
+    assert main(["runs", "--repo", repo]) == 0
+    table = capsys.readouterr().out
+    assert "cli-1" in table and "awaiting-review" in table and "metalport/heaviside" in table
+    assert main(["runs", "show", "cli-1", "--repo", repo, "--transcript"]) == 0
     shown = capsys.readouterr().out
     assert "heaviside_functor" in shown and "test: passed" in shown and "files changed" in shown
+    assert "transcript: none (the recipe model makes no LLM calls)" in shown
 
     assert main(["resume", "cli-1", "--repo", repo, "--reject", "also register bfloat"]) == 1
     err = capsys.readouterr().err
