@@ -19,6 +19,13 @@ _IDENT = re.compile(r"[A-Za-z_]\w*")
 _HOST_NAME_ATTR = re.compile(r'\[\[\s*host_name\s*\(\s*"([^"]*)"\s*\)\s*\]\]\s*$')
 _SPACES = {"__mD__": "device", "__mshC__": "constant", "__mshimTG__": "threadgroup", "__mT__": "thread"}
 GRID_ATTRIBUTES = frozenset({"buffer", "thread_position_in_grid", "threads_per_grid"})
+# Every binding the harness can make: buffers plus the members of EMU-TG's mshim::ThreadIds.
+BINDABLE = GRID_ATTRIBUTES | frozenset({
+    "thread_position_in_threadgroup", "threadgroup_position_in_grid", "threads_per_threadgroup",
+    "threadgroups_per_grid", "thread_index_in_threadgroup", "thread_index_in_simdgroup",
+    "simdgroup_index_in_threadgroup", "threads_per_simdgroup", "simdgroups_per_threadgroup",
+    "dispatch_threads_per_threadgroup", "dispatch_simdgroups_per_threadgroup", "thread_execution_width",
+    "thread_index_in_quadgroup", "quadgroup_index_in_threadgroup", "quadgroups_per_threadgroup"})
 _OPEN = {"(": ")", "<": ">", "[": "]", "{": "}"}
 
 
@@ -173,6 +180,7 @@ def _parse_param(decl: str, fallback_index: int) -> KernelArg:
     c_type = " ".join(re.sub(r"\b(const|volatile)\b|[*&]", " ", type_text).split())
     attribute, index = "buffer", fallback_index
     for attr_name, attr_arg in attrs:
+        attr_name = "threadgroup" if attr_name == "__mshimTG__" else attr_name
         if attr_name in ("buffer", "threadgroup") or attr_name.startswith(("thread", "simd", "quad", "dispatch")):
             attribute = attr_name
             index = int(attr_arg, 0) if attr_arg and attr_arg.strip().isdigit() else None
@@ -247,6 +255,8 @@ def build_specs(text: str, host_names: tuple[HostName, ...], *,
                             f"with {len(decls)} parameters")
             continue
         spec = _spec(host.name, callee, decls, candidates[-1], tu_threadgroup)
+        if not _bindable(spec, problems):
+            continue
         if host.name not in seen:
             seen.add(host.name)
             specs.append(spec)
@@ -255,8 +265,19 @@ def build_specs(text: str, host_names: tuple[HostName, ...], *,
             exported = definition.host_name or name
             if not definition.is_template and exported not in seen:
                 seen.add(exported)
-                specs.append(_spec(exported, name, definition.params, definition, tu_threadgroup))
+                spec = _spec(exported, name, definition.params, definition, tu_threadgroup)
+                if _bindable(spec, problems):
+                    specs.append(spec)
     return specs, problems
+
+
+def _bindable(spec: KernelSpec, problems: list[str]) -> bool:
+    """Whether the harness can bind every parameter; if not, say why in `problems`."""
+    unbound = [a for a in spec.info.args if a.attribute not in BINDABLE]
+    if unbound:
+        problems.append(f"kernel {spec.info.host_name!r}: parameter {unbound[0].name or '?'} "
+                        f"[[{unbound[0].attribute}]] cannot be bound by the emulator; kernel skipped")
+    return not unbound
 
 
 def _spec(host_name: str, callee: str, decls: tuple[str, ...], definition: Definition,

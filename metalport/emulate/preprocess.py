@@ -108,4 +108,5 @@ def finalize(text: str) -> str:
 
 def blank_threadgroup(text: str) -> str:
     """Blank every remaining `threadgroup` keyword token (after the threadgroup-locals rewrite)."""
-    return re.sub(r"\bthreadgroup\b", " " * len("threadgroup"), text)
+    # `[[threadgroup(0)]]` (an attribute, always followed by a parenthesis) stays.
+    return re.sub(r"\bthreadgroup\b(?!\s*\()", " " * len("threadgroup"), text)

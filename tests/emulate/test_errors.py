@@ -157,6 +157,27 @@ def test_missing_header_is_a_diagnostic_at_the_include(gxx: Compiler, shader_cac
     assert (first.file, first.line, first.severity) == ("inc.metal", 1, "error")
 
 
+def test_kernel_with_unbindable_parameter_is_skipped_with_a_reason(gxx: Compiler, shader_cache: Path) -> None:
+    source = """\
+#include <metal_stdlib>
+using namespace metal;
+kernel void staged(device float* out [[buffer(0)]], threadgroup float* scratch [[threadgroup(0)]],
+                   uint i [[thread_position_in_grid]]) {
+  out[i] = 1.0f;
+}
+kernel void ones(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  out[i] = 1.0f;
+}
+"""
+    with compile_shader(source, compiler=gxx, cache_dir=shader_cache) as lib:
+        assert lib.function_names() == ["ones"]
+        assert lib.problems == ("kernel 'staged': parameter scratch [[threadgroup]] cannot be bound by the "
+                                "emulator; kernel skipped",)
+        out = torch.zeros(3)
+        lib.ones(out, threads=3)
+        assert out.tolist() == [1.0, 1.0, 1.0]
+
+
 def test_missing_file_and_bad_version(tmp_path: Path) -> None:
     with pytest.raises(EmulateError, match="no such shader file"):
         compile_file(tmp_path / "absent.metal")
