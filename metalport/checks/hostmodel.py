@@ -155,7 +155,10 @@ def _alpha_const(alpha: int | float | bool, alpha_type: torch.dtype) -> Const:
     if alpha_type == torch.bool:
         return Const("bool", (bool(alpha),))
     if alpha_type.is_complex:
-        raise UnmodelledCall("complex alpha scalars are not modelled")
+        if alpha_type != torch.complex64:
+            raise UnmodelledCall(f"alpha of type {alpha_type} is not modelled")
+        value = complex(alpha)
+        return Const("float2", (value.real, value.imag))
     return Const(metal_type_name(alpha_type), (int(alpha),))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -66,7 +67,7 @@ def _print_table(report: ConformanceReport) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(highlight=False, soft_wrap=True)
+    console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
     table = Table(title=f"conformance {report.op} ({report.backend}, seed {report.seed})")
     for col in ("dtype", "samples", "passed", "worst error", "worst sample", "held-out passed"):
         table.add_column(col)

@@ -156,3 +156,10 @@ def test_family_from_host_names():
         == (Family.UNARY_ALPHA, [torch.float32])
     assert classify(_binary_names("add_relu", "float"), "add") is None
     assert classify({"reduce_sum_float"}, "reduce_sum") is None
+
+
+def test_complex_alpha_is_packed_as_float2():
+    names = _binary_names("sub", "float2", "_float2")
+    z = torch.ones(4, dtype=torch.complex64)
+    launch = plan_binary("sub", names, _iter(z, z, out=torch.complex64), z, z, common=torch.complex64, alpha=2)
+    assert launch.kernel == "sub_dense_float2_float2_float2" and launch.args[3] == Const("float2", (2.0, 0.0))
