@@ -8,6 +8,7 @@ preprocessed text while the address-space markers of `metal_shim.h` are still in
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -75,6 +76,7 @@ class Definition:
     is_template: bool
     body: str
     host_name: str | None = None
+    offset: int = 0
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,40 @@ class KernelSpec:
     info: KernelInfo
     callee: str
     param_decls: tuple[str, ...]
+
+
+_SCOPE = re.compile(r"\bnamespace\s+([A-Za-z_][\w:]*)?\s*\{|[{}]|\"(?:[^\"\\\\\n]|\\\\.)*\"|'(?:[^'\\\\\n]|\\\\.)*'")
+
+
+def namespace_map(text: str) -> tuple[list[int], list[str]]:
+    """Offsets where the enclosing namespace changes and the `a::b` path from each one on
+    (anonymous namespaces are left out: their members are visible from the enclosing one)."""
+    stack: list[str | None] = []  # a name per open namespace brace, None for other braces
+    offsets, paths = [0], [""]
+    for match in _SCOPE.finditer(text):
+        token = match.group(0)
+        if token.startswith(("\"", "'")):
+            continue
+        if token.startswith("namespace"):
+            stack.append(match.group(1) or "")
+        elif token == "{":
+            stack.append(None)
+            continue
+        elif stack:
+            if stack.pop() is None:
+                continue
+        offsets.append(match.end())
+        paths.append("::".join(n for n in stack if n))
+    return offsets, paths
+
+
+def _qualify(name: str, offset: int, scopes: tuple[list[int], list[str]]) -> str:
+    """`name` as seen at global scope, given the namespaces open at `offset`."""
+    if name.startswith("::"):
+        return name
+    offsets, paths = scopes
+    path = paths[bisect.bisect_right(offsets, offset) - 1]
+    return f"::{path}::{name}" if path else name
 
 
 def _match_close(text: str, start: int) -> int:
@@ -161,7 +197,7 @@ def find_definitions(text: str) -> dict[str, list[Definition]]:
         params = split_params(text[open_at + 1:close - 1])
         found.setdefault(name_match.group(0), []).append(
             Definition(name=name_match.group(0), params=params, is_template=is_template, body=body,
-                       host_name=host_name))
+                       host_name=host_name, offset=match.start()))
     return found
 
 
@@ -240,6 +276,7 @@ def build_specs(text: str, host_names: tuple[HostName, ...], *,
     name whose kernel definition was not found.
     """
     definitions = find_definitions(text)
+    scopes = namespace_map(text)
     specs: list[KernelSpec] = []
     problems: list[str] = []
     seen: set[str] = set()
@@ -249,6 +286,7 @@ def build_specs(text: str, host_names: tuple[HostName, ...], *,
             problems.append(f"host_name {host.name!r}: no kernel instantiation follows it")
             continue
         callee, decls = parsed
+        callee = _qualify(callee, host.offset, scopes)
         candidates = [d for d in definitions.get(_base_name(callee), []) if len(d.params) == len(decls)]
         if not candidates:
             problems.append(f"host_name {host.name!r}: no kernel definition of {_base_name(callee)!r} "
@@ -265,7 +303,8 @@ def build_specs(text: str, host_names: tuple[HostName, ...], *,
             exported = definition.host_name or name
             if not definition.is_template and exported not in seen:
                 seen.add(exported)
-                spec = _spec(exported, name, definition.params, definition, tu_threadgroup)
+                spec = _spec(exported, _qualify(name, definition.offset, scopes), definition.params, definition,
+                             tu_threadgroup)
                 if _bindable(spec, problems):
                     specs.append(spec)
     return specs, problems

@@ -41,6 +41,12 @@ kernel void floats(device float* out [[buffer(0)]], constant float* x [[buffer(1
   out[11] = float(numeric_limits<bfloat>::max());
 }
 
+namespace extra {
+kernel void twice(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  x[i] *= 2;
+}
+}  // namespace extra
+
 kernel void ints(device int* out [[buffer(0)]], device atomic_int* counter [[buffer(1)]],
                  constant int& big [[buffer(2)]], uint i [[thread_position_in_grid]]) {
   atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
@@ -98,3 +104,10 @@ def test_integer_constructs_and_atomics(probes: ShaderLibrary) -> None:
     assert counter.item() == 5000
     wrapped = struct.unpack("<i", struct.pack("<I", ((2**30 + 7) * 2) & 0xFFFFFFFF))[0]
     assert out.tolist() == [31, 3, 8, 2, 3, wrapped, 0xBC - (0xBC - 256), 7 + 2 + 5, 43]
+
+
+def test_kernel_inside_a_namespace(probes: ShaderLibrary) -> None:
+    assert probes.kernels["twice"].template == "::extra::twice"
+    x = torch.arange(5, dtype=torch.float32)
+    probes.twice(x, threads=5)
+    assert x.tolist() == [0, 2, 4, 6, 8]
