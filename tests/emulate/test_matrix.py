@@ -32,9 +32,11 @@ def test_matrix(compiler: Compiler, version: int, shader_cache: Path) -> None:
             out = torch.empty_like(x)
             lib.run(f"poly_dense_{name}_{name}", out, x, x.numel(), threads=x.numel() // 4)
             # float32 may contract to FMA (like torch's vectorised CPU code); half/bfloat round per op
-            assert ulp_distance(out, _poly_reference(x)) <= (2 if name == "float" else 0), (name, compiler.family)
+            limit = 2 if name == "float" else 0
+            assert ulp_distance(out, _poly_reference(x)) <= limit, (name, compiler.family)
         a = torch.randint(-(2**31), 2**31 - 1, (1000,), generator=gen, dtype=torch.int32)
-        b = torch.randint(1, 1000, (1000,), generator=gen, dtype=torch.int32) * torch.where(a % 2 == 0, 1, -1).to(torch.int32)
+        sign = torch.where(a % 2 == 0, 1, -1).to(torch.int32)
+        b = torch.randint(1, 1000, (1000,), generator=gen, dtype=torch.int32) * sign
         out = torch.empty_like(a)
         lib.run("divmix", out, a, b, threads=a.numel())
         quotient = torch.div(a, b, rounding_mode="trunc")
