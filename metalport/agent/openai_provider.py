@@ -66,7 +66,9 @@ KERNELS_DIR = "aten/src/ATen/native/mps/kernels/"
 OPERATIONS_DIR = "aten/src/ATen/native/mps/operations/"
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _REGISTER = re.compile(r"REGISTER_DISPATCH\(\s*\w+\s*,\s*&\w+\s*\)")
-_PLAN_TOOLS = frozenset({"read_file", "grep", "show_op", "show_examples"})
+# Planning and writing a functor only read: the functor comes back as JSON and deterministic code
+# inserts it, so editing, checking or finishing there would act on a tree without it.
+READ_ONLY_TOOLS = frozenset({"read_file", "grep", "show_op", "show_examples"})
 
 
 def _check_plan(request: PlanRequest) -> Callable[[PlanAnswer], str | None]:
@@ -134,7 +136,7 @@ class OpenAIProvider:
                                dtypes=request.dtypes, plan_summary=request.plan_summary,
                                kernel_file=request.kernel_file, functor_name=request.functor_name,
                                feedback=request.feedback, diagnostics=shown, omitted=omitted)
-        answer = self._loop(messages, tools, FunctorAnswer)
+        answer = self._loop(messages, tools, FunctorAnswer, offered=READ_ONLY_TOOLS)
         return FunctorResult(functor_source=answer.functor_source, summary=answer.summary,
                              usage=self.budget.usage())
 
@@ -151,7 +153,7 @@ class OpenAIProvider:
         """Ask for a plan (read-only tools only), validated by schema and by `_check_plan`."""
         messages = self._start("plan", op=request.op, family=request.family, rows=request.rows,
                                current_impl=request.current_impl, dtypes=request.dtypes)
-        answer = self._loop(messages, tools, PlanAnswer, validate=_check_plan(request), offered=_PLAN_TOOLS)
+        answer = self._loop(messages, tools, PlanAnswer, validate=_check_plan(request), offered=READ_ONLY_TOOLS)
         return PlanResult(plan=answer.model_dump(exclude={"summary"}), summary=answer.summary,
                           usage=self.budget.usage())
 

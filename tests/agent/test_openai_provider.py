@@ -45,7 +45,8 @@ def test_competent_model_writes_functor_with_tools(tmp_path: Path) -> None:
     assert result.usage["cost_usd"] == pytest.approx((1100 * 1.0 + 120 * 2.0) / 1e6)
     first = server.requests[0]
     assert first["response_format"]["type"] == "json_schema"
-    assert {t["function"]["name"] for t in first["tools"]} >= {"read_file", "propose_edit", "finish"}
+    # Writing a functor only reads: the answer is JSON and deterministic code inserts it.
+    assert {t["function"]["name"] for t in first["tools"]} == {"read_file", "grep", "show_op", "show_examples"}
     assert server.requests[2]["messages"][-1]["role"] == "tool"
     kinds = [e["kind"] for e in read_transcript(tmp_path / "transcript.jsonl")]
     assert kinds.count("request") == 3 and kinds.count("tool_call") == 2
@@ -90,10 +91,20 @@ def test_oversized_tool_call_is_withheld_and_not_run(tmp_path: Path) -> None:
 
 
 def test_same_failing_edit_repeated_ends_the_loop(tmp_path: Path) -> None:
+    box, _ = make_toolbox(make_tree(tmp_path / "wt"))
     edit = ("propose_edit", {"path": KERNEL, "search": "no such text", "replace": "y"})
-    with pytest.raises(AgentError, match="repeated the same failing step 3 times") as err:
-        _functor(tmp_path, [tool_reply(edit)] * 3 + [json_reply(ANSWER)])
-    assert err.value.exit_code == 1
+    with ScriptedLLM([tool_reply(edit)] * 3 + [tool_reply(("check", {}))]) as server, \
+            pytest.raises(AgentError, match="repeated the same failing step 3 times: .*search text not found") as err:
+        make_provider(server.base_url, tmp_path).fix(FIX, box)
+    assert err.value.exit_code == 1 and len(server.requests) == 3
+
+
+def test_functor_writing_cannot_edit_or_finish(tmp_path: Path) -> None:
+    edit = ("propose_edit", {"path": KERNEL, "search": "copysign(a, b)", "replace": "a"})
+    result, server, _ = _functor(tmp_path, [tool_reply(edit, ("finish", {"summary": "done"})), json_reply(ANSWER)])
+    errors = [json.loads(m["content"])["error"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert errors == ["not offered in this step 'propose_edit'", "not offered in this step 'finish'"]
+    assert "copysign(a, b)" in (tmp_path / "wt" / KERNEL).read_text() and result.functor_source == FUNCTOR
 
 
 def test_fix_loop_refuses_finish_until_check_passes(tmp_path: Path) -> None:
