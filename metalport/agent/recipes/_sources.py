@@ -90,21 +90,104 @@ def _sign_like(name: str) -> str:
     return f"struct {name}_functor {{\n{_SIGN_FLOAT}{_SIGN_INT}}};\n"
 
 
+def _float_via_eval(name: str, comment: str, eval_body: str) -> str:
+    """A unary functor computing `static float eval(const float v)` (body `eval_body`) in float for
+    every input type: floating inputs keep their type, integral ones give float."""
+    return (
+        f"struct {name}_functor {{\n"
+        f"{comment}"
+        f"  static float eval(const float v) {{\n"
+        f"{eval_body}"
+        f"  }}\n"
+        f"  template <typename T>\n"
+        f"  inline {_FLOAT} operator()(const T x) {{\n"
+        f"    return static_cast<T>(eval(static_cast<float>(x)));\n"
+        f"  }}\n"
+        f"  template <typename T>\n"
+        f"  inline {_INT_FLOAT} operator()(const T x) {{\n"
+        f"    return eval(static_cast<float>(x));\n"
+        f"  }}\n"
+        f"}};\n"
+    )
+
+
+def _horner(var: str, coefficients: tuple[str, ...], indent: str = "    ") -> str:
+    """Statements leaving the polynomial in `var` (highest power first) in `r`."""
+    lines = [f"{indent}float r = {coefficients[0]};\n"]
+    lines += [f"{indent}r = ::metal::fma(r, {var}, {c});\n" for c in coefficients[1:]]
+    return "".join(lines)
+
+
+# Single-precision erfinv polynomials in w = -log((1 - y)(1 + y)) (two ranges of w), after
+# M. Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011).
+_ERFINV_LOW = ("2.81022636e-08f", "3.43273939e-07f", "-3.5233877e-06f", "-4.39150654e-06f", "0.00021858087f",
+               "-0.00125372503f", "-0.00417768164f", "0.246640727f", "1.50140941f")
+_ERFINV_HIGH = ("-0.000200214257f", "0.000100950558f", "0.00134934322f", "-0.00367342844f", "0.00573950773f",
+                "-0.0076224613f", "0.00943887047f", "1.00167406f", "2.83297682f")
+# Tail of the normal quantile as a rational function of q = sqrt(-2 log p), after P. J. Acklam's
+# algorithm for the inverse normal CDF.
+_TAIL_NUM = ("-7.784894002430293e-03f", "-3.223964580411365e-01f", "-2.400758277161838e+00f",
+             "-2.549732539343734e+00f", "4.374664141464968e+00f", "2.938163982698783e+00f")
+_TAIL_DEN = ("7.784695709041462e-03f", "3.224671290700398e-01f", "2.445134137142996e+00f",
+             "3.754408661907416e+00f", "1.0f")
+
+_NDTRI_EVAL = (
+    "    if (!(v > 0.0f && v < 1.0f)) {\n"
+    "      return v == 0.0f ? -INFINITY : (v == 1.0f ? INFINITY : NAN);\n"
+    "    }\n"
+    "    // -log(4p(1 - p)) is -log((1 - y)(1 + y)) for y = 2p - 1, without cancellation near 0 or 1.\n"
+    "    float w = -::metal::precise::log(4.0f * v * (1.0f - v));\n"
+    "    if (w > 16.0f) {\n"
+    "      const float s = v < 0.5f ? v : 1.0f - v;\n"
+    "      const float q = ::metal::precise::sqrt(-2.0f * ::metal::precise::log(s));\n"
+    + _horner("q", _TAIL_NUM, "      ").replace("float r", "float num").replace("r = ::metal::fma(r,", "num = ::metal::fma(num,")
+    + _horner("q", _TAIL_DEN, "      ").replace("float r", "float den").replace("r = ::metal::fma(r,", "den = ::metal::fma(den,")
+    + "      return v < 0.5f ? num / den : -num / den;\n"
+    "    }\n"
+    "    if (w < 5.0f) {\n"
+    "      w -= 2.5f;\n"
+    + _horner("w", _ERFINV_LOW, "      ")
+    + "      return M_SQRT2_F * r * (2.0f * v - 1.0f);\n"
+    "    }\n"
+    "    w = ::metal::precise::sqrt(w) - 3.0f;\n"
+    + _horner("w", _ERFINV_HIGH)
+    + "    return M_SQRT2_F * r * (2.0f * v - 1.0f);\n"
+)
+
+_LOG_NDTR_EVAL = (
+    "    if (v >= -2.0f) {\n"
+    "      const float e = ::c10::metal::erf(v * M_SQRT1_2_F);\n"
+    "      // Above 0 the CDF is 1 - q with q small: log1p keeps q's digits.\n"
+    "      return v > 0.0f ? ::c10::metal::log1p(-0.5f * (1.0f - e)) : ::metal::precise::log(0.5f * (1.0f + e));\n"
+    "    }\n"
+    "    // Below -2: log(phi(v) * R(-v)) with the Mills ratio R as a continued fraction\n"
+    "    // R(z) = 1 / (z + 1 / (z + 2 / (z + 3 / ...))), finite where erfc underflows.\n"
+    "    const float z = -v;\n"
+    "    float acc = 0.0f;\n"
+    "    for (int k = 20; k > 0; --k) {\n"
+    "      acc = static_cast<float>(k) / (z + acc);\n"
+    "    }\n"
+    "    return -0.5f * v * v - 0.918938533f - ::metal::precise::log(z + acc);\n"
+)
+
+
 SOURCES: dict[str, str] = {
     "acosh": _float_valued_unary("acosh", "::metal::precise::acosh(v)"),
     "asinh": _float_valued_unary("asinh", "::metal::precise::asinh(v)"),
     "atanh": _float_valued_unary("atanh", "::metal::precise::atanh(v)"),
-    "special_ndtri": _float_valued_unary(
-        "special_ndtri", "M_SQRT2_F * ::c10::metal::erfinv(2.0f * v - 1.0f)"),
-    "special_log_ndtr": _float_valued_unary(
-        "special_log_ndtr", "::metal::log(0.5f * ::c10::metal::erfc(-v * M_SQRT1_2_F))"),
+    "special_ndtri": _float_via_eval(
+        "special_ndtri", "  // The normal quantile: sqrt(2) * erfinv(2p - 1), and a rational tail in sqrt(-2 log p).\n",
+        _NDTRI_EVAL),
+    "special_log_ndtr": _float_via_eval(
+        "special_log_ndtr", "  // log of the normal CDF, accurate in both tails.\n", _LOG_NDTR_EVAL),
     "sign": _sign_like("sign"),
     "sgn": _sign_like("sgn"),
     "frac": _float_only("frac", "const T x", "    return x - ::metal::trunc(x);\n"),
     "mish": _float_only(
         "mish", "const T x",
         "    const float v = static_cast<float>(x);\n"
-        "    return static_cast<T>(v * ::metal::precise::tanh(::metal::log(1.0f + ::metal::exp(v))));\n"),
+        "    // softplus through log1p: log(1 + e^v) loses e^v's digits for negative v.\n"
+        "    return static_cast<T>(v * ::metal::precise::tanh(::c10::metal::log1p(::metal::exp(v))));\n"),
     "conj_physical": (
         "struct conj_physical_functor {\n"
         "  // Real and bool elements are their own conjugate.\n"
@@ -166,6 +249,10 @@ SOURCES: dict[str, str] = {
     "logical_xor": _logical("logical_xor", "l != r"),
     "sigmoid_backward": _float_only(
         "sigmoid_backward", "const T grad, const T out",
+        "    // CPU rounds each step to half for half tensors, and works in float otherwise.\n"
+        "    if (::metal::is_same_v<T, half>) {\n"
+        "      return grad * (static_cast<T>(1) - out) * out;\n"
+        "    }\n"
         "    const float y = static_cast<float>(out);\n"
         "    return static_cast<T>(static_cast<float>(grad) * (1.0f - y) * y);\n"),
     "tanh_backward": _float_only(
@@ -175,7 +262,7 @@ SOURCES: dict[str, str] = {
     "mish_backward": _float_only(
         "mish_backward", "const T grad, const T x",
         "    const float v = static_cast<float>(x);\n"
-        "    const float t = ::metal::precise::tanh(::metal::log(1.0f + ::metal::exp(v)));\n"
+        "    const float t = ::metal::precise::tanh(::c10::metal::log1p(::metal::exp(v)));\n"
         "    const float s = 1.0f / (1.0f + ::metal::exp(-v));\n"
         "    return static_cast<T>(static_cast<float>(grad) * (t + v * s * (1.0f - t * t)));\n"),
     "addcmul": (
@@ -184,7 +271,8 @@ SOURCES: dict[str, str] = {
         "  // evaluates (value * t1) * t2.\n"
         "  template <typename T>\n"
         f"  inline {_FLOAT} operator()(const T self, const T t1, const T t2) {{\n"
-        "    return self + t1 * t2;\n"
+        "    // fused like CPU's vectorised a + b * c: inf + (huge product) stays inf.\n"
+        "    return ::metal::fma(t1, t2, self);\n"
         "  }\n"
         "  template <typename T>\n"
         f"  inline {_INT} operator()(const T self, const T t1, const T t2) {{\n"
