@@ -50,6 +50,9 @@ def compile_flags(compiler: Compiler) -> list[str]:
         cpu = _cpu_flags()
         if "fma" in cpu:
             flags += ["-mfma", "-ffp-contract=fast"]
+            if compiler.family == "gcc":
+                # g++ forms FMAs only with expensive optimisations (on at -O2); clang does at -O1.
+                flags += ["-fexpensive-optimizations"]
         if "f16c" in cpu:
             flags += ["-mf16c"]
     else:
