@@ -1,7 +1,7 @@
 """The CLI side of a run: live progress per node on stderr, the gate, the final line and exit code.
 
 Shared by `metalport run`, `run-migration` and `metalport resume`; `--json` prints one object on
-stdout (the record plus per-node timings) and nothing else there.
+stdout (the record plus per-node wall and CPU seconds) and nothing else there.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ class ProgressPrinter:
     def __init__(self, console: Console) -> None:
         self.console = console
         self.timings_s: dict[str, float] = {}
+        self.cpu_s: dict[str, float] = {}
         self._t0 = time.monotonic()
 
     def __call__(self, event: dict) -> None:
@@ -36,6 +37,7 @@ class ProgressPrinter:
         elif kind == "done":
             node, seconds = event["node"], float(event.get("seconds", 0.0))
             self.timings_s[node] = round(self.timings_s.get(node, 0.0) + seconds, 3)
+            self.cpu_s[node] = round(self.cpu_s.get(node, 0.0) + float(event.get("cpu_s", 0.0)), 3)
             failed = event.get("failures") or event.get("status") not in (None, "running", "published")
             extra = f" ({event['failures']} failure(s))" if event.get("failures") else ""
             self.console.print(f"[dim]{time.monotonic() - self._t0:6.1f}s[/] {_MARK['fail' if failed else 'ok']} "
@@ -60,7 +62,8 @@ def conclude(record: RunRecord, repo_root: Path, progress: ProgressPrinter, *, i
         decision = ask_decision(console, repo_root, record)
         record = resume(record.run_id, decision)
     if as_json:
-        print(json.dumps({**record.to_dict(), "timings_s": progress.timings_s}, sort_keys=True))
+        print(json.dumps({**record.to_dict(), "timings_s": progress.timings_s, "cpu_s": progress.cpu_s},
+                         sort_keys=True))
     if record.status == "awaiting-review":
         console.print(f"run {record.run_id} is waiting for review at the gate; decide with:", highlight=False)
         for command in gate_commands(record.run_id):

@@ -8,6 +8,7 @@ remove what the run created (worktree, branch) and propagate as one-line Metalpo
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 import uuid
@@ -120,7 +121,7 @@ class _Driver:
         self.options, self.progress, self.provider = options, progress or (lambda event: None), provider
         self.db_path = metalport_dir(root) / "state.sqlite"
         self._lock = RunLock(self.directory)
-        self._started: dict[str, float] = {}
+        self._started: dict[str, tuple[float, float]] = {}
 
     def __enter__(self) -> _Driver:
         self._lock.acquire(self.run_id)
@@ -179,7 +180,7 @@ class _Driver:
         if kind == "tasks":
             if "input" in data:  # a task starts (finish events carry `result`)
                 name = data["name"]
-                self._started[name] = time.monotonic()
+                self._started[name] = (time.monotonic(), _cpu_s())
                 values["stage"] = name
                 self._write(values)
                 kill_point(name)
@@ -195,8 +196,9 @@ class _Driver:
             if node == "plan" and update.get("plan"):
                 write_json(self.directory / "plan.json", update["plan"])
             self._write(values)
-            seconds = time.monotonic() - self._started.pop(node, time.monotonic())
-            self.progress({"event": "done", "node": node, "seconds": round(seconds, 3),
+            wall0, cpu0 = self._started.pop(node, (time.monotonic(), _cpu_s()))
+            self.progress({"event": "done", "node": node, "seconds": round(time.monotonic() - wall0, 3),
+                           "cpu_s": round(_cpu_s() - cpu0, 3),
                            "failures": len(values.get("failures") or []) if node in _CHECKING else 0,
                            "status": values.get("status")})
         return False
@@ -232,6 +234,12 @@ class _Driver:
 
 
 _CHECKING = frozenset({"edit", "check", "build", "test"})
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process and its finished children (compilers): load-independent timing."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def _check_model(model: str) -> None:
