@@ -17,6 +17,8 @@ from metalport.failure import Failure
 _LINE = re.compile(r"^(?P<file>[^\n:]+?):(?P<line>\d+):(?:(?P<col>\d+):)?\s*"
                    r"(?P<sev>fatal error|error|warning|note):\s*(?P<msg>.*)$")
 _SEVERITY = {"fatal error": "error", "error": "error", "warning": "warning", "note": "note"}
+# g++ instantiation trail lines carry no severity: `f.metal:12:1:   required from here`.
+_TRAIL = re.compile(r"^(?P<file>[^\n:]+?):(?P<line>\d+):(?:(?P<col>\d+):)?\s+(?P<msg>required from .*)$")
 
 
 @dataclass(frozen=True)
@@ -49,24 +51,34 @@ def parse_diagnostics(stderr: str, renames: Mapping[str, str]) -> tuple[Diagnost
     found: list[Diagnostic] = []
     for raw in stderr.splitlines():
         match = _LINE.match(raw.strip())
-        if match is None:
+        trail = None if match else _TRAIL.match(raw.strip())
+        if match is None and trail is None:
             continue
-        file = match.group("file").strip()
+        hit = match or trail
+        assert hit is not None
+        file = hit.group("file").strip()
         file = renames.get(file, file)
-        col = match.group("col")
-        found.append(Diagnostic(file=file, line=int(match.group("line")), column=int(col) if col else None,
-                                severity=_SEVERITY[match.group("sev")], message=match.group("msg").strip()))
+        col = hit.group("col")
+        severity = _SEVERITY[match.group("sev")] if match else "note"
+        found.append(Diagnostic(file=file, line=int(hit.group("line")), column=int(col) if col else None,
+                                severity=severity, message=hit.group("msg").strip()))
     return tuple(found)
 
 
 def compile_error(diagnostics: tuple[Diagnostic, ...], stderr: str, *, what: str) -> CompileError:
-    """A one-line CompileError naming the first error (and its place) with all diagnostics attached."""
+    """A one-line CompileError with all diagnostics attached: the first error's message, placed at
+    the first line of the user's file `what` the compiler mentions (an error there, else a note
+    such as "required from here"), so a failure inside a c10 header points at the user's line."""
     errors = [d for d in diagnostics if d.severity == "error"]
     if errors:
         first = errors[0]
         more = f" (+{len(errors) - 1} more errors)" if len(errors) > 1 else ""
-        location = f"{first.file}:{first.line}" + (f":{first.column}" if first.column else "")
-        return CompileError(f"compile error: {first.message}{more}", diagnostics=diagnostics,
+        mine = [d for d in diagnostics if d.file == what]
+        place = first if first.file == what else \
+            next((d for d in mine if d.severity == "error"), mine[0] if mine else first)
+        where = "" if place is first else f" [at {first.file}:{first.line}]"
+        location = f"{place.file}:{place.line}" + (f":{place.column}" if place.column else "")
+        return CompileError(f"compile error: {first.message}{where}{more}", diagnostics=diagnostics,
                             location=location)
     tail = " ".join(stderr.strip().splitlines()[-1:]) or "no message"
     return CompileError(f"{what} failed to compile: {tail}", diagnostics=diagnostics)

@@ -141,6 +141,27 @@ def test_diagnostics_point_at_the_metal_line(gxx: Compiler, shader_cache: Path, 
     assert found[0].kind == "compile-error" and found[0].file == str(source) and found[0].line == 8
 
 
+def test_error_inside_a_header_is_placed_at_the_registering_line(gxx: Compiler, shader_cache: Path) -> None:
+    source = """\
+#include <c10/metal/indexing.h>
+using namespace metal;
+using namespace c10::metal;
+
+struct narrow_functor {
+  inline float operator()(const float x) { return x; }
+  inline float operator()(const half x) { return x; }
+};
+
+REGISTER_UNARY_OP(narrow, float, float);
+REGISTER_UNARY_OP(narrow, int, float);
+"""
+    with pytest.raises(CompileError) as info:
+        compile_shader(source, filename="Narrow.metal", compiler=gxx, cache_dir=shader_cache)
+    text = str(info.value)
+    assert text.startswith("Narrow.metal:11:") and "is ambiguous [at " in text and "c10/metal/" in text
+    assert any(d.file.endswith("c10/metal/utils.h") and d.severity == "error" for d in info.value.diagnostics)
+
+
 def test_in_memory_source_maps_to_its_filename(gxx: Compiler, shader_cache: Path) -> None:
     source = PLAIN.replace("out[i] = a[i] / d;", "out[i] = a[i] / d\n  return;")
     with pytest.raises(CompileError) as info:
