@@ -66,6 +66,7 @@ def start_run(repo_root: Path | str, op: str, options: RunOptions, *, run_id: st
     directory = run_dir(root, run_id)
     if directory.exists():
         raise PipelineError(f"run {run_id} already exists", hint=f"resume it with `metalport resume {run_id}`")
+    provider = provider or _make_provider(options, root, directory)  # a missing key fails before any record
     directory.mkdir(parents=True)
     state: PortState = {
         "run_id": run_id, "op": f"aten::{name}", "repo_root": str(root), "options": options.to_dict(),
@@ -145,12 +146,13 @@ class _Driver:
         """Stream the graph from `graph_input` to the gate or an end, writing the record per update."""
         values = dict(self.snapshot().values) if not isinstance(graph_input, dict) else dict(graph_input)
         options = self.options or RunOptions.from_dict(values.get("options", {}))
-        provider = self.provider or _make_provider(options, self.root, self.directory)
-        context = RunContext(self.root, self.directory, provider, executor_name=options.executor,
-                             usage_base=dict(values.get("usage") or {}), config_path=_config_path(options, self.root))
         config = self._config(options.max_attempts)
         awaiting = False
         try:
+            provider = self.provider or _make_provider(options, self.root, self.directory)
+            context = RunContext(self.root, self.directory, provider, executor_name=options.executor,
+                                 usage_base=dict(values.get("usage") or {}),
+                                 config_path=_config_path(options, self.root))
             for part in self.graph.stream(graph_input, config, stream_mode=["updates", "custom", "tasks"],
                                           durability="sync", version="v2", context=context):
                 awaiting = self._on_part(part, values) or awaiting

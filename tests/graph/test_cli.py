@@ -80,6 +80,13 @@ def test_bad_inputs_are_one_line_and_leave_nothing(fixture_repo: Path, capsys: p
     assert get_run(fixture_repo, [r for r in os.listdir(fixture_repo / ".git/metalport/runs")
                                   if r.startswith("hypot")][0]).status == "needs-llm"
 
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("OPENAI_API_KEY", raising=False)
+        assert run_migration(["aten::hypot", "--repo", repo, "--model", "openai:gpt-x", "--no-input",
+                              "--run-id", "nokey-1"]) == 2
+    assert "no API key: $OPENAI_API_KEY is not set" in _one_line_error(capsys.readouterr().err)
+    assert not (fixture_repo / ".git/metalport/runs/nokey-1").exists()
+
     assert main(["resume", "nope-1", "--repo", repo]) == 2
     assert "unknown run id 'nope-1'" in _one_line_error(capsys.readouterr().err, "metalport")
 
