@@ -67,6 +67,7 @@ def _table(label: str, runs: list[dict], imports: tuple[float, float]) -> None:
     print(f"{'step':36} {'wall_s':>8} {'share':>6} {'cpu_s':>8} {'share':>6}")
 
     def row(name: str, walls: list[float], cpus: list[float]) -> None:
+        """One line: medians and their shares of the total."""
         w, c = _med(walls), _med(cpus)
         print(f"{name:36} {w:8.2f} {100 * w / wall:5.1f}% {c:8.2f} {100 * c / cpu:5.1f}%")
 

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.types import Command
+from langgraph.types import Command, StateSnapshot
 
 from metalport.agent.provider import Provider
 from metalport.errors import MetalportError, PipelineError, UnknownRunError, UsageError
@@ -138,7 +138,7 @@ class _Driver:
     def _config(self, max_attempts: int) -> dict:
         return {"configurable": {"thread_id": self.run_id}, "recursion_limit": recursion_limit(max_attempts)}
 
-    def snapshot(self):
+    def snapshot(self) -> StateSnapshot:
         """The thread's latest checkpoint (`values == {}` for an unknown thread)."""
         return self.graph.get_state(self._config(3))
 

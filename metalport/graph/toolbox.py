@@ -25,6 +25,7 @@ def make_toolbox(ctx: RunContext, state: PortState, plan: Any, worktree: Worktre
     root = worktree.path
 
     def check() -> dict:
+        """Contract checks, then the build: `ok` and the first 20 failures."""
         failures = check_contract(Path(state.get("base_root") or ctx.repo_root), root, plan)
         if not failures:
             failures = ctx.executor().build(root, plan)
@@ -32,15 +33,18 @@ def make_toolbox(ctx: RunContext, state: PortState, plan: Any, worktree: Worktre
                 "total_failures": len(failures)}
 
     def conformance() -> dict:
+        """Conformance without held-out cases, as the model may see it (counts, worst errors)."""
         report, failures = ctx.executor().test(root, plan, held_out=False)
         return {"ok": not failures and report.ok(), "summary": report.summary_for_model()}
 
     def show_op(op: str) -> dict:
+        """The run's op as resolved and planned."""
         if op.removeprefix("aten::") != state["op"].removeprefix("aten::"):
             return {"ok": False, "error": f"this run is about {state['op']}, not {op!r}"}
         return {"ok": True, "resolution": state.get("resolution", {}), "plan": state.get("plan", {})}
 
     def show_examples(family: str) -> dict:
+        """Functors of the tree registered with the family's macro."""
         macro = _MACROS.get(family)
         if macro is None:
             return {"ok": False, "error": f"unknown family {family!r}", "families": sorted(_MACROS)}

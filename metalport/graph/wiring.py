@@ -8,6 +8,7 @@ A rejection at the gate goes back to edit with the feedback; an abort ends the r
 from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from metalport.graph import nodes
@@ -29,18 +30,19 @@ def after_edit(state: PortState) -> str:
     return "diagnose" if state.get("failures") else "check"
 
 
-def _on_failure(next_node: str):
-    def route(state: PortState) -> str:
-        return "diagnose" if state.get("failures") else next_node
-
-    route.__name__ = f"failure_or_{next_node}"
-    route.__doc__ = f"diagnose on failures, else {next_node}."
-    return route
+def after_check(state: PortState) -> str:
+    """diagnose on contract failures, else build."""
+    return "diagnose" if state.get("failures") else "build"
 
 
-after_check = _on_failure("build")
-after_build = _on_failure("test")
-after_test = _on_failure("approve")
+def after_build(state: PortState) -> str:
+    """diagnose on compile failures, else test."""
+    return "diagnose" if state.get("failures") else "test"
+
+
+def after_test(state: PortState) -> str:
+    """diagnose on conformance failures, else the approval gate."""
+    return "diagnose" if state.get("failures") else "approve"
 
 
 def after_diagnose(state: PortState) -> str:
@@ -72,7 +74,7 @@ def build_graph() -> StateGraph:
     return graph
 
 
-def compile_graph(checkpointer: Checkpointer):
+def compile_graph(checkpointer: Checkpointer) -> CompiledStateGraph:
     """The compiled graph with `checkpointer` (SqliteSaver for runs, MemorySaver in unit tests)."""
     return build_graph().compile(checkpointer=checkpointer)
 
