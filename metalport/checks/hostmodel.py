@@ -159,7 +159,12 @@ def _alpha_const(alpha: int | float | bool, alpha_type: torch.dtype) -> Const:
             raise UnmodelledCall(f"alpha of type {alpha_type} is not modelled")
         value = complex(alpha)
         return Const("float2", (value.real, value.imag))
-    return Const(metal_type_name(alpha_type), (int(alpha),))
+    value, info = int(alpha), torch.iinfo(alpha_type)
+    if info.min == 0 and -(info.max + 1) <= value < 0:
+        value += info.max + 1  # c10's checked conversion lets negatives wrap into unsigned types
+    if not info.min <= value <= info.max:
+        raise UnmodelledCall(f"alpha {alpha!r} overflows {alpha_type} (the host's conversion would throw)")
+    return Const(metal_type_name(alpha_type), (value,))
 
 
 def _strided_2d(it: Iteration) -> tuple[int, int]:

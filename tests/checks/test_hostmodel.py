@@ -163,3 +163,10 @@ def test_complex_alpha_is_packed_as_float2():
     z = torch.ones(4, dtype=torch.complex64)
     launch = plan_binary("sub", names, _iter(z, z, out=torch.complex64), z, z, common=torch.complex64, alpha=2)
     assert launch.kernel == "sub_dense_float2_float2_float2" and launch.args[3] == Const("float2", (2.0, 0.0))
+
+
+def test_negative_alpha_wraps_into_unsigned_types():
+    names = _binary_names("sub", "uchar", "_uchar")
+    u = torch.ones(4, dtype=torch.uint8)
+    launch = plan_binary("sub", names, _iter(u, u, out=torch.uint8), u, u, common=torch.uint8, alpha=-3)
+    assert launch.args[3] == Const("uchar", (253,))
