@@ -66,3 +66,18 @@ def test_memory_graph_pauses_at_the_gate_and_loops_back_on_reject(fixture_repo: 
     assert graph.get_state(config).next == ()
     assert "metalport/heaviside" in branches(fixture_repo)  # cleanup is the runner's job, not the graph's
     git(fixture_repo, "worktree", "remove", "--force", str(worktree))
+
+
+def test_a_rejection_reaches_the_model_as_review_feedback_and_held_out_inputs_never_do(fixture_repo: Path) -> None:
+    from metalport.agent.recipes.port import plan_port
+    from metalport.checkout import Checkout
+    from metalport.graph.nodes.edit import _fix_request
+
+    port = plan_port(Checkout(fixture_repo), "heaviside")
+    state = {"op": "aten::heaviside", "feedback": "register bfloat too", "failures": [], "options": {}}
+    review = _fix_request(state, port, rejected=True)
+    assert review.failure_stage == "review" and review.diagnostics[0]["message"] == "register bfloat too"
+    assert review.allowed_paths == port.allowed_paths and "heaviside_functor" in review.plan_summary
+    held = {"kind": "held-out", "file": "K.metal", "line": 3, "column": None, "message": "case x=-0.0 fails"}
+    failed = _fix_request({**state, "failures": [held], "failure_stage": "test"}, port, rejected=False)
+    assert failed.failure_stage == "test" and "-0.0" not in str(failed.diagnostics)
