@@ -189,3 +189,21 @@ def test_budget_running_out_ends_the_run_with_its_evidence(repo: Path, tmp_path:
     assert f"Write the Metal functor `{op}_functor`" in server.requests[0]["messages"][1]["content"]
     saved = json.loads((run_dir(repo, record.run_id) / "run.json").read_text())
     assert saved["status"] == "budget-exhausted" and saved["usage"]["calls"] == 2
+
+
+def test_cli_run_out_of_budget_is_one_line_and_a_named_status(repo: Path, tmp_path: Path) -> None:
+    import os
+    import sys
+
+    _add_real_missing_op(repo)
+    op = "special_laguerre_polynomial_l"
+    with ScriptedLLM([tool_reply(("show_op", {"op": f"aten::{op}"}))] * 3) as server:
+        options = _options(tmp_path, server, "budget:\n  max_calls: 1\n")
+        proc = subprocess.run([sys.executable, "-m", "metalport", "run", f"aten::{op}", "--repo", str(repo),
+                               "--model", "openai:scripted-model", "--executor", "emulated", "--config",
+                               options.config_path, "--no-input", "--json"],
+                              env={**os.environ}, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr + proc.stdout
+    record = json.loads(proc.stdout)
+    assert record["status"] == "budget-exhausted" and record["usage"]["calls"] == 1
+    assert len(server.requests) == 1 and SECRETS["OPENAI_API_KEY"] not in server.prompt_text()
