@@ -187,7 +187,7 @@ class OpenAIProvider:
             size = len(content) + sum(len(c.function.arguments or "") for c in calls)
             if size > cap.max_reply_chars:
                 messages.append({"role": "assistant", "content": f"[reply of {size} chars withheld]"})
-                error = f"your reply was {size} chars, over the cap of {cap.max_reply_chars}; be brief"
+                error = render_prompt("correction", kind="oversized", size=size, cap=cap.max_reply_chars)
             elif calls:
                 self._run_tools(messages, message, calls, tools, strikes, offered)
                 if schema is None and tools.finished is not None:
@@ -195,7 +195,7 @@ class OpenAIProvider:
                 continue
             elif schema is None:
                 messages.append({"role": "assistant", "content": content})
-                error = "call finish(summary) once check() passes; plain text does not end the attempt"
+                error = render_prompt("correction", kind="no_finish")
             else:
                 messages.append({"role": "assistant", "content": content})
                 error = _parse(schema, content, validate)
@@ -277,10 +277,12 @@ def _parse(schema: type[pydantic.BaseModel], content: str,
         answer = schema.model_validate_json(content)
     except pydantic.ValidationError as err:
         first = err.errors()[0]
-        return (f"your answer is not valid {schema.__name__} JSON: "
-                f"{first['msg']} at {'.'.join(map(str, first['loc'])) or 'top level'}")
+        detail = f"{first['msg']} at {'.'.join(map(str, first['loc'])) or 'top level'}"
+        return render_prompt("correction", kind="invalid", schema=schema.__name__, detail=detail)
     problem = validate(answer) if validate else None
-    return f"your {schema.__name__} is refused: {problem}" if problem else answer
+    if problem:
+        return render_prompt("correction", kind="refused", schema=schema.__name__, detail=problem)
+    return answer
 
 
 def _describe(err: openai.OpenAIError) -> str:

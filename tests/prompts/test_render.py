@@ -18,6 +18,7 @@ VARIABLES = {
     "fix_failure": {"op": "heaviside", "failure_stage": "check", "plan_summary": "",
                     "diagnostics": [{"file": "K.metal", "line": 3, "message": "bad"}], "allowed_paths": ["K.metal"],
                     "omitted": 2},
+    "correction": {"kind": "invalid", "schema": "FunctorAnswer", "detail": "Field required at summary"},
     "pr_description": {"op": "heaviside", "plan_summary": "p", "diff_stat": "2 files", "verdicts": ["ok"],
                        "usage": {"calls": 2}},
 }
@@ -60,3 +61,17 @@ def test_structured_failures_render_with_kind_and_column() -> None:
     failure = Failure("compile-error", "K.metal", 7, 12, "use of undeclared identifier 'x'").to_dict()
     text = render_prompt("fix_failure", **{**VARIABLES["fix_failure"], "diagnostics": [failure]})
     assert "- K.metal:7:12: compile-error: use of undeclared identifier 'x'" in text
+
+
+@pytest.mark.parametrize(("variables", "text"), [
+    ({"kind": "oversized", "size": 5000, "cap": 1000}, "your reply was 5000 chars, over the cap of 1000; be brief"),
+    ({"kind": "no_finish"}, "call finish(summary) once check() passes; plain text does not end the attempt"),
+    ({"kind": "refused", "schema": "PlanAnswer", "detail": "bad path"}, "your PlanAnswer is refused: bad path"),
+])
+def test_corrections_are_one_line(variables: dict, text: str) -> None:
+    assert render_prompt("correction", **variables) == text
+
+
+def test_unknown_correction_kind_is_an_error() -> None:
+    with pytest.raises(MetalportError, match="'unknown_correction_kind' is undefined"):
+        render_prompt("correction", kind="typo")
