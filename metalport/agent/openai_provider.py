@@ -162,7 +162,10 @@ class OpenAIProvider:
         return self.budget.usage()
 
     def describe_pr(self, request: PrRequest) -> str:
-        """One request without tools; the reply text is the PR body."""
+        """One request without tools; the reply text is the PR body.
+
+        The body is untrusted output bound for GitHub: secrets are redacted, and the run's usage is
+        appended by us (the model may drop it)."""
         messages = self._start("pr_description", op=request.op, plan_summary=request.plan_summary,
                                diff_stat=request.diff_stat, verdicts=request.verdicts, usage=request.usage)
         message = self._complete(messages, None, None)
@@ -170,7 +173,7 @@ class OpenAIProvider:
         if not text or len(text) > self.config.provider.max_reply_chars:
             raise AgentError(f"the model's PR description is {'empty' if not text else 'over the size cap'}",
                              hint="retry, or write the description by hand at the gate")
-        return text
+        return self.transcript.redactor.text(text) + _usage_footer(request.usage)
 
     def _start(self, prompt: str, **variables: Any) -> list[dict]:
         return [{"role": "system", "content": render_prompt("system")},
@@ -283,6 +286,15 @@ def _parse(schema: type[pydantic.BaseModel], content: str,
     if problem:
         return render_prompt("correction", kind="refused", schema=schema.__name__, detail=problem)
     return answer
+
+
+def _usage_footer(usage: dict) -> str:
+    """The PR body's last lines: the run's model usage, as evidence for the reviewer."""
+    if not usage:
+        return "\n"
+    return (f"\n\n---\nModel usage of this port: {usage.get('calls', 0)} calls, "
+            f"{usage.get('input_tokens', 0)} input and {usage.get('output_tokens', 0)} output tokens, "
+            f"${float(usage.get('cost_usd', 0.0)):.4f}.\n")
 
 
 def _describe(err: openai.OpenAIError) -> str:

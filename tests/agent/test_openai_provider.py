@@ -175,11 +175,14 @@ def test_input_token_budget(tmp_path: Path) -> None:
 
 
 def test_describe_pr_returns_text_and_redacts_secrets(tmp_path: Path) -> None:
-    with ScriptedLLM([text_reply("## [MPS] heaviside\nNative kernel.")]) as server:
+    reply = text_reply(f"## [MPS] heaviside\nNative kernel. Pushed with {SECRET}.")
+    with ScriptedLLM([reply]) as server:
         body = make_provider(server.base_url, tmp_path).describe_pr(
             PrRequest(op="heaviside", plan_summary=f"token {SECRET}", diff_stat="2 files",
-                      verdicts=("check: ok",)))
-    assert body.startswith("## [MPS] heaviside")
+                      verdicts=("check: ok",), usage={"calls": 9, "input_tokens": 17462, "output_tokens": 666,
+                                                      "cost_usd": 0.01879}))
+    assert body.startswith("## [MPS] heaviside") and SECRET not in body and "[REDACTED]" in body
+    assert body.endswith("Model usage of this port: 9 calls, 17462 input and 666 output tokens, $0.0188.\n")
     assert SECRET not in server.prompt_text() and "[REDACTED]" in server.prompt_text()
     assert SECRET not in (tmp_path / "transcript.jsonl").read_text()
 
