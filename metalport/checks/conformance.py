@@ -8,11 +8,12 @@ Outputs are poisoned first; results are compared with test_mps-style tolerances.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import torch
 
 from metalport.checks.backend import KernelSet, compile_files, pick_backend
 from metalport.checks.families import classify
+from metalport.checks.hostcode import find_host_code
 from metalport.checks.hostmodel import MissingKernel, UnmodelledCall
 from metalport.checks.report import NO_HOST_MODEL, ConformanceReport, DtypeVerdict
 from metalport.checks.runner import CaseResult, Prepared, dispatch, judge, prepare_case
@@ -210,25 +212,34 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
     checkout_root = Path(checkout_root)
     base, packet = resolve_op(op)
     name = f"aten::{base}"
-    files = [Path(p) for p in kernel_files] if kernel_files else registering_files(checkout_root, base)
-    if not files:
-        raise UsageError(f"no kernel file under {KERNELS_DIR} registers {base}",
-                         hint=f"add REGISTER_*_OP({base}, ...) to a .metal file there, or pass kernel files")
     chosen = pick_backend(backend)
-    if session is None:
-        with ConformanceSession() as own:
-            return _run(own.kernels(files, checkout_root, chosen), name, base, packet, files, checkout_root,
-                        chosen, dtypes, include_held_out, seed)
-    return _run(session.kernels(files, checkout_root, chosen), name, base, packet, files, checkout_root, chosen,
-                dtypes, include_held_out, seed)
+    host = find_host_code(checkout_root, base)
+    if host.unmodelled is not None or host.kernel is None:
+        return ConformanceReport(name, chosen, "no-host-model", (), f"{host.unmodelled}; {NO_HOST_MODEL}")
+    kernel = host.kernel
+    files = [Path(p) for p in kernel_files] if kernel_files else registering_files(checkout_root, kernel)
+    if not files:
+        raise UsageError(f"no kernel file under {KERNELS_DIR} registers {kernel}",
+                         hint=f"add REGISTER_*_OP({kernel}, ...) to a .metal file there, or pass kernel files")
+    with ConformanceSession() if session is None else _borrowed(session) as active:
+        kernels = active.kernels(files, checkout_root, chosen)
+        return _run(kernels, name, base, kernel, packet, files, checkout_root, chosen, dtypes, include_held_out,
+                    seed)
 
 
-def _run(kernels: KernelSet, name: str, base: str, packet: Any, files: list[Path], checkout_root: Path,
-         chosen: str, dtypes: Sequence[str] | None, include_held_out: bool, seed: int | None) -> ConformanceReport:
-    found = classify(kernels.names, base)
+@contextlib.contextmanager
+def _borrowed(session: ConformanceSession) -> Iterator[ConformanceSession]:
+    """The caller's session, left open."""
+    yield session
+
+
+def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, files: list[Path],
+         checkout_root: Path, chosen: str, dtypes: Sequence[str] | None, include_held_out: bool,
+         seed: int | None) -> ConformanceReport:
+    found = classify(kernels.names, kernel)
     if found is None:
         return ConformanceReport(name, chosen, "no-host-model", (),
-                                 f"{base}'s kernels follow no modelled exec_*_kernel convention; {NO_HOST_MODEL}")
+                                 f"{kernel}'s kernels follow no modelled exec_*_kernel convention; {NO_HOST_MODEL}")
     family, registered = found
     wanted = registered
     if dtypes:
@@ -236,22 +247,22 @@ def _run(kernels: KernelSet, name: str, base: str, packet: Any, files: list[Path
         missing = [str(d).removeprefix("torch.") for d in wanted if d not in registered]
         if missing:
             have = ", ".join(str(d).removeprefix("torch.") for d in registered)
-            raise UsageError(f"{base}'s kernels register no {', '.join(missing)}", hint=f"registered: {have}")
+            raise UsageError(f"{kernel}'s kernels register no {', '.join(missing)}", hint=f"registered: {have}")
     seed = int.from_bytes(os.urandom(4), "little") if seed is None else seed
     verdicts = []
     unmodelled: list[str] = []
     for dtype in wanted:
         gen = case_generator(seed, dtype)
         metal = {v: k for k, v in _metal_names().items()}[dtype]
-        where_file = next((f for f in files if _register_line(f, base, metal)), files[0])
-        run = _DtypeRun(dtype, (_rel(where_file, checkout_root), _register_line(where_file, base, metal)))
+        where_file = next((f for f in files if _register_line(f, kernel, metal)), files[0])
+        run = _DtypeRun(dtype, (_rel(where_file, checkout_root), _register_line(where_file, kernel, metal)))
         cases, skipped = build_cases(family, base, packet, dtype, gen, include_held_out)
         run.skipped += len(skipped)
         run.unmodelled += skipped
         staged: list[Prepared | CaseResult] = []
         for _, call, _, force in cases:
             try:
-                staged.append(prepare_case(kernels, family, base, call, force))
+                staged.append(prepare_case(kernels, family, kernel, call, force))
             except MissingKernel as err:
                 staged.append(CaseResult(False, float("inf"), f"the host would ask for kernel {err.kernel}, which "
                                          f"no kernel file defines (MPS: 'Failed to create function state object')"))

@@ -37,7 +37,7 @@ def _common(call: Call, out_dtype: torch.dtype) -> torch.dtype:
     return common
 
 
-def plan(kernels: KernelSet, family: Family, base: str, call: Call, expected: torch.Tensor,
+def plan(kernels: KernelSet, family: Family, name: str, call: Call, expected: torch.Tensor,
          force: str | None) -> tuple[Launch | None, torch.Tensor]:
     """The launch the host would make (None for an empty iterator) and the poisoned output view."""
     operands = call.operands()
@@ -46,14 +46,14 @@ def plan(kernels: KernelSet, family: Family, base: str, call: Call, expected: to
         return None, it.output
     names = kernels.names
     if family in (Family.UNARY, Family.UNARY_ALPHA):
-        launch = plan_unary(base, names, it, operands[0], alpha=call.alpha,
+        launch = plan_unary(name, names, it, operands[0], alpha=call.alpha,
                             alpha_type=_common(call, expected.dtype) if call.alpha is not None else None,
                             force=force)
     elif family in (Family.BINARY, Family.BINARY_ALPHA):
-        launch = plan_binary(base, names, it, operands[0], operands[1], common=_common(call, expected.dtype),
+        launch = plan_binary(name, names, it, operands[0], operands[1], common=_common(call, expected.dtype),
                              alpha=call.alpha, force=force)
     else:
-        launch = plan_ternary(base, names, it, *operands)
+        launch = plan_ternary(name, names, it, *operands)
     declared = kernels.arg_count(launch.kernel)
     if declared is not None and declared != len(launch.args):
         raise UnmodelledCall(f"kernel {launch.kernel} declares {declared} buffers, the modelled host passes "
@@ -86,7 +86,7 @@ class Prepared:
     expected: torch.Tensor
 
 
-def prepare_case(kernels: KernelSet, family: Family, base: str, call: Call, force: str | None
+def prepare_case(kernels: KernelSet, family: Family, name: str, call: Call, force: str | None
                  ) -> Prepared | CaseResult:
     """Reference result and modelled launch, or a CaseResult when the case cannot run.
 
@@ -101,7 +101,7 @@ def prepare_case(kernels: KernelSet, family: Family, base: str, call: Call, forc
     if expected.dtype in _NO_MPS_DTYPES or any(t.dtype in _NO_MPS_DTYPES and t.dim() > 0 for t in call.operands()):
         return CaseResult(True, 0.0, skipped="float64 operands (MPS has no float64)")
     try:
-        launch, output = plan(kernels, family, base, call, expected, force)
+        launch, output = plan(kernels, family, name, call, expected, force)
     except UnmodelledCall as err:
         return CaseResult(True, 0.0, skipped=str(err))
     return Prepared(launch, output, expected)

@@ -9,6 +9,7 @@ import pytest
 
 from metalport.checks.conformance import ConformanceSession, run_conformance
 from metalport.checks.report import NO_HOST_MODEL
+from tests.checks.fixture_checkouts import FIXTURES, make_checkout
 
 # op -> the dtypes its functor is registered for in fixtures/pointwise.metal
 REGISTERED = {
@@ -120,3 +121,33 @@ def test_same_seed_same_report(good_checkout: Path) -> None:
     second = run_conformance(good_checkout, "aten::atan2", backend="emulated", seed=42, dtypes=["float16"],
                              include_held_out=False)
     assert first.to_dict() == second.to_dict() and first.dtypes[0].dtype == "float16"
+
+
+def _host_file(body: str) -> str:
+    return ("#include <ATen/native/mps/OperationUtils.h>\n\nnamespace at::native {\n"
+            "static void atan2_mps_kernel(TensorIteratorBase& iter) {\n" + body + "}\n\n"
+            "REGISTER_DISPATCH(atan2_stub, &atan2_mps_kernel);\n} // namespace at::native\n")
+
+
+def test_host_code_names_the_kernel(tmp_path: Path) -> None:
+    small = (FIXTURES / "small.metal").read_text()
+    small = small.replace("struct atan2_functor", "struct my_atan2_functor").replace(
+        "REGISTER_BINARY_OP(atan2,", "REGISTER_BINARY_OP(my_atan2,")
+    root = make_checkout(tmp_path / "co", {"Small.metal": small})
+    (root / "aten/src/ATen/native/mps/operations").mkdir(parents=True)
+    (root / "aten/src/ATen/native/mps/operations/BinaryKernel.mm").write_text(
+        _host_file('  lib.exec_binary_kernel(iter, "my_atan2");\n'))
+    report = run_conformance(root, "aten::atan2", backend="emulated", seed=2, include_held_out=False)
+    assert report.status == "pass", report.summary_for_model()
+    assert report.dtypes[0].dtype == "float32" and report.dtypes[0].samples > 4
+
+
+def test_host_code_outside_the_helpers_gets_no_host_model(tmp_path: Path) -> None:
+    root = make_checkout(tmp_path / "co", {"Small.metal": (FIXTURES / "small.metal").read_text()})
+    (root / "aten/src/ATen/native/mps/operations").mkdir(parents=True)
+    (root / "aten/src/ATen/native/mps/operations/BinaryKernel.mm").write_text(
+        _host_file("  auto pso = lib.getPipelineStateForFunc(\"atan2_custom\");\n  mtl_setArgs(enc, iter);\n"))
+    report = run_conformance(root, "aten::atan2", backend="emulated", seed=2)
+    assert report.status == "no-host-model" and report.dtypes == ()
+    assert report.reason == ("atan2_mps_kernel (aten/src/ATen/native/mps/operations/BinaryKernel.mm:4) calls no "
+                             "exec_unary/binary/ternary_kernel; no emulated host model; verify on macOS")
