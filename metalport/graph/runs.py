@@ -62,6 +62,7 @@ def start_run(repo_root: Path | str, op: str, options: RunOptions, *, run_id: st
     name = op.strip().removeprefix("aten::")
     branch_name(name)  # rejects names that cannot be an op before anything is written
     _check_model(options.model)
+    _refuse_open_run(root, f"aten::{name}")
     run_id = run_id or _new_run_id(name)
     directory = run_dir(root, run_id)
     if directory.exists():
@@ -83,8 +84,9 @@ def resume_run(repo_root: Path | str, run_id: str, decision: Decision | None = N
                progress: Progress | None = None, provider: Provider | None = None) -> RunRecord:
     """Continue `run_id` from its last checkpoint, or give the gate its decision; return the record.
 
-    UnknownRunError for an id without record or checkpoint; PipelineError for a decision on a run
-    that is not awaiting review, or for a run that already ended.
+    UnknownRunError for an id without record or checkpoint; PipelineError for approve/reject on a
+    run that is not awaiting review, or for a run that already ended. Abort also drops a run that
+    stopped before the gate (a crash): worktree and branch removed, the record kept.
     """
     root = repo_top(repo_root)
     record = get_run(root, run_id)
@@ -99,6 +101,10 @@ def resume_run(repo_root: Path | str, run_id: str, decision: Decision | None = N
             if decision is None:
                 return driver.record_from(dict(snapshot.values), awaiting=True)
             return driver.drive(Command(resume=decision_value(decision)))
+        if isinstance(decision, Abort) and record.status not in TERMINAL_STATUSES:
+            values = dict(snapshot.values)
+            values.update(status="aborted", reason=f"aborted by the user at stage {record.stage} (not at the gate)")
+            return driver.finish(values)
         if decision is not None:
             raise PipelineError(f"run {run_id} is not awaiting review (status {record.status}, "
                                 f"stage {record.stage})",
@@ -236,6 +242,17 @@ class _Driver:
 
 
 _CHECKING = frozenset({"edit", "check", "build", "test"})
+
+
+def _refuse_open_run(root: Path, op: str) -> None:
+    """PipelineError when another run of `op` still holds its branch (at the gate, running, stopped)."""
+    for record in list_runs(root):
+        if record.op == op and (record.status not in TERMINAL_STATUSES or record.worktree is not None):
+            what = "is waiting for review" if record.status == "awaiting-review" else f"is {record.status}"
+            raise PipelineError(f"run {record.run_id} of {op} {what} on {record.branch}", hint=(
+                f"decide it first (`metalport resume {record.run_id} --approve` / `--abort`)"
+                if record.status == "awaiting-review" else f"`metalport resume {record.run_id}` or "
+                f"`metalport resume {record.run_id} --abort`"))
 
 
 def _cpu_s() -> float:
