@@ -92,8 +92,11 @@ def build(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple
     if pre is None:
         raise compile_error(parse_diagnostics(stderr, renames), stderr, what=display)
     plain = finalize(pre.text)
-    specs, problems = build_specs(pre.text, pre.host_names, tu_threadgroup=_tu_uses_threadgroup(plain))
-    text = blank_threadgroup(_rewrite_threadgroup_locals(plain))
+    tu_threadgroup = _tu_uses_threadgroup(plain)
+    specs, problems = build_specs(pre.text, pre.host_names, tu_threadgroup=tu_threadgroup)
+    # Without a `threadgroup` word or collective outside the shim there is nothing to rewrite
+    # (and the rewrite costs seconds on a large translation unit).
+    text = blank_threadgroup(_rewrite_threadgroup_locals(plain) if tu_threadgroup else plain)
     runtime = _runtime_object(compiler, cache_dir, version)
     with tempfile.TemporaryDirectory(prefix="metalport-build-") as tmp:
         # g++ and clang++ take preprocessed C++ as `.ii`; zig's driver only knows `.cpp`, where the

@@ -38,7 +38,7 @@ def _version_text(argv: tuple[str, ...]) -> str:
 
 def compiler_version(compiler: Compiler) -> str:
     """A string that changes when the compiler does."""
-    return " ".join(compiler.argv) + "\n" + _version_text(compiler.argv)
+    return " ".join(compiler.argv) + "\n" + (compiler.version or _version_text(compiler.argv))
 
 
 def _digest(data: bytes) -> str:

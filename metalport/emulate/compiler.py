@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import re
 import shlex
@@ -9,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from metalport.errors import EmulateError
 
@@ -23,19 +26,64 @@ class Compiler:
     family: str
     major: int
     reason: str
+    version: str = ""  # the full `--version` text (a cache key part), when probed
+
+
+def _fingerprint(argv: tuple[str, ...]) -> str | None:
+    """Identity of the files behind `argv` (path, mtime, size), or None when they cannot be found."""
+    exe = shutil.which(argv[0])
+    if exe is None:
+        return None
+    parts = [exe]
+    paths = [Path(exe)]
+    if "-m" in argv[:-1]:
+        spec = importlib.util.find_spec(argv[argv.index("-m") + 1])
+        if spec is None or spec.origin is None:
+            return None
+        paths.append(Path(spec.origin).parent)
+    for path in paths:
+        st = path.stat()
+        parts.append(f"{path}:{st.st_mtime_ns}:{st.st_size}")
+    return "|".join(parts)
+
+
+def _version_output(argv: tuple[str, ...]) -> str | None:
+    """`argv --version` output, remembered on disk per executable identity (python -m ziglang
+    takes a noticeable part of a second to start, which a cached shader reload should not pay)."""
+    key = _fingerprint(argv)
+    memo_path = Path(os.environ.get("METALPORT_CACHE_DIR") or Path.home() / ".cache/metalport/shaders") / \
+        "compilers.json"
+    try:
+        memo = json.loads(memo_path.read_text()) if key else {}
+    except (OSError, ValueError):
+        memo = {}
+    if key and isinstance(memo.get(key), str):
+        return memo[key]
+    try:
+        out = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if key and _VERSION.search(out):
+        try:
+            memo_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = memo_path.with_name(f".compilers.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({**memo, key: out}))
+            os.replace(tmp, memo_path)
+        except OSError:
+            pass  # the memo only saves time
+    return out
 
 
 def _probe(argv: tuple[str, ...], reason: str) -> Compiler | None:
     """Run `argv --version` and parse the family and major version, or None if it does not run."""
-    try:
-        out = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired):
+    out = _version_output(argv)
+    if out is None:
         return None
     match = _VERSION.search(out)
     if match is None:
         return None
     family = "clang" if match.group(1).lower() == "clang" else "gcc"
-    return Compiler(argv=argv, family=family, major=int(match.group(2)), reason=reason)
+    return Compiler(argv=argv, family=family, major=int(match.group(2)), reason=reason, version=out)
 
 
 def find_compiler() -> Compiler:

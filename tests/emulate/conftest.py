@@ -21,6 +21,12 @@ def shader_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("shader-cache")
 
 
+@pytest.fixture(autouse=True)
+def _no_home_cache(shader_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing a test does lands in ~/.cache (compiler probes, default-cache compiles)."""
+    monkeypatch.setenv("METALPORT_CACHE_DIR", str(shader_cache))
+
+
 def _compilers() -> list[Compiler]:
     """g++ >= 12 from PATH and the ziglang clang, when present."""
     found = []
