@@ -84,7 +84,8 @@ def registering_files(checkout_root: Path, base: str) -> list[Path]:
     """Every `.metal` under the checkout's kernels directory that registers `base`'s functor."""
     pattern = re.compile(rf"\bREGISTER_\w*\(\s*{re.escape(base)}\s*[,)]")
     kernels = checkout_root / KERNELS_DIR
-    return [p for p in sorted(kernels.glob("*.metal")) if pattern.search(p.read_text(encoding="utf-8", errors="replace"))]
+    return [p for p in sorted(kernels.glob("*.metal"))
+            if pattern.search(p.read_text(encoding="utf-8", errors="replace"))]
 
 
 def parse_dtypes(names: Sequence[str]) -> list[torch.dtype]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from metalport.checks.iteration import Iteration
+from metalport.checks.iteration import Geometry, Iteration
 
 _METAL_TYPE: dict[torch.dtype, str] = {
     torch.float32: "float", torch.float16: "half", torch.bfloat16: "bfloat", torch.bool: "bool",
@@ -212,7 +212,7 @@ def plan_unary(name: str, names: Container[str], it: Iteration, inp: torch.Tenso
                   _strided_2d(it), tensors)
 
 
-def _unary_strided(g) -> tuple[Const, Const, Const]:
+def _unary_strided(g: Geometry) -> tuple[Const, Const, Const]:
     return (Const("long*", g.shape), Const("long*", g.strides[1]), Const("long*", g.strides[0]))
 
 

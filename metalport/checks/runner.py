@@ -12,7 +12,7 @@ from metalport.checks.hostmodel import (Launch, MissingKernel, UnmodelledCall, p
 from metalport.checks.iteration import build_iteration
 from metalport.checks.poison import poisoned, unwritten
 from metalport.checks.samples import Call, Family
-from metalport.checks.tolerances import compare, tolerance_for
+from metalport.checks.tolerances import Tolerance, compare, tolerance_for
 
 _NO_MPS_DTYPES = (torch.float64, torch.complex128)
 
@@ -61,7 +61,7 @@ def plan(kernels: KernelSet, family: Family, name: str, call: Call, expected: to
     return launch, it.output
 
 
-def _describe_mismatch(actual: torch.Tensor, expected: torch.Tensor, err: float, tol) -> str:
+def _describe_mismatch(actual: torch.Tensor, expected: torch.Tensor, err: float, tol: Tolerance) -> str:
     a, e = actual.reshape(-1), expected.reshape(-1)
     if a.is_floating_point() or a.is_complex():
         wide = torch.complex128 if a.is_complex() else torch.float64

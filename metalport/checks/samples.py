@@ -183,7 +183,8 @@ def random_tensor(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generat
     if dtype == torch.bool:
         return torch.randint(0, 2, shape, generator=gen).to(torch.bool)
     if dtype.is_complex:
-        return torch.complex(random_tensor(shape, torch.float32, gen), random_tensor(shape, torch.float32, gen)).to(dtype)
+        real, imag = random_tensor(shape, torch.float32, gen), random_tensor(shape, torch.float32, gen)
+        return torch.complex(real, imag).to(dtype)
     if dtype.is_floating_point:
         scale = torch.pow(10.0, torch.empty(shape).uniform_(-2, 2, generator=gen))
         v = torch.randn(shape, generator=gen) * scale

@@ -38,8 +38,10 @@ def broken_header_checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     dense = "out[tid] = static_cast<res_t>(f(om_t(input[tid]), om_t(other[tid])));"
     assert text.count(tail) == 1 and text.count(dense) == 1, "the wheel's indexing.h changed; update the edits"
     text = text.replace(tail, "    for (uint i = base; i + 1 < numel; ++i) {\n      output[i] = f(input[i]);")
-    text = text.replace(dense, "out[tid] = static_cast<res_t>(f(om_t(input[tid]), om_t(other[tid > 0 ? tid - 1 : 0])));")
-    return make_checkout(tmp_path_factory.mktemp("headers"), {"SmallKernel.metal": (FIXTURES / "small.metal").read_text()},
+    text = text.replace(dense, "out[tid] = static_cast<res_t>(f(om_t(input[tid]), "
+                               "om_t(other[tid > 0 ? tid - 1 : 0])));")
+    return make_checkout(tmp_path_factory.mktemp("headers"),
+                         {"SmallKernel.metal": (FIXTURES / "small.metal").read_text()},
                          {"indexing.h": text})
 
 
