@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import weakref
 from pathlib import Path
 
 from metalport.emulate import worker as _worker
@@ -30,6 +31,11 @@ def _signal_name(returncode: int) -> str:
     return f"exit status {returncode}"
 
 
+def _unlink(path: Path) -> None:
+    """Delete `path` if it still exists."""
+    path.unlink(missing_ok=True)
+
+
 class SharedBuffer:
     """A growable memory-mapped file that holds every buffer of a request."""
 
@@ -38,6 +44,8 @@ class SharedBuffer:
         fd, name = tempfile.mkstemp(prefix="metalport-", suffix=".buf", dir=shm if shm.is_dir() else None)
         os.close(fd)
         self.path = Path(name)
+        # Removed at close() or, for a library never closed, when the interpreter exits.
+        self._cleanup = weakref.finalize(self, _unlink, self.path)
         self.size = 0
         self._map: mmap.mmap | None = None
         self._anchor: ctypes.c_char | None = None
@@ -66,7 +74,7 @@ class SharedBuffer:
     def close(self) -> None:
         """Unmap and delete the file."""
         self._unmap()
-        self.path.unlink(missing_ok=True)
+        self._cleanup()
 
 
 def layout(sizes: list[int]) -> tuple[list[int], int]:
