@@ -12,6 +12,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,26 @@ def _check_plan(request: PlanRequest) -> Callable[[PlanAnswer], str | None]:
             return "a row still names an MPS-only kernel; every row must reach the shared kernel"
         return None
     return check
+
+
+@dataclass(frozen=True)
+class _ToolCall:
+    """One tool call of a reply, normalized: a custom (non-function) call or a missing name is data,
+    never an AttributeError."""
+
+    id: str
+    kind: str
+    name: str
+    arguments: str
+
+    @classmethod
+    def of(cls, call: Any) -> _ToolCall:
+        function = getattr(call, "function", None)
+        if function is not None:
+            return cls(str(call.id), "function", str(function.name or ""), str(function.arguments or ""))
+        custom = getattr(call, "custom", None)
+        return cls(str(getattr(call, "id", "")), str(getattr(call, "type", "unknown")),
+                   str(getattr(custom, "name", "") or ""), str(getattr(custom, "input", "") or ""))
 
 
 def select_diagnostics(diagnostics: tuple[dict, ...], limit: int = 8,
@@ -185,9 +206,9 @@ class OpenAIProvider:
         cap, strikes = self.config.provider, Counter()
         for _ in range(cap.max_turns):
             message = self._complete(messages, tools.specs(offered), schema)
-            calls = message.tool_calls or []
+            calls = [_ToolCall.of(c) for c in message.tool_calls or []]
             content = message.content or ""
-            size = len(content) + sum(len(c.function.arguments or "") for c in calls)
+            size = len(content) + sum(len(c.name) + len(c.arguments) for c in calls)
             if size > cap.max_reply_chars:
                 messages.append({"role": "assistant", "content": f"[reply of {size} chars withheld]"})
                 error = render_prompt("correction", kind="oversized", size=size, cap=cap.max_reply_chars)
@@ -209,17 +230,17 @@ class OpenAIProvider:
         raise AgentError(f"the model gave no accepted answer in {cap.max_turns} turns",
                          hint="raise provider.max_turns or inspect the transcript")
 
-    def _run_tools(self, messages: list[dict], message: Any, calls: list, tools: ToolBox, strikes: Counter,
-                   offered: frozenset[str] | None) -> None:
+    def _run_tools(self, messages: list[dict], message: Any, calls: list[_ToolCall], tools: ToolBox,
+                   strikes: Counter, offered: frozenset[str] | None) -> None:
         messages.append({"role": "assistant", "content": message.content, "tool_calls": [
-            {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
-            for c in calls]})
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls]})
         for call in calls:
-            result = tools.call(call.function.name, call.function.arguments, offered=offered)
-            self.transcript.write("tool_call", {"name": call.function.name, "arguments": call.function.arguments,
-                                                "result": result})
+            result = (tools.call(call.name, call.arguments, offered=offered) if call.kind == "function" else
+                      {"ok": False, "error": f"{call.kind} tool calls are not supported; call one of the offered "
+                                             "functions", "tools": sorted(offered or tools.names())})
+            self.transcript.write("tool_call", {"name": call.name, "arguments": call.arguments, "result": result})
             if not result.get("ok"):
-                self._strike(strikes, f"{call.function.name}({call.function.arguments})", result)
+                self._strike(strikes, f"{call.name}({call.arguments})", result)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
 
     def _strike(self, strikes: Counter, key: str, result: dict) -> None:

@@ -73,6 +73,10 @@ class ToolBox:
                            "additionalProperties": False}}}
                 for name, (doc, props) in _SPECS.items() if offered is None or name in offered]
 
+    def names(self) -> list[str]:
+        """Every tool's name."""
+        return sorted(_SPECS)
+
     def call(self, name: str, arguments: str, *, offered: frozenset[str] | None = None) -> dict:
         """Run one tool call from its name and JSON-string arguments; never raises on bad input.
 

@@ -73,6 +73,25 @@ def test_bad_tool_calls_get_structured_errors(tmp_path: Path) -> None:
     assert "unknown argument(s) ['colour']" in errors[3]
 
 
+def test_custom_and_nameless_tool_calls_are_refused_as_data(tmp_path: Path) -> None:
+    custom = tool_reply(("read_file", {"path": KERNEL}))
+    custom["choices"][0]["message"]["tool_calls"][0] = {"id": "c1", "type": "custom",
+                                                        "custom": {"name": "shell", "input": "rm -rf /"}}
+    nameless = tool_reply(("read_file", {"path": KERNEL}))
+    nameless["choices"][0]["message"]["tool_calls"][0]["function"]["name"] = None
+    result, server, _ = _functor(tmp_path, [custom, nameless, json_reply(ANSWER)])
+    assert result.functor_source == FUNCTOR
+    first, second = (_last_tool_result(server.requests[i]) for i in (1, 2))
+    assert first["error"].startswith("custom tool calls are not supported") and "read_file" in first["tools"]
+    assert second["error"] == "unknown tool ''"
+    echoed = server.requests[1]["messages"][2]["tool_calls"][0]
+    assert echoed == {"id": "c1", "type": "function", "function": {"name": "shell", "arguments": "rm -rf /"}}
+
+
+def _last_tool_result(request: dict) -> dict:
+    return json.loads([m for m in request["messages"] if m["role"] == "tool"][-1]["content"])
+
+
 def test_oversized_reply_is_refused_back_to_the_model(tmp_path: Path) -> None:
     result, server, _ = _functor(tmp_path, [text_reply("x" * 5000), json_reply(ANSWER)], max_reply_chars=1000)
     assert result.functor_source == FUNCTOR
