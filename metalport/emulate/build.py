@@ -7,6 +7,7 @@ and loads the stored library; any changed byte means a rebuild.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
 import subprocess
@@ -19,7 +20,7 @@ from metalport.emulate.compiler import Compiler
 from metalport.emulate.diagnostics import Diagnostic, compile_error, parse_diagnostics
 from metalport.emulate.flags import compile_flags, preprocess_flags
 from metalport.emulate.harness import generate_harness
-from metalport.emulate.kernels import KernelSpec, build_specs
+from metalport.emulate.kernels import KernelSpec, build_specs, drop_instantiations
 from metalport.emulate.preprocess import SHIM_DIR, blank_threadgroup, finalize, preprocess
 from metalport.emulate.runner import Worker
 from metalport.errors import EmulateError
@@ -77,10 +78,15 @@ def _runtime_object(compiler: Compiler, cache_dir: Path, version: str) -> Path:
 
 
 def build(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple[Path, ...],
-          metal_version: int, cache_dir: Path) -> Built:
-    """Compile `source` (shown as `display` in diagnostics) into a shared library, or load it."""
+          metal_version: int, cache_dir: Path, only: tuple[str, ...] | None = None) -> Built:
+    """Compile `source` (shown as `display` in diagnostics) into a shared library, or load it.
+
+    `only`: host-name patterns (fnmatch); other host-named instantiations are dropped before
+    compiling, which is what makes a large kernel file cheap when one op is under test."""
     version = cache.compiler_version(compiler)
     flags = [*preprocess_flags(compiler, metal_version), *compile_flags(compiler)]
+    if only is not None:
+        flags.append("only=" + ",".join(sorted(set(only))))
     key = cache.source_key(source.read_bytes(), flags=flags, compiler_version=version,
                            include_dirs=include_dirs, shim_dir=SHIM_DIR)
     roots = (source.parent, *include_dirs)
@@ -91,9 +97,16 @@ def build(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple
     pre, stderr = preprocess(source, compiler=compiler, include_dirs=include_dirs, metal_version=metal_version)
     if pre is None:
         raise compile_error(parse_diagnostics(stderr, renames), stderr, what=display)
-    plain = finalize(pre.text)
-    tu_threadgroup = _tu_uses_threadgroup(plain)
+    tu_threadgroup = _tu_uses_threadgroup(finalize(pre.text))
     specs, problems = build_specs(pre.text, pre.host_names, tu_threadgroup=tu_threadgroup)
+    marked = pre.text
+    if only is not None:
+        def wanted(name: str) -> bool:
+            return any(fnmatch.fnmatchcase(name, pattern) for pattern in only)
+
+        specs = [s for s in specs if wanted(s.info.host_name)]
+        marked = drop_instantiations(marked, pre.host_names, wanted)
+    plain = finalize(marked)
     # Without a `threadgroup` word or collective outside the shim there is nothing to rewrite
     # (and the rewrite costs seconds on a large translation unit).
     text = blank_threadgroup(_rewrite_threadgroup_locals(plain) if tu_threadgroup else plain)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from metalport.emulate.preprocess import HostName
@@ -234,8 +235,9 @@ def _uses_threadgroup(args: tuple[KernelArg, ...], body: str) -> bool:
     return bool(re.search(r"__mshimTG__|threadgroup|simd_|quad_", body))
 
 
-def _instantiation_at(text: str, host: HostName) -> tuple[str, tuple[str, ...]] | None:
-    """The qualified callee and parameter declarations of the instantiation after a host name."""
+def _instantiation_at(text: str, host: HostName) -> tuple[str, tuple[str, ...], int] | None:
+    """The callee, parameter declarations and end offset (past its `;`) of the explicit
+    instantiation after a host name."""
     match = _KERNEL.search(text, host.offset)
     if match is None or text[host.offset:match.start()].count(";"):
         return None
@@ -252,7 +254,23 @@ def _instantiation_at(text: str, host: HostName) -> tuple[str, tuple[str, ...]] 
         i += 1
     callee = _normalize(text[match.end():i])
     close = _close_paren(text, i)
-    return callee, split_params(text[i + 1:close - 1])
+    semicolon = text.find(";", close)
+    return callee, split_params(text[i + 1:close - 1]), len(text) if semicolon < 0 else semicolon + 1
+
+
+def drop_instantiations(text: str, host_names: tuple[HostName, ...], keep: Callable[[str], bool]) -> str:
+    """Blank the explicit instantiations whose host name `keep` rejects (newlines stay, so line
+    markers stay right): their kernels are then never instantiated, compiled or linked."""
+    pieces, last = [], 0
+    for host in sorted(host_names, key=lambda h: h.offset):
+        parsed = None if keep(host.name) else _instantiation_at(text, host)
+        if parsed is None or host.offset < last:
+            continue
+        end = parsed[2]
+        pieces += [text[last:host.offset], re.sub(r"[^\n]", " ", text[host.offset:end])]
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
 
 
 def _normalize(code: str) -> str:
@@ -285,7 +303,7 @@ def build_specs(text: str, host_names: tuple[HostName, ...], *,
         if parsed is None:
             problems.append(f"host_name {host.name!r}: no kernel instantiation follows it")
             continue
-        callee, decls = parsed
+        callee, decls, _ = parsed
         callee = _qualify(callee, host.offset, scopes)
         candidates = [d for d in definitions.get(_base_name(callee), []) if len(d.params) == len(decls)]
         if not candidates:

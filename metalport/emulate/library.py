@@ -180,8 +180,11 @@ class ShaderLibrary:
 
 def compile_file(path: Path | str, *, include_dirs: Sequence[Path] = (), metal_version: int = 310,
                  compiler: Compiler | None = None, cache_dir: Path | None = None,
-                 filename: str | None = None) -> ShaderLibrary:
-    """Compile a `.metal` file; diagnostics name `filename` (default: the path as given)."""
+                 filename: str | None = None, kernels: Sequence[str] | None = None) -> ShaderLibrary:
+    """Compile a `.metal` file; diagnostics name `filename` (default: the path as given).
+
+    `kernels`: only these host names (fnmatch patterns like `"add_*"`) are instantiated and
+    exported; a large kernel file then compiles in a fraction of the time."""
     path = Path(path)
     if not path.is_file():
         raise EmulateError(f"{path}: no such shader file")
@@ -190,16 +193,18 @@ def compile_file(path: Path | str, *, include_dirs: Sequence[Path] = (), metal_v
     dirs = tuple(Path(d) for d in include_dirs) or (wheel_include_dir(),)
     built = build(path.resolve(), filename or str(path), compiler=compiler or find_compiler(),
                   include_dirs=tuple(d.resolve() for d in dirs), metal_version=metal_version,
-                  cache_dir=cache_dir or default_cache_dir())
+                  cache_dir=cache_dir or default_cache_dir(),
+                  only=None if kernels is None else tuple(kernels))
     return ShaderLibrary(built.so_path, built.manifest)
 
 
 def compile_shader(source: str, *, include_dirs: Sequence[Path] = (), filename: str = "shader.metal",
                    metal_version: int = 310, compiler: Compiler | None = None,
-                   cache_dir: Path | None = None) -> ShaderLibrary:
-    """Compile Metal source text (like `torch.mps.compile_shader`); diagnostics name `filename`."""
+                   cache_dir: Path | None = None, kernels: Sequence[str] | None = None) -> ShaderLibrary:
+    """Compile Metal source text (like `torch.mps.compile_shader`); diagnostics name `filename`;
+    `kernels` as in `compile_file`."""
     with tempfile.TemporaryDirectory(prefix="metalport-src-") as tmp:
         path = Path(tmp) / Path(filename).name
         path.write_text(source)
         return compile_file(path, include_dirs=include_dirs, metal_version=metal_version,
-                            compiler=compiler, cache_dir=cache_dir, filename=filename)
+                            compiler=compiler, cache_dir=cache_dir, filename=filename, kernels=kernels)

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from metalport.emulate import Compiler, ShaderLibrary, compile_file
+from metalport.errors import UnknownKernelError
 from tests.emulate.conftest import FIXTURES, ulp_distance
 
 DTYPES = {"float": torch.float32, "half": torch.float16, "bfloat": torch.bfloat16, "int": torch.int32}
@@ -152,3 +153,21 @@ def test_kernel_table_binds_by_attribute(lib: ShaderLibrary) -> None:
     assert info.args[0].address_space == "device" and info.args[0].c_type == "void"
     assert not info.uses_threadgroup
     assert "softsign_strided_castout_int" in lib.function_names()
+
+
+def test_selected_kernels_only(gxx: Compiler, shader_cache: Path) -> None:
+    with compile_file(FIXTURES / "pointwise.metal", compiler=gxx, cache_dir=shader_cache,
+                      kernels=["absdiff_dense_*_int", "softsign_dense_float_float"]) as lib:
+        assert lib.function_names() == ["absdiff_dense_broadcast_cast_int_int", "absdiff_dense_broadcast_int_int",
+                                        "absdiff_dense_broadcast_rhs_cast_int_int",
+                                        "absdiff_dense_broadcast_rhs_int_int", "absdiff_dense_cast_int_int",
+                                        "absdiff_dense_ilp4_int_int", "absdiff_dense_int_int",
+                                        "absdiff_dense_scalar_cast_int_int", "absdiff_dense_scalar_int_int",
+                                        "absdiff_dense_scalar_lhs_cast_int_int", "absdiff_dense_scalar_lhs_int_int",
+                                        "softsign_dense_float_float"]
+        a, b = _sample(torch.int32, (40,), 18), _sample(torch.int32, (40,), 19)
+        out = torch.zeros_like(a)
+        lib.absdiff_dense_int_int(out, a, b, threads=40)
+        assert torch.equal(out, (a - b).abs())
+        with pytest.raises(UnknownKernelError, match="no kernel named 'absdiff_dense_float_float'"):
+            lib.absdiff_dense_float_float(out, a, b, threads=40)
