@@ -170,3 +170,27 @@ def test_negative_alpha_wraps_into_unsigned_types():
     u = torch.ones(4, dtype=torch.uint8)
     launch = plan_binary("sub", names, _iter(u, u, out=torch.uint8), u, u, common=torch.uint8, alpha=-3)
     assert launch.args[3] == Const("uchar", (253,))
+
+
+def test_unary_alpha_arguments_follow_the_kernel_signature():
+    names = {"hardshrink_dense_half_half_half", "hardshrink_strided_half_half_half"}
+    h = torch.ones(4, 6, dtype=torch.float16)
+    dense = plan_unary("hardshrink", names, _iter(h, out=torch.float16), h, alpha=0.5, alpha_type=torch.float16)
+    assert dense.args == (Buffer(0), Buffer(1), Const("half", (0.5,))) and dense.threads == (24,)
+    assert plan_unary("hardshrink", names, _iter(h.t(), out=torch.float16), h.t(), alpha=0.5).kernel == \
+        "hardshrink_dense_half_half_half"  # a transposed dense tensor iterates as one dense dimension
+    t = h[:, ::2]
+    strided = plan_unary("hardshrink", names, _iter(t, out=torch.float16), t, alpha=0.5, alpha_type=torch.float16)
+    assert strided.kernel == "hardshrink_strided_half_half_half" and strided.threads == (3, 4)
+    assert strided.args[2:] == (Const("long*", (3, 4)), Const("long*", (4, 12)), Const("long*", (2, 6)),
+                                Const("uint", (2,)), Const("half", (0.5,)))
+
+
+def test_ternary_strided_cast_packs_all_four_types():
+    names = {"where_strided_cast_float", "where_dense_cast_float"}
+    cond, x = torch.ones(3, 1, dtype=torch.bool), torch.ones(3, 4)
+    launch = plan_ternary("where", names, _iter(cond, x, x), cond, x, x)
+    assert launch.kernel == "where_strided_cast_float"
+    assert launch.args[4:] == (Const("long*", (4, 3)), Const("long*", (4, 16)), Const("long*", (0, 1)),
+                               Const("long*", (4, 16)), Const("long*", (4, 16)), Const("uint", (2,)),
+                               Const("uint4", (11, 6, 6, 6)))
