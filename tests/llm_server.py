@@ -2,7 +2,7 @@
 
 `ScriptedLLM(script)` serves `/v1/chat/completions` from a list of steps, one per request, and
 `/v1/models`; it records every request body. A step is a reply dict (see `text_reply`,
-`tool_reply`), a `Status`, a `Delay`, `DROP` (close the connection without answering) or a
+`tool_reply`), a `Status`, a `Raw` body, a `Delay`, `DROP` (close the connection without answering) or a
 callable taking the request body and returning one of those.
 """
 
@@ -31,6 +31,14 @@ class Delay:
 
     seconds: float
     then: Any
+
+
+@dataclass(frozen=True)
+class Raw:
+    """Answer with these exact bytes (garbage, truncated JSON, a wrong shape) and a status."""
+
+    body: bytes
+    status: int = 200
 
 
 DROP = object()
@@ -144,6 +152,13 @@ class ScriptedLLM:
                     self.close_connection = True
                     self.connection.close()
                     return
+                if isinstance(step, Raw):
+                    self.send_response(step.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(step.body)))
+                    self.end_headers()
+                    self.wfile.write(step.body)
+                    return
                 if isinstance(step, Status):
                     self._send(step.code, {"error": {"message": step.message, "type": "scripted",
                                                      "code": str(step.code)}})
@@ -153,4 +168,4 @@ class ScriptedLLM:
         return Handler
 
 
-ScriptStep = dict | Status | Delay | Callable[[dict], Any] | object
+ScriptStep = dict | Status | Raw | Delay | Callable[[dict], Any] | object

@@ -243,6 +243,20 @@ class OpenAIProvider:
                 self._strike(strikes, f"{call.name}({call.arguments})", result)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
 
+    def _message_of(self, reply: Any, body: dict) -> Any:
+        """The first choice's message, after counting the reply's tokens (estimated when not reported).
+
+        A reply without a usable choice is an AgentError, never an AttributeError."""
+        prompt_tokens = _tokens(getattr(reply, "usage", None), "prompt_tokens")
+        completion_tokens = _tokens(getattr(reply, "usage", None), "completion_tokens")
+        self.budget.record(_estimate(body) if prompt_tokens is None else prompt_tokens, completion_tokens or 0)
+        choices = getattr(reply, "choices", None)
+        message = getattr(choices[0], "message", None) if isinstance(choices, list) and choices else None
+        if message is None or not hasattr(message, "tool_calls"):
+            raise AgentError("the endpoint returned no usable choice", location=str(self.client.base_url),
+                             hint="check that the server speaks chat completions")
+        return message
+
     def _strike(self, strikes: Counter, key: str, result: dict) -> None:
         strikes[key] += 1
         if strikes[key] >= self.config.provider.max_repeats:
@@ -281,17 +295,21 @@ class OpenAIProvider:
                 raise AgentError(f"endpoint refused the request: {_describe(err)}",
                                  location=str(self.client.base_url),
                                  hint="check the model name and the key (not retried)") from None
-            usage = reply.usage
-            self.budget.record(usage.prompt_tokens if usage else _estimate(body),
-                               usage.completion_tokens if usage else 0)
-            if not reply.choices:
-                raise AgentError("the endpoint returned no choices", location=str(self.client.base_url),
-                                 hint="check that the server speaks chat completions")
-            message = reply.choices[0].message
+            except (ValueError, openai.APIResponseValidationError) as err:  # a 200 whose body is not JSON
+                self.transcript.write("error", {"attempt": attempt, "retryable": False, "error": str(err)[:500]})
+                raise AgentError(f"the endpoint's reply is not a chat completion ({type(err).__name__})",
+                                 location=str(self.client.base_url),
+                                 hint="check that base_url ends in /v1 and the server speaks chat completions") from None
+            message = self._message_of(reply, body)
             self.transcript.write("reply", message.model_dump(exclude_none=True))
             self.transcript.write("usage", self.budget.total_usage())
             return message
         raise AssertionError("unreachable")
+
+
+def _tokens(usage: Any, name: str) -> int | None:
+    value = getattr(usage, name, None) if usage is not None else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _parse(schema: type[pydantic.BaseModel], content: str,

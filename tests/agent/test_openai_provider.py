@@ -12,7 +12,7 @@ from metalport.agent.provider import FixRequest, FunctorRequest, PrRequest
 from metalport.agent.transcript import read_transcript
 from metalport.errors import AgentError, BudgetExhausted
 from tests.agent.helpers import KERNEL, SECRET, make_provider, make_toolbox, make_tree
-from tests.llm_server import DROP, Delay, ScriptedLLM, Status, json_reply, text_reply, tool_reply
+from tests.llm_server import DROP, Delay, Raw, ScriptedLLM, Status, json_reply, text_reply, tool_reply
 
 FUNCTOR = "struct heaviside_functor { template <typename T> T operator()(T x, T v) { return x; } };"
 REQUEST = FunctorRequest(op="heaviside", family="binary", dtypes=("float", "half"),
@@ -167,6 +167,24 @@ def test_429_storm_then_success_is_retried(tmp_path: Path) -> None:
 def test_endless_429_ends_with_a_named_error(tmp_path: Path) -> None:
     with pytest.raises(AgentError, match=r"endpoint failed after 4 attempts: HTTP 429"):
         _functor(tmp_path, [Status(429)] * 4)
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    (b"<html>proxy error</html>", r"the endpoint's reply is not a chat completion \(JSONDecodeError\)"),
+    (b'{"object": "chat.completion", "choices": "nope"}', "the endpoint returned no usable choice"),
+    (b'{"object": "chat.completion", "choices": []}', "the endpoint returned no usable choice"),
+])
+def test_garbage_replies_are_named_errors_not_tracebacks(tmp_path: Path, body: bytes, message: str) -> None:
+    with pytest.raises(AgentError, match=message):
+        _functor(tmp_path, [Raw(body), json_reply(ANSWER)])
+
+
+def test_missing_usage_is_estimated(tmp_path: Path) -> None:
+    reply = json_reply(ANSWER)
+    reply["usage"] = {"prompt_tokens": None, "completion_tokens": None}
+    result, server, _ = _functor(tmp_path, [reply])
+    assert result.usage["input_tokens"] == len(json.dumps(server.requests[0]["messages"])) // 4
+    assert result.usage["output_tokens"] == 0
 
 
 @pytest.mark.parametrize("code", [400, 401, 404, 422])
