@@ -30,6 +30,9 @@ T heaviside(T x, T v) {
 int main() { return undeclared_name; }
 """
 
+# Installed plugins (benchmark, xdist) cost seconds per session and change nothing we parse.
+NO_PLUGINS = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
 TESTS = """\
 import unittest
 
@@ -146,7 +149,7 @@ def test_setup_error(broken):
     pass
 """)
     result = run_command([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_ops.py"],
-                         tmp_path, timeout_s=60)
+                         tmp_path, timeout_s=60, env_extra=NO_PLUGINS)
     report = parse_test_output(result.stdout)
     # pytest reports a unittest unexpected success as a failure ("Failed: Unexpected success").
     assert report == TestReport(1, 3, 1, 1, 1, 0, (
@@ -159,7 +162,7 @@ def test_pytest_xpassed_counts_as_unexpected_success(tmp_path: Path) -> None:
         "import pytest\n\n@pytest.mark.xfail(reason='known')\ndef test_x():\n    pass\n\n"
         "def test_ok():\n    pass\n")
     result = run_command([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_x.py"],
-                         tmp_path, timeout_s=60)
+                         tmp_path, timeout_s=60, env_extra=NO_PLUGINS)
     report = parse_test_output(result.stdout)
     assert report == TestReport(1, 0, 0, 0, 0, 1, ()) and not report.ok
 
