@@ -73,6 +73,10 @@ def test_fixture_migration_removes_legacy_code_and_abort_leaves_nothing(fixture_
     assert '"heaviside"' not in (tree / "torch/testing/_internal/common_mps.py").read_text()
     assert "REGISTER_BINARY_OP(heaviside, float, float);" in (tree / KERNEL).read_text()
 
+    # While it waits, the op's branch is taken: a second run is refused, naming the first.
+    with pytest.raises(PipelineError, match="run fx-1 of aten::heaviside is waiting for review on metalport/heav"):
+        start_run(fixture_repo, "aten::heaviside", EMULATED)
+
     # The reviewer's view on a TTY: summary, the full diff on request, then a decision.
     screen = io.StringIO()
     answers = io.StringIO("diff\nreject\n\nmaybe\nabort\n")
