@@ -99,7 +99,7 @@ def resume_run(repo_root: Path | str, run_id: str, decision: Decision | None = N
                                   hint="start a new run with `run-migration " f"{record.op}`")
         if snapshot.interrupts:
             if decision is None:
-                return driver.record_from(dict(snapshot.values), awaiting=True)
+                return driver.record_from({**snapshot.values, "stage": "approve"}, awaiting=True)
             return driver.drive(Command(resume=decision_value(decision)))
         if isinstance(decision, Abort) and record.status not in TERMINAL_STATUSES:
             values = dict(snapshot.values)

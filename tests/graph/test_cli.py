@@ -45,6 +45,9 @@ def test_dirty_tree_gate_without_input_then_reject_with_the_recipe_model(
     listed = json.loads(capsys.readouterr().out)
     assert [(r["run_id"], r["status"], r["stage"], r["attempts"], r["branch"]) for r in listed] == [
         ("cli-1", "awaiting-review", "approve", 1, "metalport/heaviside")]
+    assert main(["resume", "cli-1", "--repo", repo, "--json"]) == 0  # at the gate, no decision: unchanged
+    paused = json.loads(capsys.readouterr().out)
+    assert (paused["status"], paused["stage"], paused["attempts"]) == ("awaiting-review", "approve", 1)
     assert main(["runs", "--repo", repo]) == 0
     table = capsys.readouterr().out
     assert "cli-1" in table and "awaiting-review" in table and "metalport/heaviside" in table
