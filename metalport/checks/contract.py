@@ -21,7 +21,7 @@ from metalport.agent.recipes.host import _skip_to_close, has_legacy
 from metalport.agent.recipes.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
 from metalport.agent.recipes.resolve import host_line, mps_only_lines
 from metalport.checkout.layout import Checkout
-from metalport.checkout.sources import scan_sources
+from metalport.checkout.sources import Registration, Sources, scan_sources
 from metalport.errors import MetalportError, RegistryError
 from metalport.failure import Failure
 from metalport.registry.model import parse_registry
@@ -161,18 +161,19 @@ def _stub_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
         yield from _kernel_name_checks(worktree_root, plan, sources, reg)
 
 
-def _kernel_name_checks(worktree_root: Path, plan: PortPlan, sources: object, reg: object) -> Iterator[Failure]:
-    rel, fn = reg.where.file, reg.kernel.lstrip("&").split("::")[-1]  # type: ignore[attr-defined]
+def _kernel_name_checks(worktree_root: Path, plan: PortPlan, sources: Sources,
+                        reg: Registration) -> Iterator[Failure]:
+    rel, fn = reg.where.file, reg.kernel.lstrip("&").split("::")[-1]
     found = _function_body((worktree_root / rel).read_text(encoding="utf-8"), fn)
     if found is None:
-        yield _fail("kernel-name", f"{fn} registered for {plan.stub} is not defined", rel, reg.where.line)  # type: ignore[attr-defined]
+        yield _fail("kernel-name", f"{fn} registered for {plan.stub} is not defined", rel, reg.where.line)
         return
     line, body = found
     names = sorted(set(_EXEC_NAME.findall(body)))
     if not names:
         yield _fail("kernel-name", f"{fn} passes no kernel name to an exec_*_kernel call", rel, line)
         return
-    shader_ops = sources.shader_ops  # type: ignore[attr-defined]
+    shader_ops = sources.shader_ops
     metal_texts = {p: p.read_text(encoding="utf-8") for p in (worktree_root / "aten/src/ATen/native/mps/kernels")
                    .glob("*.metal")}
     for name in names:

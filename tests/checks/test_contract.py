@@ -99,7 +99,8 @@ def test_a_host_kernel_name_without_functors_fails_kernel_name(base: Checkout, p
     _edit(ported, HOST, lambda t: t.replace('(iter, "heaviside")', '(iter, "heavyside")'))
     failures = check_contract(base.root, ported, plan)
     assert _tags(failures) == {"kernel-name"}
-    assert failures[0].message == '[kernel-name] heaviside_mps_kernel runs kernel "heavyside" but no .metal file registers it'
+    assert failures[0].message == ('[kernel-name] heaviside_mps_kernel runs kernel "heavyside" but no .metal '
+                                   'file registers it')
     assert failures[0].file == HOST
 
 
@@ -119,7 +120,8 @@ def test_legacy_code_left_behind_fails_legacy(base: Checkout, plan: PortPlan, po
 
 @pytest.mark.parametrize("change, message", [
     (lambda t: t.replace('        UNIMPLEMENTED_XFAILLIST: dict[str, list | None] = {\n',
-                         '        UNIMPLEMENTED_XFAILLIST: dict[str, list | None] = {\n            "heaviside": None,\n'),
+                         '        UNIMPLEMENTED_XFAILLIST: dict[str, list | None] = {\n'
+                         '            "heaviside": None,\n'),
      "still has entry 'heaviside'"),
     (lambda t: t.replace('            "hypot": [torch.float16, torch.bfloat16],\n', ""),
      "lost entry 'hypot', which the plan does not remove"),

@@ -47,7 +47,8 @@ def make_compilable_fixture(tmp_path: Path) -> Checkout:
     checkout = make_fixture_checkout(tmp_path)
     rel = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
     text = read(checkout.root, rel)
-    text = text.replace("#include <c10/metal/utils.h>\n", "#include <c10/metal/indexing.h>\n#include <c10/metal/utils.h>\n")
+    text = text.replace("#include <c10/metal/utils.h>\n",
+                        "#include <c10/metal/indexing.h>\n#include <c10/metal/utils.h>\n")
     write(checkout.root, rel, text.replace("REGISTER_BINARY_OP(atan2, half, half);",
                                            "REGISTER_BINARY_OP(atan2, half, float);"))
     commit_all(checkout.root, "compilable shader")

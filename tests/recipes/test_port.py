@@ -91,7 +91,8 @@ def test_wheel_apply_writes_four_files_then_nothing(wheel_workspace: Checkout, w
 
 def test_fixture_plan_collapses_rows_and_removes_legacy(fixture_checkout: Checkout, fixture_plan: PortPlan) -> None:
     plan = fixture_plan
-    assert plan.rows == (RowChange("heaviside.out", 8, "    CPU, CUDA: heaviside_out", "    CPU, CUDA, MPS: heaviside_out"),
+    assert plan.rows == (RowChange("heaviside.out", 8, "    CPU, CUDA: heaviside_out",
+                                   "    CPU, CUDA, MPS: heaviside_out"),
                          RowChange("heaviside.out", 9, "    MPS: heaviside_out_mps", ""))
     assert (plan.status, plan.migrate) == ("mps-graph", True)
     assert plan.legacy == (LEGACY, "heaviside_out_mps") and plan.legacy_others == ()

@@ -8,6 +8,7 @@ from metalport.agent.recipes.xfail import XfailEntry, XfailRemoval, find_xfails,
 
 __all__ = [
     "NEEDS_LLM", "Family", "FunctorRecipe", "HostStub", "RecipePlan", "XfailEntry", "XfailRemoval",
-    "dtypes_for", "edit_host", "edit_kernel", "find_xfails", "insert_functor", "insert_stub", "plan_recipe", "recipe_table",
+    "dtypes_for", "edit_host", "edit_kernel", "find_xfails", "insert_functor", "insert_stub", "plan_recipe",
+    "recipe_table",
     "remove_legacy", "remove_xfails",
 ]

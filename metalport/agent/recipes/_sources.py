@@ -111,10 +111,10 @@ def _float_via_eval(name: str, comment: str, eval_body: str) -> str:
     )
 
 
-def _horner(var: str, coefficients: tuple[str, ...], indent: str = "    ") -> str:
-    """Statements leaving the polynomial in `var` (highest power first) in `r`."""
-    lines = [f"{indent}float r = {coefficients[0]};\n"]
-    lines += [f"{indent}r = ::metal::fma(r, {var}, {c});\n" for c in coefficients[1:]]
+def _horner(var: str, coefficients: tuple[str, ...], indent: str = "    ", result: str = "r") -> str:
+    """Statements leaving the polynomial in `var` (highest power first) in float `result`."""
+    lines = [f"{indent}float {result} = {coefficients[0]};\n"]
+    lines += [f"{indent}{result} = ::metal::fma({result}, {var}, {c});\n" for c in coefficients[1:]]
     return "".join(lines)
 
 
@@ -140,8 +140,8 @@ _NDTRI_EVAL = (
     "    if (w > 16.0f) {\n"
     "      const float s = v < 0.5f ? v : 1.0f - v;\n"
     "      const float q = ::metal::precise::sqrt(-2.0f * ::metal::precise::log(s));\n"
-    + _horner("q", _TAIL_NUM, "      ").replace("float r", "float num").replace("r = ::metal::fma(r,", "num = ::metal::fma(num,")
-    + _horner("q", _TAIL_DEN, "      ").replace("float r", "float den").replace("r = ::metal::fma(r,", "den = ::metal::fma(den,")
+    + _horner("q", _TAIL_NUM, "      ", "num")
+    + _horner("q", _TAIL_DEN, "      ", "den")
     + "      return v < 0.5f ? num / den : -num / den;\n"
     "    }\n"
     "    if (w < 5.0f) {\n"

@@ -7,14 +7,13 @@ Its registry rows, backlog status and family, the dispatch stub, the current MPS
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from metalport.backlog.model import BacklogItem, Family, Status
 from metalport.backlog.scan import scan_backlog
 from metalport.checkout.layout import Checkout
 from metalport.checkout.sources import MpsFunction, Registration, Sources, XfailEntry, scan_sources
 from metalport.errors import UnknownOpError
-from metalport.registry.model import Entry, Registry, load_registry
+from metalport.registry.model import DispatchLine, Entry, Registry, load_registry
 
 _HOST_KEYS = frozenset({"CPU", "CUDA"})
 
@@ -56,12 +55,12 @@ class Resolution:
         return tuple(dict.fromkeys(x.op for x in self.xfails))
 
 
-def mps_only_lines(entry: Entry) -> list:
+def mps_only_lines(entry: Entry) -> list[DispatchLine]:
     """The dispatch lines of `entry` that name MPS without CPU or CUDA (`MPS: x_mps`)."""
     return [d for d in entry.dispatch if "MPS" in d.keys and not _HOST_KEYS & set(d.keys)]
 
 
-def host_line(entry: Entry):  # -> DispatchLine | None
+def host_line(entry: Entry) -> DispatchLine | None:
     """The CPU (else CUDA) dispatch line of `entry`: the kernel MPS would share."""
     return entry.kernel_for("CPU") or entry.kernel_for("CUDA")
 
@@ -93,7 +92,3 @@ def resolve_op(checkout: Checkout, op: str, *, registry: Registry | None = None)
         xfails=item.xfail, registry=registry, sources=sources,
     )
 
-
-def rel_to(checkout: Checkout, path: Path | str) -> str:
-    """`path` relative to the checkout root, as a posix string."""
-    return Path(checkout.rel(Path(path))).as_posix()
