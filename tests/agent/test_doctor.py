@@ -29,17 +29,17 @@ def test_unreachable_endpoint_and_missing_key(monkeypatch: pytest.MonkeyPatch) -
     assert "API key $NO_SUCH_KEY: not set (export NO_SUCH_KEY before --model openai:...)" in report.lines()
 
 
-def test_doctor_command_says_the_key_is_set_without_printing_it(tmp_path, monkeypatch) -> None:
-    import subprocess
-    import sys
+def test_doctor_command_says_the_key_is_set_without_printing_it(tmp_path, monkeypatch, capsys) -> None:
+    from metalport.cli import main
 
     key = "sk-doctor-cli-secret-987654321"
-    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("OPENAI_")}
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", key)
     with ScriptedLLM([], models=("scripted-model",)) as server:
-        run = subprocess.run([sys.executable, "-m", "metalport", "doctor", "--base-url", server.base_url,
-                              "--model", "scripted-model", "--config", str(tmp_path / "none.yaml")],
-                             env={**env, "OPENAI_API_KEY": key}, capture_output=True, text=True, timeout=60)
-    assert "API key $OPENAI_API_KEY: set" in run.stdout and key not in run.stdout + run.stderr
-    assert f"endpoint {server.base_url}/: reachable" in run.stdout and "models: scripted-model" in run.stdout
-    assert "model scripted-model: listed" in run.stdout
-    assert server.requests == []
+        code = main(["doctor", "--base-url", server.base_url, "--model", "scripted-model",
+                     "--config", str(tmp_path / "none.yaml")])
+    out = capsys.readouterr()
+    assert "API key $OPENAI_API_KEY: set" in out.out and key not in out.out + out.err
+    assert f"endpoint {server.base_url}/: reachable" in out.out and "models: scripted-model" in out.out
+    assert "model scripted-model: listed" in out.out
+    assert server.requests == [] and code == 0

@@ -191,19 +191,17 @@ def test_budget_running_out_ends_the_run_with_its_evidence(repo: Path, tmp_path:
     assert saved["status"] == "budget-exhausted" and saved["usage"]["calls"] == 2
 
 
-def test_cli_run_out_of_budget_is_one_line_and_a_named_status(repo: Path, tmp_path: Path) -> None:
-    import os
-    import sys
+def test_cli_run_out_of_budget_is_a_named_status_not_a_traceback(repo: Path, tmp_path: Path, capsys) -> None:
+    from metalport.cli import main
 
     _add_real_missing_op(repo)
     op = "special_laguerre_polynomial_l"
     with ScriptedLLM([tool_reply(("show_op", {"op": f"aten::{op}"}))] * 3) as server:
         options = _options(tmp_path, server, "budget:\n  max_calls: 1\n")
-        proc = subprocess.run([sys.executable, "-m", "metalport", "run", f"aten::{op}", "--repo", str(repo),
-                               "--model", "openai:scripted-model", "--executor", "emulated", "--config",
-                               options.config_path, "--no-input", "--json"],
-                              env={**os.environ}, capture_output=True, text=True, timeout=300)
-    assert proc.returncode != 0 and "Traceback" not in proc.stderr + proc.stdout
-    record = json.loads(proc.stdout)
+        code = main(["run", f"aten::{op}", "--repo", str(repo), "--model", "openai:scripted-model",
+                     "--executor", "emulated", "--config", options.config_path, "--no-input", "--json"])
+    out = capsys.readouterr()
+    assert code != 0 and "Traceback" not in out.out + out.err
+    record = json.loads(out.out)
     assert record["status"] == "budget-exhausted" and record["usage"]["calls"] == 1
     assert len(server.requests) == 1 and SECRETS["OPENAI_API_KEY"] not in server.prompt_text()
