@@ -84,11 +84,17 @@ def _plain(value: numbers.Real) -> bool | int | float:
     return int(value) if isinstance(value, numbers.Integral) else float(value)
 
 
-def pack_values(values: Sequence[int | float | bool], c_type: str, *, where: str) -> bytes:
-    """Pack Python numbers as `c_type` (a scalar or vector name like `uint3`, padded as in Metal)."""
+def pack_values(values: Sequence[int | float | bool], c_type: str, *, where: str,
+                single: bool = False) -> bytes:
+    """Pack Python numbers as `c_type` (a scalar or vector name like `uint3`, padded as in Metal).
+
+    `single`: the parameter is one value (a reference), so exactly one element's worth is needed."""
     base, width = c_type.rstrip("234"), int(c_type[-1]) if c_type[-1] in "234" else 1
     if base not in SCALARS:
         raise KernelArgumentError(f"{where}: cannot pack a Python value as '{c_type}'; pass a tensor")
+    if (single and len(values) != width) or len(values) % width or not values:
+        wanted = f"{width} value{'s' if width > 1 else ''}" if single else f"a non-empty multiple of {width} values"
+        raise KernelArgumentError(f"{where}: '{c_type}' needs {wanted}, got {len(values)}")
     fmt = SCALARS[base][0]
     out = bytearray()
     for value in values:
@@ -150,9 +156,11 @@ def prepare(index: int, info: KernelInfo, param_types: Sequence[str], args: Sequ
             slots[arg.index or 0] = _tensor_buffer(value, arg, c_type, where)
             largest = max(largest, value.numel())
         elif isinstance(value, numbers.Real):
-            slots[arg.index or 0] = BytesBuffer(pack_values([_plain(value)], c_type, where=where))
+            slots[arg.index or 0] = BytesBuffer(pack_values([_plain(value)], c_type, where=where,
+                                                            single=not arg.is_pointer))
         elif isinstance(value, (list, tuple)) and all(isinstance(v, numbers.Real) for v in value):
-            slots[arg.index or 0] = BytesBuffer(pack_values([_plain(v) for v in value], c_type, where=where))
+            slots[arg.index or 0] = BytesBuffer(pack_values([_plain(v) for v in value], c_type, where=where,
+                                                            single=not arg.is_pointer))
         else:
             raise KernelArgumentError(f"{where}: expected a tensor, a number or a list of numbers, "
                                       f"got {type(value).__name__}")

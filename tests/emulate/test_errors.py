@@ -96,6 +96,8 @@ def test_binding_follows_buffer_attributes_not_parameter_order(plain: ShaderLibr
      "quotient argument d [[buffer(2)]]: 1.5 is a float but the parameter is 'int'"),
     (lambda lib, t: lib.quotient(t, t, 2**40, threads=4), KernelArgumentError,
      "quotient argument d [[buffer(2)]]: 1099511627776 does not fit 'int'"),
+    (lambda lib, t: lib.quotient(t, t, [1, 2], threads=4), KernelArgumentError,
+     "quotient argument d [[buffer(2)]]: 'int' needs 1 value, got 2"),
     (lambda lib, t: lib.quotient(t, t, "x", threads=4), KernelArgumentError,
      "expected a tensor, a number or a list of numbers, got str"),
     (lambda lib, t: lib.quotient(t, t, 1, threads=4, group_size=(64, 32)), KernelArgumentError,
