@@ -4,6 +4,7 @@ grad tests from OpInfo), its test path on real unittest sessions, and what it re
 from __future__ import annotations
 
 import dataclasses
+import os
 import stat
 import sys
 from pathlib import Path
@@ -128,3 +129,25 @@ def test_off_mac_the_compile_shader_pass_fails_before_the_build(tmp_path: Path) 
     assert "torch.backends.mps.is_available() is False" in failures[0].message
     assert not marker.exists()  # the full build never ran
     assert isinstance(AgentConfig().executor, ExecutorConfig)
+
+
+@pytest.mark.macos
+@pytest.mark.skipif(not os.environ.get("METALPORT_PYTORCH_CHECKOUT"),
+                    reason="opt-in: needs macOS with MPS and METALPORT_PYTORCH_CHECKOUT=<a built PyTorch checkout>")
+def test_heaviside_on_a_real_checkout(tmp_path: Path) -> None:
+    """On a Mac: plan and apply heaviside in a clone of a real checkout, then build and run its tests."""
+    from metalport.agent.recipes.port import apply_port, plan_port
+    from metalport.checkout import find_checkout
+    from metalport.checks.contract import check_contract
+    from tests.recipes.porting import clone
+
+    checkout = find_checkout(Path(os.environ["METALPORT_PYTORCH_CHECKOUT"]))
+    plan = plan_port(checkout, "heaviside")
+    wt = clone(checkout, tmp_path / "wt")
+    apply_port(plan, wt)
+    assert check_contract(checkout.root, wt, plan) == []
+    executor = select_executor("auto")
+    assert executor.name == "macos"
+    assert executor.build(wt, plan) == []
+    report, failures = executor.test(wt, plan, held_out=True)
+    assert (report.status, failures) == ("pass", [])
