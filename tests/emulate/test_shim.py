@@ -39,6 +39,7 @@ kernel void floats(device float* out [[buffer(0)]], constant float* x [[buffer(1
   half h = half(x[0]);
   out[10] = float(h * h);                   // half arithmetic rounds to half
   out[11] = float(numeric_limits<bfloat>::max());
+  out[12] = float(0.5h * 3h + 0.25h);       // MSL half literals
 }
 
 namespace extra {
@@ -80,7 +81,7 @@ def _bfloat(value: float) -> float:
 
 def test_float_constructs(probes: ShaderLibrary) -> None:
     x = torch.tensor([1.00390625 + 2**-9, 0.0078125, 1.7, 0.3], dtype=torch.float32)
-    out = torch.zeros(12)
+    out = torch.zeros(13)
     probes.floats(out, x, threads=4)
     assert out[0].item() == _bfloat(x[0].item())
     assert out[1].item() == _bfloat(_bfloat(x[0].item()) + _bfloat(x[1].item()))
@@ -95,6 +96,7 @@ def test_float_constructs(probes: ShaderLibrary) -> None:
     h = x[0].to(torch.float16)
     assert out[10].item() == (h * h).item()
     assert out[11].item() == torch.finfo(torch.bfloat16).max
+    assert out[12].item() == 1.75
 
 
 def test_integer_constructs_and_atomics(probes: ShaderLibrary) -> None:

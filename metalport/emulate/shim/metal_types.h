@@ -18,6 +18,22 @@ typedef unsigned char uchar;
 typedef unsigned long ulong;
 typedef _Float16 half;
 
+// MSL half literals (`0.5h`); a suffix without '_' is reserved in C++, hence the pragmas.
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wuser-defined-literals"
+#else
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wliteral-suffix"
+#endif
+constexpr half operator""h(long double v) { return half(v); }
+constexpr half operator""h(unsigned long long v) { return half(v); }
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#else
+#pragma GCC diagnostic pop
+#endif
+
 // bfloat: 16-bit storage; every operation is computed in float and rounded back
 // (round to nearest even), like a GPU without native bfloat arithmetic.
 struct bfloat {
