@@ -105,7 +105,8 @@ def main() -> int:
         totals[name] = total_in
         ok = ok and record.status == "awaiting-review"
     point = totals["pointwise port"]
-    print(f"\npointwise port: {point} input tokens vs target <= {TARGET_INPUT_TOKENS}: ratio {point / TARGET_INPUT_TOKENS:.2f}")
+    print(f"\npointwise port: {point} input tokens vs target <= {TARGET_INPUT_TOKENS}: "
+          f"ratio {point / TARGET_INPUT_TOKENS:.2f}")
     return 0 if ok and point <= TARGET_INPUT_TOKENS else 1
 
 

@@ -299,7 +299,8 @@ class OpenAIProvider:
                 self.transcript.write("error", {"attempt": attempt, "retryable": False, "error": str(err)[:500]})
                 raise AgentError(f"the endpoint's reply is not a chat completion ({type(err).__name__})",
                                  location=str(self.client.base_url),
-                                 hint="check that base_url ends in /v1 and the server speaks chat completions") from None
+                                 hint="check that base_url ends in /v1 and the server speaks chat "
+                                      "completions") from None
             message = self._message_of(reply, body)
             self.transcript.write("reply", message.model_dump(exclude_none=True))
             self.transcript.write("usage", self.budget.total_usage())

@@ -9,7 +9,6 @@ through the sandbox's `PathGuard` (allow-list, atomic write); reads and edits ar
 from __future__ import annotations
 
 import difflib
-import fnmatch
 import json
 import re
 from collections.abc import Callable, Iterable

@@ -53,7 +53,8 @@ def make_tree(root: Path) -> Path:
     return root
 
 
-def make_toolbox(root: Path, *, max_result_chars: int = 8000, allowed: tuple[str, ...] = (KERNEL,)) -> tuple[ToolBox, Checks]:
+def make_toolbox(root: Path, *, max_result_chars: int = 8000,
+                 allowed: tuple[str, ...] = (KERNEL,)) -> tuple[ToolBox, Checks]:
     checks = Checks(root)
     box = ToolBox(root, allowed, check=checks.check, conformance=checks.conformance,
                   show_op=lambda op: {"ok": True, "op": op, "rows": [f"{op}.out: MPS: {op}_out_mps"]},

@@ -169,8 +169,8 @@ def _add_real_missing_op(root: Path, op: str = "special_laguerre_polynomial_l") 
                                                    if b.startswith((f"{op}(", f"{op}."))))
     header = root / "aten/src/ATen/native/BinaryOps.h"
     stub = op.removeprefix("special_") + "_stub"
-    header.write_text(header.read_text().replace("} // namespace at::native",
-                                                 f"DECLARE_DISPATCH(structured_binary_fn, {stub})\n}} // namespace at::native"))
+    declaration = f"DECLARE_DISPATCH(structured_binary_fn, {stub})\n"
+    header.write_text(header.read_text().replace("} // namespace at::native", declaration + "} // namespace at::native"))
     for argv in (("add", "-A"), ("commit", "-q", "-m", f"add {op} from the registry")):
         subprocess.run([*GIT, *argv], cwd=root, check=True, capture_output=True, timeout=60)
 
