@@ -24,9 +24,9 @@ from metalport.checks.families import classify
 from metalport.checks.hostcode import find_host_code
 from metalport.checks.hostmodel import MissingKernel, UnmodelledCall
 from metalport.checks.report import NO_HOST_MODEL, ConformanceReport, DtypeVerdict
-from metalport.checks.runner import CaseResult, Prepared, dispatch, judge, prepare_case
+from metalport.checks.runner import REJECTED, CaseResult, Prepared, dispatch, judge, prepare_case
 from metalport.checks.samples import (Call, Family, bind, find_opinfo, held_out_operands, opinfo_calls,
-                                      random_operands, schema_template)
+                                      random_operands, random_tensor, schema_template)
 from metalport.errors import UnknownOpError, UsageError
 from metalport.failure import Failure
 
@@ -119,7 +119,7 @@ class _DtypeRun:
 
     def __init__(self, dtype: torch.dtype, where: tuple[str, int | None]) -> None:
         self.dtype, self.where = dtype, where
-        self.samples = self.passed = self.held = self.held_passed = self.skipped = 0
+        self.samples = self.passed = self.held = self.held_passed = self.skipped = self.rejected = 0
         self.worst: tuple[float, str] | None = None
         self.failures: list[Failure] = []
         self.held_inputs: list[str] = []
@@ -127,6 +127,9 @@ class _DtypeRun:
 
     def add(self, result: CaseResult, label: str, call: Call, held_out: bool) -> None:
         if result.skipped is not None:
+            if result.skipped.startswith(REJECTED):
+                self.rejected += 1  # a generated input torch itself refuses: no case, no host-model gap
+                return
             self.skipped += 1
             self.unmodelled.append(result.skipped)
             return
@@ -188,10 +191,25 @@ def build_cases(family: Family, base: str, packet: Any, dtype: torch.dtype, gen:
     ops = template.operands()
     for label, values, force in random_operands([ops[i] for i in tensor_slots], gen, RANDOM_CASES):
         cases.append((label, _substitute(template, tensor_slots, values), False, force))
+    mixed = _scalar_partner(dtype)
+    if len(tensor_slots) >= 2 and mixed is not None and ops[tensor_slots[-1]].dtype == dtype:
+        values = [random_tensor((6, 5), ops[i].dtype, gen) for i in tensor_slots[:-1]]
+        values.append(random_tensor((), mixed, gen))
+        cases.append((f"random 0-dim {str(mixed).removeprefix('torch.')} operand",
+                      _substitute(template, tensor_slots, values), False, None))
     if held_out:
         for label, values, force in held_out_operands([ops[i].dtype for i in tensor_slots], gen):
             cases.append((f"held-out {label}", _substitute(template, tensor_slots, values), True, force))
     return cases, skipped
+
+
+def _scalar_partner(dtype: torch.dtype) -> torch.dtype | None:
+    """A 0-dim operand dtype that keeps `dtype` as the result but makes the host cast (or promote)."""
+    if dtype == torch.bool or dtype.is_complex:
+        return None
+    if dtype.is_floating_point:
+        return torch.int64 if dtype == torch.float32 else torch.float32
+    return torch.int32 if dtype == torch.int64 else torch.int64
 
 
 def _substitute(template: Call, slots: list[int], values: Sequence[torch.Tensor]) -> Call:
@@ -252,6 +270,7 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
     seed = int.from_bytes(os.urandom(4), "little") if seed is None else seed
     verdicts = []
     unmodelled: list[str] = []
+    rejected = 0
     for dtype in wanted:
         gen = case_generator(seed, dtype)
         metal = {v: k for k, v in _metal_names().items()}[dtype]
@@ -273,8 +292,9 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
             result = judge(base, item, errors[id(item)]) if isinstance(item, Prepared) else item
             run.add(result, label, call, held)
         unmodelled += run.unmodelled
+        rejected += run.rejected
         verdicts.append(run.verdict())
-    return _report(name, chosen, tuple(verdicts), unmodelled, seed)
+    return _report(name, chosen, tuple(verdicts), unmodelled, rejected, seed)
 
 
 _DTYPE_SALT = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 3, torch.int32: 4, torch.int64: 5,
@@ -292,7 +312,7 @@ def _metal_names() -> dict[str, torch.dtype]:
     return METAL_DTYPES
 
 
-def _report(name: str, backend: str, verdicts: tuple[DtypeVerdict, ...], unmodelled: list[str],
+def _report(name: str, backend: str, verdicts: tuple[DtypeVerdict, ...], unmodelled: list[str], rejected: int,
             seed: int) -> ConformanceReport:
     counted = sum(d.samples + d.held_out_samples for d in verdicts)
     reason = None
@@ -300,6 +320,9 @@ def _report(name: str, backend: str, verdicts: tuple[DtypeVerdict, ...], unmodel
         kinds = sorted(set(unmodelled))
         reason = (f"{len(unmodelled)} calls skipped, {NO_HOST_MODEL}: " + "; ".join(kinds[:3])
                   + (f" (+{len(kinds) - 3} more)" if len(kinds) > 3 else ""))
+    if rejected:
+        dropped = f"{rejected} generated inputs dropped ({REJECTED})"
+        reason = f"{reason}; {dropped}" if reason else dropped
     if counted == 0:
         return ConformanceReport(name, backend, "no-host-model", verdicts,
                                  reason or f"no sample reached a modelled host convention; {NO_HOST_MODEL}", seed)

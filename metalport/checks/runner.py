@@ -15,6 +15,7 @@ from metalport.checks.samples import Call, Family
 from metalport.checks.tolerances import Tolerance, compare, tolerance_for
 
 _NO_MPS_DTYPES = (torch.float64, torch.complex128)
+REJECTED = "torch CPU rejects the inputs"
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def prepare_case(kernels: KernelSet, family: Family, name: str, call: Call, forc
     try:
         expected = call.run()
     except (RuntimeError, ValueError, TypeError, IndexError) as err:
-        return CaseResult(True, 0.0, skipped=f"torch CPU rejects the inputs ({type(err).__name__})")
+        return CaseResult(True, 0.0, skipped=f"{REJECTED} ({type(err).__name__})")
     if not isinstance(expected, torch.Tensor):
         return CaseResult(True, 0.0, skipped=f"{call.func.name()} returns no single tensor")
     if expected.dtype in _NO_MPS_DTYPES or any(t.dtype in _NO_MPS_DTYPES and t.dim() > 0 for t in call.operands()):
@@ -133,4 +134,4 @@ def dispatch(kernels: KernelSet, prepared: list[Prepared]) -> list[str | None]:
     return [next(errors) if p.launch is not None else None for p in prepared]
 
 
-__all__ = ["CaseResult", "MissingKernel", "Prepared", "dispatch", "judge", "plan", "prepare_case"]
+__all__ = ["REJECTED", "CaseResult", "MissingKernel", "Prepared", "dispatch", "judge", "plan", "prepare_case"]
