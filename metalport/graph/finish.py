@@ -12,8 +12,8 @@ from pathlib import Path
 import git
 
 from metalport.graph.base import remove_snapshot
+from metalport.graph.evidence import full_evidence
 from metalport.graph.nodes._common import load_worktree
-from metalport.graph.nodes.publish import full_evidence
 from metalport.graph.records import write_json
 from metalport.sandbox import remove_worktree
 

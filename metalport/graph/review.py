@@ -14,7 +14,7 @@ import git
 from rich.console import Console
 from rich.prompt import Prompt
 
-from metalport.graph.nodes.publish import verdict_lines
+from metalport.graph.evidence import describe_plan, verdict_lines
 from metalport.graph.records import Abort, Approve, Decision, Reject, RunRecord, parse_time, run_dir
 
 
@@ -25,25 +25,11 @@ def gate_commands(run_id: str) -> list[str]:
 
 
 def plan_lines(repo_root: Path, run_id: str) -> list[str]:
-    """The stored plan, one line per step."""
+    """The stored plan of a run, one line per step."""
     path = run_dir(repo_root, run_id) / "plan.json"
     if not path.is_file():
         return ["(no plan recorded)"]
-    plan = json.loads(path.read_text(encoding="utf-8"))
-    lines = [f"{plan.get('op')} ({plan.get('status')}, {plan.get('family')}): "
-             f"{'migrate from MPSGraph' if plan.get('migrate') else 'add native Metal support'}"]
-    for row in plan.get("rows", []):
-        after = row["after"].strip() or "(line removed)"
-        lines.append(f"  registry {row['entry']} line {row['line']}: {row['before'].strip()} -> {after}")
-    dtypes = ", ".join(plan.get("dtypes", []))
-    lines.append(f"  functor {plan.get('functor')} in {plan.get('kernel_file')} for {dtypes}")
-    lines.append(f"  host {plan.get('host_file')}: {plan.get('register_dispatch')}")
-    if plan.get("legacy"):
-        lines.append(f"  remove legacy {plan['legacy'][1]} in {plan['legacy'][0]}"
-                     + (f" and {plan['legacy_include']}" if plan.get("legacy_include") else ""))
-    if plan.get("xfail_keys"):
-        lines.append(f"  remove xfail entries {', '.join(plan['xfail_keys'])} from common_mps.py")
-    return lines
+    return describe_plan(json.loads(path.read_text(encoding="utf-8")))
 
 
 def worktree_diff(record: RunRecord, *, stat: bool) -> str:

@@ -21,6 +21,7 @@ from metalport.agent.transcript import Redactor
 from metalport.config import load_config
 from metalport.errors import PublishError
 from metalport.graph.context import RunContext, kill_point
+from metalport.graph.evidence import commit_evidence, describe_plan, full_evidence, verdict_lines
 from metalport.graph.nodes._common import load_plan, load_worktree
 from metalport.graph.state import PortState
 from metalport.publish import GitHubClient, commit_run, open_draft_pr, push_branch, write_bundle
@@ -41,12 +42,12 @@ def publish(state: PortState, runtime: Runtime[RunContext]) -> dict:
     """Commit the approved change, then open a draft PR (remote + token) or write a PR bundle."""
     ctx, port, worktree = runtime.context, load_plan(state), load_worktree(state)
     evidence = commit_evidence(state)
-    commit = commit_run(worktree, state["op"], migrate=bool(getattr(port, "migrate", False)), evidence=evidence)
+    commit = commit_run(worktree, state["op"], migrate=port.migrate, evidence=evidence)
     kill_point("publish:committed")
     redactor = Redactor()
     diff_stat = git.Repo(worktree.path).git.diff("--stat", f"{worktree.base_commit}..HEAD")
     body = redactor.text(ctx.provider.describe_pr(PrRequest(
-        op=state["op"], plan_summary="\n".join(f"- {k}: {v}" for k, v in evidence.items()),
+        op=state["op"], plan_summary="\n".join(f"- {line.strip()}" for line in describe_plan(state.get("plan", {}))),
         diff_stat=diff_stat, verdicts=tuple(verdict_lines(state)), usage=dict(state.get("usage", {})))))
     usage = ctx.total_usage(ctx.provider.usage())
     update: dict = {"stage": "publish", "status": "published", "commit": commit.sha, "usage": usage,
@@ -64,51 +65,6 @@ def publish(state: PortState, runtime: Runtime[RunContext]) -> dict:
                           evidence=redactor.any(full_evidence(state, commit.sha)))
     return {**update, "bundle_path": str(bundle), "reason": f"committed {commit.sha[:12]} on {worktree.branch}; "
             f"PR bundle in {bundle}"}
-
-
-def commit_evidence(state: PortState) -> dict[str, str]:
-    """The evidence lines of the commit body (plan and verdicts in numbers)."""
-    plan, verdicts = state.get("plan", {}), state.get("verdicts", {})
-    lines = {"Plan": f"{plan.get('functor')} in {plan.get('kernel_file')} for {', '.join(plan.get('dtypes') or ())}; "
-                     f"{plan.get('register_dispatch')} in {plan.get('host_file')}"}
-    for line in verdict_lines(state):
-        name, _, text = line.partition(": ")
-        lines[name.capitalize()] = text
-    lines["Attempts"] = str(state.get("attempts", 0))
-    lines["Model"] = str(state["options"].get("model", "recipe"))
-    if not verdicts:
-        lines["Verdicts"] = "none recorded"
-    return lines
-
-
-def verdict_lines(state: PortState) -> list[str]:
-    """One line per verdict with its numbers: `check: passed`, `test: 3 dtypes, 120/120 samples ...`."""
-    out = []
-    for name, verdict in state.get("verdicts", {}).items():
-        text = "passed" if verdict.get("ok") else (
-            f"failed ({verdict.get('failures')} failure(s)): {verdict.get('first')}")
-        report = verdict.get("report") or {}
-        dtypes = report.get("dtypes") or []
-        if dtypes:
-            samples = sum(int(d.get("samples", 0)) for d in dtypes)
-            passed = sum(int(d.get("passed", 0)) for d in dtypes)
-            held = sum(int(d.get("held_out_samples", 0)) for d in dtypes)
-            held_ok = sum(int(d.get("held_out_passed", 0)) for d in dtypes)
-            worst = max((d.get("worst_error") or 0.0 for d in dtypes), default=0.0)
-            text += (f"; {report.get('backend', verdict.get('executor'))} conformance on {len(dtypes)} dtype(s): "
-                     f"{passed}/{samples} samples, {held_ok}/{held} held-out, worst error {worst:g}")
-        elif verdict.get("executor"):
-            text += f" ({verdict['executor']}, {verdict.get('seconds', 0)} s)"
-        out.append(f"{name}: {text}")
-    return out
-
-
-def full_evidence(state: PortState, commit: str | None = None) -> dict:
-    """Everything a reviewer needs, as JSON data: plan, verdicts, attempts, usage, commit."""
-    return {"run_id": state.get("run_id"), "op": state.get("op"), "plan": state.get("plan", {}),
-            "verdicts": state.get("verdicts", {}), "attempts": state.get("attempts", 0),
-            "usage": state.get("usage", {}), "model": state.get("options", {}).get("model"),
-            "commit": commit, "feedback": state.get("feedback"), "failures": state.get("failures", [])}
 
 
 def _target(state: PortState, ctx: RunContext) -> tuple[PublishTarget | None, str | None]:

@@ -1,0 +1,76 @@
+"""The evidence of a run as text and data: the plan in words, verdicts in numbers, the commit body.
+
+Pure functions of the state (or of `run.json` / `plan.json` data), shared by the gate, the commit
+and PR, and the run folder's evidence.json.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+
+def describe_plan(plan: dict) -> list[str]:
+    """A plan (`PortPlan.to_dict()`), one line per step: registry rows, functor, host, removals."""
+    lines = [f"{plan.get('op')} ({plan.get('status')}, {plan.get('family')}): "
+             f"{'migrate from MPSGraph' if plan.get('migrate') else 'add native Metal support'}"]
+    for row in plan.get("rows", []):
+        after = row["after"].strip() or "(line removed)"
+        lines.append(f"  registry {row['entry']} line {row['line']}: {row['before'].strip()} -> {after}")
+    dtypes = ", ".join(plan.get("dtypes", []))
+    lines.append(f"  functor {plan.get('functor')} in {plan.get('kernel_file')} for {dtypes}")
+    lines.append(f"  host {plan.get('host_file')}: {plan.get('register_dispatch')}")
+    if plan.get("legacy"):
+        lines.append(f"  remove legacy {plan['legacy'][1]} in {plan['legacy'][0]}"
+                     + (f" and {plan['legacy_include']}" if plan.get("legacy_include") else ""))
+    if plan.get("xfail_keys"):
+        lines.append(f"  remove xfail entries {', '.join(plan['xfail_keys'])} from common_mps.py")
+    return lines
+
+
+def commit_evidence(state: Mapping) -> dict[str, str]:
+    """The evidence lines of the commit body: what changed, then the verdicts in numbers."""
+    plan = state.get("plan", {})
+    dtypes = ", ".join(plan.get("dtypes") or ())
+    lines = {"Kernel": f"{plan.get('functor')} in {plan.get('kernel_file')} for {dtypes}",
+             "Host": f"{(plan.get('register_dispatch') or '').rstrip(';')} in {plan.get('host_file')}",
+             "Registry": f"{len(plan.get('rows') or ())} dispatch line(s) changed in native_functions.yaml"}
+    removed = [f"{plan['legacy'][1]} ({plan['legacy'][0]})"] if plan.get("legacy") else []
+    removed += [f"xfail {key}" for key in plan.get("xfail_keys") or ()]
+    if removed:
+        lines["Removed"] = ", ".join(removed)
+    for line in verdict_lines(state):
+        name, _, text = line.partition(": ")
+        lines[name.capitalize()] = text
+    lines["Attempts"] = str(state.get("attempts", 0))
+    lines["Model"] = str(state["options"].get("model", "recipe"))
+    return lines
+
+
+def verdict_lines(state: Mapping) -> list[str]:
+    """One line per verdict with its numbers: `check: passed`, `test: passed; ... 117/117 samples ...`."""
+    out = []
+    for name, verdict in state.get("verdicts", {}).items():
+        text = "passed" if verdict.get("ok") else (
+            f"failed ({verdict.get('failures')} failure(s)): {verdict.get('first')}")
+        report = verdict.get("report") or {}
+        dtypes = report.get("dtypes") or []
+        if dtypes:
+            samples = sum(int(d.get("samples", 0)) for d in dtypes)
+            passed = sum(int(d.get("passed", 0)) for d in dtypes)
+            held = sum(int(d.get("held_out_samples", 0)) for d in dtypes)
+            held_ok = sum(int(d.get("held_out_passed", 0)) for d in dtypes)
+            worst = max((d.get("worst_error") or 0.0 for d in dtypes), default=0.0)
+            text += (f"; {report.get('backend', verdict.get('executor'))} conformance on {len(dtypes)} dtype(s): "
+                     f"{passed}/{samples} samples, {held_ok}/{held} held-out, worst error {worst:g}")
+        elif verdict.get("executor"):
+            text += f" ({verdict['executor']}, {verdict.get('seconds', 0)} s)"
+        out.append(f"{name}: {text}")
+    return out
+
+
+def full_evidence(state: Mapping, commit: str | None = None) -> dict:
+    """Everything a reviewer needs, as JSON data: plan, verdicts, attempts, usage, commit."""
+    return {"run_id": state.get("run_id"), "op": state.get("op"), "plan": state.get("plan", {}),
+            "verdicts": state.get("verdicts", {}), "attempts": state.get("attempts", 0),
+            "usage": state.get("usage", {}), "model": state.get("options", {}).get("model"),
+            "commit": commit, "feedback": state.get("feedback"), "failures": state.get("failures", [])}
