@@ -142,7 +142,8 @@ def prepare(index: int, info: KernelInfo, param_types: Sequence[str], args: Sequ
         raise KernelArgumentError(f"{name} takes {len(buffers)} arguments ({listed}), got {len(args)}")
     grid = _dims(threads, "threads", name)
     assert grid is not None
-    group = _dims(group_size, "group_size", name) or (max(1, min(grid[0], 256)), 1, 1)
+    # torch.mps's default: one row of min(threads, maxTotalThreadsPerThreadgroup)
+    group = _dims(group_size, "group_size", name) or (max(1, min(grid[0], MAX_GROUP_THREADS)), 1, 1)
     if 0 in group or group[0] * group[1] * group[2] > MAX_GROUP_THREADS:
         raise KernelArgumentError(f"{name}: group_size={group_size!r} must be positive and at most "
                                   f"{MAX_GROUP_THREADS} threads in all")
