@@ -127,22 +127,23 @@ REGISTER_DISPATCH(atan2_stub, &atan2_mps_kernel)
 
 BINARY_KERNEL_METAL = """\
 // Fixture shaders: one functor per op, instantiated by a registration macro.
+#include <c10/metal/indexing.h>
 #include <c10/metal/utils.h>
 #include <metal_stdlib>
 using namespace metal;
 
 struct atan2_functor {
   template <typename T>
-  inline float operator()(const T a, const T b) {
-    return ::metal::precise::atan2(float(a), float(b));
+  inline T operator()(const T a, const T b) {
+    return static_cast<T>(::metal::precise::atan2(float(a), float(b)));
   }
 };
 
 struct logaddexp_functor {
   template <typename T>
-  inline float operator()(const T a, const T b) {
+  inline T operator()(const T a, const T b) {
     const float x = float(a), y = float(b);
-    return ::metal::max(x, y) + ::metal::log(1 + ::metal::exp(-::metal::abs(x - y)));
+    return static_cast<T>(::metal::max(x, y) + ::metal::log(1 + ::metal::exp(-::metal::abs(x - y))));
   }
 };
 

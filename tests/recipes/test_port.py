@@ -200,7 +200,7 @@ def test_new_code_follows_the_trees_clang_format(fixture_checkout: Checkout, fix
     kernel = read(wt, KERNEL)
     functor = kernel[kernel.index("struct heaviside_functor"):kernel.index("REGISTER_BINARY_OP(atan2")]
     assert max(len(line) for line in functor.splitlines()) <= 60
-    assert "struct atan2_functor {\n  template <typename T>\n  inline float operator()" in kernel  # old code kept
+    assert "struct atan2_functor {\n  template <typename T>\n  inline T operator()" in kernel  # old code kept
     unformatted = read(clone(fixture_checkout, tmp_path / "plain"), KERNEL)
     assert unformatted == read(fixture_checkout.root, KERNEL)
 
