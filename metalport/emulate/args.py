@@ -132,7 +132,7 @@ def _tensor_buffer(tensor: Any, arg: KernelArg, c_type: str, where: str) -> Tens
                         write_back=arg.address_space == "device")
 
 
-def prepare(index: int, info: KernelInfo, param_types: Sequence[str], args: Sequence[Any],
+def prepare(kernel: int, info: KernelInfo, param_types: Sequence[str], args: Sequence[Any],
             threads: int | Sequence[int], group_size: int | Sequence[int] | None) -> PreparedCall:
     """Validate a call of kernel `info` and bind its arguments by buffer index."""
     name = info.host_name
@@ -166,6 +166,13 @@ def prepare(index: int, info: KernelInfo, param_types: Sequence[str], args: Sequ
             raise KernelArgumentError(f"{where}: expected a tensor, a number or a list of numbers, "
                                       f"got {type(value).__name__}")
     total = grid[0] * grid[1] * grid[2]
+    for slot in info.grid_indexed:
+        buf = slots.get(slot)
+        if isinstance(buf, TensorBuffer) and buf.tensor.numel() < total:
+            arg = next(a for a in buffers if a.index == slot)
+            raise KernelArgumentError(f"{name} argument {arg.name} [[buffer({slot})]]: tensor has "
+                                      f"{buf.tensor.numel()} elements but the kernel indexes it by thread "
+                                      f"position over {total} threads")
     tensors = [b for b in slots.values() if isinstance(b, TensorBuffer)]
     # Kernels with atomic buffers (histograms, counters) legitimately run more threads than elements.
     atomic = any("atomic" in a.c_type for a in buffers)
@@ -173,5 +180,5 @@ def prepare(index: int, info: KernelInfo, param_types: Sequence[str], args: Sequ
         raise KernelArgumentError(f"{name}: grid of {total} threads {grid} is larger than the data "
                                   f"(largest tensor argument has {largest} elements)")
     width = max(slots, default=-1) + 1
-    return PreparedCall(kernel=index, name=name, buffers=tuple(slots.get(i) for i in range(width)),
+    return PreparedCall(kernel=kernel, name=name, buffers=tuple(slots.get(i) for i in range(width)),
                         threads=grid, group=group)

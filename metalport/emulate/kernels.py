@@ -56,6 +56,9 @@ class KernelInfo:
     template: str
     args: tuple[KernelArg, ...]
     uses_threadgroup: bool
+    # Buffer indices the body subscripts with the 1-D thread position (`out[tid]`): each must
+    # hold at least one element per thread.
+    grid_indexed: tuple[int, ...] = ()
 
     @property
     def buffers(self) -> tuple[KernelArg, ...]:
@@ -65,7 +68,8 @@ class KernelInfo:
     def to_dict(self) -> dict[str, object]:
         """The kernel as a JSON-ready dict."""
         return {"host_name": self.host_name, "template": self.template,
-                "args": [a.to_dict() for a in self.args], "uses_threadgroup": self.uses_threadgroup}
+                "args": [a.to_dict() for a in self.args], "uses_threadgroup": self.uses_threadgroup,
+                "grid_indexed": list(self.grid_indexed)}
 
 
 @dataclass(frozen=True)
@@ -337,6 +341,17 @@ def _bindable(spec: KernelSpec, problems: list[str]) -> bool:
     return not unbound
 
 
+def _grid_indexed(args: tuple[KernelArg, ...], body: str) -> tuple[int, ...]:
+    """Buffers subscripted directly by a scalar `[[thread_position_in_grid]]` parameter."""
+    position = next((a for a in args if a.attribute == "thread_position_in_grid"
+                     and not a.c_type.endswith(("2", "3", "4")) and a.name), None)
+    if position is None:
+        return ()
+    return tuple(sorted(a.index for a in args if a.attribute == "buffer" and a.is_pointer and a.name
+                        and a.index is not None and a.c_type != "void"
+                        and re.search(rf"\b{re.escape(a.name)}\s*\[\s*{re.escape(position.name)}\s*\]", body)))
+
+
 def _spec(host_name: str, callee: str, decls: tuple[str, ...], definition: Definition,
           tu_threadgroup: bool) -> KernelSpec:
     """Bind `decls` (the callee's parameters) by the attributes of `definition`'s parameters."""
@@ -348,6 +363,7 @@ def _spec(host_name: str, callee: str, decls: tuple[str, ...], definition: Defin
                               address_space=bound.address_space, is_pointer=bound.is_pointer,
                               attribute=bound.attribute, index=bound.index))
     info = KernelInfo(host_name=host_name, template=callee, args=tuple(args),
-                      uses_threadgroup=tu_threadgroup or _uses_threadgroup(tuple(args), definition.body))
+                      uses_threadgroup=tu_threadgroup or _uses_threadgroup(tuple(args), definition.body),
+                      grid_indexed=_grid_indexed(tuple(args), definition.body))
     clean = tuple(_ATTR.sub(" ", d) for d in decls)
     return KernelSpec(info=info, callee=callee, param_decls=clean)

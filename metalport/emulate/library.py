@@ -39,7 +39,8 @@ def _info_from_dict(data: dict[str, Any]) -> KernelInfo:
     """A KernelInfo from its manifest dict."""
     return KernelInfo(host_name=data["host_name"], template=data["template"],
                       args=tuple(KernelArg(**a) for a in data["args"]),
-                      uses_threadgroup=bool(data["uses_threadgroup"]))
+                      uses_threadgroup=bool(data["uses_threadgroup"]),
+                      grid_indexed=tuple(data.get("grid_indexed", ())))
 
 
 class ShaderLibrary:
@@ -56,7 +57,7 @@ class ShaderLibrary:
             args = tuple(KernelArg(**{**a.to_dict(), "c_type": t if t != "?" else a.c_type})
                          for a, t in zip(info.args, entry["param_types"]))
             info = KernelInfo(host_name=info.host_name, template=info.template, args=args,
-                              uses_threadgroup=info.uses_threadgroup)
+                              uses_threadgroup=info.uses_threadgroup, grid_indexed=info.grid_indexed)
             self.kernels[info.host_name] = info
             self._index[info.host_name] = i
             self._param_types[info.host_name] = list(entry["param_types"])

@@ -91,7 +91,13 @@ def test_binding_follows_buffer_attributes_not_parameter_order(plain: ShaderLibr
      "quotient argument out [[buffer(0)]]: tensor dtype float32 does not match the buffer's element type "
      "'int' (expects int32)"),
     (lambda lib, t: lib.quotient(t, t, 1, threads=5), KernelArgumentError,
-     "quotient: grid of 5 threads (5, 1, 1) is larger than the data (largest tensor argument has 4 elements)"),
+     "quotient argument out [[buffer(0)]]: tensor has 4 elements but the kernel indexes it by thread position "
+     "over 5 threads"),
+    (lambda lib, t: lib.scale_inplace(t.float(), 2.0, threads=(5, 1)), KernelArgumentError,
+     "scale_inplace: grid of 5 threads (5, 1, 1) is larger than the data (largest tensor argument has 4 elements)"),
+    (lambda lib, t: lib.quotient(t, t[:3], 1, threads=4), KernelArgumentError,
+     "quotient argument a [[buffer(1)]]: tensor has 3 elements but the kernel indexes it by thread position "
+     "over 4 threads"),
     (lambda lib, t: lib.quotient(t, t, 1.5, threads=4), KernelArgumentError,
      "quotient argument d [[buffer(2)]]: 1.5 is a float but the parameter is 'int'"),
     (lambda lib, t: lib.quotient(t, t, 2**40, threads=4), KernelArgumentError,

@@ -151,7 +151,9 @@ def test_kernel_table_binds_by_attribute(lib: ShaderLibrary) -> None:
     assert info.args[3].c_type == "float" and not info.args[3].is_pointer
     assert info.args[4].c_type == "long" and info.args[4].is_pointer and info.args[4].address_space == "constant"
     assert info.args[0].address_space == "device" and info.args[0].c_type == "void"
-    assert not info.uses_threadgroup
+    assert not info.uses_threadgroup and info.grid_indexed == ()
+    assert lib.kernels["absdiff_dense_float_float"].grid_indexed == (0, 1, 2)  # out[tid], input[tid], other[tid]
+    assert lib.kernels["absdiff_dense_ilp4_float_float"].grid_indexed == ()
     assert "softsign_strided_castout_int" in lib.function_names()
 
 
