@@ -347,6 +347,9 @@ def _grid_indexed(args: tuple[KernelArg, ...], body: str) -> tuple[int, ...]:
                      and not a.c_type.endswith(("2", "3", "4")) and a.name), None)
     if position is None:
         return ()
+    pos = re.escape(position.name)
+    if re.search(rf"\b{pos}\s*(?:<|>|<=|>=)|(?:<|>|<=|>=)\s*{pos}\b", body):
+        return ()  # a bounds guard: the host may launch more threads than elements
     return tuple(sorted(a.index for a in args if a.attribute == "buffer" and a.is_pointer and a.name
                         and a.index is not None and a.c_type != "void"
                         and re.search(rf"\b{re.escape(a.name)}\s*\[\s*{re.escape(position.name)}\s*\]", body)))

@@ -15,6 +15,8 @@ __mK__ void scale(__mD__ T* out [[buffer(1)]], __mshC__ T& by [[buffer(0)]],
 template [[host_name("scale_" "float")]] __mK__ void scale<float>(__mD__ float* out, __mshC__ float& by,
                                                            uint2 pos, uint lane);
 __mK__ void fill(__mD__ int* out [[buffer(0)]], uint i [[thread_position_in_grid]]) { out[i] = 1; }
+__mK__ void guarded(__mD__ int* out [[buffer(0)]], __mshC__ uint& n [[buffer(1)]],
+                    uint i [[thread_position_in_grid]]) { if (i >= n) return; out[i] = 1; }
 namespace {
 [[host_name("zero_all")]] __mK__ void zero(__mD__ int* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {}
 }
@@ -29,7 +31,9 @@ def test_bindings_come_from_the_definition_attributes() -> None:
     assert "template [[" not in text and text.count("\n") == TEXT.count("\n")
     specs, problems = build_specs(text, hosts)
     by_name = {s.info.host_name: s for s in specs}
-    assert sorted(by_name) == ["fill", "scale_float", "zero_all"]
+    assert sorted(by_name) == ["fill", "guarded", "scale_float", "zero_all"]
+    assert by_name["fill"].info.grid_indexed == (0,)  # out[i]: one element per thread
+    assert by_name["guarded"].info.grid_indexed == ()  # bounds-checked: the grid may be larger
     scale = by_name["scale_float"]
     assert scale.callee == "::ops::scale<float>"
     assert [(a.name, a.c_type, a.address_space, a.is_pointer, a.attribute, a.index) for a in scale.info.args] == [
