@@ -44,15 +44,11 @@ def commits_on(repo: Path, branch: str, base: str = "main") -> list[str]:
 
 @pytest.fixture
 def fixture_repo(tmp_path: Path) -> Path:
-    """Our fixture checkout (heaviside on MPSGraph, with legacy .mm code and an xfail entry), its
-    shader made compilable like PyTorch's: `indexing.h` included, atan2's half row returning float."""
+    """Our fixture checkout (heaviside on MPSGraph, with legacy .mm code and an xfail entry), with a
+    git identity for the commits tests add."""
     root = make_fixture_checkout(tmp_path).root
-    kernel = root / "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
-    kernel.write_text(kernel.read_text().replace("#include <c10/metal/utils.h>", "#include <c10/metal/indexing.h>")
-                      .replace("REGISTER_BINARY_OP(atan2, half, half);", "REGISTER_BINARY_OP(atan2, half, float);"))
     git(root, "config", "user.name", "Fixture")
     git(root, "config", "user.email", "fixture@localhost")
-    git(root, "commit", "-q", "-am", "fixture shader: include indexing.h")
     return root
 
 
