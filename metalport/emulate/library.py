@@ -12,6 +12,7 @@ import difflib
 import importlib.util
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,7 @@ class ShaderLibrary:
         self.workers = workers if workers is not None else (os.cpu_count() or 1)
         self._worker = Worker(so_path)
         self._shared: SharedBuffer | None = None
+        self._lock = threading.Lock()  # one request at a time through the worker's pipe
 
     @property
     def timeout_s(self) -> float:
@@ -124,6 +126,11 @@ class ShaderLibrary:
         calls = [c for c in calls if c.threads[0] * c.threads[1] * c.threads[2] > 0]
         if not calls:
             return
+        with self._lock:
+            self._execute_locked(calls)
+
+    def _execute_locked(self, calls: list[PreparedCall]) -> None:
+        """`_execute` with the library's lock held."""
         slots: dict[tuple[int, int] | int, int] = {}
         blobs: list[TensorBuffer | BytesBuffer] = []
         plan: list[list[int | None]] = []
