@@ -40,6 +40,7 @@ kernel void floats(device float* out [[buffer(0)]], constant float* x [[buffer(1
   out[10] = float(h * h);                   // half arithmetic rounds to half
   out[11] = float(numeric_limits<bfloat>::max());
   out[12] = float(0.5h * 3h + 0.25h);       // MSL half literals
+  out[13] = exp10(x[2]);
 }
 
 namespace extra {
@@ -81,7 +82,7 @@ def _bfloat(value: float) -> float:
 
 def test_float_constructs(probes: ShaderLibrary) -> None:
     x = torch.tensor([1.00390625 + 2**-9, 0.0078125, 1.7, 0.3], dtype=torch.float32)
-    out = torch.zeros(13)
+    out = torch.zeros(14)
     probes.floats(out, x, threads=4)
     assert out[0].item() == _bfloat(x[0].item())
     assert out[1].item() == _bfloat(_bfloat(x[0].item()) + _bfloat(x[1].item()))
@@ -97,6 +98,7 @@ def test_float_constructs(probes: ShaderLibrary) -> None:
     assert out[10].item() == (h * h).item()
     assert out[11].item() == torch.finfo(torch.bfloat16).max
     assert out[12].item() == 1.75
+    assert out[13].item() == pytest.approx(10 ** x[2].item(), rel=2e-7)
 
 
 def test_integer_constructs_and_atomics(probes: ShaderLibrary) -> None:
