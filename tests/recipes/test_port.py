@@ -222,7 +222,7 @@ def test_ternary_plan_for_addcmul(wheel_workspace: Checkout, tmp_path: Path) -> 
     plan = plan_port(wheel_workspace, "addcmul")
     assert plan.family == "ternary-pointwise" and plan.host_family == "ternary"
     assert plan.kernel_file == "aten/src/ATen/native/mps/kernels/TernaryKernel.metal"
-    assert plan.registrations[1] == "REGISTER_OPMATH_TERNARY_OP(addcmul, half, half);"
+    assert plan.registrations[1] == "REGISTER_TERNARY_OP(addcmul, half, half);"
     assert [r.after.strip() for r in plan.rows] == ["CPU, CUDA, MTIA, MPS: addcmul_out", ""]
     wt = clone(wheel_workspace, tmp_path / "wt")
     apply_port(plan, wt)

@@ -265,14 +265,17 @@ SOURCES: dict[str, str] = {
         "    const float t = ::metal::precise::tanh(::c10::metal::log1p(::metal::exp(v)));\n"
         "    const float s = 1.0f / (1.0f + ::metal::exp(-v));\n"
         "    return static_cast<T>(static_cast<float>(grad) * (t + v * s * (1.0f - t * t)));\n"),
+    # REGISTER_TERNARY_OP (not the opmath variant) hands the functor the inputs converted to T,
+    # as CPU casts every input to the common dtype; the float math below then matches CPU's,
+    # which computes half and bfloat16 in float.
     "addcmul": (
         "struct addcmul_functor {\n"
-        "  // self + t1 * t2; the host stub has already folded `value` into t1, as CPU\n"
-        "  // evaluates (value * t1) * t2.\n"
+        "  // self + t1 * t2, fused like CPU's vectorised loop (inf + a huge product stays inf);\n"
+        "  // the host stub has already folded `value` into t1, as CPU evaluates (value * t1) * t2.\n"
         "  template <typename T>\n"
         f"  inline {_FLOAT} operator()(const T self, const T t1, const T t2) {{\n"
-        "    // fused like CPU's vectorised a + b * c: inf + (huge product) stays inf.\n"
-        "    return ::metal::fma(t1, t2, self);\n"
+        "    return static_cast<T>(::metal::fma(static_cast<float>(t1), static_cast<float>(t2),\n"
+        "                                       static_cast<float>(self)));\n"
         "  }\n"
         "  template <typename T>\n"
         f"  inline {_INT} operator()(const T self, const T t1, const T t2) {{\n"
@@ -281,8 +284,8 @@ SOURCES: dict[str, str] = {
         "};\n"),
     "addcdiv": _float_only(
         "addcdiv", "const T self, const T t1, const T t2",
-        "    // self + t1 / t2; `value` is folded into t1 by the host stub.\n"
-        "    return self + t1 / t2;\n"),
+        "    // self + t1 / t2 in float; `value` is folded into t1 by the host stub.\n"
+        "    return static_cast<T>(static_cast<float>(self) + static_cast<float>(t1) / static_cast<float>(t2));\n"),
     "sub": (
         "struct sub_functor {\n"
         "  // self - alpha * other; alpha arrives in the input's own type.\n"

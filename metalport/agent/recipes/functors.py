@@ -70,7 +70,6 @@ class FunctorRecipe:
     opinfo: str  # OpInfo name whose CPU dtypes are registered
     source: str
     floating_only: bool = False  # the functor has no integral branch
-    opmath: bool = False  # ternary only: REGISTER_OPMATH_TERNARY_OP (half/bfloat computed in float)
 
     def __post_init__(self) -> None:
         if f"struct {self.functor} " not in self.source:
@@ -82,8 +81,6 @@ class FunctorRecipe:
 
     @property
     def macro(self) -> str:
-        if self.opmath and self.family is Family.TERNARY:
-            return "REGISTER_OPMATH_TERNARY_OP"
         return _MACRO[self.family]
 
     @property
@@ -119,8 +116,8 @@ class FunctorRecipe:
 
 
 def _entry(op: str, family: Family, out: OutDtype, opinfo: str | None = None, *,
-           floating_only: bool = False, opmath: bool = False) -> FunctorRecipe:
-    return FunctorRecipe(op, family, out, opinfo or op, SOURCES[op], floating_only, opmath)
+           floating_only: bool = False) -> FunctorRecipe:
+    return FunctorRecipe(op, family, out, opinfo or op, SOURCES[op], floating_only)
 
 
 _U, _B, _A, _T = Family.UNARY, Family.BINARY, Family.ALPHA, Family.TERNARY
@@ -143,8 +140,8 @@ def recipe_table() -> dict[str, FunctorRecipe]:
         _entry("tanh_backward", _B, _SAME, "tanh", floating_only=True),
         _entry("mish_backward", _B, _SAME, "nn.functional.mish", floating_only=True),
         _entry("sub", _A, _SAME),
-        _entry("addcmul", _T, _SAME, opmath=True),
-        _entry("addcdiv", _T, _SAME, floating_only=True, opmath=True),
+        _entry("addcmul", _T, _SAME),
+        _entry("addcdiv", _T, _SAME, floating_only=True),
     )
     return {e.op: e for e in entries}
 
