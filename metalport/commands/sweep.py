@@ -61,9 +61,12 @@ def run_command(args: argparse.Namespace) -> int:
     from metalport.agent.budget import BudgetLimits
     from metalport.checkout import find_checkout
     from metalport.config import CONFIG_NAME, load_config
+    from metalport.errors import UsageError
     from metalport.publish.github import GitHubClient
     from metalport.sweep import SweepOptions, SweepView, default_concurrency, print_summary, run_sweep
 
+    if args.model != "recipe" and not (args.model.startswith("openai:") and args.model[len("openai:"):].strip()):
+        raise UsageError(f"unknown model {args.model!r}", hint="use --model recipe or --model openai:MODEL")
     root = find_checkout(args.repo).root
     config_path = args.config or (root / CONFIG_NAME)
     config = load_config(config_path if config_path.exists() else None)

@@ -75,6 +75,7 @@ class Runs:
         return is_live(self.repo_root, run_id)
 
 
+_CRASH_LIMIT = 2
 UNLIMITED = BudgetLimits(max_calls=0, max_input_tokens=0, max_output_tokens=0, max_cost_usd=0.0, max_wall_s=0.0)
 
 Progress = Callable[[list[RunProcess], list[OpOutcome]], None]
@@ -102,6 +103,7 @@ class _Sweep:
         self.inflight: list[RunProcess] = []
         self.started: list[str] = []
         self.budget = SweepBudget(options.budget)
+        self.crashed = 0
         self.budget_set = options.budget != UNLIMITED
         self.limits = options.run_limits
         self.stop_reason: str | None = None
@@ -203,11 +205,17 @@ class _Sweep:
         """Record the outcome of a run whose process ended (exit `code`)."""
         record = self.runs.get(proc.run_id) or proc.record
         if record is None:
+            error = proc.last_error_line() or "no message"
             self.outcomes[proc.op] = OpOutcome(
                 op=proc.op, outcome=FAILED, ease=proc.ease, run_id=proc.run_id, stage="start",
-                reason=f"the run process exited with code {code} before writing a record: "
-                       f"{proc.last_error_line() or 'no message'} (log {proc.stderr_path})")
+                reason=f"the run process exited with code {code} before writing a record: {error} "
+                       f"(log {proc.stderr_path})")
+            self.crashed += 1
+            if self.crashed >= _CRASH_LIMIT and not self.stop_reason:
+                # The same breakage would fail every candidate: stop instead of burning the backlog.
+                self.stop_reason = f"{self.crashed} runs in a row exited before they started: {error}"
             return
+        self.crashed = 0
         self.budget.add(record.usage or {})
         outcome = from_record(record, ease=proc.ease, repo_flag=self.flag)
         if status_of(record) == "running":

@@ -28,3 +28,10 @@ def test_the_lock_is_free_again_after_the_holder_leaves(workspace: Path) -> None
     with SweepLock(mdir):
         pass
     assert not (mdir / "sweep.lock.json").exists()
+
+
+def test_an_unknown_model_is_refused_before_anything_starts(workspace: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["sweep", "--repo", str(workspace), "--model", "gpt-4"]) == 2
+    assert capsys.readouterr().err == ("metalport: error: unknown model 'gpt-4'; use --model recipe or "
+                                       "--model openai:MODEL\n")
+    assert not (workspace / ".git" / "metalport" / "dashboard.md").exists()
