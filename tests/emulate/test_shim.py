@@ -41,6 +41,8 @@ kernel void floats(device float* out [[buffer(0)]], constant float* x [[buffer(1
   out[11] = float(numeric_limits<bfloat>::max());
   out[12] = float(0.5h * 3h + 0.25h);       // MSL half literals
   out[13] = exp10(x[2]);
+  out[14] = float(nextafter(half(x[2]), half(2.0f)));    // one half ulp, not one float ulp
+  out[15] = float(nextafter(bfloat(x[2]), bfloat(0.0f)));
 }
 
 namespace extra {
@@ -82,7 +84,7 @@ def _bfloat(value: float) -> float:
 
 def test_float_constructs(probes: ShaderLibrary) -> None:
     x = torch.tensor([1.00390625 + 2**-9, 0.0078125, 1.7, 0.3], dtype=torch.float32)
-    out = torch.zeros(14)
+    out = torch.zeros(16)
     probes.floats(out, x, threads=4)
     assert out[0].item() == _bfloat(x[0].item())
     assert out[1].item() == _bfloat(_bfloat(x[0].item()) + _bfloat(x[1].item()))
@@ -99,6 +101,10 @@ def test_float_constructs(probes: ShaderLibrary) -> None:
     assert out[11].item() == torch.finfo(torch.bfloat16).max
     assert out[12].item() == 1.75
     assert out[13].item() == pytest.approx(10 ** x[2].item(), rel=2e-7)
+    h2 = x[2].to(torch.float16)
+    assert out[14].item() == (h2.view(torch.int16) + 1).view(torch.float16).item()
+    b2 = x[2].to(torch.bfloat16)
+    assert out[15].item() == (b2.view(torch.int16) - 1).view(torch.bfloat16).item()
 
 
 def test_integer_constructs_and_atomics(probes: ShaderLibrary) -> None:

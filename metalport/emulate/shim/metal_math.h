@@ -111,7 +111,35 @@ MSHIM_F2(fmin, __builtin_fminf(x, y))
 MSHIM_F2(fmax, __builtin_fmaxf(x, y))
 MSHIM_F2(fdim, __builtin_fdimf(x, y))
 MSHIM_F2(copysign, __builtin_copysignf(x, y))
-MSHIM_F2(nextafter, __builtin_nextafterf(x, y))
+// nextafter steps one unit in the last place of the argument's own type.
+inline float nextafter(float x, float y) { return __builtin_nextafterf(x, y); }
+template <class T> inline T mshim_next16(T x, T y) {
+  if (float(x) != float(x) || float(y) != float(y)) return T(__builtin_nanf(""));
+  if (float(x) == float(y)) return y;
+  uint16_t bits;
+  __builtin_memcpy(&bits, &x, 2);
+  if (float(x) == 0.0f) {
+    bits = uint16_t(float(y) < 0.0f ? 0x8001u : 0x0001u);
+  } else if ((float(x) < float(y)) == (float(x) > 0.0f)) {
+    ++bits;
+  } else {
+    --bits;
+  }
+  __builtin_memcpy(&x, &bits, 2);
+  return x;
+}
+inline half nextafter(half x, half y) { return mshim_next16(x, y); }
+inline bfloat nextafter(bfloat x, bfloat y) { return mshim_next16(x, y); }
+template <class A, class B, std::enable_if_t<mshim::mixed<A, B>, int> = 0>
+inline mshim::promote_t<A, B> nextafter(A x, B y) {
+  using R = mshim::promote_t<A, B>;
+  return nextafter(R(x), R(y));
+}
+template <class T, int N> inline vec<T, N> nextafter(const vec<T, N>& a, const vec<T, N>& b) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r[i] = nextafter(a[i], b[i]);
+  return r;
+}
 MSHIM_F2(step, y < x ? 0.0f : 1.0f)
 MSHIM_F2(divide, x / y)
 
