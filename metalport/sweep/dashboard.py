@@ -103,9 +103,11 @@ def default_paths(metalport_dir: Path) -> tuple[Path, Path]:
     return metalport_dir / "dashboard.md", metalport_dir / "dashboard.json"
 
 
-def paths_for(markdown: Path) -> tuple[Path, Path]:
-    """The dashboard pair for a --dashboard PATH: PATH (Markdown) and PATH with `.json`."""
-    return markdown, markdown.with_suffix(".json") if markdown.suffix != ".json" else markdown.with_suffix(".md")
+def paths_for(path: Path) -> tuple[Path, Path]:
+    """The (Markdown, JSON) pair for a --dashboard PATH: PATH and PATH with `.json` (or `.md` for a .json PATH)."""
+    if path.suffix == ".json":
+        return path.with_suffix(".md"), path
+    return path, path.with_suffix(".json")
 
 
 def state_path(metalport_dir: Path) -> Path:

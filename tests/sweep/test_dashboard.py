@@ -84,3 +84,10 @@ def test_written_atomically_and_refreshed_from_run_records(tmp_path: Path) -> No
     assert "## Awaiting review" not in text and "approved; PR https://github.test/pull/9" in text
     assert load_report(mdir) == refreshed
     assert load_report(tmp_path / "nowhere") is None
+
+
+def test_dashboard_flag_names_the_markdown_and_the_json_goes_beside_it() -> None:
+    from metalport.sweep.dashboard import paths_for
+
+    assert paths_for(Path("/srv/sweep.md")) == (Path("/srv/sweep.md"), Path("/srv/sweep.json"))
+    assert paths_for(Path("/srv/sweep.json")) == (Path("/srv/sweep.md"), Path("/srv/sweep.json"))

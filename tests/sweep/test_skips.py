@@ -111,8 +111,12 @@ def test_a_configured_github_repo_without_a_token_is_an_error(
     assert capsys.readouterr().err.startswith("metalport: error: GITHUB_TOKEN is not set")
 
 
-def test_a_spent_sweep_budget_starts_nothing_and_says_why(workspace: Path, capsys: pytest.CaptureFixture) -> None:
-    code, report, _ = _sweep(workspace, "--budget-wall-s", "0.001", capsys=capsys)
+def test_a_spent_sweep_budget_starts_nothing_and_says_why(workspace: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture) -> None:
+    board = tmp_path / "public" / "sweep.md"
+    code, report, _ = _sweep(workspace, "--budget-wall-s", "0.001", "--dashboard", str(board), capsys=capsys)
+    assert (report["markdown_path"], report["json_path"]) == (str(board), str(board.with_suffix(".json")))
+    assert json.loads(board.with_suffix(".json").read_text())["stop_reason"] == report["stop_reason"]
     assert code == 0 and report["started_runs"] == []
     assert report["stop_reason"].startswith("budget-exhausted: the sweep's wall_s ")
     assert report["stop_reason"].endswith(" reached the limit 0.001")
