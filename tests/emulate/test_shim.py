@@ -31,7 +31,7 @@ kernel void floats(device float* out [[buffer(0)]], constant float* x [[buffer(1
   float2 c = float2(NAN, 0.5);              // two-scalar functional cast
   out[3] = isnan(c.x) ? c.y : -1.0f;
   out[4] = dot(float3(1, 2, 3), float3(4, 5, 6));
-  out[5] = select(1.0f, 2.0f, all(float2(1, 2) < float2(3, 4)));
+  out[5] = select(1.0f, 2.0f, all(float2(1, 2) < float2(3, 4))) + select(0, 0.5f, false);
   out[6] = clamp(x[2], 0.0f, 1.0f) + fract(-0.25f) + sign(-3.0f);
   out[7] = kInf;
   out[8] = precise::sin(x[3]) - fast::sin(x[3]);

@@ -215,6 +215,11 @@ inline vec<T, N> fma(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c)
 template <class T, class U, class V> inline auto mad(T a, U b, V c) { return a * b + c; }
 template <class T, class U, class V> inline T mix(T x, U y, V a) { return x + (y - x) * a; }
 template <class T> inline T select(T a, T b, bool c) { return c ? b : a; }
+template <class A, class B, std::enable_if_t<mshim::mixed<A, B>, int> = 0>
+inline mshim::promote_t<A, B> select(A a, B b, bool c) {
+  using R = mshim::promote_t<A, B>;
+  return c ? R(b) : R(a);
+}
 template <class T, int N>
 inline vec<T, N> select(const vec<T, N>& a, const vec<T, N>& b, const vec<bool, N>& c) {
   vec<T, N> r;
