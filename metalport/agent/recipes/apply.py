@@ -72,9 +72,12 @@ class _Texts:
     """Current texts of the worktree's files, read once, edited in memory."""
 
     def __init__(self, root: Path) -> None:
-        self.root, self.texts, self.original = root, {}, {}
+        self.root = root
+        self.texts: dict[str, str | None] = {}
+        self.original: dict[str, str | None] = {}
 
     def get(self, rel: str) -> str | None:
+        """The file's current text (None when it does not exist yet)."""
         if rel not in self.texts:
             path = self.root / rel
             self.texts[rel] = path.read_text(encoding="utf-8") if path.is_file() else None
@@ -82,6 +85,7 @@ class _Texts:
         return self.texts[rel]
 
     def require(self, rel: str) -> str:
+        """The file's current text; RecipeError when it is missing."""
         text = self.get(rel)
         if text is None:
             raise RecipeError("file is missing from the worktree", location=rel,

@@ -12,6 +12,7 @@ becomes `CPU, CUDA, MPS: x_out`; a row left on `x_out_mps` would keep calling th
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from metalport.agent.recipes.apply import apply_port
@@ -150,35 +151,52 @@ def _legacy_include(checkout: Checkout, res: Resolution) -> str | None:
     return include if found else None
 
 
-def _table_parts(checkout: Checkout, recipe: FunctorRecipe) -> dict:
+@dataclass(frozen=True)
+class _Parts:
+    """The functor, kernel and host side of a plan (from the table, or sketched for an LLM)."""
+
+    functor_step: str
+    kernel_file: str | None = None
+    functor: str | None = None
+    functor_source: str | None = None
+    dtypes: tuple[str, ...] = ()
+    registrations: tuple[str, ...] = ()
+    host_file: str | None = None
+    macro: str | None = None
+    stub: str | None = None
+    stub_header: str | None = None
+    stub_params: str | None = None
+    host_family: str | None = None
+
+    @property
+    def needs_llm(self) -> bool:
+        return self.functor_step != "table"
+
+
+def _table_parts(checkout: Checkout, recipe: FunctorRecipe) -> _Parts:
     decl = _stub_declaration(checkout, recipe.stub)
     rp = plan_recipe(recipe.op, stub=decl, xfail_keys=())
     if rp.host_stub is None:
         raise RecipeError(f"the recipe for {recipe.op} has no host stub", hint="fix the recipe table")
-    return dict(kernel_file=rp.kernel_file, functor=rp.functor, functor_source=rp.functor_source,
-                dtypes=rp.dtypes, registrations=rp.registrations, host_file=rp.host_file,
-                macro=rp.macro, stub=recipe.stub, stub_header=decl.header, stub_params=decl.params,
-                host_family=rp.host_stub.family, functor_step="table", needs_llm=False)
+    return _Parts("table", rp.kernel_file, rp.functor, rp.functor_source, rp.dtypes, rp.registrations,
+                  rp.host_file, rp.macro, recipe.stub, decl.header, decl.params, rp.host_stub.family)
 
 
-def _llm_parts(checkout: Checkout, res: Resolution) -> dict:
-    parts: dict = dict(kernel_file=None, functor=None, functor_source=None, dtypes=(), registrations=(),
-                       host_file=None, macro=None, stub=res.stub, stub_header=None, stub_params=None,
-                       host_family=None, functor_step=NEEDS_LLM, needs_llm=True)
+def _llm_parts(checkout: Checkout, res: Resolution) -> _Parts:
     shape = _BY_FAMILY.get(res.family)
     if shape is None:
-        return parts
+        return _Parts(NEEDS_LLM, stub=res.stub)
     host_family, kernel, host, macro = shape
     dtypes = _opinfo_dtypes(_opinfo_names(res.op, res))
-    parts.update(kernel_file=f"{KERNELS_DIR}/{kernel}", functor=f"{res.op}_functor", dtypes=dtypes,
-                 registrations=tuple(f"{macro}({res.op}, {t}, {t});" for t in dtypes),
-                 host_file=f"{OPERATIONS_DIR}/{host}", macro=macro, host_family=host_family)
+    parts = _Parts(NEEDS_LLM, f"{KERNELS_DIR}/{kernel}", f"{res.op}_functor", None, dtypes,
+                   tuple(f"{macro}({res.op}, {t}, {t});" for t in dtypes), f"{OPERATIONS_DIR}/{host}", macro,
+                   res.stub, host_family=host_family)
     if res.stub:
         try:
             decl = _stub_declaration(checkout, res.stub)
         except RecipeError:
             return parts
-        parts.update(stub_header=decl.header, stub_params=decl.params)
+        parts = replace(parts, stub_header=decl.header, stub_params=decl.params)
     return parts
 
 
@@ -201,29 +219,28 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
     rows = plan_rows(res)
     recipe = recipe_table().get(res.op)
     parts = _table_parts(checkout, recipe) if recipe is not None else _llm_parts(checkout, res)
-    if parts["kernel_file"] and (existing := _existing_kernel_file(res)):
-        parts["kernel_file"] = existing
+    if parts.kernel_file and (existing := _existing_kernel_file(res)):
+        parts = replace(parts, kernel_file=existing)
     if res.registration is not None:
-        parts["host_file"] = res.registration.where.file  # registered already: no second one
+        parts = replace(parts, host_file=res.registration.where.file)  # registered already: no second one
         register = f"REGISTER_DISPATCH({res.registration.stub}, &{res.registration.kernel});"
     else:
-        register = (f"REGISTER_DISPATCH({parts['stub']}, &{res.op}_mps_kernel);"
-                    if parts["stub"] and parts["host_file"] else None)
+        register = (f"REGISTER_DISPATCH({parts.stub}, &{res.op}_mps_kernel);"
+                    if parts.stub and parts.host_file else None)
     legacy = tuple((f.where.file, f.name) for f in res.legacy)
-    xfail_entries = _xfails(res, parts["dtypes"])
+    xfail_entries = _xfails(res, parts.dtypes)
     allowed = {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy)}
-    allowed |= {p for p in (parts["kernel_file"], parts["host_file"]) if p}
+    allowed |= {p for p in (parts.kernel_file, parts.host_file) if p}
     return PortPlan(
         op=res.op, status=res.status.value, family=res.family.value, rows=rows,
-        kernel_file=parts["kernel_file"], functor=parts["functor"], functor_source=parts["functor_source"],
-        dtypes=tuple(parts["dtypes"]), registrations=tuple(parts["registrations"]),
-        host_file=parts["host_file"], register_dispatch=register,
-        kernel_name=res.op if parts["kernel_file"] else None,
+        kernel_file=parts.kernel_file, functor=parts.functor, functor_source=parts.functor_source,
+        dtypes=parts.dtypes, registrations=parts.registrations, host_file=parts.host_file,
+        register_dispatch=register, kernel_name=res.op if parts.kernel_file else None,
         legacy=legacy[0] if legacy else None, legacy_include=_legacy_include(checkout, res),
         xfail_keys=tuple(dict.fromkeys(k for _, k, _ in xfail_entries)),
-        allowed_paths=tuple(sorted(allowed)), needs_llm=parts["needs_llm"],
+        allowed_paths=tuple(sorted(allowed)), needs_llm=parts.needs_llm,
         migrate=res.status in _MIGRATING or any(r.deletes for r in rows),
-        functor_step=parts["functor_step"], macro=parts["macro"], stub=parts["stub"],
-        stub_header=parts["stub_header"], stub_params=parts["stub_params"],
-        host_family=parts["host_family"], legacy_others=legacy[1:], xfail_entries=xfail_entries,
+        functor_step=parts.functor_step, macro=parts.macro, stub=parts.stub, stub_header=parts.stub_header,
+        stub_params=parts.stub_params, host_family=parts.host_family, legacy_others=legacy[1:],
+        xfail_entries=xfail_entries,
     )
