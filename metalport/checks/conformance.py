@@ -337,3 +337,7 @@ def _report(name: str, backend: str, verdicts: tuple[DtypeVerdict, ...], unmodel
                                  reason or f"no sample reached a modelled host convention; {NO_HOST_MODEL}", seed)
     status = "pass" if all(d.ok for d in verdicts) else "fail"
     return ConformanceReport(name, backend, status, verdicts, reason, seed)
+
+
+__all__ = ["ConformanceReport", "ConformanceSession", "DtypeVerdict", "build_cases", "case_generator",
+           "registering_files", "resolve_op", "run_conformance"]
