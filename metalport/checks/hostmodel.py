@@ -6,6 +6,11 @@ Covers the library helpers `exec_unary_kernel` (plain and with an alpha scalar),
 in buffer-index order (sizes and byte strides innermost first, ndim, numel, alpha, packed
 ScalarType codes) and the grid. Written from reading the conventions of `OperationUtils.mm` and
 `c10/metal/indexing.h`; the iterator geometry itself lives in `iteration.py`.
+
+Not modelled (callers get UnmodelledCall / MissingKernel, never a guess): the binary
+`_strided_castout_` path (an `out=` dtype differing from the kernel's natural output), newer
+`inner_contiguous` kernels (the strided kernel is what the host's strided flavour override runs),
+64-bit index splitting of huge iterators, and per-op host code beyond the exec_*_kernel helpers.
 """
 
 from __future__ import annotations
