@@ -115,7 +115,7 @@ class KernelSet:
         for indices in by_lib.values():
             lib = self._owner[launches[indices[0]].kernel].library
             batch = [(launches[i].kernel, [self._emulated(a, launches[i]) for a in launches[i].args],
-                      {"threads": _grid(launches[i])}) for i in indices]
+                      _dispatch(launches[i])) for i in indices]
             try:
                 lib.run_batch(batch)
             except EmulateError:
@@ -136,11 +136,11 @@ class KernelSet:
         fn = getattr(lib, launch.kernel)
         if self.backend == "emulated":
             args = [self._emulated(a, launch) for a in launch.args]
-            fn(*args, threads=_grid(launch))
+            fn(*args, **_dispatch(launch))
             return
         moved = [flat_buffer(t).to("mps") for t in launch.tensors]
         args = [moved[a.operand] if isinstance(a, Buffer) else _const_tensor(a) for a in launch.args]
-        fn(*args, threads=_grid(launch))
+        fn(*args, **_dispatch(launch))
         flat_buffer(launch.tensors[0]).copy_(moved[0].cpu())
 
     @staticmethod
@@ -152,8 +152,15 @@ class KernelSet:
         return arg.values[0]
 
 
-def _grid(launch: Launch) -> int | tuple[int, ...]:
-    return launch.threads if len(launch.threads) > 1 else launch.threads[0]
+MAX_GROUP = 1024  # a pipeline's usual maxTotalThreadsPerThreadgroup on Apple GPUs
+
+
+def _dispatch(launch: Launch) -> dict[str, Any]:
+    """Grid and group as the host's 1-D dispatch sets them (group = min(max group, threads));
+    2-D grids keep the backend's default group."""
+    if len(launch.threads) > 1:
+        return {"threads": launch.threads}
+    return {"threads": launch.threads[0], "group_size": max(1, min(MAX_GROUP, launch.threads[0]))}
 
 
 def _const_tensor(arg: Const) -> torch.Tensor:
