@@ -14,7 +14,8 @@ from metalport.errors import EmulateError, UsageError
 from metalport.executors import EmulatedExecutor, select_executor
 from metalport.executors import emulated
 from metalport.executors.emulated import build, edited_kernel_files
-from tests.recipes.porting import clone, make_compilable_fixture, read, write
+from tests.fixture_repo import make_fixture_checkout
+from tests.recipes.porting import clone, read, write
 
 KERNEL = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
 TYPES = ("float", "int")  # two dtypes keep the compile short
@@ -22,7 +23,7 @@ TYPES = ("float", "int")  # two dtypes keep the compile short
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Checkout:
-    return make_compilable_fixture(tmp_path_factory.mktemp("emulated"))
+    return make_fixture_checkout(tmp_path_factory.mktemp("emulated"))
 
 
 @pytest.fixture(scope="module")

@@ -38,18 +38,3 @@ def write(root: Path, rel: str, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
 
-
-def make_compilable_fixture(tmp_path: Path) -> Checkout:
-    """The shared fixture checkout with its shader made compilable like PyTorch's (indexing.h
-    included, atan2's half row returning float), committed."""
-    from tests.fixture_repo import make_fixture_checkout
-
-    checkout = make_fixture_checkout(tmp_path)
-    rel = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
-    text = read(checkout.root, rel)
-    text = text.replace("#include <c10/metal/utils.h>\n",
-                        "#include <c10/metal/indexing.h>\n#include <c10/metal/utils.h>\n")
-    write(checkout.root, rel, text.replace("REGISTER_BINARY_OP(atan2, half, half);",
-                                           "REGISTER_BINARY_OP(atan2, half, float);"))
-    commit_all(checkout.root, "compilable shader")
-    return checkout
