@@ -66,7 +66,7 @@ def conclude(record: RunRecord, repo_root: Path, progress: ProgressPrinter, *, i
                          sort_keys=True))
     if record.status == "awaiting-review":
         console.print(f"run {record.run_id} is waiting for review at the gate; decide with:", highlight=False)
-        for command in gate_commands(record.run_id):
+        for command in gate_commands(record.run_id, repo_root):
             console.print(f"  {command}", highlight=False, markup=False)
     else:
         style = "green" if record.status in EXIT_OK_STATUSES else "red"

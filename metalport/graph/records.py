@@ -13,6 +13,7 @@ import fcntl
 import json
 import os
 import re
+import shlex
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -149,6 +150,17 @@ def metalport_dir(repo_root: Path | str) -> Path:
     return Path(repo.common_dir).resolve() / "metalport"
 
 
+def repo_arg(repo_root: Path | str) -> str:
+    """` --repo <root>` when the working directory is not inside the repository, else "": appended
+    to every command metalport prints, so each one runs as printed."""
+    root = Path(repo_root).resolve()
+    try:
+        inside = Path.cwd().resolve().is_relative_to(root)
+    except OSError:
+        inside = False
+    return "" if inside else f" --repo {shlex.quote(str(root))}"
+
+
 def run_dir(repo_root: Path | str, run_id: str) -> Path:
     """`<git-common-dir>/metalport/runs/<run-id>/`: run.json, transcript.jsonl, evidence, bundle."""
     if not _RUN_ID.match(run_id):
@@ -182,8 +194,8 @@ def get_run(repo_root: Path | str, run_id: str) -> RunRecord:
     if not path.is_file():
         known = [r.run_id for r in list_runs(repo_root)][-3:]
         raise UnknownRunError(f"unknown run id {run_id!r}", hint=(
-            f"known runs include {', '.join(known)}; see `metalport runs`" if known
-            else "no runs yet in this repository; start one with `run-migration aten::OP`"))
+            f"known runs include {', '.join(known)}; see `metalport runs{repo_arg(repo_root)}`" if known
+            else f"no runs yet in this repository; start one with `run-migration aten::OP{repo_arg(repo_root)}`"))
     return RunRecord.from_dict(json.loads(path.read_text(encoding="utf-8")))
 
 

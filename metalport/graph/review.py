@@ -15,13 +15,14 @@ from rich.console import Console
 from rich.prompt import Prompt
 
 from metalport.graph.evidence import describe_plan, verdict_lines
-from metalport.graph.records import Abort, Approve, Decision, Reject, RunRecord, parse_time, run_dir
+from metalport.graph.records import Abort, Approve, Decision, Reject, RunRecord, parse_time, repo_arg, run_dir
 
 
-def gate_commands(run_id: str) -> list[str]:
-    """The exact commands that decide a paused run."""
-    return [f"metalport review approve {run_id}", f"metalport resume {run_id} --approve",
-            f"metalport resume {run_id} --reject \"FEEDBACK\"", f"metalport resume {run_id} --abort"]
+def gate_commands(run_id: str, repo_root: Path) -> list[str]:
+    """The exact commands that decide a paused run (with `--repo` when run from elsewhere)."""
+    repo = repo_arg(repo_root)
+    return [f"metalport review approve {run_id}{repo}", f"metalport resume {run_id} --approve{repo}",
+            f"metalport resume {run_id} --reject \"FEEDBACK\"{repo}", f"metalport resume {run_id} --abort{repo}"]
 
 
 def plan_lines(repo_root: Path, run_id: str) -> list[str]:

@@ -36,6 +36,7 @@ from metalport.graph.records import (
     list_runs,
     metalport_dir,
     now_iso,
+    repo_arg,
     repo_top,
     run_dir,
     write_json,
@@ -66,7 +67,8 @@ def start_run(repo_root: Path | str, op: str, options: RunOptions, *, run_id: st
     run_id = run_id or _new_run_id(name)
     directory = run_dir(root, run_id)
     if directory.exists():
-        raise PipelineError(f"run {run_id} already exists", hint=f"resume it with `metalport resume {run_id}`")
+        raise PipelineError(f"run {run_id} already exists",
+                            hint=f"resume it with `metalport resume {run_id}{repo_arg(root)}`")
     provider = provider or _make_provider(options, root, directory)  # a missing key fails before any record
     directory.mkdir(parents=True)
     state: PortState = {
@@ -96,7 +98,7 @@ def resume_run(repo_root: Path | str, run_id: str, decision: Decision | None = N
         snapshot = driver.snapshot()
         if not snapshot.values:
             raise UnknownRunError(f"run {run_id} has a record but no checkpoint in {driver.db_path}",
-                                  hint="start a new run with `run-migration " f"{record.op}`")
+                                  hint=f"start a new run with `run-migration {record.op}{repo_arg(root)}`")
         if snapshot.interrupts:
             if decision is None:
                 return driver.record_from({**snapshot.values, "stage": "approve"}, awaiting=True)
@@ -108,13 +110,14 @@ def resume_run(repo_root: Path | str, run_id: str, decision: Decision | None = N
         if decision is not None:
             raise PipelineError(f"run {run_id} is not awaiting review (status {record.status}, "
                                 f"stage {record.stage})",
-                                hint=f"resume it with `metalport resume {run_id}` until it reaches the gate")
+                                hint=f"resume it with `metalport resume {run_id}{repo_arg(root)}` until it reaches "
+                                     "the gate")
         if snapshot.next:
             # A run that failed on bad input had its worktree removed: nothing to continue. After an
             # internal error (worktree kept) or a publish error (approved work kept) a resume retries.
             if record.status in TERMINAL_STATUSES and record.worktree is None and record.stage != "publish":
                 raise PipelineError(f"run {run_id} ended {record.status}: {record.reason}",
-                                    hint=f"start a new run with `run-migration {record.op}`")
+                                    hint=f"start a new run with `run-migration {record.op}{repo_arg(root)}`")
             return driver.drive(None)
         return driver.finish(dict(snapshot.values))
 
@@ -166,15 +169,16 @@ class _Driver:
             values.update(status="failed", reason=str(err))
             if values.get("stage") == "publish":
                 # Approved work is kept: the checkpoint still points at publish, so a resume retries it.
-                values["reason"] = f"{err} (fix it, then `metalport resume {self.run_id}`)"
+                values["reason"] = f"{err} (fix it, then `metalport resume {self.run_id}{repo_arg(self.root)}`)"
                 self._write(values)
                 raise
             finish_run(values, self.directory, keep_branch=False)
             self._write(values, cleaned=True)
             raise
         except Exception as err:
+            retry = f"metalport resume {self.run_id}{repo_arg(self.root)}"
             values.update(status="failed", reason=f"internal error in {values.get('stage')}: "
-                          f"{type(err).__name__}: {err} (`metalport resume {self.run_id}` retries it)")
+                          f"{type(err).__name__}: {err} (`{retry}` retries it)")
             self._write(values)
             raise
         if awaiting:
@@ -249,10 +253,11 @@ def _refuse_open_run(root: Path, op: str) -> None:
     for record in list_runs(root):
         if record.op == op and (record.status not in TERMINAL_STATUSES or record.worktree is not None):
             what = "is waiting for review" if record.status == "awaiting-review" else f"is {record.status}"
+            command = f"metalport resume {record.run_id}"
+            repo = repo_arg(root)
             raise PipelineError(f"run {record.run_id} of {op} {what} on {record.branch}", hint=(
-                f"decide it first (`metalport resume {record.run_id} --approve` / `--abort`)"
-                if record.status == "awaiting-review" else f"`metalport resume {record.run_id}` or "
-                f"`metalport resume {record.run_id} --abort`"))
+                f"decide it first (`{command} --approve{repo}` / `{command} --abort{repo}`)"
+                if record.status == "awaiting-review" else f"`{command}{repo}` or `{command} --abort{repo}`"))
 
 
 def _cpu_s() -> float:

@@ -39,7 +39,9 @@ def test_dirty_tree_gate_without_input_then_reject_with_the_recipe_model(
     assert "work tree has uncommitted changes; the worktree starts from commit" in err
     for node in ("resolve", "plan", "sandbox", "edit", "check", "build", "test"):
         assert f"✓ {node}" in err
-    assert "metalport review approve cli-1" in err and "metalport resume cli-1 --approve" in err
+    # Run from outside the repository, so every printed command carries --repo and runs as printed.
+    assert f"metalport review approve cli-1 --repo {fixture_repo}\n" in err
+    assert f"metalport resume cli-1 --approve --repo {fixture_repo}\n" in err
 
     assert main(["runs", "--repo", repo, "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)

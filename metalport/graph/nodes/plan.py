@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from metalport.graph.records import repo_arg
 from metalport.graph.state import PortState
 
 
@@ -22,5 +23,6 @@ def plan(state: PortState) -> dict:
         name = state["op"].removeprefix("aten::")
         update.update(status="needs-llm", reason=(
             f"aten::{name} is not in the recipe table: its functor needs an LLM; "
-            f"rerun with --model openai:MODEL (e.g. `run-migration aten::{name} --model openai:gpt-4.1`)"))
+            f"rerun with --model openai:MODEL (e.g. `run-migration aten::{name} --model openai:gpt-4.1"
+            f"{repo_arg(state['repo_root'])}`)"))
     return update
