@@ -36,6 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--retry-rejected", action="store_true", help="start ops a reviewer rejected before")
     parser.add_argument("--retry-failed", action="store_true",
                         help="start ops whose last run failed or ran out of budget")
+    parser.add_argument("--no-resume", action="store_true",
+                        help="leave runs a killed sweep interrupted alone (default: continue them first)")
     parser.add_argument("--dashboard", type=Path, default=None,
                         help="Markdown dashboard path; the JSON goes beside it (default: the git dir's metalport/)")
     parser.add_argument("--json", action="store_true", help="print the sweep report as JSON on stdout")
@@ -82,7 +84,7 @@ def run_command(args: argparse.Namespace) -> int:
         repo_root=root, statuses=tuple(args.status or ("missing", "mps-graph")), families=tuple(args.family or ()),
         limit=args.limit, concurrency=args.concurrency or default_concurrency(args.executor),
         max_open=args.max_open, model=args.model, executor=args.executor, retry_rejected=args.retry_rejected,
-        retry_failed=args.retry_failed,
+        retry_failed=args.retry_failed, resume_interrupted=not args.no_resume,
         dashboard=args.dashboard.resolve() if args.dashboard else None,
         budget=BudgetLimits(max_calls=args.budget_calls, max_input_tokens=args.budget_input_tokens,
                             max_output_tokens=args.budget_output_tokens, max_cost_usd=args.budget_usd,

@@ -64,7 +64,7 @@ def local_skip(item: BacklogItem, records: Sequence[Any], branches: set[str], *,
         if status == "running" and live(rid):
             return skip("in-progress", f"run {rid} is in progress (stage {record.stage})", record)
         if status == "running":
-            return skip("in-progress", f"run {rid} was interrupted at stage {record.stage} and is resumable",
+            return skip("interrupted", f"run {rid} was interrupted at stage {record.stage} and is resumable",
                         record, f"metalport resume {rid}{repo_flag}")
         if status == "awaiting-review":
             return skip("awaiting-review", f"run {rid} awaits review", record,

@@ -35,6 +35,7 @@ class SweepReport:
     stop_reason: str | None = None
     usage: dict[str, float] = field(default_factory=dict)
     started_runs: tuple[str, ...] = ()
+    resumed_runs: tuple[str, ...] = ()
     markdown_path: str | None = None
     json_path: str | None = None
     repo_flag: str = ""
@@ -51,6 +52,7 @@ class SweepReport:
         data = asdict(self)
         data["outcomes"] = [o.to_dict() for o in self.outcomes]
         data["started_runs"] = list(self.started_runs)
+        data["resumed_runs"] = list(self.resumed_runs)
         data["counts"] = self.counts()
         return data
 
@@ -60,6 +62,7 @@ class SweepReport:
         data = {k: v for k, v in data.items() if k != "counts"}
         data["outcomes"] = tuple(OpOutcome.from_dict(o) for o in data["outcomes"])
         data["started_runs"] = tuple(data.get("started_runs", ()))
+        data["resumed_runs"] = tuple(data.get("resumed_runs", ()))
         return cls(**data)
 
 

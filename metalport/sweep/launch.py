@@ -51,6 +51,11 @@ class RunCommand:
                 argv += ["--budget", json.dumps(dataclasses.asdict(limits), sort_keys=True)]
         return argv
 
+    def resume_argv(self, run_id: str) -> list[str]:
+        """The command line that continues the interrupted run `run_id` from its checkpoint to the gate."""
+        return [self.python, "-m", "metalport", "resume", run_id, "--no-input", "--json",
+                "--repo", str(self.repo_root)]
+
 
 class RunProcess:
     """A launched run: its process, its log files and the latest record read for it."""

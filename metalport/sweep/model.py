@@ -26,14 +26,14 @@ SKIPPED = "skipped"
 OUTCOMES = (CANDIDATE, RUNNING, AWAITING, FAILED, REJECTED, PUBLISHED, ABORTED, SKIPPED)
 
 # Skip kinds whose outcome follows the run they name (a later review changes them).
-LIVE_SKIPS = frozenset({"in-progress", "awaiting-review"})
+LIVE_SKIPS = frozenset({"in-progress", "interrupted", "awaiting-review"})
 
 
 @dataclass(frozen=True)
 class OpOutcome:
     """One op the sweep looked at: its outcome, why, and the run and links that go with it.
 
-    `skip` is the kind of skip ("in-progress", "awaiting-review", "rejected", "published",
+    `skip` is the kind of skip ("in-progress", "interrupted", "awaiting-review", "rejected", "published",
     "needs-llm", "branch", "open-pr") when `outcome` is "skipped"; `command` is what a person runs
     next (the review or resume command); `link` is the PR address or the bundle path.
     """
@@ -107,7 +107,7 @@ def refreshed(outcome: OpOutcome, record: Any | None, *, repo_flag: str = "") ->
     current = from_record(record, ease=outcome.ease, repo_flag=repo_flag)
     if outcome.outcome != SKIPPED:
         return current
-    if status_of(record) == ("running" if outcome.skip == "in-progress" else "awaiting-review"):
+    if status_of(record) == ("awaiting-review" if outcome.skip == "awaiting-review" else "running"):
         return outcome
     return replace(current, reason=f"{current.reason} (the sweep skipped it while it was {outcome.skip})")
 

@@ -22,7 +22,7 @@ from metalport.sweep.candidates import (backlog_candidates, local_branches, loca
 from metalport.sweep.dashboard import SweepReport, paths_for, write_dashboard
 from metalport.sweep.launch import RunCommand, RunProcess, new_run_id
 from metalport.sweep.lock import SweepLock
-from metalport.sweep.model import AWAITING, CANDIDATE, FAILED, OpOutcome, from_record, metalport_dir, status_of
+from metalport.sweep.model import AWAITING, CANDIDATE, FAILED, SKIPPED, OpOutcome, from_record, metalport_dir, status_of
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,7 @@ class SweepOptions:
     executor: str = "auto"
     retry_rejected: bool = False
     retry_failed: bool = False
+    resume_interrupted: bool = True  # continue runs a killed sweep left mid-way
     dashboard: Path | None = None  # Markdown path; the JSON goes beside it
     budget: BudgetLimits = field(default_factory=lambda: UNLIMITED)  # for the whole sweep
     run_limits: BudgetLimits = field(default_factory=BudgetLimits)  # for each run (capped by what is left)
@@ -102,6 +103,7 @@ class _Sweep:
         self.outcomes: dict[str, OpOutcome] = {}
         self.inflight: list[RunProcess] = []
         self.started: list[str] = []
+        self.resumed: list[str] = []
         self.budget = SweepBudget(options.budget)
         self.crashed = 0
         self.budget_set = options.budget != UNLIMITED
@@ -121,15 +123,21 @@ class _Sweep:
         items = backlog_candidates(self.o.repo_root, self.o.statuses, self.o.families)
         grouped = runs_by_op(self.runs.all())
         branches = local_branches(self.o.repo_root)
-        queue = []
+        queue: list[tuple[Any, str | None]] = []  # (item, run id to resume or None for a new run)
+        resumes: list[tuple[Any, str | None]] = []
         for item in items:
             skip = local_skip(item, grouped.get(item.op, []), branches, model=self.o.model,
                               retry_rejected=self.o.retry_rejected, retry_failed=self.o.retry_failed,
                               live=self.runs.live, repo_flag=self.flag)
+            if skip is not None and skip.skip == "interrupted" and self.o.resume_interrupted:
+                # A run a killed sweep (or process) left mid-way: continue it from its checkpoint first.
+                resumes.append((item, skip.run_id))
+                skip = replace(skip, outcome=CANDIDATE, skip=None, reason=f"{skip.reason}; waiting to resume it")
             self.outcomes[item.op] = skip or OpOutcome(op=item.op, outcome=CANDIDATE, ease=item.ease,
                                                        reason="waiting for a free run slot")
             if skip is None:
-                queue.append(item)
+                queue.append((item, None))
+        queue = resumes + queue
         records = self.runs.all()
         self.awaiting = sum(1 for r in records if status_of(r) == "awaiting-review")
         # A run another process drives (a killed sweep's child) may reach the gate too: count it.
@@ -149,9 +157,11 @@ class _Sweep:
 
     def _loop(self, queue: list[Any]) -> None:
         while True:
-            while queue and len(self.inflight) < self.o.concurrency and self._may_start():
-                item = queue.pop(0)
-                if not self._pr_skip(item):
+            while queue and len(self.inflight) < self.o.concurrency and self._may_start(resume=queue[0][1]):
+                item, resume = queue.pop(0)
+                if resume is not None:
+                    self._launch(item, resume=resume)
+                elif not self._pr_skip(item):
                     self._launch(item)
             for proc in list(self.inflight):
                 code = proc.poll(self.runs.get)
@@ -163,11 +173,11 @@ class _Sweep:
                 return
             time.sleep(self.o.poll_s)
 
-    def _may_start(self) -> bool:
-        """Whether another run may start now; sets `stop_reason` when starting is over for good."""
+    def _may_start(self, *, resume: str | None = None) -> bool:
+        """Whether another run may start (or resume) now; sets `stop_reason` when that is over for good."""
         if self.stop_reason:
             return False
-        if self.o.limit is not None and len(self.started) >= self.o.limit:
+        if resume is None and self.o.limit is not None and len(self.started) >= self.o.limit:
             self.stop_reason = f"--limit {self.o.limit} runs started"
             return False
         try:
@@ -191,15 +201,16 @@ class _Sweep:
             self.outcomes[item.op] = skip
         return skip is not None
 
-    def _launch(self, item: Any) -> None:
-        run_id = new_run_id(item.op)
+    def _launch(self, item: Any, *, resume: str | None = None) -> None:
+        run_id = resume or new_run_id(item.op)
         limits = self.limits if self.budget_set else None
-        proc = RunProcess(item.op, run_id, self.command.argv(item.op, run_id, limits),
-                          self.mdir / "sweep" / "logs", ease=item.ease)
+        argv = self.command.resume_argv(run_id) if resume else self.command.argv(item.op, run_id, limits)
+        proc = RunProcess(item.op, run_id, argv, self.mdir / "sweep" / "logs", ease=item.ease)
         self.inflight.append(proc)
-        self.started.append(run_id)
+        (self.resumed if resume else self.started).append(run_id)
         self.outcomes[item.op] = OpOutcome(op=item.op, outcome="running", ease=item.ease, run_id=run_id,
-                                           reason=f"run {run_id} started", stage="start")
+                                           reason=f"run {run_id} {'resumed' if resume else 'started'}",
+                                           stage="start")
 
     def _finish(self, proc: RunProcess, code: int | None) -> None:
         """Record the outcome of a run whose process ended (exit `code`)."""
@@ -221,17 +232,21 @@ class _Sweep:
         if status_of(record) == "running":
             why = proc.last_error_line() or f"exit code {code}"
             outcome = replace(outcome, outcome="running" if code is None else FAILED,
-                              reason=f"the run process stopped at stage {record.stage} ({why}); it is "
-                                     f"resumable with `metalport resume {proc.run_id}{self.flag}`")
+                              reason=f"the run process exited with code {code} at stage {record.stage}: {why} "
+                                     f"(log {proc.stderr_path})")
         if outcome.outcome == AWAITING:
             self.awaiting += 1
         self.outcomes[proc.op] = outcome
 
     def _close(self, queue: list[Any]) -> None:
         why = self.stop_reason or "not started"
-        for item in queue:
-            self.outcomes[item.op] = OpOutcome(op=item.op, outcome=CANDIDATE, ease=item.ease,
-                                               reason=f"not started: {why}")
+        for item, resume in queue:
+            if resume is not None:
+                self.outcomes[item.op] = replace(self.outcomes[item.op], outcome=SKIPPED, skip="interrupted",
+                                                 reason=f"run {resume} is resumable but was not resumed: {why}")
+            else:
+                self.outcomes[item.op] = OpOutcome(op=item.op, outcome=CANDIDATE, ease=item.ease,
+                                                   reason=f"not started: {why}")
         self._publish(finished=True)
 
     def _publish(self, *, finished: bool = False) -> None:
@@ -242,6 +257,7 @@ class _Sweep:
         self.report = write_dashboard(replace(
             self.report, outcomes=tuple(self.outcomes.values()), stop_reason=self.stop_reason,
             usage=self.budget.usage(), started_runs=tuple(self.started),
+            resumed_runs=tuple(self.resumed),
             finished_at=_now() if finished else None), self.mdir)
         if self.progress is not None:
             self.progress(list(self.inflight), list(self.outcomes.values()))

@@ -57,7 +57,9 @@ def test_every_op_is_skipped_with_its_reason_and_max_open_stops_the_rest(
     assert ops["special_ndtri"]["reason"] == ('rejected in run ndtri-1: "use c10::metal::ndtri instead"; '
                                               "pass --retry-rejected to try it again")
     assert "found no recipe for it (needs an LLM); sweep with --model openai:MODEL" in ops["frexp"]["reason"]
-    assert ops["special_log_ndtr"]["reason"] == "run lndtr-1 was interrupted at stage build and is resumable"
+    assert ops["special_log_ndtr"]["reason"] == (
+        "run lndtr-1 is resumable but was not resumed: 1 runs await review (--max-open 1); review them with "
+        f"`metalport review --repo {history}`")
     assert ops["special_log_ndtr"]["command"].startswith("metalport resume lndtr-1")
     assert ops["special_laguerre_polynomial_l"]["reason"] == (
         "the last run lag-1 failed at stage test: conformance failed for float32 (2 of 40 samples); "
@@ -85,10 +87,11 @@ def test_retry_flags_make_rejected_and_failed_ops_candidates(history: Path, caps
 def test_an_open_pr_by_anyone_skips_its_op(history: Path, github: FakeGitHub, capsys: pytest.CaptureFixture) -> None:
     github.open_pr(41, "[MPS] special_legendre_polynomial_p as a Metal kernel", "alice", "alice/legendre")
     code, report, _ = _sweep(history, "--github-repo", "pytorch/pytorch", "--github-api", github.url,
-                             capsys=capsys)
+                             "--no-resume", capsys=capsys)
     legendre = _by_op(report)["special_legendre_polynomial_p"]
-    assert code == 0 and report["started_runs"] == []
+    assert code == 0 and report["started_runs"] == report["resumed_runs"] == []
     assert legendre["outcome"] == "skipped"
+    assert _by_op(report)["special_log_ndtr"]["reason"] == "run lndtr-1 was interrupted at stage build and is resumable"
     assert legendre["reason"] == ('open PR #41 by alice is on it: "[MPS] special_legendre_polynomial_p as a '
                                   'Metal kernel" (https://github.test/pytorch/pytorch/pull/41)')
     assert github.queries == [
@@ -99,7 +102,8 @@ def test_an_open_pr_by_anyone_skips_its_op(history: Path, github: FakeGitHub, ca
 def test_a_pr_from_a_metalport_branch_of_another_fork_skips_its_op(
         history: Path, github: FakeGitHub, capsys: pytest.CaptureFixture) -> None:
     github.open_pr(42, "Port an op", "bob", "metalport/special_legendre_polynomial_p")
-    _, report, _ = _sweep(history, "--github-repo", "pytorch/pytorch", "--github-api", github.url, capsys=capsys)
+    _, report, _ = _sweep(history, "--github-repo", "pytorch/pytorch", "--github-api", github.url, "--no-resume",
+                          capsys=capsys)
     assert _by_op(report)["special_legendre_polynomial_p"]["reason"].startswith('open PR #42 by bob is on it')
 
 
@@ -123,3 +127,16 @@ def test_a_spent_sweep_budget_starts_nothing_and_says_why(workspace: Path, tmp_p
     assert {o["outcome"] for o in report["outcomes"]} == {"candidate"}
     assert all(o["reason"] == f"not started: {report['stop_reason']}" for o in report["outcomes"])
     assert "**Stopped starting runs:** budget-exhausted" in Path(report["markdown_path"]).read_text()
+
+
+def test_an_interrupted_run_without_a_checkpoint_fails_its_resume_with_the_reason(
+        workspace: Path, capsys: pytest.CaptureFixture) -> None:
+    fabricate(workspace, "lndtr-1", "special_log_ndtr", "running", stage="build")
+    for op in ("frexp", "special_airy_ai", "special_ndtri"):
+        fabricate(workspace, f"{op}-1", op, "needs-llm", stage="plan")
+    code, report, _ = _sweep(workspace, "--family", "unary-pointwise", capsys=capsys)
+    ndtr = _by_op(report)["special_log_ndtr"]
+    assert code == 0 and report["resumed_runs"] == ["lndtr-1"]
+    assert ndtr["outcome"] == "failed" and ndtr["reason"].startswith(
+        "the run process exited with code 2 at stage build: metalport: error: run lndtr-1 has a record but no "
+        "checkpoint in ")
