@@ -43,6 +43,7 @@ kernel void floats(device float* out [[buffer(0)]], constant float* x [[buffer(1
   out[13] = exp10(x[2]);
   out[14] = float(nextafter(half(x[2]), half(2.0f)));    // one half ulp, not one float ulp
   out[15] = float(nextafter(bfloat(x[2]), bfloat(0.0f)));
+  out[16] = float(sizeof(packed_float3)) + length(float3(packed_float3(float3(3, 4, 0))));
 }
 
 namespace extra {
@@ -84,7 +85,7 @@ def _bfloat(value: float) -> float:
 
 def test_float_constructs(probes: ShaderLibrary) -> None:
     x = torch.tensor([1.00390625 + 2**-9, 0.0078125, 1.7, 0.3], dtype=torch.float32)
-    out = torch.zeros(16)
+    out = torch.zeros(17)
     probes.floats(out, x, threads=4)
     assert out[0].item() == _bfloat(x[0].item())
     assert out[1].item() == _bfloat(_bfloat(x[0].item()) + _bfloat(x[1].item()))
@@ -105,6 +106,7 @@ def test_float_constructs(probes: ShaderLibrary) -> None:
     assert out[14].item() == (h2.view(torch.int16) + 1).view(torch.float16).item()
     b2 = x[2].to(torch.bfloat16)
     assert out[15].item() == (b2.view(torch.int16) - 1).view(torch.bfloat16).item()
+    assert out[16].item() == 12 + 5  # packed_float3 is 12 bytes, converts to float3
 
 
 def test_integer_constructs_and_atomics(probes: ShaderLibrary) -> None:

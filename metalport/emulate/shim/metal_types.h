@@ -162,11 +162,25 @@ MSHIM_VEC_TYPES(float) MSHIM_VEC_TYPES(half) MSHIM_VEC_TYPES(bfloat) MSHIM_VEC_T
 MSHIM_VEC_TYPES(uint) MSHIM_VEC_TYPES(short) MSHIM_VEC_TYPES(ushort) MSHIM_VEC_TYPES(char)
 MSHIM_VEC_TYPES(uchar) MSHIM_VEC_TYPES(long) MSHIM_VEC_TYPES(ulong) MSHIM_VEC_TYPES(bool)
 #undef MSHIM_VEC_TYPES
+// Packed vectors: 2- and 4-wide ones have the same size as the aligned types; a packed 3-vector
+// is 3 elements (12 bytes for float), so it is its own type converting to and from vec<T, 3>.
+template <class T> struct packed3 {
+  T x, y, z;
+  packed3() = default;
+  constexpr packed3(T a, T b, T c) : x(a), y(b), z(c) {}
+  constexpr packed3(const vec<T, 3>& v) : x(v.x), y(v.y), z(v.z) {}
+  constexpr operator vec<T, 3>() const { return vec<T, 3>(x, y, z); }
+  constexpr T& operator[](int i) { return (&x)[i]; }
+  constexpr const T& operator[](int i) const { return (&x)[i]; }
+};
 typedef float2 packed_float2;
-typedef float3 packed_float3;
+typedef packed3<float> packed_float3;
 typedef float4 packed_float4;
 typedef half2 packed_half2;
+typedef packed3<half> packed_half3;
 typedef half4 packed_half4;
+typedef packed3<int> packed_int3;
+typedef packed3<uint> packed_uint3;
 using ::bfloat;
 using ::half;
 using ::uchar;
@@ -299,7 +313,10 @@ using metal::packed_float2;
 using metal::packed_float3;
 using metal::packed_float4;
 using metal::packed_half2;
+using metal::packed_half3;
 using metal::packed_half4;
+using metal::packed_int3;
+using metal::packed_uint3;
 
 // Bit reinterpretation between types of the same size.
 template <class To, class From> inline To as_type(const From& from) {
