@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from metalport.emulate.preprocess import HostName
 
-_KERNEL = re.compile(r"\b__mK__\s+void\s+")
+_KERNEL = re.compile(r"\b__mK__(?:\s*\]\])?\s+void\s+")  # `kernel void` or `[[kernel]] void`
 _ATTR = re.compile(r"\[\[\s*([A-Za-z_]\w*)\s*(?:\(([^)]*)\))?\s*\]\]")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _HOST_NAME_ATTR = re.compile(r'\[\[\s*host_name\s*\(\s*"([^"]*)"\s*\)\s*\]\]\s*$')

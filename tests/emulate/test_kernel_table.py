@@ -17,6 +17,7 @@ template [[host_name("scale_" "float")]] __mK__ void scale<float>(__mD__ float* 
 __mK__ void fill(__mD__ int* out [[buffer(0)]], uint i [[thread_position_in_grid]]) { out[i] = 1; }
 __mK__ void guarded(__mD__ int* out [[buffer(0)]], __mshC__ uint& n [[buffer(1)]],
                     uint i [[thread_position_in_grid]]) { if (i >= n) return; out[i] = 1; }
+[[__mK__]] void attr_form(__mD__ int* out [[buffer(0)]], uint i [[thread_position_in_grid]]) { out[i] = 2; }
 namespace {
 [[host_name("zero_all")]] __mK__ void zero(__mD__ int* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {}
 }
@@ -31,7 +32,7 @@ def test_bindings_come_from_the_definition_attributes() -> None:
     assert "template [[" not in text and text.count("\n") == TEXT.count("\n")
     specs, problems = build_specs(text, hosts)
     by_name = {s.info.host_name: s for s in specs}
-    assert sorted(by_name) == ["fill", "guarded", "scale_float", "zero_all"]
+    assert sorted(by_name) == ["attr_form", "fill", "guarded", "scale_float", "zero_all"]
     assert by_name["fill"].info.grid_indexed == (0,)  # out[i]: one element per thread
     assert by_name["guarded"].info.grid_indexed == ()  # bounds-checked: the grid may be larger
     scale = by_name["scale_float"]

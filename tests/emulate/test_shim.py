@@ -52,6 +52,10 @@ kernel void twice(device float* x [[buffer(0)]], uint i [[thread_position_in_gri
 }
 }  // namespace extra
 
+[[kernel]] void sevens(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  x[i] = 7;
+}
+
 kernel void ints(device int* out [[buffer(0)]], device atomic_int* counter [[buffer(1)]],
                  constant int& big [[buffer(2)]], uint i [[thread_position_in_grid]]) {
   atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
@@ -123,3 +127,5 @@ def test_kernel_inside_a_namespace(probes: ShaderLibrary) -> None:
     x = torch.arange(5, dtype=torch.float32)
     probes.twice(x, threads=5)
     assert x.tolist() == [0, 2, 4, 6, 8]
+    probes.sevens(x, threads=2)  # the [[kernel]] attribute spelling
+    assert x.tolist() == [7, 7, 4, 6, 8]
