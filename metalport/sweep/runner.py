@@ -138,10 +138,7 @@ class _Sweep:
             if skip is None:
                 queue.append((item, None))
         queue = resumes + queue
-        records = self.runs.all()
-        self.awaiting = sum(1 for r in records if status_of(r) == "awaiting-review")
-        # A run another process drives (a killed sweep's child) may reach the gate too: count it.
-        self.elsewhere = sum(1 for r in records if status_of(r) == "running" and self.runs.live(r.run_id))
+        self._recount()
         self._publish()
         try:
             self._loop(queue)
@@ -173,6 +170,13 @@ class _Sweep:
                 return
             time.sleep(self.o.poll_s)
 
+    def _recount(self) -> None:
+        """Count the runs awaiting review, and the runs other processes drive (they may reach the gate)."""
+        records = self.runs.all()
+        self.awaiting = sum(1 for r in records if status_of(r) == "awaiting-review")
+        self.elsewhere = sum(1 for r in records if status_of(r) == "running" and self.runs.live(r.run_id)
+                             and r.run_id not in {p.run_id for p in self.inflight})
+
     def _may_start(self, *, resume: str | None = None) -> bool:
         """Whether another run may start (or resume) now; sets `stop_reason` when that is over for good."""
         if self.stop_reason:
@@ -187,6 +191,9 @@ class _Sweep:
             return False
         if self.awaiting + self.elsewhere + len(self.inflight) >= self.o.max_open:
             if not self.inflight:
+                self._recount()  # a run driven elsewhere may have ended meanwhile
+                if self.awaiting + self.elsewhere < self.o.max_open:
+                    return True
                 also = f" and {self.elsewhere} more are running" if self.elsewhere else ""
                 self.stop_reason = (f"{self.awaiting} runs await review{also} (--max-open {self.o.max_open}); "
                                     f"review them with `metalport review{self.flag}`")
