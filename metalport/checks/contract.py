@@ -211,7 +211,7 @@ def _legacy_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
 
 
 def _lists(text: str) -> dict[tuple[str, int], dict[str, str]]:
-    """Each xfail/skip list (name, occurrence) -> {key: ast dump of its value} ("" for set items)."""
+    """Each xfail/skip list (name, occurrence) -> {key: source of its value} ("" for set items)."""
     out: dict[tuple[str, int], dict[str, str]] = {}
     seen: dict[str, int] = {}
     for node in ast.walk(ast.parse(text)):
@@ -225,11 +225,11 @@ def _lists(text: str) -> dict[tuple[str, int], dict[str, str]]:
             continue
         n = seen[target.id] = seen.get(target.id, -1) + 1
         if isinstance(value, ast.Dict):
-            items = {ast.unparse(k): ast.dump(v) for k, v in zip(value.keys, value.values) if k is not None}
+            items = {ast.unparse(k): ast.unparse(v) for k, v in zip(value.keys, value.values) if k is not None}
         elif isinstance(value, (ast.List, ast.Set, ast.Tuple)):
             items = {ast.unparse(e): "" for e in value.elts}
         else:
-            items = {"<value>": ast.dump(value)}
+            items = {"<value>": ast.unparse(value)}
         out[(target.id, n)] = items
     return out
 
@@ -257,6 +257,7 @@ def _xfail_checks(base_root: Path, worktree_root: Path, changes: _Changes, plan:
         yield _fail("xfail", f"common_mps.py does not parse: {err.msg}", COMMON_MPS, err.lineno)
         return
     planned = {(lst, repr(key)) for lst, key, _ in plan.xfail_entries}
+    narrowed = {(lst, repr(key)): set(kept) for lst, key, _, kept in plan.xfail_narrowed}
     if not same_rest:
         yield _fail("xfail", "common_mps.py changed outside its xfail/skip lists", COMMON_MPS)
     for (name, n), items in sorted(before.items()):
@@ -266,6 +267,11 @@ def _xfail_checks(base_root: Path, worktree_root: Path, changes: _Changes, plan:
                 yield _fail("xfail", f"{name} lost entry {key}, which the plan does not remove", COMMON_MPS)
             elif key in now and (name, key) in planned:
                 yield _fail("xfail", f"{name} still has entry {key}; the port makes it pass", COMMON_MPS)
+            elif (name, key) in narrowed:
+                left = set(re.findall(r"torch\.(\w+)", now.get(key, "")))
+                if key not in now or left != narrowed[(name, key)]:
+                    yield _fail("xfail", f"{name}[{key}] should list exactly the dtypes the port leaves "
+                                f"failing: {', '.join(sorted(narrowed[(name, key)]))}", COMMON_MPS)
             elif key in now and now[key] != value:
                 yield _fail("xfail", f"{name}[{key}] changed", COMMON_MPS)
         for key in sorted(set(now) - set(items)):

@@ -187,3 +187,20 @@ def test_wheel_workspace_port_passes(wheel_workspace: Checkout, tmp_path: Path) 
     wt = clone(wheel_workspace, tmp_path / "wt")
     apply_port(wheel_plan, wt)
     assert check_contract(wheel_workspace.root, wt, wheel_plan) == []
+
+
+def test_a_narrowed_xfail_left_wide_fails_xfail(base: Checkout, tmp_path: Path) -> None:
+    from tests.recipes.porting import commit_all
+
+    repo = clone(base, tmp_path / "repo")
+    wide = '"heaviside": [torch.float16, torch.complex64],'
+    write(repo, COMMON, read(repo, COMMON).replace('"heaviside": None,', wide))
+    commit_all(repo, "heaviside fails for half and complex64 only")
+    partial = plan_port(Checkout(repo), "heaviside")
+    wt = clone(Checkout(repo), tmp_path / "wt")
+    apply_port(partial, wt)
+    assert check_contract(repo, wt, partial) == []
+    _edit(wt, COMMON, lambda t: t.replace('"heaviside": [torch.complex64],', wide))
+    assert [f.message for f in check_contract(repo, wt, partial)] == [
+        "[xfail] UNIMPLEMENTED_XFAILLIST['heaviside'] should list exactly the dtypes the port leaves failing: "
+        "complex64"]

@@ -230,3 +230,17 @@ def test_ternary_plan_for_addcmul(wheel_workspace: Checkout, tmp_path: Path) -> 
     assert "#include <ATen/native/PointwiseOps.h>\n#include <ATen/TensorIterator.h>\n" in host
     assert "static void addcmul_mps_kernel(TensorIteratorBase& iter, const Scalar& scalar) {" in host
     assert ".add_const_input(iter.input(1).mul(scalar))" in host
+
+
+def test_partly_covered_xfails_are_narrowed_to_what_still_fails(fixture_checkout: Checkout, tmp_path: Path) -> None:
+    repo = clone(fixture_checkout, tmp_path / "repo")
+    write(repo, COMMON, read(repo, COMMON).replace('"heaviside": None,',
+                                                   '"heaviside": [torch.float16, torch.complex64],'))
+    commit_all(repo, "heaviside fails for half and complex64 only")
+    plan = plan_port(Checkout(repo), "heaviside")
+    assert plan.xfail_entries == () and plan.xfail_keys == ("heaviside",)
+    assert plan.xfail_narrowed == (("UNIMPLEMENTED_XFAILLIST", "heaviside", 8, ("complex64",)),)
+    assert PortPlan.from_dict(json.loads(json.dumps(plan.to_dict()))) == plan
+    apply_port(plan, repo)
+    assert '            "heaviside": [torch.complex64],\n            "hypot"' in read(repo, COMMON)
+    assert apply_port(plan, repo) == ()

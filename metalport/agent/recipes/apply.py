@@ -68,6 +68,21 @@ def remove_planned_xfails(text: str, plan: PortPlan, *, path: str = COMMON_MPS) 
     return "\n".join(line for n, line in enumerate(text.split("\n"), start=1) if n not in drop)
 
 
+def narrow_planned_xfails(text: str, plan: PortPlan, *, path: str = COMMON_MPS) -> str:
+    """common_mps.py with each partly covered entry's dtype list cut to the dtypes still failing
+    (written on one line, `"key": [torch.a, torch.b],`); entries already narrowed stay as they are."""
+    for list_name, key, _, kept in plan.xfail_narrowed:
+        for entry in [e for e in find_xfails(text, [key], path=path) if e.list_name == list_name]:
+            lines = text.split("\n")
+            first, last = lines[entry.first_line - 1], lines[entry.last_line - 1]
+            indent = first[:len(first) - len(first.lstrip())]
+            comma = "," if re.search(r"[\])]\s*,", last) else ""
+            dtypes = ", ".join(f"torch.{d}" for d in kept)
+            lines[entry.first_line - 1:entry.last_line] = [f'{indent}"{key}": [{dtypes}]{comma}']
+            text = "\n".join(lines)
+    return text
+
+
 class _Texts:
     """Current texts of the worktree's files, read once, edited in memory."""
 
@@ -156,8 +171,9 @@ def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str
     _kernel_edit(texts, plan, root, functor_source)
     _host_edit(texts, plan, root)
     _legacy_edit(texts, plan)
-    if plan.xfail_entries:
-        texts.texts[COMMON_MPS] = remove_planned_xfails(texts.require(COMMON_MPS), plan)
+    if plan.xfail_entries or plan.xfail_narrowed:
+        common = remove_planned_xfails(texts.require(COMMON_MPS), plan)
+        texts.texts[COMMON_MPS] = narrow_planned_xfails(common, plan)
     for rel in texts.texts:
         guard.resolve(rel)  # every target passes the guard before the first write
     changed = []

@@ -37,7 +37,6 @@ _BY_FAMILY = {
     Family.BINARY: ("binary", "BinaryKernel.metal", "BinaryKernel.mm", "REGISTER_BINARY_OP"),
     Family.TERNARY: ("ternary", "TernaryKernel.metal", "TernaryKernel.mm", "REGISTER_TERNARY_OP"),
 }
-_TORCH_DTYPE = {metal: name for name, metal in METAL_TYPES.items()}
 
 
 def _with_mps(line: str) -> str:
@@ -98,16 +97,24 @@ def _stub_declaration(checkout: Checkout, stub: str) -> StubDeclaration:
         return find_stub_declaration(stub, Path(torch.__file__).parent / "include")
 
 
-def _covered(dtypes: tuple[str, ...] | None, metal: tuple[str, ...]) -> bool:
-    """True when an xfail entry's dtypes (None: all) are all registered by the port."""
+def _kept_dtypes(dtypes: tuple[str, ...] | None, metal: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The dtypes of an xfail entry the port leaves failing (None: the entry means all dtypes)."""
     if dtypes is None:
-        return True
-    return all(d in _TORCH_DTYPE.values() and METAL_TYPES[d] in metal for d in dtypes)
+        return ()  # "every dtype fails" ends with the port's registrations
+    return tuple(d for d in dtypes if METAL_TYPES.get(d) not in metal)
 
 
-def _xfails(res: Resolution, metal: tuple[str, ...]) -> tuple[tuple[str, str, int], ...]:
-    """The xfail entries the port makes obsolete: those whose dtypes the port all registers."""
-    return tuple((x.list_name, x.op, x.where.line) for x in res.xfails if _covered(x.dtypes, metal))
+def _xfails(res: Resolution, metal: tuple[str, ...]) -> tuple[tuple[tuple[str, str, int], ...],
+                                                              tuple[tuple[str, str, int, tuple[str, ...]], ...]]:
+    """(entries the port makes obsolete, entries it only narrows: (list, key, line, dtypes kept))."""
+    removed, narrowed = [], []
+    for x in res.xfails:
+        kept = _kept_dtypes(x.dtypes, metal)
+        if not kept:
+            removed.append((x.list_name, x.op, x.where.line))
+        elif x.dtypes is not None and len(kept) < len(x.dtypes):
+            narrowed.append((x.list_name, x.op, x.where.line, kept))
+    return tuple(removed), tuple(narrowed)
 
 
 def _opinfo_dtypes(names: list[str]) -> tuple[str, ...]:
@@ -228,7 +235,7 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
         register = (f"REGISTER_DISPATCH({parts.stub}, &{res.op}_mps_kernel);"
                     if parts.stub and parts.host_file else None)
     legacy = tuple((f.where.file, f.name) for f in res.legacy)
-    xfail_entries = _xfails(res, parts.dtypes)
+    xfail_entries, xfail_narrowed = _xfails(res, parts.dtypes)
     allowed = {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy)}
     allowed |= {p for p in (parts.kernel_file, parts.host_file) if p}
     return PortPlan(
@@ -237,10 +244,10 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
         dtypes=parts.dtypes, registrations=parts.registrations, host_file=parts.host_file,
         register_dispatch=register, kernel_name=res.op if parts.kernel_file else None,
         legacy=legacy[0] if legacy else None, legacy_include=_legacy_include(checkout, res),
-        xfail_keys=tuple(dict.fromkeys(k for _, k, _ in xfail_entries)),
+        xfail_keys=tuple(dict.fromkeys([k for _, k, _ in xfail_entries] + [k for _, k, _, _ in xfail_narrowed])),
         allowed_paths=tuple(sorted(allowed)), needs_llm=parts.needs_llm,
         migrate=res.status in _MIGRATING or any(r.deletes for r in rows),
         functor_step=parts.functor_step, macro=parts.macro, stub=parts.stub, stub_header=parts.stub_header,
         stub_params=parts.stub_params, host_family=parts.host_family, legacy_others=legacy[1:],
-        xfail_entries=xfail_entries,
+        xfail_entries=xfail_entries, xfail_narrowed=xfail_narrowed,
     )
