@@ -8,10 +8,12 @@ from pathlib import Path
 from metalport.errors import RepoError
 
 NATIVE = Path("aten/src/ATen/native")
+KERNELS_DIR = "aten/src/ATen/native/mps/kernels"  # shaders, relative to a checkout's root
+OPERATIONS_DIR = "aten/src/ATen/native/mps/operations"  # host stubs, relative to a checkout's root
 REQUIRED = (
     NATIVE / "native_functions.yaml",
-    NATIVE / "mps/operations",
-    NATIVE / "mps/kernels",
+    Path(OPERATIONS_DIR),
+    Path(KERNELS_DIR),
     Path("c10/metal"),
     Path("torch/testing/_internal/common_mps.py"),
 )

@@ -27,10 +27,11 @@ from metalport.checks.report import NO_HOST_MODEL, ConformanceReport, DtypeVerdi
 from metalport.checks.runner import REJECTED, CaseResult, Prepared, dispatch, judge, prepare_case
 from metalport.checks.samples import (Call, Family, bind, find_opinfo, held_out_operands, opinfo_calls,
                                       random_operands, random_tensor, schema_template)
+from metalport.checkout.layout import KERNELS_DIR as LAYOUT_KERNELS_DIR
 from metalport.errors import UnknownOpError, UsageError
 from metalport.failure import Failure
 
-KERNELS_DIR = Path("aten/src/ATen/native/mps/kernels")
+KERNELS_DIR = Path(LAYOUT_KERNELS_DIR)
 RANDOM_CASES = 4
 _MAX_FAILURES = 5
 _DTYPE_ALIASES = {"half": "float16", "float": "float32", "bfloat": "bfloat16", "int": "int32", "long": "int64",

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from metalport.checks.conformance import KERNELS_DIR
+from metalport.checkout.layout import KERNELS_DIR
 from metalport.errors import RepoError
 
 if TYPE_CHECKING:
