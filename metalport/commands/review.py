@@ -57,10 +57,11 @@ def _awaiting(root: Path, run_id: str) -> Any:
     status = status_of(record)
     if status == "awaiting-review":
         return record
-    hint = {"running": f"it is still at stage {record.stage}; wait for it, or `metalport resume {run_id}` "
+    flag = _repo_flag(root)
+    hint = {"running": f"it is still at stage {record.stage}; wait for it, or `metalport resume {run_id}{flag}` "
                        "if its process died",
             "published": f"it was approved and published ({record.pr_url or record.bundle_path})"}.get(
-        status, f"nothing to review; start a new run with `metalport run {record.op}`")
+        status, f"nothing to review; start a new run with `metalport run {record.op}{flag}`")
     raise SweepError(f"run {run_id} ({record.op}) is {status} at stage {record.stage}, not awaiting review",
                      hint=hint)
 
@@ -88,7 +89,8 @@ def _list(root: Path, as_json: bool) -> int:
         table.add_row(row["run_id"], row["op"], row["branch"], str(row["attempts"]), row["checks"],
                       row["conformance"], f"${row['cost_usd']:.4f}", _age_text(row["age_s"]))
     console.print(table)
-    console.print("show one with `metalport review show ID`; then `approve`, `reject --feedback` or `abort`")
+    console.print(f"show one with `metalport review show ID{_repo_flag(root)}`; then `approve`, "
+                  "`reject --feedback` or `abort`")
     return 0
 
 
@@ -153,9 +155,10 @@ def _show(root: Path, record: Any) -> int:
     console.print("\n[bold]diff[/]")
     diff = worktree_diff(record, stat=False)
     console.print(Syntax(diff, "diff", word_wrap=True, background_color="default"))
-    console.print(f"\ndecide with `metalport review approve {record.run_id}`, "
-                  f"`metalport review reject {record.run_id} --feedback \"…\"` or "
-                  f"`metalport review abort {record.run_id}`", highlight=False)
+    flag = _repo_flag(root)
+    console.print(f"\ndecide with `metalport review approve {record.run_id}{flag}`, "
+                  f"`metalport review reject {record.run_id}{flag} --feedback \"…\"` or "
+                  f"`metalport review abort {record.run_id}{flag}`", highlight=False)
     return 0
 
 
@@ -194,6 +197,11 @@ def _refresh(root: Path) -> None:
             return None
 
     refresh_dashboard(metalport_dir(root), lookup)
+
+
+def _repo_flag(root: Path) -> str:
+    """` --repo ROOT` when the command runs outside the checkout, so printed commands run as printed."""
+    return "" if Path.cwd().resolve() == root.resolve() else f" --repo {root}"
 
 
 def _age_s(created_at: Any) -> float:

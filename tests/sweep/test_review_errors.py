@@ -44,9 +44,9 @@ def test_list_shows_only_runs_awaiting_review_with_verdicts_and_cost(
 
 @pytest.mark.parametrize("argv, message", [
     (["show", "sign-1"], "run sign-1 (aten::sign) is rejected at stage approve, not awaiting review; nothing to "
-                         "review; start a new run with `metalport run aten::sign`"),
+                         "review; start a new run with `metalport run aten::sign --repo {repo}`"),
     (["approve", "sgn-1"], "run sgn-1 (aten::sgn) is running at stage build, not awaiting review; it is still at "
-                           "stage build; wait for it, or `metalport resume sgn-1` if its process died"),
+                           "stage build; wait for it, or `metalport resume sgn-1 --repo {repo}` if its process died"),
     (["reject", "frac-1", "--feedback", "no"], "run frac-1 (aten::frac) is published at stage publish, not "
                                                 "awaiting review; it was approved and published (/tmp/bundles/frac)"),
     (["abort", "nope-1"], "unknown run id 'nope-1'"),
@@ -56,7 +56,7 @@ def test_a_run_not_awaiting_review_is_an_error_naming_its_state(
     code = main(["review", *argv, "--repo", str(recorded)])
     err = capsys.readouterr().err
     assert code == 2
-    assert err.startswith(f"metalport: error: {message}") and err.count("\n") == 1
+    assert err.startswith(f"metalport: error: {message.format(repo=recorded)}") and err.count("\n") == 1
 
 
 def test_no_runs_await_review(workspace: Path, capsys: pytest.CaptureFixture) -> None:
