@@ -20,7 +20,7 @@ from pathlib import Path
 from metalport.agent.recipes.host import _skip_to_close, has_legacy
 from metalport.agent.recipes.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
 from metalport.agent.recipes.resolve import host_line, mps_only_lines
-from metalport.checkout.layout import Checkout
+from metalport.checkout.layout import KERNELS_DIR, Checkout
 from metalport.checkout.sources import Registration, Sources, scan_sources
 from metalport.errors import MetalportError, RegistryError
 from metalport.failure import Failure
@@ -174,7 +174,7 @@ def _kernel_name_checks(worktree_root: Path, plan: PortPlan, sources: Sources,
         yield _fail("kernel-name", f"{fn} passes no kernel name to an exec_*_kernel call", rel, line)
         return
     shader_ops = sources.shader_ops
-    metal_texts = {p: p.read_text(encoding="utf-8") for p in (worktree_root / "aten/src/ATen/native/mps/kernels")
+    metal_texts = {p: p.read_text(encoding="utf-8") for p in (worktree_root / KERNELS_DIR)
                    .glob("*.metal")}
     for name in names:
         registered = {s.args[0] for s in shader_ops if s.name == name and s.args}

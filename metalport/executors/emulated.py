@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from metalport.agent.recipes.plan_model import PortPlan
+from metalport.checkout.layout import KERNELS_DIR
 from metalport.errors import CompileError, EmulateError, MetalportError
 from metalport.failure import Failure
 
 if TYPE_CHECKING:
     from metalport.checks.report import ConformanceReport
 
-KERNELS_DIR = "aten/src/ATen/native/mps/kernels"
 
 
 def _git_lines(root: Path, *argv: str) -> list[str]:

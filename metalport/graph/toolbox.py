@@ -9,11 +9,12 @@ from typing import Any
 
 from metalport.agent.tools import ToolBox
 from metalport.agent.transcript import Redactor
+from metalport.checkout.layout import KERNELS_DIR
 from metalport.graph.context import RunContext
 from metalport.graph.state import PortState
 from metalport.sandbox.worktree import Worktree
 
-_KERNELS = "aten/src/ATen/native/mps/kernels"
+
 _MACROS = {"unary": "REGISTER_UNARY_OP", "binary": "REGISTER_BINARY_OP",
            "alpha": "REGISTER_BINARY_ALPHA_OP", "ternary": "REGISTER_TERNARY_OP"}
 
@@ -48,7 +49,7 @@ def make_toolbox(ctx: RunContext, state: PortState, plan: Any, worktree: Worktre
         macro = _MACROS.get(family)
         if macro is None:
             return {"ok": False, "error": f"unknown family {family!r}", "families": sorted(_MACROS)}
-        return {"ok": True, "examples": _examples(root / _KERNELS, macro)}
+        return {"ok": True, "examples": _examples(root / KERNELS_DIR, macro)}
 
     return ToolBox(root, plan.allowed_paths, check=check, conformance=conformance, show_op=show_op,
                    show_examples=show_examples, redactor=Redactor())

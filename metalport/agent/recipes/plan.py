@@ -14,11 +14,10 @@ from pathlib import Path
 from metalport.agent.recipes.functors import FunctorRecipe, dtypes_for, recipe_table
 from metalport.agent.recipes.host import HostStub, insert_stub
 from metalport.agent.recipes.metal import insert_functor
+from metalport.checkout.layout import KERNELS_DIR, OPERATIONS_DIR
 from metalport.errors import RecipeError
 
 NEEDS_LLM = "needs an LLM (--model openai:...)"
-KERNELS_DIR = "aten/src/ATen/native/mps/kernels"
-OPERATIONS_DIR = "aten/src/ATen/native/mps/operations"
 
 
 @dataclass(frozen=True)
