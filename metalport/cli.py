@@ -30,14 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    try:
-        return int(args.func(args) or 0)
-    except MetalportError as err:
-        print(f"metalport: error: {err}", file=sys.stderr)
-        return err.exit_code
-    except KeyboardInterrupt:
-        print("metalport: interrupted", file=sys.stderr)
-        return 130
+    return _dispatch(args, "metalport")
 
 
 def run_migration(argv: Sequence[str] | None = None) -> int:
@@ -49,13 +42,18 @@ def run_migration(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"metalport {__version__}")
     add_arguments(parser)
     args = parser.parse_args(argv)
+    return _dispatch(args, "run-migration")
+
+
+def _dispatch(args: argparse.Namespace, prog: str) -> int:
+    """Run the parsed command; a `MetalportError` becomes one line on stderr and its exit code."""
     try:
         return int(args.func(args) or 0)
     except MetalportError as err:
-        print(f"run-migration: error: {err}", file=sys.stderr)
+        print(f"{prog}: error: {err}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
-        print("run-migration: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
         return 130
 
 

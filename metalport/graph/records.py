@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shlex
-import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -23,6 +22,7 @@ from typing import Literal
 
 import git
 
+from metalport.atomic import write_text_atomic
 from metalport.errors import RepoError, UnknownRunError
 
 RunStatus = Literal["running", "awaiting-review", "failed", "rejected", "published", "aborted",
@@ -177,15 +177,7 @@ def write_record(record: RunRecord, directory: Path) -> None:
 
 def write_json(path: Path, data: object) -> None:
     """Write `data` as indented JSON to `path` through a temp file and rename."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, sort_keys=True, default=str)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def get_run(repo_root: Path | str, run_id: str) -> RunRecord:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import git
 
+from metalport.atomic import write_text_atomic
 from metalport.errors import PublishError
 from metalport.sandbox.worktree import Worktree
 
@@ -29,14 +30,6 @@ def write_bundle(worktree: Worktree, dest: Path, *, title: str, body: str,
     for stale in patches.glob("*.patch"):
         stale.unlink()
     repo.git.format_patch("-o", str(patches), f"{worktree.base_commit}..HEAD")
-    _write(dest / "PR.md", f"# {title}\n\n{body.rstrip()}\n")
-    _write(dest / "evidence.json", json.dumps(dict(evidence), indent=2, sort_keys=True, default=str) + "\n")
+    write_text_atomic(dest / "PR.md", f"# {title}\n\n{body.rstrip()}\n")
+    write_text_atomic(dest / "evidence.json", json.dumps(dict(evidence), indent=2, sort_keys=True, default=str) + "\n")
     return dest
-
-
-def _write(path: Path, text: str) -> None:
-    if path.is_file() and path.read_text(encoding="utf-8") == text:
-        return
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)

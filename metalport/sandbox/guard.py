@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import difflib
 import os
-import tempfile
 from pathlib import Path
 
+from metalport.atomic import write_text_atomic
 from metalport.errors import SandboxError
 
 
@@ -41,19 +41,7 @@ class PathGuard:
 
     def write_text(self, path: Path | str, text: str) -> bool:
         """Write `text` to a guarded path through a temp file and rename; return whether it changed."""
-        target = self.resolve(path)
-        if target.is_file() and target.read_text(encoding="utf-8") == text:
-            return False
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-                handle.write(text)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return True
+        return write_text_atomic(self.resolve(path), text, newline="")
 
     def _nearest(self, path: Path) -> str:
         if not self.allowed:

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from metalport.sweep.files import write_atomic
+from metalport.atomic import write_text_atomic
 from metalport.sweep.model import (ABORTED, AWAITING, CANDIDATE, FAILED, PUBLISHED, REJECTED, RUNNING, SKIPPED,
                                    OpOutcome, refreshed)
 
@@ -124,9 +124,9 @@ def write_dashboard(report: SweepReport, metalport_dir: Path) -> SweepReport:
     if not report.markdown_path or not report.json_path:
         markdown, json_path = default_paths(metalport_dir)
         report = replace(report, markdown_path=str(markdown), json_path=str(json_path))
-    write_atomic(markdown, render_markdown(report))
-    write_atomic(json_path, render_json(report))
-    write_atomic(state_path(metalport_dir), render_json(report))
+    write_text_atomic(markdown, render_markdown(report))
+    write_text_atomic(json_path, render_json(report))
+    write_text_atomic(state_path(metalport_dir), render_json(report))
     return report
 
 

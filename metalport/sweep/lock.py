@@ -17,7 +17,7 @@ from types import TracebackType
 from filelock import FileLock, Timeout
 
 from metalport.errors import SweepBusy
-from metalport.sweep.files import write_atomic
+from metalport.atomic import write_text_atomic
 
 
 class SweepLock:
@@ -36,7 +36,7 @@ class SweepLock:
             raise SweepBusy(f"another sweep is running on this repository ({self.holder()})",
                             hint="wait for it to finish; `metalport review` works meanwhile") from None
         started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-        write_atomic(self.info_path, json.dumps({"pid": os.getpid(), "started_at": started,
+        write_text_atomic(self.info_path, json.dumps({"pid": os.getpid(), "started_at": started,
                                                   "argv": sys.argv[1:]}) + "\n")
         return self
 
