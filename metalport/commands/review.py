@@ -67,8 +67,9 @@ def _awaiting(root: Path, run_id: str) -> Any:
 
 
 def _list(root: Path, as_json: bool) -> int:
-    from rich.console import Console
     from rich.table import Table
+
+    from metalport.commands._console import table_console
 
     from metalport.graph.runs import list_runs
     from metalport.sweep.model import status_of
@@ -78,13 +79,14 @@ def _list(root: Path, as_json: bool) -> int:
     if as_json:
         print(json.dumps(rows, indent=2, sort_keys=True))
         return 0
-    console = Console()
+    console = table_console()
     if not rows:
         console.print("no runs await review")
         return 0
     table = Table(title=f"runs awaiting review in {root}")
     for column in ("id", "op", "branch", "attempts", "checks", "conformance", "cost", "age"):
-        table.add_column(column, no_wrap=column in ("id", "op", "branch", "cost"))
+        table.add_column(column, no_wrap=column in ("id", "op", "branch", "attempts", "cost", "age"),
+                         overflow="fold", min_width=len(column))
     for row in rows:
         table.add_row(row["run_id"], row["op"], row["branch"], str(row["attempts"]), row["checks"],
                       row["conformance"], f"${row['cost_usd']:.4f}", _age_text(row["age_s"]))

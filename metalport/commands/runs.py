@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 
@@ -42,9 +41,9 @@ def _age(seconds: float) -> str:
 
 
 def _list(root: Path, *, as_json: bool) -> int:
-    from rich.console import Console
     from rich.table import Table
 
+    from metalport.commands._console import table_console
     from metalport.graph import list_runs
     from metalport.graph.records import is_live
 
@@ -59,7 +58,7 @@ def _list(root: Path, *, as_json: bool) -> int:
         status = r.status if r.status != "running" or is_live(root, r.run_id) else "running (stopped: resume it)"
         table.add_row(r.run_id, r.op, status, r.stage, str(r.attempts), r.branch or "-", _age(r.age_s()))
     # Piped output is not cut to 80 columns: ids and branches are what scripts grep for.
-    console = Console() if sys.stdout.isatty() else Console(width=240)
+    console = table_console()
     console.print(table) if records else print(f"no runs in {root}")
     return 0
 

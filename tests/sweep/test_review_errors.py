@@ -39,6 +39,9 @@ def test_list_shows_only_runs_awaiting_review_with_verdicts_and_cost(
     assert main(["review", "--repo", str(recorded)]) == 0
     table = capsys.readouterr().out
     assert "heaviside-1" in table and "aten::heaviside" in table and "$0.0125" in table
+    # Piped output is not squeezed to 80 columns: every verdict reads whole on the row.
+    row = next(line for line in table.splitlines() if "heaviside-1" in line)
+    assert "check pass, build pass" in row and "pass (60/60 samples, 2 dtypes)" in row
     assert "sign-1" not in table
 
 
