@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.local_http import JsonHandler
+
 
 @dataclass(frozen=True)
 class Status:
@@ -118,31 +120,20 @@ class ScriptedLLM:
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         owner = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib name
-                return
-
-            def _send(self, code: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def do_GET(self) -> None:
                 if self.path.rstrip("/") != "/v1/models":
-                    self._send(404, {"error": {"message": "not found"}})
+                    self.reply_json(404, {"error": {"message": "not found"}})
                     return
                 owner.model_list_calls += 1
-                self._send(200, {"object": "list", "data": [
+                self.reply_json(200, {"object": "list", "data": [
                     {"id": m, "object": "model", "created": 0, "owned_by": "test"} for m in owner.models]})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 if self.path != "/v1/chat/completions":
-                    self._send(404, {"error": {"message": "not found"}})
+                    self.reply_json(404, {"error": {"message": "not found"}})
                     return
                 step = owner._next_step(body)
                 while isinstance(step, Delay):
@@ -153,17 +144,13 @@ class ScriptedLLM:
                     self.connection.close()
                     return
                 if isinstance(step, Raw):
-                    self.send_response(step.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(step.body)))
-                    self.end_headers()
-                    self.wfile.write(step.body)
+                    self.reply_bytes(step.status, step.body)
                     return
                 if isinstance(step, Status):
-                    self._send(step.code, {"error": {"message": step.message, "type": "scripted",
+                    self.reply_json(step.code, {"error": {"message": step.message, "type": "scripted",
                                                      "code": str(step.code)}})
                     return
-                self._send(200, step)
+                self.reply_json(200, step)
 
         return Handler
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from tests.local_http import JsonHandler, serving
 from tests.sandbox.conftest import repo  # noqa: F401  (fixture re-export)
 
 
@@ -21,18 +21,7 @@ class FakeGitHub:
         self.requests: list[tuple[str, str, dict, dict | None]] = []
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def _reply(self, code: int, body: object) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def _record(self, payload: dict | None) -> None:
                 fake.requests.append((self.command, self.path, dict(self.headers), payload))
 
@@ -41,28 +30,28 @@ class FakeGitHub:
                 url = urlparse(self.path)
                 query = parse_qs(url.query)
                 if self.headers.get("Authorization") != "Bearer t0ps3cret":
-                    self._reply(401, {"message": "Bad credentials"})
+                    self.reply_json(401, {"message": "Bad credentials"})
                 elif url.path == "/repos/pytorch/pytorch/pulls":
                     head = query["head"][0]
-                    self._reply(200, [p for p in fake.pulls if p["head_label"] == head])
+                    self.reply_json(200, [p for p in fake.pulls if p["head_label"] == head])
                 elif url.path == "/search/issues":
                     words = query["q"][0]
-                    self._reply(200, {"items": [p for p in fake.pulls if p["op"] in words]})
+                    self.reply_json(200, {"items": [p for p in fake.pulls if p["op"] in words]})
                 else:
-                    self._reply(404, {"message": "Not Found"})
+                    self.reply_json(404, {"message": "Not Found"})
 
             def do_POST(self) -> None:
                 payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 self._record(payload)
                 if self.headers.get("Authorization") != "Bearer t0ps3cret":
-                    self._reply(401, {"message": "Bad credentials"})
+                    self.reply_json(401, {"message": "Bad credentials"})
                     return
                 number = len(fake.pulls) + 1
                 pr = {"number": number, "html_url": f"https://github.test/pytorch/pytorch/pull/{number}",
                       "draft": payload["draft"], "head_label": payload["head"], "title": payload["title"],
                       "op": payload["title"].split()[-1] if payload["title"] else ""}
                 fake.pulls.append(pr)
-                self._reply(201, pr)
+                self.reply_json(201, pr)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -72,9 +61,5 @@ class FakeGitHub:
 def github() -> Iterator[FakeGitHub]:
     """A running fake GitHub API."""
     fake = FakeGitHub()
-    thread = threading.Thread(target=fake.server.serve_forever, daemon=True)
-    thread.start()
-    yield fake
-    fake.server.shutdown()
-    fake.server.server_close()
-    thread.join()
+    with serving(fake.server):
+        yield fake

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import shutil
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import git
 import pytest
+
+from tests.local_http import JsonHandler, serving
 
 TOKEN = "sw33p-t0ken"
 
@@ -47,25 +47,14 @@ class FakeGitHub:
         self.queries: list[str] = []
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def _reply(self, code: int, body: object) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def do_GET(self) -> None:
                 url = urlparse(self.path)
                 if self.headers.get("Authorization") != f"Bearer {TOKEN}":
-                    self._reply(401, {"message": "Bad credentials"})
+                    self.reply_json(401, {"message": "Bad credentials"})
                     return
                 if url.path != "/search/issues":
-                    self._reply(404, {"message": "Not Found"})
+                    self.reply_json(404, {"message": "Not Found"})
                     return
                 q = parse_qs(url.query)["q"][0]
                 fake.queries.append(q)
@@ -74,7 +63,7 @@ class FakeGitHub:
                 phrase = q.split('"')[1] if q.count('"') >= 2 else None
                 items = [p for p in fake.pulls if p["state"] == "open"
                          and ((head and p["head"]["ref"] == head) or (phrase and phrase in p["title"]))]
-                self._reply(200, {"total_count": len(items), "items": items})
+                self.reply_json(200, {"total_count": len(items), "items": items})
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -91,9 +80,5 @@ def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
     """A running local GitHub API, with GITHUB_TOKEN set for it."""
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     fake = FakeGitHub()
-    thread = threading.Thread(target=fake.server.serve_forever, daemon=True)
-    thread.start()
-    yield fake
-    fake.server.shutdown()
-    fake.server.server_close()
-    thread.join()
+    with serving(fake.server):
+        yield fake
