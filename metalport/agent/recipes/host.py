@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from metalport.agent.recipes.metal import ensure_includes
 from metalport.errors import RecipeError
 
 _EXEC = {"unary": "exec_unary_kernel", "binary": "exec_binary_kernel",
          "alpha": "exec_binary_kernel", "ternary": "exec_ternary_kernel"}
 _NAMESPACE_END = re.compile(r"^\} // namespace at::native[^\n]*$", re.MULTILINE)
-_INCLUDE = re.compile(r"^#include [<\"][^>\"]+[>\"][^\n]*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -114,15 +114,7 @@ def insert_stub(text: str | None, stub: HostStub, *, kernel_basename: str,
     at = ends[-1].start()
     gap = "" if text[:at].endswith("\n\n") or at == 0 else "\n"
     out = f"{text[:at]}{gap}{stub.source()}\n{text[at:]}"
-    include = f"#include <{stub.stub_header}>"
-    if include in out:
-        return out
-    includes = list(_INCLUDE.finditer(out))
-    if not includes:
-        raise RecipeError(f"no #include to add '{include}' after", location=f"{path}:1",
-                          hint=f"add '{include}' by hand")
-    end = includes[-1].end()
-    return f"{out[:end]}\n{include}{out[end:]}"
+    return ensure_includes(out, [f"#include <{stub.stub_header}>"], path=path)
 
 
 def _skip_to_close(text: str, open_at: int) -> int:
