@@ -24,6 +24,7 @@ from metalport.emulate.kernels import KernelSpec, build_specs, drop_instantiatio
 from metalport.emulate.preprocess import SHIM_DIR, blank_threadgroup, finalize, preprocess
 from metalport.emulate.runner import Worker
 from metalport.errors import EmulateError
+from metalport.sandbox.runner import scrubbed_env
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def _runtime_object(compiler: Compiler, cache_dir: Path, version: str) -> Path:
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = cache_dir / f".runtime-{key}-{os.getpid()}.o"
     proc = subprocess.run([*compiler.argv, *flags, "-c", "-o", str(tmp), str(source)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env=scrubbed_env())
     if proc.returncode != 0:
         raise EmulateError(f"the metalport runtime does not compile with {' '.join(compiler.argv)}: "
                            f"{proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else 'no message'}")
@@ -119,7 +120,7 @@ def build(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple
         so_tmp = Path(tmp) / "shader.so"
         proc = subprocess.run([*compiler.argv, *compile_flags(compiler), "-shared", "-o", str(so_tmp),
                                str(unit), str(runtime), "-lm", "-lpthread"],
-                              capture_output=True, text=True, timeout=900)
+                              capture_output=True, text=True, timeout=900, env=scrubbed_env())
         if proc.returncode != 0:
             raise compile_error(parse_diagnostics(proc.stderr, renames), proc.stderr, what=display)
         warnings = [d for d in parse_diagnostics(proc.stderr, renames) if d.severity == "warning"]

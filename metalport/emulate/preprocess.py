@@ -16,6 +16,7 @@ from pathlib import Path
 
 from metalport.emulate.compiler import Compiler
 from metalport.emulate.flags import preprocess_flags
+from metalport.sandbox.runner import scrubbed_env
 
 SHIM_DIR = Path(__file__).parent / "shim"
 
@@ -50,7 +51,7 @@ def run_preprocessor(source: Path, *, compiler: Compiler, include_dirs: tuple[Pa
     argv = [*compiler.argv, "-E", *preprocess_flags(compiler, metal_version),
             "-I", str(SHIM_DIR), *[f"-I{d}" for d in include_dirs],
             "-include", "mshim_harness.h", "-x", "c++", str(source)]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=300, env=scrubbed_env())
 
 
 def strip_host_names(text: str) -> tuple[str, tuple[HostName, ...]]:

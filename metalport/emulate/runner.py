@@ -16,6 +16,7 @@ from pathlib import Path
 
 from metalport.emulate import worker as _worker
 from metalport.errors import EmulateError, KernelCrash
+from metalport.sandbox.runner import scrubbed_env
 
 WORKER_SCRIPT = Path(_worker.__file__)
 _ALIGN = 64
@@ -102,7 +103,8 @@ class Worker:
             return self.kernels
         self._stderr = tempfile.TemporaryFile()
         self._proc = subprocess.Popen([sys.executable, "-S", str(WORKER_SCRIPT), str(self.so_path)],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                      env=scrubbed_env())
         hello = self._read(what="loading the library")
         self.kernels = list(hello["kernels"])  # type: ignore[index]
         return self.kernels

@@ -11,6 +11,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from metalport.sandbox.runner import scrubbed_env
+
 
 def clang_format_executable() -> str | None:
     """The PyPI wheel's clang-format, else one on PATH, else None."""
@@ -44,7 +46,7 @@ def format_snippet(source: str, root: Path, rel: str) -> str:
         return source
     try:
         proc = subprocess.run([exe, f"--assume-filename={root / rel}", "--style=file", "--fallback-style=none"],
-                              input=source, capture_output=True, text=True, timeout=30)
+                              input=source, capture_output=True, text=True, timeout=30, env=scrubbed_env())
     except (OSError, subprocess.TimeoutExpired):
         return source
     if proc.returncode != 0 or not proc.stdout.strip():
