@@ -21,6 +21,7 @@ from metalport.emulate.diagnostics import Diagnostic, compile_error, parse_diagn
 from metalport.emulate.flags import compile_flags, preprocess_flags
 from metalport.emulate.harness import generate_harness
 from metalport.emulate.kernels import KernelSpec, build_specs, drop_instantiations
+from metalport.emulate.policy import check_shader_policy
 from metalport.emulate.preprocess import SHIM_DIR, blank_threadgroup, finalize, preprocess
 from metalport.emulate.runner import Worker
 from metalport.errors import EmulateError
@@ -84,6 +85,7 @@ def build(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple
 
     `only`: host-name patterns (fnmatch); other host-named instantiations are dropped before
     compiling, which is what makes a large kernel file cheap when one op is under test."""
+    check_shader_policy(source.read_text(encoding="utf-8", errors="replace"), display)
     version = cache.compiler_version(compiler)
     flags = [*preprocess_flags(compiler, metal_version), *compile_flags(compiler)]
     if only is not None:
