@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -190,13 +191,8 @@ def _dtype(node: ast.expr) -> str:
     return ast.unparse(node).removeprefix("torch.")
 
 
-def _scan_common_mps(text: str, rel: str) -> list[XfailEntry]:
-    try:
-        tree = ast.parse(text)
-    except SyntaxError as err:
-        raise RepoError(f"cannot parse: {err.msg}", location=f"{rel}:{err.lineno}",
-                        hint="fix the Python syntax there") from None
-    out: list[XfailEntry] = []
+def named_assignments(tree: ast.AST) -> Iterator[tuple[str, ast.expr]]:
+    """(name, value) of every `NAME = value` and `NAME: T = value` in `tree`, in `ast.walk` order."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target, value = node.targets[0], node.value
@@ -204,12 +200,22 @@ def _scan_common_mps(text: str, rel: str) -> list[XfailEntry]:
             target, value = node.target, node.value
         else:
             continue
-        if not isinstance(target, ast.Name) or not isinstance(value, (ast.Dict, ast.Set)):
-            continue
-        if "XFAIL" not in target.id and "SKIP" not in target.id:
+        if isinstance(target, ast.Name):
+            yield target.id, value
+
+
+def _scan_common_mps(text: str, rel: str) -> list[XfailEntry]:
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as err:
+        raise RepoError(f"cannot parse: {err.msg}", location=f"{rel}:{err.lineno}",
+                        hint="fix the Python syntax there") from None
+    out: list[XfailEntry] = []
+    for name, value in named_assignments(tree):
+        if not isinstance(value, (ast.Dict, ast.Set)) or ("XFAIL" not in name and "SKIP" not in name):
             continue
         if isinstance(value, ast.Set):
-            out += [XfailEntry(target.id, e.value, None, Where(rel, e.lineno)) for e in value.elts
+            out += [XfailEntry(name, e.value, None, Where(rel, e.lineno)) for e in value.elts
                     if isinstance(e, ast.Constant) and isinstance(e.value, str)]
             continue
         for key, val in zip(value.keys, value.values):
@@ -221,7 +227,7 @@ def _scan_common_mps(text: str, rel: str) -> list[XfailEntry]:
                 dtypes = None
             else:
                 dtypes = (ast.unparse(val),)
-            out.append(XfailEntry(target.id, key.value, dtypes, Where(rel, key.lineno)))
+            out.append(XfailEntry(name, key.value, dtypes, Where(rel, key.lineno)))
     out.sort(key=lambda x: x.where.line)
     return out
 

@@ -20,15 +20,15 @@ from pathlib import Path
 from metalport.agent.recipes.host import _skip_to_close, has_legacy
 from metalport.agent.recipes.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
 from metalport.agent.recipes.resolve import host_line, mps_only_lines
+from metalport.agent.recipes.xfail import XFAIL_LIST_NAME
 from metalport.checkout.layout import KERNELS_DIR, Checkout
-from metalport.checkout.sources import Registration, Sources, scan_sources
+from metalport.checkout.sources import Registration, Sources, named_assignments, scan_sources
 from metalport.errors import MetalportError, RegistryError
 from metalport.failure import Failure
 from metalport.registry.model import parse_registry
 from metalport.registry.validate import validate_registry
 
 _TAGS = "aten/src/ATen/native/tags.yaml"
-_LIST_NAME = re.compile(r"^[A-Z0-9_]*(XFAIL|SKIP)LIST[A-Z0-9_]*$")
 _CHEATS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("CPU fallback", re.compile(r"\.cpu\(\)|\bto\(\s*[\"']cpu[\"']|\bkCPU\b|DeviceType::CPU|[\"']cpu[\"']"
                                 r"|\bkCUDA\b|\w*[Ff]allback\w*\s*\(|PYTORCH_ENABLE_MPS_FALLBACK")),
@@ -214,23 +214,17 @@ def _lists(text: str) -> dict[tuple[str, int], dict[str, str]]:
     """Each xfail/skip list (name, occurrence) -> {key: source of its value} ("" for set items)."""
     out: dict[tuple[str, int], dict[str, str]] = {}
     seen: dict[str, int] = {}
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            target, value = node.target, node.value
-        else:
+    for name, value in named_assignments(ast.parse(text)):
+        if not XFAIL_LIST_NAME.match(name):
             continue
-        if not (isinstance(target, ast.Name) and _LIST_NAME.match(target.id)):
-            continue
-        n = seen[target.id] = seen.get(target.id, -1) + 1
+        n = seen[name] = seen.get(name, -1) + 1
         if isinstance(value, ast.Dict):
             items = {ast.unparse(k): ast.unparse(v) for k, v in zip(value.keys, value.values) if k is not None}
         elif isinstance(value, (ast.List, ast.Set, ast.Tuple)):
             items = {ast.unparse(e): "" for e in value.elts}
         else:
             items = {"<value>": ast.unparse(value)}
-        out[(target.id, n)] = items
+        out[(name, n)] = items
     return out
 
 
@@ -240,7 +234,7 @@ def _strip_lists(text: str) -> str:
     for node in ast.walk(tree):
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
             node.target if isinstance(node, ast.AnnAssign) else None
-        if isinstance(target, ast.Name) and _LIST_NAME.match(target.id):
+        if isinstance(target, ast.Name) and XFAIL_LIST_NAME.match(target.id):
             node.value = ast.Constant(None)  # type: ignore[union-attr]
     return ast.dump(tree)
 

@@ -12,9 +12,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from metalport.checkout.sources import named_assignments
 from metalport.errors import RecipeError
 
-_LIST_NAME = re.compile(r"^[A-Z0-9_]*(XFAIL|SKIP)LIST[A-Z0-9_]*$")
+XFAIL_LIST_NAME = re.compile(r"^[A-Z0-9_]*(XFAIL|SKIP)LIST[A-Z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -35,18 +36,6 @@ class XfailRemoval:
     removed: tuple[XfailEntry, ...]
 
 
-def _target_name(node: ast.stmt) -> tuple[str, ast.expr] | None:
-    if isinstance(node, ast.Assign) and len(node.targets) == 1:
-        target, value = node.targets[0], node.value
-    elif isinstance(node, ast.AnnAssign) and node.value is not None:
-        target, value = node.target, node.value
-    else:
-        return None
-    if isinstance(target, ast.Name) and _LIST_NAME.match(target.id):
-        return target.id, value
-    return None
-
-
 def _items(value: ast.expr) -> list[tuple[ast.expr, ast.expr]]:
     """(first node, last node) of each entry of a dict, list, set or tuple literal."""
     if isinstance(value, ast.Dict):
@@ -65,11 +54,9 @@ def find_xfails(text: str, keys: Iterable[str], *, path: str = "common_mps.py") 
         raise RecipeError(f"cannot parse: {err.msg}", location=f"{path}:{err.lineno}",
                           hint="fix the syntax error first") from err
     found: list[XfailEntry] = []
-    for node in ast.walk(tree):
-        named = _target_name(node) if isinstance(node, ast.stmt) else None
-        if named is None:
+    for list_name, value in named_assignments(tree):
+        if not XFAIL_LIST_NAME.match(list_name):
             continue
-        list_name, value = named
         items = _items(value)
         for i, (first, last) in enumerate(items):
             if not (isinstance(first, ast.Constant) and first.value in wanted):
