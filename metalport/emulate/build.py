@@ -85,12 +85,13 @@ def build(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple
 
     `only`: host-name patterns (fnmatch); other host-named instantiations are dropped before
     compiling, which is what makes a large kernel file cheap when one op is under test."""
-    check_shader_policy(source.read_text(encoding="utf-8", errors="replace"), display)
+    source_bytes = source.read_bytes()
+    check_shader_policy(source_bytes.decode("utf-8", errors="replace"), display)
     version = cache.compiler_version(compiler)
     flags = [*preprocess_flags(compiler, metal_version), *compile_flags(compiler)]
     if only is not None:
         flags.append("only=" + ",".join(sorted(set(only))))
-    key = cache.source_key(source.read_bytes(), flags=flags, compiler_version=version,
+    key = cache.source_key(source_bytes, flags=flags, compiler_version=version,
                            include_dirs=include_dirs, shim_dir=SHIM_DIR)
     roots = (source.parent, *include_dirs)
     hit = cache.lookup(cache_dir, key, roots)
