@@ -27,7 +27,7 @@ def make_provider(model: str, *, config_path: Path | None, run_dir: Path | None,
     missing key or a bad config (with file:line).
     """
     if model == "recipe":
-        from metalport.agent.recipes.provider import RecipeProvider
+        from metalport.agent.recipe_provider import RecipeProvider
 
         return RecipeProvider()
     if not model.startswith(OPENAI_PREFIX) or not model[len(OPENAI_PREFIX):].strip():

@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from metalport.agent.recipes.host import _skip_to_close, has_legacy
-from metalport.agent.recipes.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
-from metalport.agent.recipes.resolve import host_line, mps_only_lines
-from metalport.agent.recipes.xfail import XFAIL_LIST_NAME
+from metalport.port.host import _skip_to_close, has_legacy
+from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
+from metalport.port.resolve import host_line, mps_only_lines
+from metalport.port.xfail import XFAIL_LIST_NAME
 from metalport.checkout.layout import KERNELS_DIR, Checkout
 from metalport.checkout.sources import Registration, Sources, named_assignments, scan_sources
 from metalport.errors import MetalportError, RegistryError

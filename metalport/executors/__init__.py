@@ -26,7 +26,7 @@ from metalport.executors.macos import (
 )
 
 if TYPE_CHECKING:
-    from metalport.agent.recipes.plan_model import PortPlan
+    from metalport.port.plan_model import PortPlan
     from metalport.checks.report import ConformanceReport
 
 EXECUTORS = ("auto", "emulated", "macos")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from metalport.agent.recipes.plan_model import PortPlan
+from metalport.port.plan_model import PortPlan
 from metalport.config import ExecutorConfig
 from metalport.failure import Failure
 from metalport.sandbox.runner import CommandResult, run_command
@@ -183,7 +183,7 @@ def opinfo_for(plan: PortPlan) -> tuple[str | None, bool]:
     the OpInfo's `supports_autograd` says whether the op has a backward."""
     from torch.testing._internal.common_methods_invocations import op_db
 
-    from metalport.agent.recipes.functors import recipe_table
+    from metalport.port.functors import recipe_table
 
     recipe = recipe_table().get(plan.op)
     names = ([recipe.opinfo] if recipe else []) + list(plan.xfail_keys) + [plan.op, f"nn.functional.{plan.op}"]

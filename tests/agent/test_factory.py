@@ -90,7 +90,7 @@ def test_budget_limits_override_config_and_carry_over_a_resume(
 
 
 def test_recipe_model_is_the_deterministic_provider(tmp_path: Path) -> None:
-    from metalport.agent.recipes.provider import RecipeProvider
+    from metalport.agent.recipe_provider import RecipeProvider
     from metalport.errors import RecipeError
 
     provider = make_provider("recipe", config_path=None, run_dir=tmp_path)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from metalport.agent.recipes.port import PortPlan, apply_port, plan_port
+from metalport.port.port import PortPlan, apply_port, plan_port
 from metalport.checkout import Checkout
 from metalport.checks.contract import check_contract
 from metalport.failure import Failure

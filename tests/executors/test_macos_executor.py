@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from metalport.agent.recipes.port import PortPlan
+from metalport.port.port import PortPlan
 from metalport.config import AgentConfig, ExecutorConfig, load_config
 from metalport.errors import UsageError
 from metalport.executors import MacosExecutor, select_executor
@@ -136,7 +136,7 @@ def test_off_mac_the_compile_shader_pass_fails_before_the_build(tmp_path: Path) 
                     reason="opt-in: needs macOS with MPS and METALPORT_PYTORCH_CHECKOUT=<a built PyTorch checkout>")
 def test_heaviside_on_a_real_checkout(tmp_path: Path) -> None:
     """On a Mac: plan and apply heaviside in a clone of a real checkout, then build and run its tests."""
-    from metalport.agent.recipes.port import apply_port, plan_port
+    from metalport.port.port import apply_port, plan_port
     from metalport.checkout import find_checkout
     from metalport.checks.contract import check_contract
     from tests.recipes.porting import clone

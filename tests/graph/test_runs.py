@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from metalport.agent.recipes import recipe_table
-from metalport.agent.recipes.provider import RecipeProvider
+from metalport.port import recipe_table
+from metalport.agent.recipe_provider import RecipeProvider
 from metalport.errors import PipelineError, UnknownRunError
 from metalport.graph import Abort, Approve, RunOptions, get_run, list_runs, resume_run, run_dir, start_run
 from metalport.graph.review import ask_decision

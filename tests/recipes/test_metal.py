@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metalport.agent.recipes.metal import KERNEL_INCLUDES, insert_functor
+from metalport.port.metal import KERNEL_INCLUDES, insert_functor
 from metalport.errors import RecipeError
 
 KERNEL = """#include <c10/metal/indexing.h>

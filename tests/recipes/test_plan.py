@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from metalport.agent.recipes import NEEDS_LLM, Family, plan_recipe, recipe_table
+from metalport.port import NEEDS_LLM, Family, plan_recipe, recipe_table
 
 
 def test_heaviside_plan_from_the_wheel() -> None:
@@ -77,7 +77,7 @@ def test_every_table_op_lacks_a_native_mps_kernel_in_the_wheel_registry() -> Non
 
 
 def test_edits_from_a_plan_create_both_files() -> None:
-    from metalport.agent.recipes import edit_host, edit_kernel
+    from metalport.port import edit_host, edit_kernel
 
     plan = plan_recipe("heaviside", dtypes=["float", "bool"])
     kernel = edit_kernel(plan, None)
@@ -92,7 +92,7 @@ def test_edits_from_a_plan_create_both_files() -> None:
 def test_edits_refuse_a_plan_that_needs_an_llm() -> None:
     import pytest
 
-    from metalport.agent.recipes import edit_kernel
+    from metalport.port import edit_kernel
     from metalport.errors import RecipeError
 
     with pytest.raises(RecipeError) as err:

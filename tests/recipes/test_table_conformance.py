@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from metalport.agent.recipes import recipe_table
-from metalport.agent.recipes.port import apply_port, plan_port
+from metalport.port import recipe_table
+from metalport.port.port import apply_port, plan_port
 from metalport.checkout import Checkout
 from metalport.checks.contract import check_contract
 from metalport.executors import emulated

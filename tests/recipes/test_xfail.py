@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from metalport.agent.recipes.xfail import XfailEntry, find_xfails, remove_xfails
+from metalport.port.xfail import XfailEntry, find_xfails, remove_xfails
 from metalport.errors import RecipeError
 
 COMMON_MPS = Path(torch.__file__).parent / "testing" / "_internal" / "common_mps.py"

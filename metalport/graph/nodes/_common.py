@@ -34,7 +34,7 @@ def _fallback(value: Any) -> Any:
 
 def load_plan(state: PortState) -> Any:
     """The run's `PortPlan`, rebuilt from its dict in the state."""
-    from metalport.agent.recipes.port import PortPlan
+    from metalport.port.port import PortPlan
 
     return PortPlan.from_dict(state["plan"])
 

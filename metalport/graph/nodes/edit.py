@@ -6,7 +6,7 @@ import git
 from langgraph.runtime import Runtime
 
 from metalport.agent.provider import FixRequest, FunctorRequest
-from metalport.agent.recipes.plan_model import PortPlan
+from metalport.port.plan_model import PortPlan
 from metalport.errors import AgentError, BudgetExhausted, RecipeError
 from metalport.failure import Failure
 from metalport.graph.context import RunContext
@@ -54,7 +54,7 @@ def edit(state: PortState, runtime: Runtime[RunContext]) -> dict:
 
 
 def _apply_fresh(ctx: RunContext, state: PortState, port: PortPlan, worktree: Worktree) -> None:
-    from metalport.agent.recipes.port import apply_port
+    from metalport.port.port import apply_port
 
     repo = git.Repo(worktree.path)
     repo.git.reset("-q", "--hard", "HEAD")

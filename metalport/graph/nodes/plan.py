@@ -13,7 +13,7 @@ def plan(state: PortState) -> dict:
 
     PipelineError "already native" (unless --force) and UnknownOpError propagate to the caller.
     """
-    from metalport.agent.recipes.port import plan_port
+    from metalport.port.port import plan_port
     from metalport.checkout import find_checkout
 
     checkout = find_checkout(Path(state.get("base_root") or state["repo_root"]))

@@ -17,7 +17,7 @@ def resolve(state: PortState, runtime: Runtime[RunContext]) -> dict:
     Also selects the executor, so a missing compiler stops the run before any worktree exists.
     The op is resolved in the base commit's tree (`graph.base`), not in a dirty work tree.
     """
-    from metalport.agent.recipes.port import resolve_op
+    from metalport.port.port import resolve_op
     from metalport.checkout import find_checkout
 
     from metalport.graph.base import base_root

@@ -11,7 +11,7 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from metalport.agent.recipes._sources import SOURCES
+from metalport.port._sources import SOURCES
 from metalport.errors import RecipeError
 
 

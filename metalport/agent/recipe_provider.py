@@ -11,11 +11,11 @@ from pathlib import Path
 import jinja2
 
 from metalport.agent.provider import FixRequest, FixResult, FunctorRequest, FunctorResult, PrRequest
-from metalport.agent.recipes.functors import FunctorRecipe, recipe_table
+from metalport.port.functors import FunctorRecipe, recipe_table
 from metalport.agent.tools import ToolBox
 from metalport.errors import RecipeError
 
-_TEMPLATES = Path(__file__).parent / "templates"
+_TEMPLATES = Path(__file__).resolve().parent.parent / "port" / "templates"
 NO_USAGE = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
 
 

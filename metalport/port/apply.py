@@ -10,13 +10,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from metalport.agent.recipes.cformat import format_snippet
-from metalport.agent.recipes.host import HostStub, has_legacy, insert_stub, remove_legacy
-from metalport.agent.recipes.metal import ensure_includes, insert_functor, needed_includes
-from metalport.agent.recipes.plan import NEEDS_LLM
-from metalport.agent.recipes.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
-from metalport.agent.recipes.resolve import mps_only_lines
-from metalport.agent.recipes.xfail import find_xfails
+from metalport.port.cformat import format_snippet
+from metalport.port.host import HostStub, has_legacy, insert_stub, remove_legacy
+from metalport.port.metal import ensure_includes, insert_functor, needed_includes
+from metalport.port.plan import NEEDS_LLM
+from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
+from metalport.port.resolve import mps_only_lines
+from metalport.port.xfail import find_xfails
 from metalport.errors import RecipeError
 from metalport.registry.model import parse_registry
 from metalport.sandbox.guard import PathGuard

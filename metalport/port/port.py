@@ -15,13 +15,13 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from metalport.agent.recipes.apply import apply_port
-from metalport.agent.recipes.functors import METAL_TYPES, FunctorRecipe, metal_types_for, recipe_table
-from metalport.agent.recipes.host import remove_legacy
-from metalport.agent.recipes.plan import (KERNELS_DIR, NEEDS_LLM, OPERATIONS_DIR, StubDeclaration,
+from metalport.port.apply import apply_port
+from metalport.port.functors import METAL_TYPES, FunctorRecipe, metal_types_for, recipe_table
+from metalport.port.host import remove_legacy
+from metalport.port.plan import (KERNELS_DIR, NEEDS_LLM, OPERATIONS_DIR, StubDeclaration,
                                           find_stub_declaration, plan_recipe)
-from metalport.agent.recipes.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan, RowChange
-from metalport.agent.recipes.resolve import Resolution, host_line, mps_only_lines, resolve_op
+from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan, RowChange
+from metalport.port.resolve import Resolution, host_line, mps_only_lines, resolve_op
 from metalport.backlog.model import Family, Status
 from metalport.checkout.layout import Checkout
 from metalport.errors import PipelineError, RecipeError

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from metalport.agent.recipes.metal import ensure_includes
+from metalport.port.metal import ensure_includes
 from metalport.errors import RecipeError
 
 _EXEC = {"unary": "exec_unary_kernel", "binary": "exec_binary_kernel",

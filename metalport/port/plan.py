@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from metalport.agent.recipes.functors import FunctorRecipe, dtypes_for, recipe_table
-from metalport.agent.recipes.host import HostStub, insert_stub
-from metalport.agent.recipes.metal import insert_functor
+from metalport.port.functors import FunctorRecipe, dtypes_for, recipe_table
+from metalport.port.host import HostStub, insert_stub
+from metalport.port.metal import insert_functor
 from metalport.checkout.layout import KERNELS_DIR, OPERATIONS_DIR
 from metalport.errors import RecipeError
 
