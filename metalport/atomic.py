@@ -28,3 +28,16 @@ def write_text_atomic(path: Path, text: str, *, newline: str | None = None) -> b
         Path(tmp).unlink(missing_ok=True)
         raise
     return True
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temp file in the same folder and a rename (parents made)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -31,3 +31,12 @@ def wheel_workspace(tmp_path_factory: pytest.TempPathFactory):
     from metalport.checkout import init_workspace
 
     return init_workspace(tmp_path_factory.mktemp("wheel") / "workspace")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _user_cache(tmp_path_factory: pytest.TempPathFactory):
+    """The registry index and OpInfo facts of the whole session go to a temp folder, not ~/.cache
+    (subprocesses inherit it); shared by the session so the OpInfo database is read once."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("user-cache")))
+        yield

@@ -9,7 +9,8 @@ from pathlib import Path
 from metalport.backlog.model import BacklogItem, Family, Status
 from metalport.checkout.layout import Checkout
 from metalport.checkout.sources import ImplKind, Sources, XfailEntry, scan_sources
-from metalport.registry.model import Op, Registry, load_registry
+from metalport.registry.index import load_registry
+from metalport.registry.model import Op, Registry
 
 _COMPOSITE = {"CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional",
               "CompositeImplicitAutogradNestedTensor"}

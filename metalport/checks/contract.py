@@ -25,7 +25,6 @@ from metalport.checkout.layout import KERNELS_DIR, Checkout
 from metalport.checkout.sources import Registration, Sources, named_assignments, scan_sources
 from metalport.errors import MetalportError, RegistryError
 from metalport.failure import Failure
-from metalport.registry.model import parse_registry
 from metalport.registry.validate import validate_registry
 
 _TAGS = "aten/src/ATen/native/tags.yaml"
@@ -103,13 +102,12 @@ def _base_text(base_root: Path, changes: _Changes, rel: str) -> str | None:
 def _registry_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
     yaml_path = worktree_root / NATIVE_FUNCTIONS
     try:
-        validate_registry(yaml_path, worktree_root / _TAGS)
+        registry = validate_registry(yaml_path, worktree_root / _TAGS)
     except RegistryError as err:
         where = (err.location or "").rsplit(":", 1)
         line = int(where[1]) if len(where) == 2 and where[1].isdigit() else None
         yield _fail("registry", err.message, NATIVE_FUNCTIONS, line)
         return
-    registry = parse_registry(yaml_path.read_text(encoding="utf-8"), NATIVE_FUNCTIONS)
     try:
         op = registry.resolve(plan.op)
     except MetalportError as err:
@@ -128,9 +126,9 @@ def _registry_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
 
 def _declared(worktree_root: Path, stub: str) -> bool:
     pattern = re.compile(rf"DECLARE_DISPATCH\(\s*[^,]+,\s*{re.escape(stub)}\s*\)")
-    import torch
+    from metalport.torch_facts import torch_include_dir
 
-    roots = [worktree_root / "aten/src/ATen/native", Path(torch.__file__).parent / "include/ATen/native"]
+    roots = [worktree_root / "aten/src/ATen/native", torch_include_dir() / "ATen/native"]
     return any(pattern.search(h.read_text(encoding="utf-8", errors="replace"))
                for root in roots if root.is_dir() for h in root.rglob("*.h"))
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ctypes
 import difflib
-import importlib.util
 import os
 import tempfile
 import threading
@@ -24,16 +23,17 @@ from metalport.emulate.compiler import Compiler, find_compiler
 from metalport.emulate.diagnostics import Diagnostic
 from metalport.emulate.kernels import KernelArg, KernelInfo
 from metalport.emulate.runner import SharedBuffer, Worker, layout
-from metalport.errors import EmulateError, UnknownKernelError
+from metalport.errors import EmulateError, MetalportError, UnknownKernelError
 
 
 def wheel_include_dir() -> Path:
     """The installed torch wheel's `include` directory (holds `c10/metal/*.h`), without importing torch."""
-    spec = importlib.util.find_spec("torch")
-    if spec is None or not spec.submodule_search_locations:
-        raise EmulateError("torch is not installed, so there are no c10/metal headers",
-                           hint="install the torch wheel or pass include_dirs=")
-    return Path(list(spec.submodule_search_locations)[0]) / "include"
+    from metalport.torch_facts import torch_include_dir
+
+    try:
+        return torch_include_dir()
+    except MetalportError as err:
+        raise EmulateError(err.message, hint="install the torch wheel or pass include_dirs=") from None
 
 
 def _info_from_dict(data: dict[str, Any]) -> KernelInfo:

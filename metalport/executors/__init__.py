@@ -24,6 +24,7 @@ from metalport.executors.macos import (
     run_build,
     run_tests,
 )
+from metalport.torch_facts import mps_available
 
 if TYPE_CHECKING:
     from metalport.port.plan_model import PortPlan
@@ -45,13 +46,6 @@ class Executor(Protocol):
              held_out: bool) -> tuple[ConformanceReport, list[Failure]]:
         """Test; held-out cases run when `held_out` (at the approval gate)."""
         ...
-
-
-def mps_available() -> bool:
-    """True when torch can run on MPS here."""
-    import torch
-
-    return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
 
 
 def select_executor(name: str = "auto", config: ExecutorConfig | AgentConfig | None = None) -> Executor:

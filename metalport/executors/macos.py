@@ -181,15 +181,14 @@ def opinfo_for(plan: PortPlan) -> tuple[str | None, bool]:
     """(OpInfo name, whether to run grad tests) for the plan's op; a backward op (`sigmoid_backward`)
     is tested through its forward OpInfo's grad tests. derivatives.yaml is not in the wheel, so
     the OpInfo's `supports_autograd` says whether the op has a backward."""
-    from torch.testing._internal.common_methods_invocations import op_db
-
     from metalport.port.functors import recipe_table
+    from metalport.torch_facts import opinfo_facts
 
     recipe = recipe_table().get(plan.op)
     names = ([recipe.opinfo] if recipe else []) + list(plan.xfail_keys) + [plan.op, f"nn.functional.{plan.op}"]
     names += [plan.op.replace("_", ".", 1)] if plan.op.startswith(("special_", "linalg_", "fft_")) else []
     backward = plan.op.endswith("_backward")
-    by_name = {info.name: info for info in op_db if not info.variant_test_name}
+    by_name = opinfo_facts()
     for name in names:
         if name in by_name:
             return name, backward or bool(by_name[name].supports_autograd)

@@ -18,7 +18,7 @@ from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
 from metalport.port.resolve import mps_only_lines
 from metalport.port.xfail import find_xfails
 from metalport.errors import RecipeError
-from metalport.registry.model import parse_registry
+from metalport.registry.index import registry_from_text
 from metalport.sandbox.guard import PathGuard
 
 _REGISTRATION = re.compile(r"^[ \t]*REGISTER_\w+\(.*\);[ \t]*$", re.MULTILINE)
@@ -26,7 +26,7 @@ _REGISTRATION = re.compile(r"^[ \t]*REGISTER_\w+\(.*\);[ \t]*$", re.MULTILINE)
 
 def edit_rows(text: str, plan: PortPlan, *, path: str = NATIVE_FUNCTIONS) -> str:
     """The registry `text` with the plan's dispatch-line changes; rows already changed are kept."""
-    registry = parse_registry(text, path)
+    registry = registry_from_text(text, path)
     lines = text.splitlines(keepends=True)
     edits: dict[int, str | None] = {}
     for change in plan.rows:

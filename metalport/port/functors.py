@@ -155,14 +155,11 @@ def metal_types_for(torch_dtype_names: Iterable[str]) -> tuple[str, ...]:
 
 def dtypes_for(recipe: FunctorRecipe) -> tuple[str, ...]:
     """The Metal types to register for `recipe`: its OpInfo's CPU dtypes that MPS supports."""
-    from torch.testing._internal.common_methods_invocations import op_db
+    from metalport.torch_facts import opinfo_facts
 
-    for info in op_db:
-        if info.name == recipe.opinfo and not info.variant_test_name:
-            names = [str(d).removeprefix("torch.") for d in info.supported_dtypes("cpu")]
-            types = metal_types_for(names)
-            if recipe.floating_only:
-                types = tuple(t for t in types if t in _FLOATING)
-            return types
-    raise RecipeError(f"no OpInfo named {recipe.opinfo!r} for {recipe.op}",
-                      hint="fix the opinfo name in the recipe table")
+    info = opinfo_facts().get(recipe.opinfo)
+    if info is None:
+        raise RecipeError(f"no OpInfo named {recipe.opinfo!r} for {recipe.op}",
+                          hint="fix the opinfo name in the recipe table")
+    types = metal_types_for(info.cpu_dtypes)
+    return tuple(t for t in types if t in _FLOATING) if recipe.floating_only else types

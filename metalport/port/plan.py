@@ -96,9 +96,9 @@ def find_stub_declaration(stub: str, include_dir: Path) -> StubDeclaration:
 
 
 def _default_include_dir() -> Path:
-    import torch
+    from metalport.torch_facts import torch_include_dir
 
-    return Path(torch.__file__).parent / "include"
+    return torch_include_dir()
 
 
 def _default_xfail_keys(recipe: FunctorRecipe) -> tuple[str, ...]:

@@ -92,9 +92,9 @@ def _stub_declaration(checkout: Checkout, stub: str) -> StubDeclaration:
     try:
         return find_stub_declaration(stub, checkout.root / "aten/src")
     except RecipeError:
-        import torch
+        from metalport.torch_facts import torch_include_dir
 
-        return find_stub_declaration(stub, Path(torch.__file__).parent / "include")
+        return find_stub_declaration(stub, torch_include_dir())
 
 
 def _kept_dtypes(dtypes: tuple[str, ...] | None, metal: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -119,13 +119,12 @@ def _xfails(res: Resolution, metal: tuple[str, ...]) -> tuple[tuple[tuple[str, s
 
 def _opinfo_dtypes(names: list[str]) -> tuple[str, ...]:
     """Metal types of the first OpInfo called one of `names` (CPU dtypes); float types if none."""
-    from torch.testing._internal.common_methods_invocations import op_db
+    from metalport.torch_facts import opinfo_facts
 
-    by_name = {info.name: info for info in op_db if not info.variant_test_name}
+    by_name = opinfo_facts()
     for name in names:
         if name in by_name:
-            found = [str(d).removeprefix("torch.") for d in by_name[name].supported_dtypes("cpu")]
-            return metal_types_for(found)
+            return metal_types_for(by_name[name].cpu_dtypes)
     return ("float", "half", "bfloat")
 
 

@@ -13,7 +13,8 @@ from metalport.backlog.scan import scan_backlog
 from metalport.checkout.layout import Checkout
 from metalport.checkout.sources import MpsFunction, Registration, Sources, XfailEntry, scan_sources
 from metalport.errors import UnknownOpError
-from metalport.registry.model import DispatchLine, Entry, Registry, load_registry
+from metalport.registry.index import load_registry
+from metalport.registry.model import DispatchLine, Entry, Registry
 
 _HOST_KEYS = frozenset({"CPU", "CUDA"})
 

@@ -235,13 +235,3 @@ def parse_registry(text: str, path: Path | str) -> Registry:
         groups.setdefault(entry.base, []).append(entry)
     return Registry(Path(path), text, entries, {k: Op(k, tuple(v)) for k, v in groups.items()})
 
-
-def load_registry(path: Path | str) -> Registry:
-    """Read and parse the native_functions.yaml at `path`."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as err:
-        raise RegistryError(f"cannot read the registry: {err.strerror}", location=str(p),
-                            hint="pass --repo at a PyTorch checkout") from None
-    return parse_registry(text, p)

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import difflib
+import hashlib
+import importlib.util
 import re
 import shutil
 import tempfile
 from pathlib import Path
 
+from metalport.atomic import write_bytes_atomic
 from metalport.errors import RegistryError
-from metalport.registry.model import Entry, Registry, load_registry
+from metalport.registry.index import index_dir, load_registry
+from metalport.registry.model import Entry, Registry
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_:]*$")
 _AT = re.compile(r"(?:in |)(\S*native_functions\.yaml):(\d+)")
@@ -39,17 +43,26 @@ def check_registry(registry: Registry) -> None:
                 seen[key] = d.line
 
 
-def validate_registry(yaml_path: Path | str, tags_path: Path | str) -> Registry:
-    """Parse `yaml_path` ourselves, run our checks, then torchgen on a fresh temp copy."""
-    registry = load_registry(yaml_path)
+def validate_registry(yaml_path: Path | str, tags_path: Path | str, *, cache_dir: Path | None = None) -> Registry:
+    """Parse `yaml_path` ourselves, run our checks, then torchgen on a fresh temp copy.
+
+    torchgen's verdict is kept per (registry, tags, torchgen) content, next to the registry index
+    (Note [registry index]): the same edited file is handed to torchgen once, and any change to
+    the text parses it again. A rejection is never kept.
+    """
+    registry = load_registry(yaml_path, cache_dir=cache_dir)
     check_registry(registry)
+    tags_text = Path(tags_path).read_bytes()
+    accepted = (cache_dir or index_dir()) / f"{_torchgen_key(registry.text, tags_text)}.torchgen-ok"
+    if accepted.is_file():
+        return registry
     import torchgen.gen
 
     with tempfile.TemporaryDirectory(prefix="metalport-validate-") as tmp:
         copy = Path(tmp) / "native_functions.yaml"
         tags = Path(tmp) / "tags.yaml"
         shutil.copyfile(yaml_path, copy)
-        shutil.copyfile(tags_path, tags)
+        tags.write_bytes(tags_text)
         try:
             torchgen.gen.parse_native_yaml(str(copy), str(tags), skip_native_fns_gen=False)
         except (AssertionError, AttributeError, KeyError, ValueError, RuntimeError) as err:
@@ -64,7 +77,24 @@ def validate_registry(yaml_path: Path | str, tags_path: Path | str) -> Registry:
             raise RegistryError(f"torchgen rejects the registry{detail}: {first[:300]}",
                                 location=f"{yaml_path}:{line}" if line else str(yaml_path),
                                 hint="undo the last edit or fix that entry") from None
+    try:
+        write_bytes_atomic(accepted, b"")
+    except OSError:
+        pass  # a read-only cache only costs the next torchgen parse
     return registry
+
+
+def _torchgen_key(text: str, tags: bytes) -> str:
+    """Hash of the registry and tags texts and the installed torchgen's parser sources."""
+    h = hashlib.sha256(b"metalport-torchgen-verdict\0")
+    spec = importlib.util.find_spec("torchgen")
+    root = Path(spec.origin).parent if spec and spec.origin else None
+    for name in ("gen.py", "model.py", "native_function_generation.py", "yaml_utils.py"):
+        if root is not None and (root / name).is_file():
+            h.update(hashlib.sha256((root / name).read_bytes()).digest())
+    h.update(hashlib.sha256(text.encode("utf-8")).digest())
+    h.update(hashlib.sha256(tags).digest())
+    return h.hexdigest()
 
 
 def _entry_at(registry: Registry, line: int) -> str | None:
