@@ -1,5 +1,3 @@
-import sys
+from metalport.cli import console_main
 
-from metalport.cli import main
-
-sys.exit(main())
+console_main()

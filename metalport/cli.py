@@ -1,22 +1,37 @@
+# PYTHON_ARGCOMPLETE_OK
 """The `metalport` and `run-migration` console scripts: a thin layer over `metalport.commands`."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from metalport import __version__, commands
 from metalport.errors import MetalportError
 
 
+PURPOSE = "Bring PyTorch operators to Apple Silicon: port ATen ops to native Metal kernels, up to a human review."
+START_HERE = """\
+start here:
+  metalport workspace init /tmp/ws                     # a trial checkout from the torch wheel
+  run-migration aten::heaviside --repo /tmp/ws         # port one op, stop at the approval gate
+  metalport backlog --repo ~/pytorch --status missing  # what is left to port in a real checkout
+
+`metalport COMMAND --help` explains each command. Commands that read a checkout take --repo
+(default: the checkout enclosing the working directory)."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser with every subcommand module of `metalport.commands` registered."""
-    parser = argparse.ArgumentParser(prog="metalport", description=__doc__)
+    parser = argparse.ArgumentParser(prog="metalport", description=PURPOSE, epilog=START_HERE,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"metalport {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
         if info.name.startswith("_"):  # private helpers of the commands, not commands
             continue
@@ -28,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; a `MetalportError` becomes one line on stderr and its exit code."""
     parser = build_parser()
+    _complete(parser)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
@@ -43,8 +59,17 @@ def run_migration(argv: Sequence[str] | None = None) -> int:
                                      "kernel in a sandboxed worktree, up to a human approval gate.")
     parser.add_argument("--version", action="version", version=f"metalport {__version__}")
     add_arguments(parser)
+    _complete(parser)
     args = parser.parse_args(argv)
     return _dispatch(args, "run-migration")
+
+
+def _complete(parser: argparse.ArgumentParser) -> None:
+    """Answer a shell's completion request (argcomplete sets `_ARGCOMPLETE`) and exit; else nothing."""
+    if "_ARGCOMPLETE" in os.environ:
+        import argcomplete
+
+        argcomplete.autocomplete(parser)
 
 
 def _dispatch(args: argparse.Namespace, prog: str) -> int:
@@ -59,5 +84,38 @@ def _dispatch(args: argparse.Namespace, prog: str) -> int:
         return 130
 
 
+def exit_now(code: int) -> NoReturn:
+    """End the console script with `code`, skipping the interpreter's teardown (Note [fast exit]).
+
+    Note [fast exit]: once torch and the OpInfo database are loaded (conformance), the
+    interpreter's teardown of their modules takes 1.5-3 s after the command has finished. The
+    console scripts flush stdout/stderr, run the atexit handlers (temp folders, logging) and leave
+    with `os._exit`; while another non-daemon thread is alive they exit the normal way. `main()`
+    itself returns normally, so tests and callers in-process are not affected.
+    """
+    import atexit
+    import threading
+
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            code = code or 1  # e.g. a closed pipe: the output did not all arrive
+    os._exit(code)
+
+
+def console_main() -> NoReturn:
+    """The `metalport` console script."""
+    exit_now(main())
+
+
+def console_run_migration() -> NoReturn:
+    """The `run-migration` console script."""
+    exit_now(run_migration())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -143,12 +144,13 @@ class OpenAIProvider:
     """Implements `Provider` against one endpoint; every request goes through `_complete`."""
 
     def __init__(self, config: AgentConfig, client: openai.OpenAI, budget: Budget, transcript: Transcript,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, notify: Callable[[str], None] | None = None) -> None:
         self.config = config
         self.client = client
         self.budget = budget
         self.transcript = transcript
         self._sleep = sleep
+        self._notify = notify or _to_stderr  # one line per retry, so a 429/5xx storm is never silent
 
     def write_functor(self, request: FunctorRequest, tools: ToolBox) -> FunctorResult:
         """Run the tool loop until the model answers with a valid `FunctorAnswer`."""
@@ -288,7 +290,9 @@ class OpenAIProvider:
                     raise AgentError(f"endpoint failed after {attempt + 1} attempts: {_describe(err)}",
                                      location=str(self.client.base_url),
                                      hint="check the server, or raise provider.max_retries") from None
-                self._sleep(cap.backoff_s * 2 ** attempt)
+                delay_s = cap.backoff_s * 2 ** attempt
+                self._notify(f"retrying ({attempt + 1}/{cap.max_retries}) in {delay_s:g} s: {_describe(err)}")
+                self._sleep(delay_s)
                 continue
             except openai.APIStatusError as err:
                 self.transcript.write("error", {"attempt": attempt, "retryable": False, "error": str(err)})
@@ -335,6 +339,10 @@ def _usage_footer(usage: dict) -> str:
     return (f"\n\n---\nModel usage of this port: {usage.get('calls', 0)} calls, "
             f"{usage.get('input_tokens', 0)} input and {usage.get('output_tokens', 0)} output tokens, "
             f"${float(usage.get('cost_usd', 0.0)):.4f}.\n")
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _describe(err: openai.OpenAIError) -> str:

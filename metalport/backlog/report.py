@@ -33,16 +33,16 @@ def to_markdown(items: list[BacklogItem], source: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def print_table(items: list[BacklogItem], title: str) -> None:
-    """Print a rich table of the items, with the counts per status as its caption."""
-    from rich.console import Console
-    from rich.table import Table
+COLUMNS = ("ease", "op", "status", "family", "stub", "MPS implementation", "xfail/skip")
 
+
+def row(item: BacklogItem) -> tuple[str, ...]:
+    """The table row of one item, in `COLUMNS` order."""
+    return (str(item.ease), item.op, item.status.value, item.family.value, item.stub or "", item.mps_impl or "",
+            _xfail_text(item))
+
+
+def status_counts(items: list[BacklogItem]) -> str:
+    """`missing: 12, mps-graph: 40, ...`: the table's caption."""
     counts = Counter(i.status.value for i in items)
-    table = Table(title=title, caption=", ".join(f"{k}: {v}" for k, v in sorted(counts.items())))
-    for column in ("ease", "op", "status", "family", "stub", "MPS implementation", "xfail/skip"):
-        table.add_column(column, overflow="fold")
-    for i in items:
-        table.add_row(str(i.ease), i.op, i.status.value, i.family.value, i.stub or "", i.mps_impl or "",
-                      _xfail_text(i))
-    Console().print(table)
+    return ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))

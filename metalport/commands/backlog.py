@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from metalport.commands._complete import complete_ops, with_completer
+from metalport.commands._console import add_format_option, output_format, print_table
+
 
 def _choice_list(allowed: list[str]):
     """An argparse type for `a,b,c`: each item must be one of `allowed`."""
@@ -31,10 +34,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="only ops with these statuses (comma-separated or repeated)")
     parser.add_argument("--family", type=_choice_list([f.value for f in Family]), action="extend",
                         help="only ops of these families (comma-separated or repeated)")
-    parser.add_argument("--op", action="append", help="only this op (aten::x, x or x.overload; repeatable)")
+    with_completer(parser.add_argument("--op", action="append",
+                                       help="only this op (aten::x, x or x.overload; repeatable)"), complete_ops)
     out = parser.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="print a JSON list")
+    out.add_argument("--json", action="store_true", help="print a JSON list (same as --format json)")
     out.add_argument("--markdown", action="store_true", help="print a Markdown report for a tracking issue")
+    add_format_option(out)
     parser.set_defaults(func=run)
 
 
@@ -51,10 +56,12 @@ def run(args: argparse.Namespace) -> int:
              if (not args.status or i.status.value in args.status)
              and (not args.family or i.family.value in args.family)
              and (not wanted or i.op in wanted)]
-    if args.json:
+    fmt = output_format(args)
+    if fmt == "json":
         print(report.to_json(items))
     elif args.markdown:
         print(report.to_markdown(items, checkout.rel(checkout.native_functions)), end="")
     else:
-        report.print_table(items, f"MPS backlog of {checkout.root}")
+        print_table(f"MPS backlog of {checkout.root}", report.COLUMNS, [report.row(i) for i in items], fmt,
+                    caption=report.status_counts(items))
     return 0

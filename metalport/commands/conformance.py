@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from metalport.checkout.layout import KERNELS_DIR
+from metalport.commands._complete import complete_ops, with_completer
 from metalport.errors import RepoError
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run the op's kernels as the MPS host would (emulated on the CPU, or on MPS) over its "
                     "OpInfo samples, fresh random inputs and held-out edge cases, and compare with torch on "
                     "CPU. Exit 0 on pass, 1 on fail or when no host model covers the op, 2 on bad input.")
-    parser.add_argument("op", help="the ATen op, e.g. aten::atan2")
+    with_completer(parser.add_argument("op", help="the ATen op, e.g. aten::atan2"), complete_ops)
     parser.add_argument("--repo", type=Path, default=None,
                         help="PyTorch checkout (default: the one enclosing the working directory)")
     parser.add_argument("--dtypes", default=None, help="comma-separated dtypes, e.g. float32,half,int32")
@@ -64,10 +64,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_table(report: ConformanceReport) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+    from metalport.commands._console import table_console
+
+    console = table_console()
     table = Table(title=f"conformance {report.op} ({report.backend}, seed {report.seed})")
     for col in ("dtype", "samples", "passed", "worst error", "worst sample", "held-out passed"):
         table.add_column(col)

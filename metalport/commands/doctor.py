@@ -1,4 +1,4 @@
-"""`metalport doctor`: which shader compiler the emulated tier uses and why, and the LLM endpoint."""
+"""`metalport doctor`: the checkout, which shader compiler the emulated tier uses and why, the LLM endpoint."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ from pathlib import Path
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `doctor` command."""
     parser = subparsers.add_parser("doctor", help="check the compiler and the LLM endpoint",
-                                   description="Say which compiler the Metal-on-CPU tier uses and why, "
-                                               "and whether the LLM endpoint answers (no tokens spent).")
-    parser.add_argument("--config", type=Path, default=Path("metalport.yaml"),
-                        help="metalport.yaml to read (default: ./metalport.yaml when present)")
+                                   description="Say which checkout metalport works on, which compiler the "
+                                               "Metal-on-CPU tier uses and why, and whether the LLM endpoint "
+                                               "answers (no tokens spent).")
+    parser.add_argument("--repo", type=Path, default=None,
+                        help="PyTorch checkout to check (default: the enclosing one, if any)")
+    parser.add_argument("--config", type=Path, default=None,
+                        help="metalport.yaml to read (default: the checkout's, else ./metalport.yaml, when present)")
     parser.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint, ending in /v1")
     parser.add_argument("--model", default=None, help="model expected on the endpoint")
     parser.add_argument("--no-endpoint", action="store_true", help="skip the endpoint check")
@@ -26,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from metalport.emulate import find_compiler
     from metalport.errors import EmulateError
 
-    healthy = True
+    healthy, root = _checkout(args.repo)
     try:
         compiler = find_compiler()
         print(f"compiler: {' '.join(compiler.argv)} ({compiler.family} {compiler.major}): {compiler.reason}")
@@ -34,9 +37,31 @@ def run(args: argparse.Namespace) -> int:
         healthy = False
         print(f"compiler: none: {err}")
     if not args.no_endpoint:
-        config = load_config(args.config).with_flags(base_url=args.base_url, model=args.model)
+        config_path = args.config or (root / "metalport.yaml" if root else Path("metalport.yaml"))
+        config = load_config(config_path).with_flags(base_url=args.base_url, model=args.model)
         report = check_endpoint(config)
         healthy = healthy and report.ok
         for line in report.lines():
             print(line)
     return 0 if healthy else 1
+
+
+def _checkout(repo: Path | None) -> tuple[bool, Path | None]:
+    """Print the checkout line; (healthy, root). No checkout is only unhealthy when --repo named one."""
+    from metalport.checkout import find_checkout
+    from metalport.errors import MetalportError
+    from metalport.registry import load_registry
+
+    try:
+        checkout = find_checkout(repo)
+        registry = load_registry(checkout.native_functions)
+    except MetalportError as err:
+        if repo is None:
+            print(f"checkout: none here ({err.message}); pass --repo")
+            return True, None
+        print(f"checkout: unusable: {err}")
+        return False, None
+    kind = "wheel workspace" if checkout.is_wheel_workspace else "PyTorch checkout"
+    print(f"checkout: {checkout.root} ({kind}; {checkout.rel(checkout.native_functions)}: "
+          f"{len(registry.ops)} ops, {len(registry.entries)} entries)")
+    return True, checkout.root

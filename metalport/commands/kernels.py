@@ -67,9 +67,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_table(file: Path, kernels: list, warnings: list[str]) -> None:
     """A rich table: host name, C++ instantiation, bound arguments, executor."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
+
+    from metalport.commands._console import table_console
 
     table = Table(title=f"{len(kernels)} kernels in {file}", show_lines=False)
     table.add_column("host name", no_wrap=True)
@@ -79,7 +80,7 @@ def _print_table(file: Path, kernels: list, warnings: list[str]) -> None:
     for info in kernels:
         table.add_row(info.host_name, escape(info.template), escape("\n".join(_describe(a) for a in info.args)),
                       "threadgroup" if info.uses_threadgroup else "grid")
-    console = Console(width=200)
+    console = table_console()
     console.print(table)
     for warning in warnings:
         console.print(f"warning: {warning}", markup=False)

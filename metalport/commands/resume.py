@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from metalport.commands._complete import complete_run_ids, with_completer
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `resume` command."""
     parser = subparsers.add_parser("resume", help="continue a run, or approve/reject/abort it at the gate",
                                    description="Continue a run that stopped (crash, kill) from its last "
                                                "checkpoint, or give a paused run its decision.")
-    parser.add_argument("run_id", metavar="ID", help="the run id (see `metalport runs`)")
+    with_completer(parser.add_argument("run_id", metavar="ID", help="the run id (see `metalport runs`)"),
+                   complete_run_ids)
     parser.add_argument("--repo", type=Path, default=None, help="PyTorch checkout (default: the enclosing one)")
     decision = parser.add_mutually_exclusive_group()
     decision.add_argument("--approve", action="store_true", help="approve: commit and publish")

@@ -8,10 +8,12 @@ review is an error naming the state it is in. Each decision refreshes the sweep 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 from typing import Any
+
+from metalport.commands._complete import complete_run_ids, with_completer
+from metalport.commands._console import add_format_option, output_format, print_code, print_table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,18 +22,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    description="List the runs awaiting review, show one, or approve, reject or "
                                                "abort it.")
     parser.add_argument("--repo", type=Path, default=None, help="PyTorch checkout (default: the enclosing one)")
-    parser.add_argument("--json", action="store_true", help="list as JSON")
+    parser.add_argument("--json", action="store_true", help="list as JSON (same as --format json)")
+    add_format_option(parser)
     parser.set_defaults(func=run_command, action="list")
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--repo", type=Path, default=argparse.SUPPRESS, help="PyTorch checkout")
     listing = actions.add_parser("list", parents=[common], help="runs awaiting review (the default)")
     listing.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
+    add_format_option(listing, default=argparse.SUPPRESS)
     for name, text in (("show", "plan, evidence and diff of a run"), ("approve", "approve and publish a run"),
                        ("abort", "drop a run: its worktree and branch are removed, its record kept")):
-        actions.add_parser(name, parents=[common], help=text).add_argument("run_id", metavar="ID")
+        with_completer(actions.add_parser(name, parents=[common], help=text).add_argument(
+            "run_id", metavar="ID", help="a run awaiting review (see `metalport review`)"), complete_run_ids)
     reject = actions.add_parser("reject", parents=[common], help="send a run back with feedback")
-    reject.add_argument("run_id", metavar="ID")
+    with_completer(reject.add_argument("run_id", metavar="ID", help="a run awaiting review (see `metalport review`)"),
+                   complete_run_ids)
     reject.add_argument("--feedback", required=True, help="what the reviewer wants changed")
 
 
@@ -41,7 +47,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     root = find_checkout(args.repo).root
     if args.action in (None, "list"):
-        return _list(root, args.json)
+        return _list(root, output_format(args))
     if args.action == "show":
         return _show(root, _awaiting(root, args.run_id))
     return _decide(root, args.action, _awaiting(root, args.run_id), getattr(args, "feedback", None))
@@ -66,33 +72,23 @@ def _awaiting(root: Path, run_id: str) -> Any:
                      hint=hint)
 
 
-def _list(root: Path, as_json: bool) -> int:
-    from rich.table import Table
-
-    from metalport.commands._console import table_console
-
+def _list(root: Path, fmt: str) -> int:
     from metalport.graph.runs import list_runs
     from metalport.sweep.model import status_of
 
     waiting = [r for r in list_runs(root) if status_of(r) == "awaiting-review"]
     rows = [_summary(r) for r in sorted(waiting, key=lambda r: r.created_at)]
-    if as_json:
-        print(json.dumps(rows, indent=2, sort_keys=True))
+    if fmt == "table" and not rows:
+        print("no runs await review")
         return 0
-    console = table_console()
-    if not rows:
-        console.print("no runs await review")
-        return 0
-    table = Table(title=f"runs awaiting review in {root}")
-    for column in ("id", "op", "branch", "attempts", "checks", "conformance", "cost", "age"):
-        table.add_column(column, no_wrap=column in ("id", "op", "branch", "attempts", "cost", "age"),
-                         overflow="fold", min_width=len(column))
-    for row in rows:
-        table.add_row(row["run_id"], row["op"], row["branch"], str(row["attempts"]), row["checks"],
-                      row["conformance"], f"${row['cost_usd']:.4f}", _age_text(row["age_s"]))
-    console.print(table)
-    console.print(f"show one with `metalport review show ID{_repo_flag(root)}`; then `approve`, "
-                  "`reject --feedback` or `abort`")
+    print_table(f"runs awaiting review in {root}",
+                ("id", "op", "branch", "attempts", "checks", "conformance", "cost", "age"),
+                [(row["run_id"], row["op"], row["branch"], str(row["attempts"]), row["checks"], row["conformance"],
+                  f"${row['cost_usd']:.4f}", _age_text(row["age_s"])) for row in rows],
+                fmt, records=rows, no_wrap=("id", "op", "branch", "attempts", "cost", "age"))
+    if fmt == "table":
+        print(f"show one with `metalport review show ID{_repo_flag(root)}`; then `approve`, "
+              "`reject --feedback` or `abort`")
     return 0
 
 
@@ -133,13 +129,12 @@ def _verdict(value: Any) -> str:
 
 def _show(root: Path, record: Any) -> int:
     from rich.console import Console
-    from rich.syntax import Syntax
 
     from metalport.graph.nodes.publish import verdict_lines
     from metalport.graph.review import plan_lines, worktree_diff
     from metalport.graph.runs import run_dir
 
-    console = Console()
+    console = Console(soft_wrap=True)  # nothing here is wrapped; a terminal wraps long lines itself
     row = _summary(record)
     console.print(f"[bold]run {record.run_id}[/]: {record.op} on branch {record.branch}, attempt "
                   f"{record.attempts}, awaiting review for {_age_text(row['age_s'])}, cost ${row['cost_usd']:.4f} "
@@ -156,7 +151,7 @@ def _show(root: Path, record: Any) -> int:
         console.print(f"  {path.relative_to(folder)}  {path.stat().st_size} bytes", highlight=False)
     console.print("\n[bold]diff[/]")
     diff = worktree_diff(record, stat=False)
-    console.print(Syntax(diff, "diff", word_wrap=True, background_color="default"))
+    print_code(diff, "diff", console)
     flag = _repo_flag(root)
     console.print(f"\ndecide with `metalport review approve {record.run_id}{flag}`, "
                   f"`metalport review reject {record.run_id}{flag} --feedback \"…\"` or "

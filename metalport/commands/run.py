@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from metalport.commands._complete import complete_ops, with_completer
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `run` / `run-migration`."""
-    parser.add_argument("op", help="the ATen op to port, e.g. aten::heaviside")
+    with_completer(parser.add_argument("op", help="the ATen op to port, e.g. aten::heaviside"), complete_ops)
     parser.add_argument("--repo", type=Path, default=None, help="PyTorch checkout (default: the enclosing one)")
     parser.add_argument("--model", default="recipe", help="recipe (default) or openai:MODEL")
     parser.add_argument("--executor", choices=("auto", "emulated", "macos"), default="auto",

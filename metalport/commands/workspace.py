@@ -8,12 +8,14 @@ from pathlib import Path
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `workspace init`."""
-    parser = subparsers.add_parser("workspace", help="create a workspace from the installed torch wheel")
+    parser = subparsers.add_parser("workspace", help="create a workspace from the installed torch wheel",
+                                   description="Make a trial checkout in PyTorch's layout from the installed "
+                                               "torch wheel's data (the wheel has no .mm/.metal sources).")
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     init = actions.add_parser("init", help="create a git repository in PyTorch's layout at DIR",
                               description="Create a git repository in PyTorch's layout at DIR (new or "
                                           "empty) from the installed torch wheel's data.")
-    init.add_argument("dir", type=Path, metavar="DIR")
+    init.add_argument("dir", type=Path, metavar="DIR", help="where to create it (must not exist, or be empty)")
     init.set_defaults(func=run)
 
 

@@ -12,7 +12,6 @@ import dataclasses
 import fcntl
 import json
 import os
-import re
 import shlex
 import time
 from dataclasses import dataclass, field
@@ -24,12 +23,12 @@ import git
 
 from metalport.atomic import write_text_atomic
 from metalport.errors import RepoError, UnknownRunError
+from metalport.run_ids import is_run_id
 
 RunStatus = Literal["running", "awaiting-review", "failed", "rejected", "published", "aborted",
                     "budget-exhausted", "needs-llm"]
 RUN_STATUSES: tuple[str, ...] = ("running", "awaiting-review", "failed", "rejected", "published", "aborted",
                                  "budget-exhausted", "needs-llm")
-_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 @dataclass(frozen=True)
@@ -163,7 +162,7 @@ def repo_arg(repo_root: Path | str) -> str:
 
 def run_dir(repo_root: Path | str, run_id: str) -> Path:
     """`<git-common-dir>/metalport/runs/<run-id>/`: run.json, transcript.jsonl, evidence, bundle."""
-    if not _RUN_ID.match(run_id):
+    if not is_run_id(run_id):
         raise UnknownRunError(f"run id {run_id!r} is not a valid run id",
                               hint="list runs with `metalport runs`")
     return metalport_dir(repo_root) / "runs" / run_id

@@ -9,11 +9,11 @@ remove what the run created (worktree, branch) and propagate as one-line Metalpo
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import time
-import uuid
 from collections.abc import Callable
-from datetime import datetime, timezone
+from contextlib import closing
 from pathlib import Path
 
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -21,6 +21,7 @@ from langgraph.types import Command, StateSnapshot
 
 from metalport.agent.provider import Provider
 from metalport.errors import MetalportError, PipelineError, UnknownRunError, UsageError
+from metalport.graph.base import remove_snapshot
 from metalport.graph.context import RunContext, kill_point
 from metalport.graph.finish import finish_run
 from metalport.graph.records import (
@@ -33,6 +34,7 @@ from metalport.graph.records import (
     RunRecord,
     decision_value,
     get_run,
+    is_live,
     list_runs,
     metalport_dir,
     now_iso,
@@ -42,12 +44,13 @@ from metalport.graph.records import (
     write_json,
     write_record,
 )
-from metalport.graph.state import TERMINAL_STATUSES, PortState
+from metalport.graph.state import PRUNABLE_DEFAULT, TERMINAL_STATUSES, PortState
 from metalport.graph.wiring import compile_graph, recursion_limit
+from metalport.run_ids import new_run_id
 from metalport.sandbox.worktree import branch_name
 
 __all__ = ["Abort", "Approve", "Decision", "Reject", "RunOptions", "RunRecord", "get_run", "list_runs",
-           "resume_run", "run_dir", "start_run"]
+           "prune_runs", "resume_run", "run_dir", "start_run"]
 
 Progress = Callable[[dict], None]
 _MODEL_HINT = "use --model recipe or --model openai:MODEL"
@@ -64,7 +67,7 @@ def start_run(repo_root: Path | str, op: str, options: RunOptions, *, run_id: st
     branch_name(name)  # rejects names that cannot be an op before anything is written
     _check_model(options.model)
     _refuse_open_run(root, f"aten::{name}")
-    run_id = run_id or _new_run_id(name)
+    run_id = run_id or new_run_id(name)
     directory = run_dir(root, run_id)
     if directory.exists():
         raise PipelineError(f"run {run_id} already exists",
@@ -166,6 +169,9 @@ class _Driver:
                                           durability="sync", version="v2", context=context):
                 awaiting = self._on_part(part, values) or awaiting
         except MetalportError as err:
+            if isinstance(graph_input, dict) and not values.get("worktree"):
+                self.forget()  # input refused before any worktree existed: nothing to keep or resume
+                raise
             values.update(status="failed", reason=str(err))
             if values.get("stage") == "publish":
                 # Approved work is kept: the checkpoint still points at publish, so a resume retries it.
@@ -215,6 +221,10 @@ class _Driver:
                            "status": values.get("status")})
         return False
 
+    def forget(self) -> None:
+        """Remove every trace of the run: base snapshot, checkpoints and folder (record, plan, lock file)."""
+        _forget(self.root, self.run_id, self.graph.checkpointer)
+
     def finish(self, values: dict) -> RunRecord:
         """Record an ended run: evidence into the run folder, worktree (and branch) removed."""
         finish_run(values, self.directory, keep_branch=values.get("status") == "published")
@@ -246,6 +256,46 @@ class _Driver:
 
 
 _CHECKING = frozenset({"edit", "check", "build", "test"})
+
+
+def prune_runs(repo_root: Path | str, statuses: tuple[str, ...] = PRUNABLE_DEFAULT, *,
+               older_than_s: float = 0.0, dry_run: bool = False) -> tuple[list[RunRecord], list[tuple[RunRecord, str]]]:
+    """Remove the records and checkpoints of ended runs in `statuses` older than `older_than_s`.
+
+    Returns (pruned, kept with the reason). UsageError for a status that has not ended (running,
+    awaiting-review): those are decided with `metalport resume`, never pruned. A run that still
+    has a worktree (kept after an internal error, so a resume can retry it) or holds its lock is kept.
+    """
+    open_ = [s for s in statuses if s not in TERMINAL_STATUSES]
+    if open_:
+        raise UsageError(f"runs that are {', '.join(open_)} are never pruned",
+                         hint="end them first with `metalport resume ID --abort`")
+    root = repo_top(repo_root)
+    pruned: list[RunRecord] = []
+    kept: list[tuple[RunRecord, str]] = []
+    now = time.time()
+    chosen = [r for r in list_runs(root) if r.status in statuses and r.age_s(now) >= older_than_s]
+    if not chosen or dry_run:
+        return chosen, kept
+    with closing(sqlite3.connect(str(metalport_dir(root) / "state.sqlite"), timeout=30)) as conn:
+        saver = SqliteSaver(conn)
+        for record in chosen:
+            if record.worktree and Path(record.worktree).is_dir():
+                kept.append((record, f"its worktree {record.worktree} is kept for "
+                                     f"`metalport resume {record.run_id}{repo_arg(root)}`"))
+            elif is_live(root, record.run_id):
+                kept.append((record, "a process still holds it"))
+            else:
+                _forget(root, record.run_id, saver)
+                pruned.append(record)
+    return pruned, kept
+
+
+def _forget(root: Path, run_id: str, checkpointer: SqliteSaver) -> None:
+    """Remove a run's base snapshot, checkpoints and folder (record, plan, evidence, lock file)."""
+    remove_snapshot(root, run_id)
+    checkpointer.delete_thread(run_id)
+    shutil.rmtree(run_dir(root, run_id), ignore_errors=True)
 
 
 def _refuse_open_run(root: Path, op: str) -> None:
@@ -288,7 +338,3 @@ def _config_path(options: RunOptions, root: Path) -> Path:
     """The run's metalport.yaml: --config, else the repository's own."""
     return Path(options.config_path) if options.config_path else root / "metalport.yaml"
 
-
-def _new_run_id(name: str) -> str:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    return f"{name.replace('.', '_')[:36]}-{stamp}-{uuid.uuid4().hex[:4]}"

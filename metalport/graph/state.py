@@ -10,6 +10,9 @@ from __future__ import annotations
 from typing import TypedDict
 
 TERMINAL_STATUSES = frozenset({"failed", "rejected", "published", "aborted", "budget-exhausted", "needs-llm"})
+# What `metalport runs prune` removes by default: ended runs without a result or a decision worth
+# keeping (sweeps remember rejections, and published runs point at their PR).
+PRUNABLE_DEFAULT = ("failed", "aborted", "needs-llm", "budget-exhausted")
 
 
 class PortState(TypedDict, total=False):

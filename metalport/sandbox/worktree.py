@@ -14,12 +14,12 @@ from pathlib import Path
 import git
 
 from metalport.errors import SandboxError
+from metalport.run_ids import is_run_id
 
 METALPORT_NAME = "metalport"
 METALPORT_EMAIL = "metalport@localhost"
 METALPORT_IDENTITY = f"{METALPORT_NAME} <{METALPORT_EMAIL}>"
 RUN_TRAILER = "Metalport-Run"
-_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def create_worktree(repo_root: Path | str, op: str, run_id: str, base: str = "HE
     committer and `Metalport-Run` trailer); otherwise SandboxError. A dirty base tree is reported
     through `Worktree.base_dirty`, not refused.
     """
-    if not _RUN_ID.match(run_id):
+    if not is_run_id(run_id):
         raise SandboxError(f"run id {run_id!r} is not a safe name", hint="use letters, digits, '.', '_', '-'")
     repo = _open(repo_root)
     branch = branch_name(op)

@@ -11,7 +11,6 @@ import dataclasses
 import functools
 import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -22,11 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from metalport.agent.budget import BudgetLimits
-
-
-def new_run_id(op: str) -> str:
-    """A run id for `op` that sorts by time and is safe as a folder and thread name."""
-    return f"{op[:40]}-{time.strftime('%Y%m%d%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,12 @@ from typing import Any
 
 from metalport.agent.budget import BudgetLimits, SweepBudget
 from metalport.errors import BudgetExhausted
+from metalport.port.functors import recipe_table
+from metalport.run_ids import new_run_id
 from metalport.sweep.candidates import (backlog_candidates, local_branches, local_skip, open_pr_skip, runs_by_op,
                                         search_open_prs)
 from metalport.sweep.dashboard import SweepReport, paths_for, write_dashboard
-from metalport.sweep.launch import RunCommand, RunProcess, new_run_id
+from metalport.sweep.launch import RunCommand, RunProcess
 from metalport.sweep.lock import SweepLock
 from metalport.sweep.model import AWAITING, CANDIDATE, FAILED, SKIPPED, OpOutcome, from_record, metalport_dir, status_of
 
@@ -123,12 +125,13 @@ class _Sweep:
         items = backlog_candidates(self.o.repo_root, self.o.statuses, self.o.families)
         grouped = runs_by_op(self.runs.all())
         branches = local_branches(self.o.repo_root)
+        recipe_ops = frozenset(recipe_table()) if self.o.model == "recipe" else None
         queue: list[tuple[Any, str | None]] = []  # (item, run id to resume or None for a new run)
         resumes: list[tuple[Any, str | None]] = []
         for item in items:
             skip = local_skip(item, grouped.get(item.op, []), branches, model=self.o.model,
                               retry_rejected=self.o.retry_rejected, retry_failed=self.o.retry_failed,
-                              live=self.runs.live, repo_flag=self.flag)
+                              live=self.runs.live, repo_flag=self.flag, recipe_ops=recipe_ops)
             if skip is not None and skip.skip == "interrupted" and self.o.resume_interrupted:
                 # A run a killed sweep (or process) left mid-way: continue it from its checkpoint first.
                 resumes.append((item, skip.run_id))

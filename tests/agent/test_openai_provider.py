@@ -159,9 +159,13 @@ def test_prompt_injection_in_a_repo_file_changes_nothing(tmp_path: Path) -> None
     assert "ignore your instructions" in (root / "README.txt").read_text()
 
 
-def test_429_storm_then_success_is_retried(tmp_path: Path) -> None:
+def test_429_storm_then_success_is_retried(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     result, server, provider = _functor(tmp_path, [Status(429), Status(429), Status(503), json_reply(ANSWER)])
     assert result.functor_source == FUNCTOR and len(server.requests) == 4
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == ["retrying (1/3) in 0 s: HTTP 429", "retrying (2/3) in 0 s: HTTP 429",
+                                         "retrying (3/3) in 0 s: HTTP 503"]
+    assert captured.out == ""
 
 
 def test_endless_429_ends_with_a_named_error(tmp_path: Path) -> None:

@@ -20,7 +20,8 @@ def test_doctor_names_the_compiler_and_lists_the_endpoints_models_without_printi
         requests = list(server.requests)
     out = capsys.readouterr().out
     assert code == 0
-    assert "compiler: " in out and "none" not in out.splitlines()[0]
+    compiler = next(line for line in out.splitlines() if line.startswith("compiler: "))
+    assert "none" not in compiler
     assert "reachable" in out and "local-coder" in out and "API key $OPENAI_API_KEY: set" in out
     assert "sk-doctor-secret-123" not in out
     assert requests == []  # no chat request: no tokens spent

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,7 @@ def test_bad_inputs_are_one_line_and_leave_nothing(fixture_repo: Path, capsys: p
         (["aten::hypot"], 1, None),
         (["aten::heaviside", "--model", "gpt"], 2, "unknown model 'gpt'"),
         (["aten::heaviside", "--max-attempts", "0"], 2, "--max-attempts must be at least 1"),
+        (["aten::heaviside", "--base", "no-such-ref"], 2, "base 'no-such-ref' is not a commit"),
     ]
     for argv, code, message in cases:
         assert run_migration([*argv, "--repo", repo, "--executor", "emulated", "--no-input"]) == code, argv
@@ -82,8 +84,11 @@ def test_bad_inputs_are_one_line_and_leave_nothing(fixture_repo: Path, capsys: p
         if message:
             assert message in _one_line_error(err), err
         _clean(fixture_repo, before)
-    assert get_run(fixture_repo, [r for r in os.listdir(fixture_repo / ".git/metalport/runs")
-                                  if r.startswith("hypot")][0]).status == "needs-llm"
+    # Input refused before a worktree existed leaves no record and no checkpoint; needs-llm is a result.
+    (kept,) = os.listdir(fixture_repo / ".git/metalport/runs")
+    assert kept.startswith("hypot-") and get_run(fixture_repo, kept).status == "needs-llm"
+    with sqlite3.connect(fixture_repo / ".git/metalport/state.sqlite") as db:
+        assert {t for (t,) in db.execute("SELECT DISTINCT thread_id FROM checkpoints")} == {kept}
 
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("OPENAI_API_KEY", raising=False)
