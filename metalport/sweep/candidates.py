@@ -9,7 +9,7 @@ open PR that names it upstream.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +43,11 @@ def runs_by_op(records: Iterable[Any]) -> dict[str, list[Any]]:
 
 def local_skip(item: BacklogItem, records: Sequence[Any], branches: set[str], *, model: str,
                retry_rejected: bool, retry_failed: bool, live: Callable[[str], bool],
-               repo_flag: str = "", recipe_ops: Collection[str] | None = None) -> OpOutcome | None:
+               repo_flag: str = "") -> OpOutcome | None:
     """The skip for `item` from this repository's runs and branches, or None when it may start.
 
     `records` are the op's run records, oldest first; `live(run_id)` tells whether a process is
     driving a `running` run now (else it was interrupted and waits for `metalport resume`).
-    With the recipe model, an op outside `recipe_ops` (the recipe table) is skipped before it
-    starts: it could only end needs-llm, and would spend a slot of `--limit`.
     """
     op = item.op
 
@@ -83,9 +81,6 @@ def local_skip(item: BacklogItem, records: Sequence[Any], branches: set[str], *,
     if last is not None and status_of(last) == "needs-llm" and model == "recipe":
         return skip("needs-llm", f"run {last.run_id} found no recipe for it (needs an LLM); "
                     "sweep with --model openai:MODEL to port it", last)
-    if model == "recipe" and recipe_ops is not None and op not in recipe_ops:
-        return skip("needs-llm", f"aten::{op} has no recipe in the recipe table (it needs an LLM); "
-                    "sweep with --model openai:MODEL to port it")
     if last is not None and status_of(last) in ("failed", "budget-exhausted") and not retry_failed:
         was = from_record(last)
         return skip("failed", f"the last run {last.run_id} {was.reason}; pass --retry-failed to try again",

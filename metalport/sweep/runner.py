@@ -102,6 +102,7 @@ class _Sweep:
         self.runs = Runs(options.repo_root)
         self.flag = repo_flag(options)
         self.command = RunCommand(options.repo_root, options.model, options.executor, options.run_flags)
+        self.recipe_ops = frozenset(recipe_table())
         self.outcomes: dict[str, OpOutcome] = {}
         self.inflight: list[RunProcess] = []
         self.started: list[str] = []
@@ -125,13 +126,12 @@ class _Sweep:
         items = backlog_candidates(self.o.repo_root, self.o.statuses, self.o.families)
         grouped = runs_by_op(self.runs.all())
         branches = local_branches(self.o.repo_root)
-        recipe_ops = frozenset(recipe_table()) if self.o.model == "recipe" else None
         queue: list[tuple[Any, str | None]] = []  # (item, run id to resume or None for a new run)
         resumes: list[tuple[Any, str | None]] = []
         for item in items:
             skip = local_skip(item, grouped.get(item.op, []), branches, model=self.o.model,
                               retry_rejected=self.o.retry_rejected, retry_failed=self.o.retry_failed,
-                              live=self.runs.live, repo_flag=self.flag, recipe_ops=recipe_ops)
+                              live=self.runs.live, repo_flag=self.flag)
             if skip is not None and skip.skip == "interrupted" and self.o.resume_interrupted:
                 # A run a killed sweep (or process) left mid-way: continue it from its checkpoint first.
                 resumes.append((item, skip.run_id))
@@ -161,7 +161,7 @@ class _Sweep:
                 item, resume = queue.pop(0)
                 if resume is not None:
                     self._launch(item, resume=resume)
-                elif not self._pr_skip(item):
+                elif not self._pr_skip(item) and not self._unportable(item):
                     self._launch(item)
             for proc in list(self.inflight):
                 code = proc.poll(self.runs.get)
@@ -201,6 +201,17 @@ class _Sweep:
                 self.stop_reason = (f"{self.awaiting} runs await review{also} (--max-open {self.o.max_open}); "
                                     f"review them with `metalport review{self.flag}`")
             return False
+        return True
+
+    def _unportable(self, item: Any) -> bool:
+        """With the recipe model, skip (without spending --limit) an op outside the recipe table: its
+        run could only end needs-llm."""
+        if self.o.model != "recipe" or item.op in self.recipe_ops:
+            return False
+        self.outcomes[item.op] = OpOutcome(
+            op=item.op, outcome=SKIPPED, ease=item.ease, skip="needs-llm",
+            reason=f"aten::{item.op} has no recipe in the recipe table (it needs an LLM); sweep with "
+                   "--model openai:MODEL to port it")
         return True
 
     def _pr_skip(self, item: Any) -> bool:

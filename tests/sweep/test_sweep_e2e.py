@@ -107,7 +107,9 @@ def test_a_killed_sweep_and_run_are_resumed_by_the_next_sweep_without_duplicates
     assert code == 0  # the killed sweep's lock went with it
     assert report["started_runs"] == [] and report["resumed_runs"] == [run_id]  # continued, not duplicated
     assert outcomes["heaviside"] == ("awaiting-review", f"run {run_id} passed its checks and awaits review")
-    assert outcomes["special_laguerre_polynomial_l"][0] == "skipped"  # the recipe model cannot port it
+    assert outcomes["special_laguerre_polynomial_l"] == (
+        "candidate", f"not started: 1 runs await review (--max-open 1); review them with `metalport review "
+                     f"--repo {workspace}`")
     assert [p.parent.name for p in runs.glob("*/run.json")] == [run_id]
     assert _branches(workspace) == {"metalport/heaviside"}
 
