@@ -2,7 +2,7 @@
 
 Flags override the file; with no file the provider honours `OPENAI_API_KEY` / `OPENAI_BASE_URL`.
 Unknown keys are errors with `file:line`. Top-level sections owned by other parts of metalport
-(`build`, `test`, `executor`, `remote`) are kept raw in `AgentConfig.other`.
+(`build`, `test`, `executor`, `remote`, `database`, `fleet`) are kept raw in `AgentConfig.other`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from metalport.agent.budget import BudgetLimits, Price
 from metalport.errors import UsageError
 
 CONFIG_NAME = "metalport.yaml"
-_OTHER_SECTIONS = ("build", "test", "executor", "remote")
+_OTHER_SECTIONS = ("build", "test", "executor", "remote", "database", "fleet")
 
 
 @dataclass(frozen=True)

@@ -150,7 +150,7 @@ def _show(root: Path, record: Any) -> int:
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
         console.print(f"  {path.relative_to(folder)}  {path.stat().st_size} bytes", highlight=False)
     console.print("\n[bold]diff[/]")
-    diff = worktree_diff(record, stat=False)
+    diff = worktree_diff(record, stat=False, repo_root=root)
     print_code(diff, "diff", console)
     flag = _repo_flag(root)
     console.print(f"\ndecide with `metalport review approve {record.run_id}{flag}`, "
@@ -161,13 +161,16 @@ def _show(root: Path, record: Any) -> int:
 
 def _decide(root: Path, action: str, record: Any, feedback: str | None) -> int:
     from metalport.errors import SweepError
+    from metalport.fleet.decide import send_decision
     from metalport.graph.runs import Abort, Approve, Reject, resume_run
     from metalport.sweep.model import status_of
 
     if action == "reject" and not (feedback or "").strip():
         raise SweepError("--feedback is empty", hint="say what the reviewer wants changed")
     decision = {"approve": Approve, "abort": Abort}.get(action)
-    after = resume_run(root, record.run_id, decision() if decision else Reject(feedback=feedback.strip()))
+    choice = decision() if decision else Reject(feedback=feedback.strip())
+    after = send_decision(root, record, choice)  # the fleet's workflow takes it, when one drives the run
+    after = after or resume_run(root, record.run_id, choice)
     _refresh(root)
     status = status_of(after)
     link = after.pr_url or after.bundle_path

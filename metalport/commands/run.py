@@ -13,7 +13,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     with_completer(parser.add_argument("op", help="the ATen op to port, e.g. aten::heaviside"), complete_ops)
     parser.add_argument("--repo", type=Path, default=None, help="PyTorch checkout (default: the enclosing one)")
     parser.add_argument("--model", default="recipe", help="recipe (default) or openai:MODEL")
-    parser.add_argument("--executor", choices=("auto", "emulated", "macos"), default="auto",
+    parser.add_argument("--executor", choices=("auto", "emulated", "macos", "command"), default="auto",
                         help="where to build and test (default: macos when MPS is available, else emulated)")
     parser.add_argument("--max-attempts", type=int, default=3, help="edit attempts, the first included (default 3)")
     parser.add_argument("--base", default="HEAD", help="commit the worktree starts from (default HEAD)")

@@ -43,6 +43,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--dashboard", type=Path, default=None,
                         help="Markdown dashboard path; the JSON goes beside it (default: the git dir's metalport/)")
     parser.add_argument("--json", action="store_true", help="print the sweep report as JSON on stdout")
+    parser.add_argument("--fleet", action="store_true",
+                        help="start one Temporal workflow per candidate on the fleet instead of local runs "
+                             "(needs METALPORT_TEMPORAL_ADDRESS and METALPORT_DATABASE_URL); returns once started")
+    parser.add_argument("--queue", choices=("mac", "linux"), default="linux",
+                        help="with --fleet: the capability queue the runs go to (default linux)")
     budget = parser.add_argument_group("sweep budget (0 = unlimited; summed over the runs it starts)")
     budget.add_argument("--budget-calls", type=int, default=0, help="model calls")
     budget.add_argument("--budget-input-tokens", type=int, default=0, help="input tokens")
@@ -72,6 +77,8 @@ def run_command(args: argparse.Namespace) -> int:
     if args.model != "recipe" and not (args.model.startswith("openai:") and args.model[len("openai:"):].strip()):
         raise UsageError(f"unknown model {args.model!r}", hint="use --model recipe or --model openai:MODEL")
     root = find_checkout(args.repo).root
+    if args.fleet:
+        return _fleet(root, args)
     config_path = args.config or (root / CONFIG_NAME)
     config = load_config(config_path if config_path.exists() else None)
     flags: list[str] = []
@@ -95,6 +102,29 @@ def run_command(args: argparse.Namespace) -> int:
     err = Console(stderr=True)
     with SweepView(err) as view:
         report = run_sweep(options, progress=view)
+    if args.json:
+        json.dump(report.to_dict(), sys.stdout, indent=2, sort_keys=True)
+        print()
+    else:
+        print_summary(Console(), report)
+    return 0
+
+
+def _fleet(root: Path, args: argparse.Namespace) -> int:
+    """`sweep --fleet`: start workflows for the candidates (`metalport.fleet.sweep`) and print the report."""
+    import asyncio
+
+    from rich.console import Console
+
+    from metalport.fleet.sweep import FleetSweepOptions, fleet_sweep
+    from metalport.sweep import print_summary
+
+    options = FleetSweepOptions(
+        queue=args.queue, statuses=tuple(args.status or ("missing", "mps-graph")), families=tuple(args.family or ()),
+        limit=args.limit, max_open=args.max_open, model=args.model, max_attempts=args.max_attempts or 3,
+        retry_rejected=args.retry_rejected, retry_failed=args.retry_failed,
+        dashboard=str(args.dashboard.resolve()) if args.dashboard else None)
+    report = asyncio.run(fleet_sweep(root, options))
     if args.json:
         json.dump(report.to_dict(), sys.stdout, indent=2, sort_keys=True)
         print()

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from metalport.port.plan_model import PortPlan
     from metalport.checks.report import ConformanceReport
 
-EXECUTORS = ("auto", "emulated", "macos")
+EXECUTORS = ("auto", "emulated", "macos", "command")
 
 
 class Executor(Protocol):
@@ -59,6 +59,10 @@ def select_executor(name: str = "auto", config: ExecutorConfig | AgentConfig | N
         raise UsageError(f"unknown executor {name!r}",
                          hint=f"did you mean {close[0]!r}?" if close else "use auto, emulated or macos")
     cfg = config.executor if isinstance(config, AgentConfig) else (config or ExecutorConfig())
+    if name == "command":
+        from metalport.executors.command import CommandExecutor
+
+        return CommandExecutor(cfg)
     mps = mps_available()
     if name == "auto":
         name = "macos" if mps else "emulated"

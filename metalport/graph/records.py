@@ -168,6 +168,13 @@ def run_dir(repo_root: Path | str, run_id: str) -> Path:
     return metalport_dir(repo_root) / "runs" / run_id
 
 
+def shared_store(repo_root: Path | str):  # -> metalport.store.RunStore | None
+    """The shared PostgreSQL store when a database URL is configured (`metalport.store`), else None."""
+    from metalport.store import open_store
+
+    return open_store(repo_top(repo_root))
+
+
 def write_record(record: RunRecord, directory: Path) -> None:
     """Write `directory/run.json` atomically (temp file and rename)."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -182,7 +189,11 @@ def write_json(path: Path, data: object) -> None:
 def get_run(repo_root: Path | str, run_id: str) -> RunRecord:
     """The record of `run_id`; UnknownRunError (with the known ids) when there is none."""
     path = run_dir(repo_root, run_id) / "run.json"
-    if not path.is_file():
+    store = shared_store(repo_root)
+    found = store.get(run_id) if store is not None else None
+    if found is not None:
+        return found
+    if store is not None or not path.is_file():
         known = [r.run_id for r in list_runs(repo_root)][-3:]
         raise UnknownRunError(f"unknown run id {run_id!r}", hint=(
             f"known runs include {', '.join(known)}; see `metalport runs{repo_arg(repo_root)}`" if known
@@ -191,7 +202,10 @@ def get_run(repo_root: Path | str, run_id: str) -> RunRecord:
 
 
 def list_runs(repo_root: Path | str) -> list[RunRecord]:
-    """Every run of the repository, oldest first."""
+    """Every run of the repository, oldest first (of every checkout, with a shared database)."""
+    store = shared_store(repo_root)
+    if store is not None:
+        return store.list()
     root = metalport_dir(repo_root) / "runs"
     records = []
     for path in sorted(root.glob("*/run.json")) if root.is_dir() else ():
@@ -236,6 +250,9 @@ class RunLock:
 
 def is_live(repo_root: Path | str, run_id: str) -> bool:
     """True while some process holds the run's lock (a `running` record without one has crashed)."""
+    store = shared_store(repo_root)
+    if store is not None:
+        return store.is_live(run_id)
     path = run_dir(repo_root, run_id) / ".lock"
     if not path.exists():
         return False

@@ -15,7 +15,8 @@ from rich.console import Console
 from rich.prompt import Prompt
 
 from metalport.graph.evidence import describe_plan, verdict_lines
-from metalport.graph.records import Abort, Approve, Decision, Reject, RunRecord, parse_time, repo_arg, run_dir
+from metalport.graph.records import (Abort, Approve, Decision, Reject, RunRecord, parse_time, repo_arg, run_dir,
+                                     shared_store)
 
 
 def gate_commands(run_id: str, repo_root: Path) -> list[str]:
@@ -28,15 +29,23 @@ def gate_commands(run_id: str, repo_root: Path) -> list[str]:
 def plan_lines(repo_root: Path, run_id: str) -> list[str]:
     """The stored plan of a run, one line per step."""
     path = run_dir(repo_root, run_id) / "plan.json"
-    if not path.is_file():
+    store = shared_store(repo_root)
+    text = path.read_text(encoding="utf-8") if path.is_file() else store.get_file(run_id, "plan.json") if store else None
+    if text is None:
         return ["(no plan recorded)"]
-    return describe_plan(json.loads(path.read_text(encoding="utf-8")))
+    return describe_plan(json.loads(text))
 
 
-def worktree_diff(record: RunRecord, *, stat: bool) -> str:
-    """The worktree's change against its base (`--stat` or the full patch); new files included."""
+def worktree_diff(record: RunRecord, *, stat: bool, repo_root: Path | None = None) -> str:
+    """The worktree's change against its base (`--stat` or the full patch); new files included.
+
+    A worktree on another machine shows the diff recorded in the shared store (`repo_root` names it).
+    """
     if not record.worktree or not Path(record.worktree).is_dir():
-        return "(worktree removed)"
+        store = shared_store(repo_root) if repo_root is not None and record.worktree else None
+        portable = store.portable(record.run_id) if store is not None else None
+        return f"(worktree on {portable['host']}; recorded diff below)\n{portable['diff']}" if portable and not stat \
+            else f"(worktree on {portable['host']})" if portable else "(worktree removed)"
     repo = git.Repo(record.worktree)
     repo.git.add("-A", "-N")
     base = repo.head.commit.hexsha
@@ -49,7 +58,7 @@ def summary_lines(repo_root: Path, record: RunRecord) -> list[str]:
     elapsed = parse_time(record.updated_at) - parse_time(record.created_at)
     lines = [f"run {record.run_id}: {record.op} on {record.branch} ({record.status})", "plan:"]
     lines += plan_lines(repo_root, record.run_id)
-    lines += ["diff:", *("  " + line for line in worktree_diff(record, stat=True).splitlines())]
+    lines += ["diff:", *("  " + line for line in worktree_diff(record, stat=True, repo_root=repo_root).splitlines())]
     lines += ["verdicts:", *("  " + line for line in verdict_lines({"verdicts": record.verdicts}))]
     lines.append(f"attempts: {record.attempts}; elapsed: {elapsed:.0f} s; model calls: {usage.get('calls', 0)}, "
                  f"tokens: {usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out, "

@@ -13,7 +13,7 @@ import shutil
 import sqlite3
 import time
 from collections.abc import Callable
-from contextlib import closing
+from contextlib import ExitStack, closing
 from pathlib import Path
 
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -41,6 +41,7 @@ from metalport.graph.records import (
     repo_arg,
     repo_top,
     run_dir,
+    shared_store,
     write_json,
     write_record,
 )
@@ -48,6 +49,7 @@ from metalport.graph.state import PRUNABLE_DEFAULT, TERMINAL_STATUSES, PortState
 from metalport.graph.wiring import compile_graph, recursion_limit
 from metalport.run_ids import new_run_id
 from metalport.sandbox.worktree import branch_name
+from metalport.store.portable import needs_relocation, relocate, share_record
 
 __all__ = ["Abort", "Approve", "Decision", "Reject", "RunOptions", "RunRecord", "get_run", "list_runs",
            "prune_runs", "resume_run", "run_dir", "start_run"]
@@ -73,14 +75,18 @@ def start_run(repo_root: Path | str, op: str, options: RunOptions, *, run_id: st
         raise PipelineError(f"run {run_id} already exists",
                             hint=f"resume it with `metalport resume {run_id}{repo_arg(root)}`")
     provider = provider or _make_provider(options, root, directory)  # a missing key fails before any record
+    stamp = now_iso()
+    first = RunRecord(run_id, f"aten::{name}", "running", "resolve", 0, None, None, stamp, stamp)
+    store = shared_store(root)
+    if store is not None:  # the unique live-run index refuses a second run of the op on any machine
+        store.claim(first, store.settings.host_name())
     directory.mkdir(parents=True)
     state: PortState = {
         "run_id": run_id, "op": f"aten::{name}", "repo_root": str(root), "options": options.to_dict(),
         "attempts": 0, "stage": "resolve", "failures": [], "verdicts": {}, "feedback": None, "decision": None,
         "usage": {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0},
         "started_at": time.time(), "paused_s": 0.0, "status": "running", "reason": None}
-    stamp = now_iso()
-    write_record(RunRecord(run_id, f"aten::{name}", "running", "resolve", 0, None, None, stamp, stamp), directory)
+    write_record(first, directory)
     with _Driver(root, run_id, options, progress, provider) as driver:
         return driver.drive(state)
 
@@ -102,7 +108,14 @@ def resume_run(repo_root: Path | str, run_id: str, decision: Decision | None = N
         if not snapshot.values:
             raise UnknownRunError(f"run {run_id} has a record but no checkpoint in {driver.db_path}",
                                   hint=f"start a new run with `run-migration {record.op}{repo_arg(root)}`")
-        if snapshot.interrupts:
+        at_gate = bool(snapshot.interrupts) or (snapshot.next == ("approve",) and record.status == "awaiting-review")
+        if driver.store is not None and record.status not in TERMINAL_STATUSES \
+                and needs_relocation(snapshot.values, root):
+            # A portable run: its worktree is rebuilt here from base + diff (Note [portable runs]).
+            update = relocate(dict(snapshot.values), root, driver.store.portable(run_id))
+            driver.graph.update_state(driver._config(3), update)
+            snapshot = driver.snapshot()
+        if at_gate:
             if decision is None:
                 return driver.record_from({**snapshot.values, "stage": "approve"}, awaiting=True)
             return driver.drive(Command(resume=decision_value(decision)))
@@ -135,16 +148,28 @@ class _Driver:
         self.db_path = metalport_dir(root) / "state.sqlite"
         self._lock = RunLock(self.directory)
         self._started: dict[str, tuple[float, float]] = {}
+        self.store = shared_store(root)
+        self._stack = ExitStack()
 
     def __enter__(self) -> _Driver:
         self._lock.acquire(self.run_id)
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(str(self.db_path), check_same_thread=False, timeout=30)
-        self.graph = compile_graph(SqliteSaver(self._conn))
+        try:
+            if self.store is not None:  # the lock and the checkpoints are shared by every machine
+                self._stack.enter_context(self.store.hold(self.run_id))
+                self.db_path = Path(f"the shared database ({self.store.repository})")
+                self.graph = compile_graph(self._stack.enter_context(self.store.saver()))
+                return self
+            self.db_path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(self.db_path), check_same_thread=False, timeout=30)
+            self._stack.callback(conn.close)
+            self.graph = compile_graph(SqliteSaver(conn))
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._conn.close()
+        self._stack.close()
         self._lock.release()
 
     def _config(self, max_attempts: int) -> dict:
@@ -252,6 +277,8 @@ class _Driver:
     def _write(self, values: dict, *, awaiting: bool = False, cleaned: bool = False) -> RunRecord:
         record = self.record_from(values, awaiting=awaiting, cleaned=cleaned)
         write_record(record, self.directory)
+        if self.store is not None:
+            share_record(self.store, record, values, self.directory)
         return record
 
 
@@ -271,6 +298,9 @@ def prune_runs(repo_root: Path | str, statuses: tuple[str, ...] = PRUNABLE_DEFAU
         raise UsageError(f"runs that are {', '.join(open_)} are never pruned",
                          hint="end them first with `metalport resume ID --abort`")
     root = repo_top(repo_root)
+    if shared_store(root) is not None:
+        raise UsageError("runs prune works on the embedded (SQLite) state only",
+                         hint="unset METALPORT_DATABASE_URL to prune this checkout's local runs")
     pruned: list[RunRecord] = []
     kept: list[tuple[RunRecord, str]] = []
     now = time.time()

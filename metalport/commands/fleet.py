@@ -1,0 +1,151 @@
+"""`metalport fleet`: `status` (workers, queues, runs on them), `start OP` (one op), `schedule` (nightly sweep)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+
+from metalport.commands.backlog import _choice_list
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `fleet` command and its actions."""
+    from metalport.backlog.model import Family, Status
+
+    parser = subparsers.add_parser("fleet", help="the fleet on Temporal: status, start one op, nightly schedule",
+                                   description="Look at and drive the fleet (needs METALPORT_TEMPORAL_ADDRESS and "
+                                               "METALPORT_DATABASE_URL, or metalport.yaml's fleet:/database:).")
+    parser.set_defaults(func=run, action=None)
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    status = actions.add_parser("status", help="workers, queues and the runs on them")
+    start = actions.add_parser("start", help="start one op on the fleet (refused while the op has a workflow)")
+    start.add_argument("op", metavar="OP")
+    schedule = actions.add_parser("schedule", help="create or update the Temporal Schedule of a nightly fleet sweep")
+    schedule.add_argument("--cron", default="0 2 * * *", help="when, as a cron expression in UTC (default 0 2 * * *)")
+    schedule.add_argument("--trigger", action="store_true", help="also run it once now")
+    schedule.add_argument("--status", type=_choice_list([s.value for s in Status]), action="extend",
+                          help="backlog statuses to take (default: missing,mps-graph)")
+    schedule.add_argument("--family", type=_choice_list([f.value for f in Family]), action="extend",
+                          help="only ops of these families")
+    schedule.add_argument("--limit", type=int, default=None, help="start at most N runs per sweep")
+    schedule.add_argument("--max-open", type=int, default=5, help="never more than M open runs (default 5)")
+    for action in (status, start, schedule):
+        action.add_argument("--repo", type=Path, default=None, help="PyTorch checkout (default: the enclosing one)")
+        action.add_argument("--json", action="store_true", help="print JSON")
+    for action in (start, schedule):
+        action.add_argument("--queue", choices=("mac", "linux"), default="linux", help="capability (default linux)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Dispatch one fleet action."""
+    from metalport.checkout import find_checkout
+    from metalport.errors import UsageError
+
+    if args.action is None:
+        raise UsageError("name an action", hint="`metalport fleet status`, `fleet start OP` or `fleet schedule`")
+    root = find_checkout(args.repo).root
+    return asyncio.run({"status": _status, "start": _start, "schedule": _schedule}[args.action](root, args))
+
+
+async def _status(root: Path, args: argparse.Namespace) -> int:
+    from temporalio.api.enums.v1 import TaskQueueType
+    from temporalio.api.taskqueue.v1 import TaskQueue
+    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+
+    from metalport.fleet.client import QUEUES, connect, fleet_settings, host_queue
+
+    settings, store = fleet_settings(root)
+    client = await connect(settings)
+    workers = store.workers()
+    queues = sorted(set(QUEUES) | {host_queue(w["host"]) for w in workers})
+    pollers: dict[str, list[str]] = {}
+    for name in queues:
+        answer = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
+            namespace=settings.namespace, task_queue=TaskQueue(name=name),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY))
+        pollers[name] = sorted({p.identity for p in answer.pollers})
+    runs = [r for r in store.list() if r.status in ("running", "awaiting-review")]
+    hosts = {r.run_id: store.placement(r.run_id)[0] for r in runs}
+    if args.json:
+        print(json.dumps({"workers": [{**w, "silent_s": float(w["silent_s"])} for w in workers], "queues": pollers,
+                          "runs": [{"run_id": r.run_id, "op": r.op, "status": r.status, "stage": r.stage,
+                                    "host": hosts[r.run_id]} for r in runs]}, sort_keys=True))
+        return 0
+    print(f"fleet of {store.repository} on {settings.temporal} (namespace {settings.namespace})")
+    print("workers:")
+    for w in workers:
+        alive = "polling" if any(w["identity"] in ids for ids in pollers.values()) else "gone"
+        print(f"  {w['identity']}  queues {w['queues']}  checkout {w['checkout']}  "
+              f"last seen {float(w['silent_s']):.0f}s ago ({alive})")
+    print("queues:")
+    for name, ids in pollers.items():
+        print(f"  {name}: {len(ids)} worker(s) polling")
+    print("runs:" if runs else "runs: none open")
+    for r in runs:
+        print(f"  {r.run_id}  {r.op}  {r.status}  stage {r.stage}  on {hosts[r.run_id] or '?'}")
+    return 0
+
+
+async def _start(root: Path, args: argparse.Namespace) -> int:
+    from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+
+    from metalport.errors import PipelineError
+    from metalport.fleet.client import DEFAULT_EXECUTOR, connect, fleet_settings, workflow_id
+    from metalport.fleet.workflow import WORKFLOW_QUEUE
+    from metalport.graph.records import RunOptions
+    from metalport.run_ids import new_run_id
+
+    settings, store = fleet_settings(root)
+    client = await connect(settings)
+    op = args.op.removeprefix("aten::")
+    run_id, wid = new_run_id(op), workflow_id(store.repository, op)
+    request = {"repository": store.repository, "op": op, "run_id": run_id, "queue": args.queue,
+               "options": RunOptions(executor=DEFAULT_EXECUTOR[args.queue]).to_dict(),
+               "heartbeat_s": settings.heartbeat_s, "publish_wait_s": settings.publish_wait_s, "attempts": 5}
+    try:
+        await client.start_workflow("PortWorkflow", request, id=wid, task_queue=WORKFLOW_QUEUE,
+                                    id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                                    id_conflict_policy=WorkflowIDConflictPolicy.FAIL)
+    except WorkflowAlreadyStartedError:
+        raise PipelineError(f"workflow {wid} is already porting {op}",
+                            hint="see `metalport fleet status`; decide its run with `metalport review`") from None
+    print(json.dumps({"run_id": run_id, "workflow_id": wid}) if args.json else
+          f"run {run_id} of {op} started on the fleet (queue {args.queue}, workflow {wid})")
+    return 0
+
+
+async def _schedule(root: Path, args: argparse.Namespace) -> int:
+    import hashlib
+
+    from temporalio.client import (Schedule, ScheduleActionStartWorkflow, ScheduleAlreadyRunningError,
+                                   ScheduleSpec, ScheduleUpdate)
+
+    from metalport.fleet.client import connect, fleet_settings
+    from metalport.fleet.sweep import FleetSweepOptions
+    from metalport.fleet.workflow import WORKFLOW_QUEUE
+
+    settings, store = fleet_settings(root)
+    client = await connect(settings)
+    options = FleetSweepOptions(queue=args.queue, statuses=tuple(args.status or ("missing", "mps-graph")),
+                                families=tuple(args.family or ()), limit=args.limit, max_open=args.max_open)
+    digest = hashlib.sha256(store.repository.encode()).hexdigest()[:12]
+    schedule_id = f"metalport-sweep-{digest}"
+    schedule = Schedule(action=ScheduleActionStartWorkflow("SweepWorkflow", options.to_dict(),
+                                                           id=f"metalport-sweep-run-{digest}", task_queue=WORKFLOW_QUEUE),
+                        spec=ScheduleSpec(cron_expressions=[args.cron]))
+    try:
+        handle = await client.create_schedule(schedule_id, schedule)
+        what = "created"
+    except ScheduleAlreadyRunningError:
+        handle = client.get_schedule_handle(schedule_id)
+        await handle.update(lambda _: ScheduleUpdate(schedule=schedule))
+        what = "updated"
+    if args.trigger:
+        await handle.trigger()
+    print(json.dumps({"schedule_id": schedule_id, "cron": args.cron, "triggered": args.trigger}) if args.json else
+          f"schedule {schedule_id} {what}: fleet sweep on queue {args.queue} at `{args.cron}` (UTC)"
+          + ("; triggered once now" if args.trigger else ""))
+    return 0

@@ -1,0 +1,69 @@
+"""Talking to the fleet's Temporal server: connect, name workflows and queues, start ops, send decisions.
+
+Without a Temporal address nothing here is used. The address comes from METALPORT_TEMPORAL_ADDRESS
+or `fleet: temporal:` (loopback in every example); a connection failure is one FleetError line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from temporalio.client import Client, WorkflowHandle
+
+from metalport.errors import MetalportError
+from metalport.store import FleetSettings, RunStore, load_settings, open_store
+
+QUEUES = ("mac", "linux")
+DEFAULT_EXECUTOR = {"mac": "macos", "linux": "emulated"}
+
+
+class FleetError(MetalportError):
+    """The fleet (Temporal) cannot be reached, or refused what was asked."""
+
+
+def fleet_settings(root: Path) -> tuple[FleetSettings, RunStore]:
+    """The checkout's fleet settings and shared store; FleetError when either is not configured."""
+    settings = load_settings(root)
+    store = open_store(root)
+    if settings.temporal is None or store is None:
+        missing = " and ".join(n for n, v in (("a Temporal address", settings.temporal), ("a database URL", store))
+                               if v is None)
+        raise FleetError(f"the fleet needs {missing}", hint="set METALPORT_TEMPORAL_ADDRESS and "
+                         "METALPORT_DATABASE_URL (or `fleet: temporal:` and `database: url:` in metalport.yaml)")
+    return settings, store
+
+
+async def connect(settings: FleetSettings) -> Client:
+    """A client of the configured Temporal server; FleetError when it does not answer."""
+    try:
+        return await Client.connect(settings.temporal or "", namespace=settings.namespace)
+    except RuntimeError as err:
+        raise FleetError(f"cannot reach the Temporal server at {settings.temporal}: {str(err).splitlines()[0]}",
+                         hint="start it (`temporal server start-dev --ip 127.0.0.1`) or check "
+                              "METALPORT_TEMPORAL_ADDRESS") from None
+
+
+def workflow_id(repository: str, op: str) -> str:
+    """The id of the workflow porting `op` in `repository` (the engine refuses a second one while it runs)."""
+    name = op.removeprefix("aten::")
+    digest = hashlib.sha256(repository.encode()).hexdigest()[:12]
+    return f"metalport-{digest}-{name}"
+
+
+def host_queue(host: str) -> str:
+    """The task queue of one machine (decisions go there first: it holds the worktree)."""
+    return f"host.{host}"
+
+
+async def decision_handle(client: Client, store: RunStore, op: str) -> WorkflowHandle | None:
+    """The running workflow of `op`, or None when the fleet is not driving it."""
+    from temporalio.client import WorkflowExecutionStatus
+    from temporalio.service import RPCError
+
+    handle = client.get_workflow_handle(workflow_id(store.repository, op))
+    try:
+        description = await handle.describe()
+    except RPCError:
+        return None
+    return handle if description.status == WorkflowExecutionStatus.RUNNING else None

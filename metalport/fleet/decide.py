@@ -1,0 +1,43 @@
+"""`send_decision`: a reviewer's decision from any checkout, as a signal to the workflow driving the run.
+
+Without a Temporal address (or when no running workflow drives the run: a run started locally)
+it returns None and `metalport review` resumes the run itself, as before. With one, it signals
+the op's workflow and waits like a local decision does: until the run is published or aborted, or,
+after a rejection, until the rework is back at the gate (or ended). Ctrl-C stops only the
+waiting: the decision is already the workflow's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from metalport.graph.records import Decision, Reject, RunRecord, decision_value
+from metalport.store import load_settings, open_store
+
+
+def send_decision(root: Path, record: RunRecord, decision: Decision, poll_s: float = 0.5) -> RunRecord | None:
+    """Signal `decision` to the workflow of `record`'s op and return the record it leads to, or None."""
+    if load_settings(root).temporal is None or open_store(root) is None:
+        return None
+    return asyncio.run(_send(root, record, decision, poll_s))
+
+
+async def _send(root: Path, record: RunRecord, decision: Decision, poll_s: float) -> RunRecord | None:
+    from metalport.fleet.client import connect, decision_handle, fleet_settings
+
+    settings, store = fleet_settings(root)
+    client = await connect(settings)
+    handle = await decision_handle(client, store, record.op)
+    if handle is None:
+        return None
+    await handle.signal("decide", decision_value(decision))
+    if not isinstance(decision, Reject):
+        await handle.result()
+        return store.get(record.run_id)
+    while True:  # a rejection: back to edit, then the gate again (or an end)
+        await asyncio.sleep(poll_s)
+        now = store.get(record.run_id)
+        if now is not None and (now.attempts > record.attempts and now.status != "running"
+                                or now.status not in ("running", "awaiting-review")):
+            return now

@@ -1,0 +1,116 @@
+"""`fleet_sweep`: today's candidate logic over the shared run records, starting one workflow per op.
+
+The skip rules are the local sweep's (`local_skip`) read from PostgreSQL, so every machine's runs,
+rejections and failures count. Starting is the engine's job: the workflow id names the op, so when
+two sweeps pick the same op at once the second start is refused and reported as a skip. The sweep
+does not wait for the runs; workers carry them to the gate. The report goes to the usual dashboard
+files and to the shared store.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from metalport.fleet.client import DEFAULT_EXECUTOR, connect, fleet_settings, workflow_id
+from metalport.fleet.workflow import WORKFLOW_QUEUE
+from metalport.graph.records import RunOptions
+from metalport.sweep.candidates import backlog_candidates, runs_by_op
+from metalport.sweep.dashboard import SweepReport, paths_for, write_dashboard
+from metalport.run_ids import new_run_id
+from metalport.sweep.model import CANDIDATE, RUNNING, SKIPPED, OpOutcome, metalport_dir, status_of
+
+
+@dataclass(frozen=True)
+class FleetSweepOptions:
+    """What a fleet sweep takes; the flags of `metalport sweep --fleet`."""
+
+    queue: str = "linux"  # capability queue the runs go to (mac | linux)
+    statuses: tuple[str, ...] = ("missing", "mps-graph")
+    families: tuple[str, ...] = ()
+    limit: int | None = None
+    max_open: int = 5
+    model: str = "recipe"
+    max_attempts: int = 3
+    retry_rejected: bool = False
+    retry_failed: bool = False
+    dashboard: str | None = None
+
+    def to_dict(self) -> dict:
+        """JSON data (the nightly Schedule's workflow input)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> FleetSweepOptions:
+        """Inverse of `to_dict` (lists become tuples)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in names}
+        return cls(**values)
+
+
+async def fleet_sweep(root: Path, options: FleetSweepOptions) -> SweepReport:
+    """Start a workflow for each candidate of `root`'s backlog that nobody is on; the sweep's report."""
+    from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+
+    from metalport.port.functors import recipe_table
+    from metalport.sweep.candidates import local_skip
+
+    settings, store = fleet_settings(root)
+    client = await connect(settings)
+    recipe_ops = frozenset(recipe_table()) if options.model == "recipe" else frozenset()
+    items = backlog_candidates(root, options.statuses, options.families)
+    records = store.list()
+    grouped = runs_by_op(records)
+    open_now = sum(1 for r in records if status_of(r) in ("awaiting-review", "running"))
+    outcomes: list[OpOutcome] = []
+    started: list[str] = []
+    stop: str | None = None
+    run_options = RunOptions(model=options.model, executor=DEFAULT_EXECUTOR.get(options.queue, "auto"),
+                             max_attempts=options.max_attempts).to_dict()
+    for item in items:
+        skip = local_skip(item, grouped.get(item.op, []), set(), model=options.model,
+                          retry_rejected=options.retry_rejected, retry_failed=options.retry_failed,
+                          live=lambda run_id: True)
+        if skip is None and options.model == "recipe" and item.op not in recipe_ops:
+            skip = OpOutcome(op=item.op, outcome=SKIPPED, ease=item.ease, skip="needs-llm",
+                             reason=f"aten::{item.op} has no recipe in the recipe table (it needs an LLM); sweep "
+                                    "with --model openai:MODEL to port it")
+        if skip is not None:
+            outcomes.append(skip)
+            continue
+        if stop is None and options.limit is not None and len(started) >= options.limit:
+            stop = f"--limit {options.limit} runs started"
+        if stop is None and open_now + len(started) >= options.max_open:
+            stop = f"{open_now + len(started)} runs are open on the fleet (--max-open {options.max_open})"
+        if stop is not None:
+            outcomes.append(OpOutcome(op=item.op, outcome=CANDIDATE, ease=item.ease, reason=f"not started: {stop}"))
+            continue
+        run_id, wid = new_run_id(item.op), workflow_id(store.repository, item.op)
+        request = {"repository": store.repository, "op": item.op, "run_id": run_id, "queue": options.queue,
+                   "options": run_options, "heartbeat_s": settings.heartbeat_s,
+                   "publish_wait_s": settings.publish_wait_s, "attempts": 5}
+        try:
+            await client.start_workflow("PortWorkflow", request, id=wid, task_queue=WORKFLOW_QUEUE,
+                                        id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                                        id_conflict_policy=WorkflowIDConflictPolicy.FAIL)
+        except WorkflowAlreadyStartedError:
+            outcomes.append(OpOutcome(op=item.op, outcome=SKIPPED, ease=item.ease, skip="in-progress",
+                                      reason=f"workflow {wid} is already porting it (another sweep started it)"))
+            continue
+        started.append(run_id)
+        outcomes.append(OpOutcome(op=item.op, outcome=RUNNING, ease=item.ease, run_id=run_id, stage="start",
+                                  reason=f"run {run_id} started on the fleet (queue {options.queue}, workflow {wid})"))
+    md, js = paths_for(Path(options.dashboard)) if options.dashboard else (None, None)
+    now = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    report = SweepReport(repo=store.repository, started_at=now, finished_at=now, outcomes=tuple(outcomes),
+                         options={"fleet": options.queue, "status": ",".join(options.statuses),
+                                  "family": ",".join(options.families), "limit": options.limit,
+                                  "max-open": options.max_open, "model": options.model},
+                         stop_reason=stop, started_runs=tuple(started),
+                         markdown_path=str(md) if md else None, json_path=str(js) if js else None)
+    report = write_dashboard(report, metalport_dir(root))
+    store.put_report(report.to_dict())
+    return report

@@ -1,0 +1,146 @@
+"""Where the shared state lives: the database URL, the repository's fleet-wide name, this host.
+
+Read from the environment first, then from `metalport.yaml`:
+
+    database:
+      url: postgresql://metalport@127.0.0.1:5432/metalport   # no password here
+      password_file: ~/.config/metalport/pg-password          # optional; or PGPASSWORD / ~/.pgpass
+      repository: pytorch                                     # optional; default: the root commit
+    fleet:
+      temporal: 127.0.0.1:7233                                # Temporal frontend (loopback by default)
+      namespace: default
+      host: mac-studio-1                                      # optional; default: the host name
+
+Environment: METALPORT_DATABASE_URL, METALPORT_DATABASE_PASSWORD_FILE, METALPORT_REPOSITORY,
+METALPORT_TEMPORAL_ADDRESS, METALPORT_TEMPORAL_NAMESPACE, METALPORT_HOST. A password written in
+`metalport.yaml` is refused (the file lives in the repository); passwords come from the
+environment or a secret file only and are never printed (`safe_url`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import yaml
+
+from metalport.errors import UsageError
+
+DATABASE_ENV = "METALPORT_DATABASE_URL"
+PASSWORD_FILE_ENV = "METALPORT_DATABASE_PASSWORD_FILE"
+REPOSITORY_ENV = "METALPORT_REPOSITORY"
+TEMPORAL_ENV = "METALPORT_TEMPORAL_ADDRESS"
+NAMESPACE_ENV = "METALPORT_TEMPORAL_NAMESPACE"
+HOST_ENV = "METALPORT_HOST"
+_DATABASE_KEYS = ("url", "password_file", "repository")
+_FLEET_KEYS = ("temporal", "namespace", "host", "publish_wait_s", "heartbeat_s")
+
+
+@dataclass(frozen=True)
+class FleetSettings:
+    """The shared-state settings of one checkout; `database_url` None means the embedded default."""
+
+    database_url: str | None = None  # libpq URL without password
+    password_file: Path | None = None  # the database password, one line (never in the repository)
+    repository: str | None = None  # the fleet-wide name of the repository (None: its root commit)
+    temporal: str | None = None  # host:port of the Temporal frontend; None: no fleet
+    namespace: str = "default"
+    host: str | None = None  # this machine's name for `host.<name>` queues (None: socket.gethostname())
+    publish_wait_s: float = 60.0  # how long publish waits for the run's own host before another takes it
+    heartbeat_s: float = 30.0  # a worker silent this long has died: its activity moves to another worker
+
+    def connect_kwargs(self) -> dict:
+        """Keyword arguments for `psycopg.connect`: the URL, and the password from its file if any."""
+        if self.database_url is None:
+            raise UsageError("no database configured", hint=f"set {DATABASE_ENV} or `database: url:` in metalport.yaml")
+        kwargs: dict = {"conninfo": self.database_url}
+        if self.password_file is not None:
+            try:
+                kwargs["password"] = self.password_file.expanduser().read_text(encoding="utf-8").strip()
+            except OSError as err:
+                raise UsageError(f"cannot read the database password file: {err.strerror}",
+                                 location=str(self.password_file), hint="create it (mode 600) or unset it") from None
+        return kwargs
+
+    def host_name(self) -> str:
+        """This machine's fleet name."""
+        return self.host or socket.gethostname()
+
+
+def load_settings(repo_root: Path, environ: Mapping[str, str] | None = None) -> FleetSettings:
+    """The settings of the checkout at `repo_root`: environment over `metalport.yaml` `database:`/`fleet:`."""
+    env = os.environ if environ is None else environ
+    database, fleet = _sections(repo_root / "metalport.yaml")
+    url = env.get(DATABASE_ENV) or database.get("url")
+    if database.get("url") and _has_password(str(database["url"])) and not env.get(DATABASE_ENV):
+        raise UsageError("database.url in metalport.yaml carries a password", location=str(repo_root / "metalport.yaml"),
+                         hint=f"remove it; put it in {PASSWORD_FILE_ENV}'s file, database.password_file, "
+                              "PGPASSWORD or ~/.pgpass")
+    password_file = env.get(PASSWORD_FILE_ENV) or database.get("password_file")
+    return FleetSettings(
+        database_url=str(url) if url else None,
+        password_file=Path(str(password_file)) if password_file else None,
+        repository=env.get(REPOSITORY_ENV) or database.get("repository"),
+        temporal=env.get(TEMPORAL_ENV) or fleet.get("temporal"),
+        namespace=env.get(NAMESPACE_ENV) or fleet.get("namespace") or "default",
+        host=env.get(HOST_ENV) or fleet.get("host"),
+        publish_wait_s=float(fleet.get("publish_wait_s", 60.0)),
+        heartbeat_s=float(fleet.get("heartbeat_s", 30.0)))
+
+
+def safe_url(url: str) -> str:
+    """`url` with any password replaced by `***`, fit for messages and records."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+
+
+@functools.lru_cache(maxsize=64)
+def repository_name(repo_root: Path, configured: str | None) -> str:
+    """The fleet-wide name of the repository: `configured`, else its root commit (the same in every clone)."""
+    if configured:
+        return configured
+    out = subprocess.run(["git", "rev-list", "--max-parents=0", "HEAD"], cwd=repo_root, capture_output=True,
+                         text=True, check=False)
+    roots = out.stdout.split()
+    if out.returncode != 0 or not roots:
+        raise UsageError(f"{repo_root}: cannot name the repository (no commit)",
+                         hint="set database.repository in metalport.yaml")
+    return f"git:{sorted(roots)[0][:16]}"
+
+
+def _has_password(url: str) -> bool:
+    try:
+        return urlsplit(url).password is not None or "password=" in url
+    except ValueError:
+        return False
+
+
+def _sections(path: Path) -> tuple[dict, dict]:
+    """The raw `database:` and `fleet:` mappings of `path` (empty when absent); unknown keys refused."""
+    if not path.is_file():
+        return {}, {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError:
+        return {}, {}  # the agent config loader reports the syntax error with its line
+    found = []
+    for name, known in (("database", _DATABASE_KEYS), ("fleet", _FLEET_KEYS)):
+        section = data.get(name) or {} if isinstance(data, dict) else {}
+        if not isinstance(section, dict):
+            raise UsageError(f"{name} must be a mapping", location=str(path), hint="use `key: value` lines")
+        unknown = sorted(set(section) - set(known))
+        if unknown:
+            raise UsageError(f"unknown key(s) {unknown} under {name}:", location=str(path),
+                             hint=f"known keys: {', '.join(known)}")
+        found.append(section)
+    return found[0], found[1]

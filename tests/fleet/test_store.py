@@ -1,0 +1,110 @@
+"""Shared state in a real PostgreSQL: runs seen, refused and approved from another checkout; db migrate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from metalport.cli import main
+from tests.fleet.conftest import git
+
+
+def _cli(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_local_run_migrated_then_listed_refused_and_approved_from_another_checkout(
+        checkouts: tuple[Path, Path], postgres: object, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture, request: pytest.FixtureRequest) -> None:
+    a, b = checkouts
+    monkeypatch.delenv("METALPORT_DATABASE_URL", raising=False)
+    code, out, _ = _cli(capsys, "run", "special_ndtri", "--repo", str(a), "--executor", "command", "--no-input",
+                        "--json")
+    run_id = json.loads(out.strip().splitlines()[-1])["run_id"]
+    assert code == 0
+
+    url = request.getfixturevalue("database_url")  # the shared database from here on
+    assert _cli(capsys, "runs", "--repo", str(b), "--json")[1].strip() == "[]"
+    code, out, _ = _cli(capsys, "db", "migrate", "--repo", str(a))
+    assert code == 0 and out.startswith(f"copied 1 runs and ") and url.rsplit("/", 1)[1] in out
+    assert _cli(capsys, "db", "migrate", "--repo", str(a))[0] == 0  # idempotent
+
+    code, out, _ = _cli(capsys, "runs", "--repo", str(b), "--json")
+    assert [(r["run_id"], r["status"]) for r in json.loads(out)] == [(run_id, "awaiting-review")]
+
+    code, _, err = _cli(capsys, "run", "special_ndtri", "--repo", str(b), "--executor", "command", "--no-input")
+    assert code == 2 and f"run {run_id} of aten::special_ndtri is waiting for review" in err
+
+    code, out, _ = _cli(capsys, "review", "approve", run_id, "--repo", str(b))
+    assert code == 0 and f"run {run_id} (aten::special_ndtri) published" in out
+    subjects = git(b, "log", "--format=%s%n%b", "main..metalport/special_ndtri")
+    assert subjects.count("[MPS] Add native Metal kernel for special_ndtri") == 1
+    assert f"Metalport-Run: {run_id}" in subjects
+    assert "special_ndtri_mps_kernel" in git(b, "show", "metalport/special_ndtri")
+    code, out, _ = _cli(capsys, "runs", "--repo", str(a), "--json")
+    assert [(r["run_id"], r["status"]) for r in json.loads(out)] == [(run_id, "published")]
+
+
+def test_one_live_run_per_op_across_machines(checkouts: tuple[Path, Path], database_url: str) -> None:
+    from metalport.errors import PipelineError
+    from metalport.graph.records import RunRecord
+    from metalport.store import open_store
+
+    a, b = checkouts
+    first, second = open_store(a), open_store(b)
+    assert first is not None and second is not None and first.repository == second.repository
+    stamp = "2026-12-03T10:00:00Z"
+    first.claim(RunRecord("heaviside-1", "aten::heaviside", "running", "resolve", 0, None, None, stamp, stamp), "mac-1")
+    with pytest.raises(PipelineError) as err:
+        second.claim(RunRecord("heaviside-2", "aten::heaviside", "running", "resolve", 0, None, None, stamp, stamp),
+                     "linux-1")
+    assert str(err.value).startswith("aten::heaviside already has a live run in the shared database: run heaviside-1")
+    first.put(RunRecord("heaviside-1", "aten::heaviside", "rejected", "approve", 1, None, None, stamp, stamp))
+    second.claim(RunRecord("heaviside-2", "aten::heaviside", "running", "resolve", 0, None, None, stamp, stamp), "l")
+    assert [r.run_id for r in open_store(b).list()] == ["heaviside-1", "heaviside-2"]
+
+
+def test_run_lock_is_held_across_connections(checkouts: tuple[Path, Path], database_url: str) -> None:
+    from metalport.errors import PipelineError
+    from metalport.graph.records import RunRecord
+    from metalport.store import open_store
+
+    a, b = checkouts
+    store = open_store(a)
+    stamp = "2026-12-03T10:00:00Z"
+    store.claim(RunRecord("sub-1", "aten::sub", "running", "build", 0, None, None, stamp, stamp), "mac-1")
+    with store.hold("sub-1"):
+        assert open_store(b).is_live("sub-1")
+        with pytest.raises(PipelineError, match="run sub-1 is being driven by another process \\(on mac-1\\)"):
+            with open_store(b).hold("sub-1"):
+                pass
+    assert not open_store(b).is_live("sub-1")
+
+
+def test_password_in_metalport_yaml_is_refused_and_never_printed(
+        checkouts: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    a, _ = checkouts
+    monkeypatch.delenv("METALPORT_DATABASE_URL", raising=False)
+    (a / "metalport.yaml").write_text("database:\n  url: postgresql://metalport:s3cret-pw@127.0.0.1:1/metalport\n")
+    code, out, err = _cli(capsys, "runs", "--repo", str(a))
+    assert code == 2 and "database.url in metalport.yaml carries a password" in err
+    assert "s3cret-pw" not in out + err
+
+
+def test_unreachable_database_is_one_line_without_the_password(
+        checkouts: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture,
+        tmp_path: Path) -> None:
+    from tests.fleet.services import free_port
+
+    a, _ = checkouts
+    secret = tmp_path / "pw"
+    secret.write_text("s3cret-pw\n")
+    monkeypatch.setenv("METALPORT_DATABASE_URL", f"postgresql://metalport@127.0.0.1:{free_port()}/metalport")
+    monkeypatch.setenv("METALPORT_DATABASE_PASSWORD_FILE", str(secret))
+    code, out, err = _cli(capsys, "runs", "--repo", str(a))
+    assert code == 2 and err.startswith("metalport: error: cannot connect to the database postgresql://metalport@127")
+    assert len(err.strip().splitlines()) == 1 and "s3cret-pw" not in out + err
