@@ -8,6 +8,7 @@ entry is never read for a different text. The file name each `Span` carries is l
 pickle (a persistent id), so the same text in another checkout or worktree hits the same entry.
 Entries are written through a temp file and a rename; an unreadable entry is parsed again and
 rewritten. Parse errors are never cached: a bad file raises the same `file:line` error every time.
+Each entry is ~1 MB for the real registry, so the index keeps the `KEEP` most recently written.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from metalport.registry.model import Registry, parse_registry
 from metalport.user_cache import user_cache_dir
 
 _FILE_ID = "span-file"
+KEEP = 32  # index entries kept (a sweep writes one per edited registry text)
 
 
 def index_dir() -> Path:
@@ -63,9 +65,17 @@ def registry_from_text(text: str, path: Path | str, *, cache_dir: Path | None = 
     registry = parse_registry(text, path)
     try:
         write_bytes_atomic(entry, _dumps((registry.entries, registry.ops), file))
+        _trim(entry.parent)
     except OSError:
         pass  # a read-only cache only costs the next parse
     return registry
+
+
+def _trim(folder: Path) -> None:
+    """Remove all but the `KEEP` newest index entries (by modification time)."""
+    entries = sorted(folder.glob("*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in entries[KEEP:]:
+        old.unlink(missing_ok=True)
 
 
 def load_registry(path: Path | str, *, cache_dir: Path | None = None) -> Registry:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -95,3 +96,16 @@ def test_torchgen_verdict_is_kept_per_content_and_an_edit_is_checked_again(tmp_p
         validate_registry(yaml_path, tags, cache_dir=cache)
     assert "torchgen rejects the registry" in str(err.value)
     assert len(list(cache.glob("*.torchgen-ok"))) == 1  # a rejection is never kept
+
+
+def test_the_index_keeps_only_the_newest_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from metalport.registry import index
+
+    monkeypatch.setattr(index, "KEEP", 2)
+    cache, yaml_path = tmp_path / "index", tmp_path / "nf.yaml"
+    texts = [SMALL.replace("heaviside_out", f"heaviside_out_v{i}") for i in range(4)]
+    for i, text in enumerate(texts):
+        yaml_path.write_text(text, encoding="utf-8")
+        load_registry(yaml_path, cache_dir=cache)
+        os.utime(cache / f"{index_key(text)}.pickle", (1_000_000 + i, 1_000_000 + i))
+    assert sorted(p.name for p in cache.glob("*.pickle")) == sorted(f"{index_key(t)}.pickle" for t in texts[-2:])
