@@ -79,7 +79,7 @@ def ask_decision(console: Console, repo_root: Path, record: RunRecord, stream: T
         choice = Prompt.ask("decision", choices=["approve", "reject", "abort", "diff"], console=console,
                             stream=stream)
         if choice == "diff":
-            console.print(worktree_diff(record, stat=False), markup=False, highlight=False)
+            console.print(worktree_diff(record, stat=False), markup=False, highlight=False, soft_wrap=True)
             continue
         if choice == "approve":
             return Approve()
