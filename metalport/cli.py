@@ -8,7 +8,7 @@ import importlib
 import os
 import pkgutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from metalport import __version__, commands
@@ -109,12 +109,22 @@ def exit_now(code: int) -> NoReturn:
 
 def console_main() -> NoReturn:
     """The `metalport` console script."""
-    exit_now(main())
+    exit_now(_quiet_on_closed_pipe(main))
 
 
 def console_run_migration() -> NoReturn:
     """The `run-migration` console script."""
-    exit_now(run_migration())
+    exit_now(_quiet_on_closed_pipe(run_migration))
+
+
+def _quiet_on_closed_pipe(entry: Callable[[], int]) -> int:
+    """`entry()`; when stdout's reader went away (`metalport backlog | head`), exit 141 like other
+    tools on SIGPIPE, with no traceback."""
+    try:
+        return entry()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the final flush must not fail again
+        return 141
 
 
 if __name__ == "__main__":

@@ -189,3 +189,14 @@ def test_shell_completion_offers_ops_and_run_ids(workspace: Path, tmp_path: Path
     assert "heaviside" in complete("metalport conformance heav")
     assert complete("metalport review show heavi") == [run_id]
     assert complete("metalport resume heav") == [run_id]
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(workspace: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "metalport", "backlog", "--repo", str(workspace), "--format",
+                             "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline() == "[\n"  # hundreds of KB follow: more than a pipe holds
+    proc.stdout.close()  # like `metalport backlog --json | head -1`
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(timeout=300) == 141 and err == ""
