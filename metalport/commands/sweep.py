@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-open", type=_positive, default=5,
                         help="never leave more than M runs awaiting review (default 5)")
     parser.add_argument("--model", default="recipe", help="recipe (default) or openai:MODEL")
-    parser.add_argument("--executor", default="auto", choices=["auto", "emulated", "macos"],
+    parser.add_argument("--executor", default="auto", choices=["auto", "emulated", "macos", "command"],
                         help="where each run builds and tests (default auto: macos when MPS is available, "
                              "else emulated)")
     parser.add_argument("--retry-rejected", action="store_true", help="start ops a reviewer rejected before")

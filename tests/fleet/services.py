@@ -107,12 +107,12 @@ class Temporal:
 
     def start(self) -> None:
         """Start the server and wait until its port accepts connections."""
-        ui = free_port()
-        self.proc = subprocess.Popen(
-            [self.binary, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(self.port),
-             "--ui-port", str(ui), "--http-port", str(free_port()), "--metrics-port", str(free_port()),
-             "--db-filename", str(self.base / "dev.db"), "--log-level", "error"],
-            stdout=subprocess.DEVNULL, stderr=open(self.base / "server.log", "ab"), start_new_session=True)
+        with open(self.base / "server.log", "ab") as log:
+            self.proc = subprocess.Popen(
+                [self.binary, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(self.port),
+                 "--ui-port", str(free_port()), "--http-port", str(free_port()), "--metrics-port", str(free_port()),
+                 "--db-filename", str(self.base / "dev.db"), "--log-level", "error"],
+                stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:

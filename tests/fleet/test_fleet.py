@@ -1,0 +1,234 @@
+"""The fleet end to end: a real Temporal dev server, a real PostgreSQL, `metalport worker` processes.
+
+Each checkout stands for a machine; its worker runs the `command` executor (metalport.yaml's
+build and test commands) so a "mac" runs on Linux. Nothing is mocked: the workers are
+`python -m metalport worker` subprocesses, killed with SIGKILL where the story says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from metalport.cli import main
+from tests.fleet.conftest import git, make_checkouts
+from tests.fleet.services import Temporal
+
+FLEET = "fleet:\n  heartbeat_s: 4\n  publish_wait_s: 8\n"
+
+
+@pytest.fixture(scope="module")
+def temporal() -> Iterator[Temporal]:
+    """One Temporal dev server for the module (127.0.0.1, state in a SQLite file)."""
+    server = Temporal()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def fleet_env(database_url: str, temporal: Temporal, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The environment of every process of one fleet: database, Temporal, a repository name of its own."""
+    env = {"METALPORT_DATABASE_URL": database_url, "METALPORT_TEMPORAL_ADDRESS": temporal.address,
+           "METALPORT_REPOSITORY": f"test-{uuid.uuid4().hex[:8]}"}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return {**os.environ, **env}
+
+
+class Workers:
+    """`metalport worker` subprocesses, by host name."""
+
+    def __init__(self, env: dict[str, str], logs: Path) -> None:
+        self.env, self.logs, self.procs = env, logs, {}
+        self.args: dict[str, tuple[str, Path]] = {}
+
+    def start(self, host: str, queue: str, checkout: Path) -> None:
+        """Start a worker and wait until it polls."""
+        from metalport.store import open_store
+
+        self.args[host] = (queue, checkout)
+        with open(self.logs / f"{host}.log", "ab") as log:
+            self.procs[host] = subprocess.Popen(
+                [sys.executable, "-m", "metalport", "worker", "--queue", queue, "--executor", "command", "--host",
+                 host, "--repo", str(checkout)], env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        store = open_store(checkout)
+        until(lambda: any(w["host"] == host and w["identity"].endswith(f":{self.procs[host].pid}")
+                          for w in store.workers()), f"worker {host} polling", self.log_tail(host))
+
+    def kill(self, host: str) -> None:
+        """SIGKILL a worker (its process group: nothing of it survives)."""
+        os.killpg(self.procs[host].pid, signal.SIGKILL)
+        self.procs[host].wait()
+
+    def start_again(self) -> None:
+        """Start every worker again as it was (after they were killed)."""
+        for host, (queue, checkout) in list(self.args.items()):
+            self.start(host, queue, checkout)
+
+    def stop(self) -> None:
+        """Stop every worker still running."""
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+
+    def log_tail(self, host: str) -> Callable[[], str]:
+        """A reader of the last lines of a worker's log (for failure messages)."""
+        return lambda: (self.logs / f"{host}.log").read_text(errors="replace")[-3000:]
+
+
+@pytest.fixture
+def workers(fleet_env: dict[str, str], tmp_path: Path) -> Iterator[Workers]:
+    """Worker processes, stopped at the end of the test."""
+    fleet = Workers(fleet_env, tmp_path)
+    yield fleet
+    fleet.stop()
+
+
+def until(check: Callable[[], object], what: str, details: Callable[[], str] = lambda: "",
+          timeout_s: float = 240.0) -> object:
+    """Poll `check` until it returns something true; fail naming `what` after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.5)
+    pytest.fail(f"timed out waiting for {what}\n{details()}")
+
+
+def _checkouts(wheel_workspace: object, tmp_path: Path, build_s: float) -> tuple[Path, Path, Path]:
+    a, b = make_checkouts(wheel_workspace, tmp_path, build_s=build_s)
+    for checkout in (a, b):
+        with open(checkout / "metalport.yaml", "a") as handle:
+            handle.write(FLEET)
+    c = tmp_path / "C"  # the reviewer's checkout: no worker, never ran the port
+    git(tmp_path, "clone", "-q", str(a), str(c))
+    (c / "metalport.yaml").write_text((a / "metalport.yaml").read_text())
+    return a, b, c
+
+
+def _cli(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _runs(checkout: Path) -> dict[str, object]:
+    from metalport.store import open_store
+
+    return {r.op.removeprefix("aten::"): r for r in open_store(checkout).list()}
+
+
+def _sweep(checkout: Path, queue: str, family: str, env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "metalport", "sweep", "--fleet", "--queue", queue, "--status",
+                             "missing", "--family", family, "--repo", str(checkout), "--json"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_routing_concurrent_sweeps_restart_and_approval_from_another_checkout(
+        wheel_workspace: object, tmp_path: Path, fleet_env: dict[str, str], workers: Workers, temporal: Temporal,
+        capsys: pytest.CaptureFixture) -> None:
+    a, b, c = _checkouts(wheel_workspace, tmp_path, build_s=0.2)
+    workers.start("mac-a", "mac", a)
+    workers.start("linux-b", "linux", b)
+
+    sweeps = [_sweep(c, "mac", "unary-pointwise", fleet_env), _sweep(c, "mac", "unary-pointwise", fleet_env),
+              _sweep(c, "linux", "binary-pointwise", fleet_env)]
+    reports = []
+    for proc in sweeps:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        reports.append(json.loads(out))
+    started = [run_id.rsplit("-", 3)[0] for report in reports for run_id in report["started_runs"]]
+    assert sorted(started) == ["heaviside", "special_log_ndtr", "special_ndtri"]  # each op once, over 3 sweeps
+    refused = [o for r in reports[:2] for o in r["outcomes"] if o["skip"] == "in-progress"]
+    unary = sum(len(r["started_runs"]) for r in reports[:2])
+    assert unary == 2 and len(refused) == 2 and all("already porting it" in o["reason"] for o in refused)
+
+    runs = until(lambda: (lambda got: got if len(got) == 3 and all(r.status == "awaiting-review"
+                                                                    for r in got.values()) else None)(_runs(c)),
+                 "three runs at the gate", workers.log_tail("mac-a"))
+    from metalport.store import open_store
+
+    store = open_store(c)
+    hosts = {op: store.placement(r.run_id)[0] for op, r in runs.items()}
+    assert hosts == {"special_log_ndtr": "mac-a", "special_ndtri": "mac-a", "heaviside": "linux-b"}
+    assert {"metalport/special_log_ndtr", "metalport/special_ndtri"} <= set(git(a, "branch", "--format=%(refname:short)").split())
+    assert "metalport/heaviside" in git(b, "branch", "--format=%(refname:short)").split()
+
+    code, out, _ = _cli(capsys, "runs", "--repo", str(a), "--json")
+    assert code == 0 and {r["op"] for r in json.loads(out)} == {"aten::heaviside", "aten::special_log_ndtr",
+                                                                "aten::special_ndtri"}
+
+    # The gate outlives the server and every worker.
+    for host in ("mac-a", "linux-b"):
+        workers.kill(host)
+    temporal.stop()
+    temporal.start()
+    workers.start_again()
+
+    heaviside = runs["heaviside"].run_id
+    code, out, err = _cli(capsys, "review", "approve", heaviside, "--repo", str(c))
+    assert code == 0, err
+    assert out.startswith(f"run {heaviside} (aten::heaviside) published: {b}")
+    log = git(b, "log", "--format=%s%n%b", "main..metalport/heaviside")
+    assert log.count("[MPS] Add native Metal kernel for heaviside") == 1 and f"Metalport-Run: {heaviside}" in log
+    assert git(c, "branch", "--list", "metalport/*").strip() == ""  # the reviewer's checkout is untouched
+
+    ndtri = runs["special_ndtri"].run_id
+    code, out, _ = _cli(capsys, "review", "abort", ndtri, "--repo", str(c))
+    assert code == 0 and "aborted" in out
+    assert "metalport/special_ndtri" not in git(a, "branch", "--format=%(refname:short)").split()
+
+
+def test_killed_worker_run_reaches_the_gate_on_another_and_publishes_once(
+        wheel_workspace: object, tmp_path: Path, fleet_env: dict[str, str], workers: Workers,
+        capsys: pytest.CaptureFixture) -> None:
+    a, b, c = _checkouts(wheel_workspace, tmp_path, build_s=8)
+    workers.start("mac-1", "mac", a)
+    workers.start("mac-2", "mac", b)
+    checkout = {"mac-1": a, "mac-2": b}
+
+    code, out, err = _cli(capsys, "fleet", "start", "heaviside", "--queue", "mac", "--repo", str(c), "--json")
+    assert code == 0, err
+    run_id = json.loads(out)["run_id"]
+    code, _, err = _cli(capsys, "fleet", "start", "heaviside", "--queue", "mac", "--repo", str(c))
+    assert code == 2 and "is already porting heaviside" in err  # the engine refuses a second start
+
+    from metalport.store import open_store
+
+    store = open_store(c)
+    until(lambda: (r := store.get(run_id)) is not None and r.stage == "build", "the run at stage build")
+    first = store.placement(run_id)[0]
+    other = "mac-2" if first == "mac-1" else "mac-1"
+    workers.kill(first)
+
+    until(lambda: (r := store.get(run_id)) is not None and r.status == "awaiting-review", "the run at the gate",
+          workers.log_tail(other))
+    assert store.placement(run_id)[0] == other
+
+    code, out, err = _cli(capsys, "review", "approve", run_id, "--repo", str(c))
+    assert code == 0, err
+    assert out.startswith(f"run {run_id} (aten::heaviside) published: {checkout[other]}")
+    log = git(checkout[other], "log", "--format=%s%n%b", "main..metalport/heaviside")
+    assert log.count("[MPS] Add native Metal kernel for heaviside") == 1 and f"Metalport-Run: {run_id}" in log
+    assert git(checkout[first], "log", "--format=%s", "main..metalport/heaviside").strip() == ""
+
+    code, out, _ = _cli(capsys, "fleet", "status", "--repo", str(c), "--json")
+    status = json.loads(out)
+    assert code == 0 and status["runs"] == [] and status["queues"]["mac"] != []
