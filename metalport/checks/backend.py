@@ -21,7 +21,7 @@ from metalport.checks.hostmodel import Buffer, Const, Launch
 from metalport.checks.iteration import flat_buffer
 from metalport.errors import EmulateError, UsageError
 
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](c10/metal/[\w./]+)[>"][^\n]*$', re.M)
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]((?:c10/metal|ATen)/[\w./]+)[>"][^\n]*$', re.M)
 _TENSOR_DTYPE = {
     "uint": torch.int32, "int": torch.int32, "long": torch.int64, "ulong": torch.int64,
     "float": torch.float32, "half": torch.float16, "bfloat": torch.bfloat16, "bool": torch.bool,
@@ -35,9 +35,10 @@ def wheel_include_dir() -> Path:
 
 
 def include_dirs_for(checkout_root: Path) -> tuple[Path, ...]:
-    """The checkout's headers first (when it has `c10/metal`), the wheel's as the fallback."""
-    dirs = [checkout_root] if (checkout_root / "c10/metal").is_dir() else []
-    return (*dirs, wheel_include_dir())
+    """PyTorch's Metal include path: the checkout root, `<root>/aten/src`, then the wheel's."""
+    from metalport.emulate import checkout_include_dirs
+
+    return checkout_include_dirs(checkout_root)
 
 
 def pick_backend(requested: str) -> str:
@@ -54,7 +55,8 @@ def pick_backend(requested: str) -> str:
 
 
 def inline_includes(source: str, include_dirs: Sequence[Path], seen: set[str] | None = None) -> str:
-    """`source` with every `#include <c10/metal/...>` replaced by the header text, each header once."""
+    """`source` with every `#include <c10/metal/...>` / `<ATen/...>` replaced by the header text, each
+    header once (torch.mps.compile_shader has no include path)."""
     seen = set() if seen is None else seen
 
     def expand(m: re.Match[str]) -> str:
@@ -67,7 +69,7 @@ def inline_includes(source: str, include_dirs: Sequence[Path], seen: set[str] | 
             if path.is_file():
                 text = path.read_text(encoding="utf-8").replace("#pragma once", "")
                 return inline_includes(text, include_dirs, seen)
-        raise UsageError(f"header {rel} not found", hint="check the checkout's c10/metal directory")
+        raise UsageError(f"header {rel} not found", hint="check the checkout's c10/metal and aten/src directories")
 
     return _INCLUDE.sub(expand, source)
 

@@ -9,7 +9,7 @@ import torch
 from metalport.checks.backend import KernelSet
 from metalport.checks.hostmodel import (Launch, MissingKernel, UnmodelledCall, plan_binary, plan_ternary,
                                         plan_unary)
-from metalport.checks.iteration import build_iteration
+from metalport.checks.iteration import build_iteration, flat_buffer
 from metalport.checks.poison import poisoned, unwritten
 from metalport.checks.samples import Call, Family
 from metalport.checks.tolerances import Tolerance, compare, tolerance_for
@@ -87,12 +87,32 @@ class Prepared:
     expected: torch.Tensor
 
 
+_FLUSHED = (torch.float32, torch.bfloat16, torch.complex64)
+
+
+def flush_subnormals_(call: Call) -> None:
+    """Set float32/bfloat16 (and complex64 part) subnormal operand values to zero, in place.
+
+    Apple GPUs read and write float32 subnormals as zero (the emulator does the same, see
+    mshim_runtime.cpp: Note [float32 subnormals]; bfloat computes in float), so the reference
+    runs on the inputs the kernel really sees.  Half subnormals are kept, as the GPU keeps them.
+    """
+    for t in call.operands():
+        if t.dtype not in _FLUSHED or t.numel() == 0:
+            continue
+        region = flat_buffer(t)  # a broadcast operand cannot be written through its own view
+        parts = torch.view_as_real(region) if t.is_complex() else region
+        tiny = torch.finfo(parts.dtype).tiny
+        parts.masked_fill_((parts != 0) & (parts.abs() < tiny), 0.0)
+
+
 def prepare_case(kernels: KernelSet, family: Family, name: str, call: Call, force: str | None
                  ) -> Prepared | CaseResult:
     """Reference result and modelled launch, or a CaseResult when the case cannot run.
 
     MissingKernel propagates (the caller words it as a host failure).
     """
+    flush_subnormals_(call)
     try:
         expected = call.run()
     except (RuntimeError, ValueError, TypeError, IndexError) as err:

@@ -76,13 +76,15 @@ def generate_harness(specs: Sequence[KernelSpec]) -> str:
         f"{_EXPORT} int mshim_run(int k, void** bufs, const unsigned* threads, const unsigned* group, "
         "unsigned workers) {",
         "  (void)group;",
+        "  if (k < 0 || k >= mshim_num_kernels()) return -1;",
+        "  const unsigned long fp = mshim_rt_fp_enter();",
         "  switch (k) {",
     ]
     for i, spec in enumerate(specs):
         if spec.info.uses_threadgroup:
             out.append(f"    case {i}: mshim::run_threadgroups(threads, group, mshim_body_{i}, bufs, workers); "
-                       "return 0;")
+                       "break;")
         else:
-            out.append(f"    case {i}: mshim_rt_grid(threads, mshim_body_{i}, bufs, workers); return 0;")
-    out += ["    default: return -1;", "  }", "}", ""]
+            out.append(f"    case {i}: mshim_rt_grid(threads, mshim_body_{i}, bufs, workers); break;")
+    out += ["    default: break;", "  }", "  mshim_rt_fp_leave(fp);", "  return 0;", "}", ""]
     return "\n".join(out)

@@ -36,6 +36,17 @@ def wheel_include_dir() -> Path:
         raise EmulateError(err.message, hint="install the torch wheel or pass include_dirs=") from None
 
 
+def checkout_include_dirs(checkout_root: Path) -> tuple[Path, ...]:
+    """The include path of PyTorch's Metal build for a checkout: its root, `<root>/aten/src`, then
+    the wheel's `include`.
+
+    The checkout's own (possibly edited) headers win over the wheel's copies; a directory the
+    checkout lacks is left out."""
+    root = Path(checkout_root)
+    own = tuple(d for d in (root, root / "aten" / "src") if d.is_dir())
+    return (*own, wheel_include_dir())
+
+
 def _info_from_dict(data: dict[str, Any]) -> KernelInfo:
     """A KernelInfo from its manifest dict."""
     return KernelInfo(host_name=data["host_name"], template=data["template"],

@@ -41,11 +41,10 @@ def edited_kernel_files(worktree_root: Path, plan: PortPlan) -> list[str]:
 
 
 def include_dirs(worktree_root: Path) -> tuple[Path, ...]:
-    """The worktree's headers first (its `c10/metal`), the wheel's `include` as the fallback."""
-    from metalport.emulate import wheel_include_dir
+    """PyTorch's Metal include path: the worktree root, `<root>/aten/src`, then the wheel's `include`."""
+    from metalport.emulate import checkout_include_dirs
 
-    own = (worktree_root,) if (worktree_root / "c10/metal").is_dir() else ()
-    return (*own, wheel_include_dir())
+    return checkout_include_dirs(worktree_root)
 
 
 def _compile_failures(err: CompileError, rel: str) -> list[Failure]:

@@ -50,6 +50,8 @@ def _vec(n: int) -> str:
            f"  constexpr vec(T s) : {bcast} {{}}",
            "  template <class U, ::mshim::enable_scalar<U, T> = 0>",
            "  constexpr vec(U s) : vec(static_cast<T>(s)) {}",
+           "  template <class U, ::mshim::enable_class_scalar<U, T> = 0>",
+           "  explicit constexpr vec(U s) : vec(static_cast<T>(s)) {}",
            "  template <class A, class B, class... R,",
            f"            ::mshim::enable_flat<{n}, A, B, R...> = 0>",
            f"  constexpr vec(A a, B b, R... r) : vec(::mshim::flatten<T, {n}>(a, b, r...)) {{}}",

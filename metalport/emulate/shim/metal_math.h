@@ -44,6 +44,45 @@ template <class A, class B>
 constexpr bool mixed = is_scalar_v<A> && is_scalar_v<B> && !std::is_same<A, B>::value;
 }  // namespace mshim
 
+namespace mshim {
+// Note [shim constants in double]: shaders are compiled with single-precision constants (an
+// unsuffixed `0.5` is a float, as in Metal; see flags.py), so the shim spells a double constant
+// as a long double literal converted to double.
+constexpr double kPi = double(3.14159265358979323846264338327950288L);
+
+// sin(pi x) and cos(pi x) as Metal's sinpi/cospi (and IEEE 754 sinPi/cosPi): exact at integers
+// and half-integers, so sinpi(-3) is -0 (c10's lgamma of a negative integer is then inf) and
+// cospi(n + 0.5) is +0.  x = k/2 + r with |r| <= 1/4 exactly; the rest runs in double.
+inline double pi_part(float x, bool cosine) {
+  if (!__builtin_isfinite(x)) return __builtin_nan("");
+  if (__builtin_fabsf(x) >= 8388608.0f) {  // every float this large is an integer
+    if (!cosine) return __builtin_copysign(0.0, double(x));
+    return __builtin_fmodf(x, 2.0f) == 0.0f ? 1.0 : -1.0;
+  }
+  const float k = __builtin_rintf(2.0f * x);  // 2x is exact below 2^24
+  const double r = double(x) - double(k) * double(0.5L);
+  const int quadrant = int((long long)k & 3) + (cosine ? 1 : 0);
+  const double a = kPi * r;
+  double v = 0.0;
+  switch (quadrant & 3) {
+    case 0: v = __builtin_sin(a); break;
+    case 1: v = __builtin_cos(a); break;
+    case 2: v = -__builtin_sin(a); break;
+    default: v = -__builtin_cos(a); break;
+  }
+  if (v == 0.0) return cosine ? 0.0 : __builtin_copysign(0.0, double(x));
+  return v;
+}
+inline float sinpi(float x) { return float(pi_part(x, false)); }
+inline float cospi(float x) { return float(pi_part(x, true)); }
+// tan(pi x): +-0 at integers, +-inf at half-integers (sinpi over a +0 cospi).
+inline float tanpi(float x) { return float(pi_part(x, false) / pi_part(x, true)); }
+// Metal documents fmod(x, y) as x - y * trunc(x / y) (not C's exact remainder): the quotient is
+// rounded, so a large |x / y| gives Metal's answer, and fmod(x, inf) is NaN.  One fused rounding
+// for the multiply-subtract, as the shader build contracts (flags.py: -ffp-contract=fast).
+inline float fmod(float x, float y) { return __builtin_fmaf(-y, __builtin_truncf(x / y), x); }
+}  // namespace mshim
+
 namespace metal {
 #define MSHIM_F1(NAME, EXPR)                                                          \
   inline float NAME(float x) { return EXPR; }                                          \
@@ -98,15 +137,15 @@ MSHIM_F1(trunc, __builtin_truncf(x))
 MSHIM_F1(round, __builtin_roundf(x))
 MSHIM_F1(rint, __builtin_rintf(x))
 MSHIM_F1(fract, __builtin_fminf(x - __builtin_floorf(x), 0x1.fffffep-1f))
-MSHIM_F1(sinpi, float(__builtin_sin(3.14159265358979323846 * double(x))))
-MSHIM_F1(cospi, float(__builtin_cos(3.14159265358979323846 * double(x))))
-MSHIM_F1(tanpi, float(__builtin_tan(3.14159265358979323846 * double(x))))
+MSHIM_F1(sinpi, mshim::sinpi(x))
+MSHIM_F1(cospi, mshim::cospi(x))
+MSHIM_F1(tanpi, mshim::tanpi(x))
 MSHIM_F1(sign, x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x == x ? x : 0.0f)
 MSHIM_F1(saturate, __builtin_fminf(__builtin_fmaxf(x, 0.0f), 1.0f))
 MSHIM_F2(pow, __builtin_powf(x, y))
 MSHIM_F2(powr, __builtin_powf(x, y))
 MSHIM_F2(atan2, __builtin_atan2f(x, y))
-MSHIM_F2(fmod, __builtin_fmodf(x, y))
+MSHIM_F2(fmod, mshim::fmod(x, y))
 MSHIM_F2(fmin, __builtin_fminf(x, y))
 MSHIM_F2(fmax, __builtin_fmaxf(x, y))
 MSHIM_F2(fdim, __builtin_fdimf(x, y))
@@ -374,30 +413,52 @@ template <class T, std::enable_if_t<std::is_integral<T>::value, int> = 0> inline
 template <class T> inline T mul24(T a, T b) { return a * b; }
 template <class T> inline T mad24(T a, T b, T c) { return a * b + c; }
 
-#define MSHIM_ALIAS_MATH                                                               \
-  using metal::abs; using metal::acos; using metal::acosh; using metal::asin;          \
-  using metal::asinh; using metal::atan; using metal::atan2; using metal::atanh;       \
-  using metal::cbrt; using metal::ceil; using metal::copysign; using metal::cos;       \
-  using metal::cosh; using metal::cospi; using metal::divide; using metal::exp;        \
-  using metal::exp10; using metal::exp2; using metal::fabs; using metal::fdim;         \
-  using metal::floor; using metal::fma; using metal::fmax; using metal::fmin;          \
-  using metal::fmod; using metal::fract; using metal::frexp; using metal::ldexp;       \
-  using metal::log; using metal::log10; using metal::log2; using metal::max;           \
-  using metal::min; using metal::modf; using metal::nextafter; using metal::pow;       \
-  using metal::powr; using metal::rint; using metal::round; using metal::rsqrt;        \
-  using metal::sin; using metal::sincos; using metal::sinh; using metal::sinpi;        \
-  using metal::sqrt; using metal::tan; using metal::tanh; using metal::tanpi;          \
-  using metal::trunc; using metal::clamp; using metal::saturate; using metal::sign;    \
-  using metal::mix; using metal::step; using metal::isnan; using metal::isinf;         \
-  using metal::isfinite; using metal::normalize; using metal::length; using metal::dot; \
-  using metal::distance; using metal::logb; using metal::smoothstep;
+// precise:: and fast:: hold float and float-vector candidates only, as in Metal: a half or
+// bfloat argument converts to float there (`precise::pow(2, bfloat)` is unambiguous, float).
+// Both compute what metal:: computes (no fast-math emulation).
+#define MSHIM_P1(NAME)                                                                 \
+  inline float NAME(float x) { return ::metal::NAME(x); }                              \
+  template <int N> inline vec<float, N> NAME(const vec<float, N>& v) { return ::metal::NAME(v); }
+#define MSHIM_P2(NAME)                                                                 \
+  inline float NAME(float x, float y) { return ::metal::NAME(x, y); }                  \
+  template <int N> inline vec<float, N> NAME(const vec<float, N>& a, const vec<float, N>& b) { \
+    return ::metal::NAME(a, b);                                                        \
+  }
+#define MSHIM_PRECISE_MATH                                                             \
+  MSHIM_P1(abs) MSHIM_P1(acos) MSHIM_P1(acosh) MSHIM_P1(asin) MSHIM_P1(asinh)          \
+  MSHIM_P1(atan) MSHIM_P1(atanh) MSHIM_P1(cbrt) MSHIM_P1(ceil) MSHIM_P1(cos)           \
+  MSHIM_P1(cosh) MSHIM_P1(cospi) MSHIM_P1(exp) MSHIM_P1(exp10) MSHIM_P1(exp2)          \
+  MSHIM_P1(fabs) MSHIM_P1(floor) MSHIM_P1(fract) MSHIM_P1(log) MSHIM_P1(log10)         \
+  MSHIM_P1(log2) MSHIM_P1(logb) MSHIM_P1(rint) MSHIM_P1(round) MSHIM_P1(rsqrt)         \
+  MSHIM_P1(sin) MSHIM_P1(sinh) MSHIM_P1(sinpi) MSHIM_P1(sqrt) MSHIM_P1(tan)            \
+  MSHIM_P1(tanh) MSHIM_P1(tanpi) MSHIM_P1(trunc) MSHIM_P1(saturate) MSHIM_P1(sign)     \
+  MSHIM_P2(atan2) MSHIM_P2(copysign) MSHIM_P2(divide) MSHIM_P2(fdim) MSHIM_P2(fmax)    \
+  MSHIM_P2(fmin) MSHIM_P2(fmod) MSHIM_P2(max) MSHIM_P2(min) MSHIM_P2(nextafter)        \
+  MSHIM_P2(pow) MSHIM_P2(powr) MSHIM_P2(step)                                          \
+  inline float fma(float a, float b, float c) { return ::metal::fma(a, b, c); }        \
+  inline float clamp(float x, float lo, float hi) { return ::metal::clamp(x, lo, hi); } \
+  inline float mix(float x, float y, float a) { return ::metal::mix(x, y, a); }        \
+  inline float smoothstep(float a, float b, float x) { return ::metal::smoothstep(a, b, x); } \
+  inline float sincos(float x, thread_ref_float c) { return ::metal::sincos(x, c); }   \
+  template <int N> inline vec<float, N> sincos(const vec<float, N>& x, vec<float, N>& c) { \
+    return ::metal::sincos(x, c);                                                      \
+  }                                                                                    \
+  inline float frexp(float x, int& e) { return ::metal::frexp(x, e); }                 \
+  inline float ldexp(float x, int e) { return ::metal::ldexp(x, e); }                 \
+  inline float modf(float x, float& i) { return ::metal::modf(x, i); }                 \
+  using ::metal::isnan; using ::metal::isinf; using ::metal::isfinite;                 \
+  using ::metal::dot; using ::metal::length; using ::metal::distance;                  \
+  using ::metal::normalize;
+using thread_ref_float = float&;
 namespace precise {
-MSHIM_ALIAS_MATH
+MSHIM_PRECISE_MATH
 }
 namespace fast {
-MSHIM_ALIAS_MATH
+MSHIM_PRECISE_MATH
 }
-#undef MSHIM_ALIAS_MATH
+#undef MSHIM_PRECISE_MATH
+#undef MSHIM_P1
+#undef MSHIM_P2
 #undef MSHIM_F1
 #undef MSHIM_F2
 

@@ -46,9 +46,14 @@ struct bfloat {
   }
   static constexpr bfloat from_bits(uint16_t b) { bfloat r{}; r.bits = b; return r; }
   bfloat() = default;
-  constexpr bfloat(float f) : bits(round(f)) {}
-  constexpr bfloat(double d) : bits(round(float(d))) {}
-  constexpr bfloat(half h) : bits(round(float(h))) {}
+  // Metal converts float (and half) to bfloat only explicitly: `bfloat b = 0.5f;` is rejected
+  // there ("cannot initialize a variable of type 'bfloat' with an rvalue of type 'float'"),
+  // `bfloat(x)` and `static_cast<bfloat>(x)` are fine.  Explicit here too, which is also what
+  // lets `cond ? bfloat_value : 0.5f` have one answer (float, as in Metal): with an implicit
+  // constructor each operand would convert to the other's type and C++ rejects the `?:`.
+  explicit constexpr bfloat(float f) : bits(round(f)) {}
+  explicit constexpr bfloat(double d) : bits(round(float(d))) {}
+  explicit constexpr bfloat(half h) : bits(round(float(h))) {}
   template <class U, std::enable_if_t<std::is_integral<U>::value, int> = 0>
   constexpr bfloat(U v) : bits(round(float(v))) {}
   constexpr operator float() const {
@@ -123,8 +128,15 @@ template <class A> constexpr int ncomp() {
   else if constexpr (is_swz<A>::value) return is_swz<A>::size;
   else return 1;
 }
+// A scalar broadcasts to a vector implicitly, except bfloat (a class here): its conversion to
+// float is user-defined, so an implicit bfloat -> float2 would tie with bfloat -> float and make
+// `log1p(bfloat)` ambiguous between c10's float and float2 overloads, which Metal resolves to float.
 template <class U, class T>
-using enable_scalar = enable_if_t<is_scalar_v<U> && !std::is_same<U, T>::value, int>;
+using enable_scalar =
+    enable_if_t<is_scalar_v<U> && !std::is_class<U>::value && !std::is_same<U, T>::value, int>;
+template <class U, class T>
+using enable_class_scalar =
+    enable_if_t<is_scalar_v<U> && std::is_class<U>::value && !std::is_same<U, T>::value, int>;
 template <class... A> constexpr int ncomps() { return (0 + ... + ncomp<A>()); }
 template <int N, class... A>
 using enable_flat = enable_if_t<ncomps<A...>() == N, int>;

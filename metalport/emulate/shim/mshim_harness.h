@@ -58,3 +58,6 @@ using Body = void (*)(void* ctx, const unsigned* pos, const unsigned* grid);
 
 // Defined in mshim_runtime.cpp (compiled once per compiler): the parallel grid loop.
 extern "C" void mshim_rt_grid(const unsigned* threads, mshim_h::Body body, void* ctx, unsigned workers);
+// Flush-to-zero around a kernel run, as the GPU does (mshim_runtime.cpp: Note [float32 subnormals]).
+extern "C" unsigned long mshim_rt_fp_enter();
+extern "C" void mshim_rt_fp_leave(unsigned long old);

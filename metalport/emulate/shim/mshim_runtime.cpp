@@ -4,6 +4,10 @@
 #include <thread>
 #include <vector>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
+
 namespace mshim_h {
 using Body = void (*)(void* ctx, const unsigned* pos, const unsigned* grid);
 }
@@ -39,4 +43,34 @@ extern "C" __attribute__((visibility("default"))) void mshim_rt_grid(
   }
   run_range(threads, body, ctx, 0, std::min(total, chunk));
   for (auto& th : pool) th.join();
+}
+
+// Note [float32 subnormals]: Apple GPUs flush float32 subnormals to zero, on input and output
+// (MSL spec, numerical compliance), so a kernel runs with the CPU's flush-to-zero and
+// denormals-are-zero modes on: x86 MXCSR FTZ|DAZ, AArch64 FPCR.FZ.  Worker threads started
+// inside inherit the mode.  Half values are unaffected (x86 F16C conversions ignore both bits,
+// and a half subnormal is a normal float).  Returns the previous mode for mshim_rt_fp_leave.
+extern "C" __attribute__((visibility("default"))) unsigned long mshim_rt_fp_enter() {
+#if defined(__x86_64__) || defined(__i386__)
+  const unsigned old = _mm_getcsr();
+  _mm_setcsr(old | 0x8040u);
+  return old;
+#elif defined(__aarch64__)
+  unsigned long fpcr;
+  __asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
+  __asm__ volatile("msr fpcr, %0" : : "r"(fpcr | (1ul << 24)));
+  return fpcr;
+#else
+  return 0;
+#endif
+}
+
+extern "C" __attribute__((visibility("default"))) void mshim_rt_fp_leave(unsigned long old) {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_setcsr(unsigned(old));
+#elif defined(__aarch64__)
+  __asm__ volatile("msr fpcr, %0" : : "r"(old));
+#else
+  (void)old;
+#endif
 }
