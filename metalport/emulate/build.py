@@ -22,7 +22,7 @@ from metalport.emulate.flags import compile_flags, preprocess_flags
 from metalport.emulate.harness import generate_harness
 from metalport.emulate.kernels import KernelSpec, build_specs, drop_instantiations
 from metalport.emulate.policy import check_shader_policy
-from metalport.emulate.preprocess import SHIM_DIR, blank_threadgroup, finalize, preprocess
+from metalport.emulate.preprocess import SHIM_DIR, HostName, blank_threadgroup, finalize, preprocess
 from metalport.emulate.runner import Worker
 from metalport.errors import EmulateError
 from metalport.sandbox.runner import scrubbed_env
@@ -60,6 +60,15 @@ def _takes_ii(compiler: Compiler) -> bool:
     return not any("ziglang" in part or part.endswith("zig") for part in compiler.argv)
 
 
+def _syntax_argv(compiler: Compiler) -> tuple[str, ...]:
+    """The command that type-checks a preprocessed unit: the compiler itself, except zig, whose
+    `c++` driver insists on producing an object file; its embedded `clang` does not (and the
+    unit includes nothing, so zig's own include paths are not needed)."""
+    if not _takes_ii(compiler) and compiler.argv[-1] == "c++":
+        return (*compiler.argv[:-1], "clang", "-x", "c++")
+    return compiler.argv
+
+
 def _runtime_object(compiler: Compiler, cache_dir: Path, version: str) -> Path:
     """The compiled `mshim_runtime.cpp` for this compiler, built once into the cache."""
     source = SHIM_DIR / "mshim_runtime.cpp"
@@ -77,6 +86,62 @@ def _runtime_object(compiler: Compiler, cache_dir: Path, version: str) -> Path:
                            f"{proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else 'no message'}")
     os.replace(tmp, target)
     return target
+
+
+def _unit_text(pre_text: str, host_names: tuple[HostName, ...], only: tuple[str, ...] | None,
+               tu_threadgroup: bool) -> str:
+    """The compilable translation unit: unwanted host-named instantiations dropped, address-space
+    markers blanked, threadgroup locals rewritten."""
+    marked = pre_text
+    if only is not None:
+        marked = drop_instantiations(marked, host_names, lambda name: _wanted(name, only))
+    plain = finalize(marked)
+    # Without a `threadgroup` word or collective outside the shim there is nothing to rewrite
+    # (and the rewrite costs seconds on a large translation unit).
+    return blank_threadgroup(_rewrite_threadgroup_locals(plain) if tu_threadgroup else plain)
+
+
+def _wanted(name: str, only: tuple[str, ...]) -> bool:
+    """Whether host name `name` matches one of the fnmatch patterns `only`."""
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in only)
+
+
+def check(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple[Path, ...],
+          metal_version: int, cache_dir: Path, only: tuple[str, ...] | None = None) -> int:
+    """Type-check `source` with every (or each `only`) host-named kernel instantiated, without
+    generating code; returns the number of kernels checked, raises CompileError.
+
+    A success is remembered in the cache like a build (same key rules), so an unchanged file and
+    headers are not checked twice."""
+    source_bytes = source.read_bytes()
+    check_shader_policy(source_bytes.decode("utf-8", errors="replace"), display)
+    version = cache.compiler_version(compiler)
+    flags = [*preprocess_flags(compiler, metal_version), *compile_flags(compiler), "-fsyntax-only"]
+    if only is not None:
+        flags.append("only=" + ",".join(sorted(set(only))))
+    key = cache.source_key(source_bytes, flags=flags, compiler_version=version,
+                           include_dirs=include_dirs, shim_dir=SHIM_DIR)
+    roots = (source.parent, *include_dirs)
+    hit = cache.lookup_manifest(cache_dir, key, roots)
+    if hit is not None:
+        return int(hit.get("checked", 0))  # type: ignore[call-overload]
+    renames = {str(source): display}
+    pre, stderr = preprocess(source, compiler=compiler, include_dirs=include_dirs, metal_version=metal_version)
+    if pre is None:
+        raise compile_error(parse_diagnostics(stderr, renames), stderr, what=display)
+    tu_threadgroup = _tu_uses_threadgroup(finalize(pre.text))
+    text = _unit_text(pre.text, pre.host_names, only, tu_threadgroup)
+    count = sum(1 for h in pre.host_names if only is None or _wanted(h.name, only))
+    with tempfile.TemporaryDirectory(prefix="metalport-check-") as tmp:
+        unit = Path(tmp) / ("shader.ii" if _takes_ii(compiler) else "shader.cpp")
+        unit.write_text(text)
+        proc = subprocess.run([*_syntax_argv(compiler), *compile_flags(compiler), "-fsyntax-only", str(unit)],
+                              capture_output=True, text=True, timeout=900, env=scrubbed_env())
+    if proc.returncode != 0:
+        raise compile_error(parse_diagnostics(proc.stderr, renames), proc.stderr, what=display)
+    headers = [f for f in pre.files if f.resolve() != source.resolve()]
+    cache.store_manifest(cache_dir, key, {"checked": count}, headers, roots)
+    return count
 
 
 def build(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple[Path, ...],
@@ -103,17 +168,9 @@ def build(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple
         raise compile_error(parse_diagnostics(stderr, renames), stderr, what=display)
     tu_threadgroup = _tu_uses_threadgroup(finalize(pre.text))
     specs, problems = build_specs(pre.text, pre.host_names, tu_threadgroup=tu_threadgroup)
-    marked = pre.text
     if only is not None:
-        def wanted(name: str) -> bool:
-            return any(fnmatch.fnmatchcase(name, pattern) for pattern in only)
-
-        specs = [s for s in specs if wanted(s.info.host_name)]
-        marked = drop_instantiations(marked, pre.host_names, wanted)
-    plain = finalize(marked)
-    # Without a `threadgroup` word or collective outside the shim there is nothing to rewrite
-    # (and the rewrite costs seconds on a large translation unit).
-    text = blank_threadgroup(_rewrite_threadgroup_locals(plain) if tu_threadgroup else plain)
+        specs = [s for s in specs if _wanted(s.info.host_name, only)]
+    text = _unit_text(pre.text, pre.host_names, only, tu_threadgroup)
     runtime = _runtime_object(compiler, cache_dir, version)
     with tempfile.TemporaryDirectory(prefix="metalport-build-") as tmp:
         # g++ and clang++ take preprocessed C++ as `.ii`; zig's driver only knows `.cpp`, where the

@@ -89,14 +89,16 @@ def _resolve(name: str, roots: Sequence[Path]) -> Path:
     return Path(name)
 
 
-def lookup(cache_dir: Path, key: str, roots: Sequence[Path]) -> tuple[Path, dict[str, object]] | None:
-    """The cached library and manifest for `key`, if every recorded header is unchanged.
+def lookup_manifest(cache_dir: Path, key: str, roots: Sequence[Path]) -> dict[str, object] | None:
+    """The manifest stored for `key`, if its format is current and every recorded header is unchanged.
 
     `roots` are the source's directory and the include directories, in the order used to build."""
     manifest_path = cache_dir / f"{key}.json"
     try:
         manifest = json.loads(manifest_path.read_text())
     except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         return None
     headers: dict[str, str] = manifest.get("headers", {})
     for name, digest in headers.items():
@@ -105,22 +107,44 @@ def lookup(cache_dir: Path, key: str, roots: Sequence[Path]) -> tuple[Path, dict
                 return None
         except OSError:
             return None
+    return manifest
+
+
+def lookup(cache_dir: Path, key: str, roots: Sequence[Path]) -> tuple[Path, dict[str, object]] | None:
+    """The cached library and manifest for `key`, if every recorded header is unchanged."""
+    manifest = lookup_manifest(cache_dir, key, roots)
+    if manifest is None:
+        return None
     so_path = cache_dir / str(manifest.get("library", ""))
-    if not so_path.is_file() or manifest.get("format") != FORMAT:
+    if not manifest.get("library") or not so_path.is_file():
         return None
     return so_path, manifest
 
 
-def store(cache_dir: Path, key: str, so_file: Path, manifest: dict[str, object],
-          headers: Sequence[Path], roots: Sequence[Path]) -> Path:
-    """Move the built library into the cache and write its manifest; returns the library path."""
-    cache_dir.mkdir(parents=True, exist_ok=True)
+def _recorded(headers: Sequence[Path], roots: Sequence[Path]) -> dict[str, str]:
+    """Each readable header as `<root index>:relative path` -> SHA-256."""
     recorded = {}
     for header in headers:
         try:
             recorded[_relative(header, roots)] = _digest(header.read_bytes())
         except OSError:
             continue
+    return recorded
+
+
+def store_manifest(cache_dir: Path, key: str, manifest: dict[str, object], headers: Sequence[Path],
+                   roots: Sequence[Path]) -> None:
+    """Record a result without a library (a type-check) for `key`, with its headers' hashes."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    full = {**manifest, "format": FORMAT, "headers": _recorded(headers, roots)}
+    _atomic_write(cache_dir / f"{key}.json", json.dumps(full, indent=1).encode())
+
+
+def store(cache_dir: Path, key: str, so_file: Path, manifest: dict[str, object],
+          headers: Sequence[Path], roots: Sequence[Path]) -> Path:
+    """Move the built library into the cache and write its manifest; returns the library path."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    recorded = _recorded(headers, roots)
     headers_hash = _digest(json.dumps(recorded, sort_keys=True).encode())[:16]
     library = f"{key}-{headers_hash}.so"
     _atomic_write(cache_dir / library, so_file.read_bytes())

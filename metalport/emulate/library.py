@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from metalport.emulate.args import BytesBuffer, PreparedCall, TensorBuffer, prepare
-from metalport.emulate.build import build
+from metalport.emulate.build import build, check
 from metalport.emulate.cache import default_cache_dir
 from metalport.emulate.compiler import Compiler, find_compiler
 from metalport.emulate.diagnostics import Diagnostic
@@ -215,6 +215,23 @@ def compile_file(path: Path | str, *, include_dirs: Sequence[Path] = (), metal_v
                   cache_dir=cache_dir or default_cache_dir(),
                   only=None if kernels is None else tuple(kernels))
     return ShaderLibrary(built.so_path, built.manifest)
+
+
+def check_file(path: Path | str, *, include_dirs: Sequence[Path] = (), metal_version: int = 310,
+               compiler: Compiler | None = None, cache_dir: Path | None = None,
+               filename: str | None = None, kernels: Sequence[str] | None = None) -> int:
+    """Type-check a `.metal` file with every host-named kernel (or those matching `kernels`)
+    instantiated, without building it; returns how many kernels were checked.
+
+    Raises CompileError (diagnostics at `filename`, default the path as given) like `compile_file`,
+    in a fraction of its time: no code is generated and nothing is loaded."""
+    path = Path(path)
+    if not path.is_file():
+        raise EmulateError(f"{path}: no such shader file")
+    dirs = tuple(Path(d) for d in include_dirs) or (wheel_include_dir(),)
+    return check(path.resolve(), filename or str(path), compiler=compiler or find_compiler(),
+                 include_dirs=tuple(d.resolve() for d in dirs), metal_version=metal_version,
+                 cache_dir=cache_dir or default_cache_dir(), only=None if kernels is None else tuple(kernels))
 
 
 def compile_shader(source: str, *, include_dirs: Sequence[Path] = (), filename: str = "shader.metal",
