@@ -194,8 +194,10 @@ class _Driver:
                                           durability="sync", version="v2", context=context):
                 awaiting = self._on_part(part, values) or awaiting
         except MetalportError as err:
-            if isinstance(graph_input, dict) and not values.get("worktree"):
-                self.forget()  # input refused before any worktree existed: nothing to keep or resume
+            if isinstance(graph_input, dict) and not values.get("worktree") and self.store is None:
+                # Input refused before any worktree existed: nothing to keep or resume. (A shared
+                # store keeps the failed record: it has claimed the op's live-run slot.)
+                self.forget()
                 raise
             values.update(status="failed", reason=str(err))
             if values.get("stage") == "publish":
