@@ -7,6 +7,7 @@ import asyncio
 import json
 from pathlib import Path
 
+from metalport.commands._complete import complete_ops, with_completer
 from metalport.commands.backlog import _choice_list
 
 
@@ -21,7 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     status = actions.add_parser("status", help="workers, queues and the runs on them")
     start = actions.add_parser("start", help="start one op on the fleet (refused while the op has a workflow)")
-    start.add_argument("op", metavar="OP")
+    with_completer(start.add_argument("op", metavar="OP", help="the ATen op to port, e.g. aten::heaviside"),
+                   complete_ops)
     schedule = actions.add_parser("schedule", help="create or update the Temporal Schedule of a nightly fleet sweep")
     schedule.add_argument("--cron", default="0 2 * * *", help="when, as a cron expression in UTC (default 0 2 * * *)")
     schedule.add_argument("--trigger", action="store_true", help="also run it once now")
