@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from metalport import __version__, commands
+from metalport.commands._sandbox import apply_sandbox_flag
 from metalport.errors import MetalportError
 
 
@@ -74,6 +75,7 @@ def _complete(parser: argparse.ArgumentParser) -> None:
 
 def _dispatch(args: argparse.Namespace, prog: str) -> int:
     """Run the parsed command; a `MetalportError` becomes one line on stderr and its exit code."""
+    apply_sandbox_flag(args)
     try:
         return int(args.func(args) or 0)
     except MetalportError as err:

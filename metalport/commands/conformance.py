@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from metalport.checkout.layout import KERNELS_DIR
 from metalport.commands._complete import complete_ops, with_completer
+from metalport.commands._sandbox import add_sandbox_flag
 from metalport.errors import RepoError
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--backend", default="auto", choices=("auto", "emulated", "mps"),
                         help="where kernels run (auto: mps when available, else emulated)")
     parser.add_argument("--no-held-out", action="store_true", help="skip the held-out edge cases")
+    add_sandbox_flag(parser)
     parser.set_defaults(func=run)
 
 

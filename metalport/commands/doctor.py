@@ -1,4 +1,5 @@
-"""`metalport doctor`: the checkout, which shader compiler the emulated tier uses and why, the LLM endpoint."""
+"""`metalport doctor`: the checkout, which shader compiler and sandbox the emulated tier uses and why,
+the LLM endpoint."""
 
 from __future__ import annotations
 
@@ -23,11 +24,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print one section per check; exit 1 when the compiler is missing or the endpoint is down."""
+    """Print one section per check; exit 1 when the compiler or the sandbox is missing or the
+    endpoint is down."""
     from metalport.agent.doctor import check_endpoint
     from metalport.config import load_config
     from metalport.emulate import find_compiler
     from metalport.errors import EmulateError
+    from metalport.sandbox.confine import SandboxUnavailable, select_sandbox
 
     healthy, root = _checkout(args.repo)
     try:
@@ -36,6 +39,11 @@ def run(args: argparse.Namespace) -> int:
     except EmulateError as err:
         healthy = False
         print(f"compiler: none: {err}")
+    try:
+        print(f"sandbox: {select_sandbox().describe()}")
+    except SandboxUnavailable as err:
+        healthy = False
+        print(f"sandbox: none: {err}")
     if not args.no_endpoint:
         config_path = args.config or (root / "metalport.yaml" if root else Path("metalport.yaml"))
         config = load_config(config_path).with_flags(base_url=args.base_url, model=args.model)

@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+from metalport.commands._sandbox import add_sandbox_flag
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `kernels` command."""
@@ -20,6 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--metal-version", type=int, default=310, choices=(310, 400),
                         help="__METAL_VERSION__ to compile for (default 310)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_sandbox_flag(parser)
     parser.set_defaults(func=run)
 
 

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from metalport.commands._complete import complete_run_ids, with_completer
+from metalport.commands._sandbox import add_sandbox_flag
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,6 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     decision.add_argument("--abort", action="store_true", help="drop the run: worktree and branch removed")
     parser.add_argument("--no-input", action="store_true", help="never prompt at the gate")
     parser.add_argument("--json", action="store_true", help="print the run record as one JSON object on stdout")
+    add_sandbox_flag(parser)
     parser.set_defaults(func=run)
 
 

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from metalport.commands._complete import complete_ops, with_completer
+from metalport.commands._sandbox import add_sandbox_flag
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,6 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="port an op that is already native")
     parser.add_argument("--no-input", action="store_true", help="never prompt: pause at the gate and exit 0")
     parser.add_argument("--json", action="store_true", help="print the run record as one JSON object on stdout")
+    add_sandbox_flag(parser)
     parser.set_defaults(func=run)
 
 

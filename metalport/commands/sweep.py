@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from metalport.commands._sandbox import add_sandbox_flag
 from metalport.commands.backlog import _choice_list
 
 
@@ -48,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "(needs METALPORT_TEMPORAL_ADDRESS and METALPORT_DATABASE_URL); returns once started")
     parser.add_argument("--queue", choices=("mac", "linux"), default="linux",
                         help="with --fleet: the capability queue the runs go to (default linux)")
+    add_sandbox_flag(parser)
     budget = parser.add_argument_group("sweep budget (0 = unlimited; summed over the runs it starts)")
     budget.add_argument("--budget-calls", type=int, default=0, help="model calls")
     budget.add_argument("--budget-input-tokens", type=int, default=0, help="input tokens")
@@ -71,6 +73,7 @@ def run_command(args: argparse.Namespace) -> int:
     from metalport.checkout import find_checkout
     from metalport.config import CONFIG_NAME, load_config
     from metalport.errors import UsageError
+    from metalport.executors import select_executor
     from metalport.publish.github import GitHubClient
     from metalport.sweep import SweepOptions, SweepView, default_concurrency, print_summary, run_sweep
 
@@ -81,6 +84,7 @@ def run_command(args: argparse.Namespace) -> int:
         return _fleet(root, args)
     config_path = args.config or (root / CONFIG_NAME)
     config = load_config(config_path if config_path.exists() else None)
+    select_executor(args.executor, config)  # no compiler or sandbox: refuse before any run starts
     flags: list[str] = []
     if args.max_attempts:
         flags += ["--max-attempts", str(args.max_attempts)]

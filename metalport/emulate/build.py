@@ -10,7 +10,6 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from metalport.emulate.policy import check_shader_policy
 from metalport.emulate.preprocess import SHIM_DIR, HostName, blank_threadgroup, finalize, preprocess
 from metalport.emulate.runner import Worker
 from metalport.errors import EmulateError
+from metalport.sandbox.confine import Sandbox
 from metalport.sandbox.runner import scrubbed_env
 
 
@@ -57,7 +57,7 @@ def _tu_uses_threadgroup(text: str) -> bool:
 
 def _takes_ii(compiler: Compiler) -> bool:
     """Whether the compiler driver accepts a `.ii` (preprocessed C++) file."""
-    return not any("ziglang" in part or part.endswith("zig") for part in compiler.argv)
+    return not compiler.is_zig
 
 
 def _syntax_argv(compiler: Compiler) -> tuple[str, ...]:
@@ -69,8 +69,9 @@ def _syntax_argv(compiler: Compiler) -> tuple[str, ...]:
     return compiler.argv
 
 
-def _runtime_object(compiler: Compiler, cache_dir: Path, version: str) -> Path:
-    """The compiled `mshim_runtime.cpp` for this compiler, built once into the cache."""
+def _runtime_object(compiler: Compiler, cache_dir: Path, version: str, sandbox: Sandbox) -> Path:
+    """The compiled `mshim_runtime.cpp` (metalport's own code) for this compiler, built once into
+    the cache."""
     source = SHIM_DIR / "mshim_runtime.cpp"
     flags = compile_flags(compiler)
     key = hashlib.sha256("\0".join([version, *flags, source.read_text()]).encode()).hexdigest()[:24]
@@ -79,8 +80,8 @@ def _runtime_object(compiler: Compiler, cache_dir: Path, version: str) -> Path:
         return target
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = cache_dir / f".runtime-{key}-{os.getpid()}.o"
-    proc = subprocess.run([*compiler.argv, *flags, "-c", "-o", str(tmp), str(source)],
-                          capture_output=True, text=True, timeout=300, env=scrubbed_env())
+    proc = sandbox.run([*compiler.argv, *flags, "-c", "-o", str(tmp), str(source)], env=scrubbed_env(),
+                       writable=(cache_dir, *compiler.scratch_dirs()), readable=(SHIM_DIR,))
     if proc.returncode != 0:
         raise EmulateError(f"the metalport runtime does not compile with {' '.join(compiler.argv)}: "
                            f"{proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else 'no message'}")
@@ -107,9 +108,10 @@ def _wanted(name: str, only: tuple[str, ...]) -> bool:
 
 
 def check(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple[Path, ...],
-          metal_version: int, cache_dir: Path, only: tuple[str, ...] | None = None) -> int:
+          metal_version: int, cache_dir: Path, sandbox: Sandbox, only: tuple[str, ...] | None = None) -> int:
     """Type-check `source` with every (or each `only`) host-named kernel instantiated, without
-    generating code; returns the number of kernels checked, raises CompileError.
+    generating code; returns the number of kernels checked, raises CompileError. The preprocessor
+    and the compiler run in `sandbox`.
 
     A success is remembered in the cache like a build (same key rules), so an unchanged file and
     headers are not checked twice."""
@@ -126,7 +128,8 @@ def check(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple
     if hit is not None:
         return int(hit.get("checked", 0))  # type: ignore[call-overload]
     renames = {str(source): display}
-    pre, stderr = preprocess(source, compiler=compiler, include_dirs=include_dirs, metal_version=metal_version)
+    pre, stderr = preprocess(source, compiler=compiler, include_dirs=include_dirs, metal_version=metal_version,
+                             sandbox=sandbox)
     if pre is None:
         raise compile_error(parse_diagnostics(stderr, renames), stderr, what=display)
     tu_threadgroup = _tu_uses_threadgroup(finalize(pre.text))
@@ -135,8 +138,8 @@ def check(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple
     with tempfile.TemporaryDirectory(prefix="metalport-check-") as tmp:
         unit = Path(tmp) / ("shader.ii" if _takes_ii(compiler) else "shader.cpp")
         unit.write_text(text)
-        proc = subprocess.run([*_syntax_argv(compiler), *compile_flags(compiler), "-fsyntax-only", str(unit)],
-                              capture_output=True, text=True, timeout=900, env=scrubbed_env())
+        proc = sandbox.run([*_syntax_argv(compiler), *compile_flags(compiler), "-fsyntax-only", str(unit)],
+                           env=scrubbed_env(), writable=(Path(tmp), *compiler.scratch_dirs()))
     if proc.returncode != 0:
         raise compile_error(parse_diagnostics(proc.stderr, renames), proc.stderr, what=display)
     headers = [f for f in pre.files if f.resolve() != source.resolve()]
@@ -145,8 +148,12 @@ def check(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple
 
 
 def build(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple[Path, ...],
-          metal_version: int, cache_dir: Path, only: tuple[str, ...] | None = None) -> Built:
+          metal_version: int, cache_dir: Path, sandbox: Sandbox,
+          only: tuple[str, ...] | None = None) -> Built:
     """Compile `source` (shown as `display` in diagnostics) into a shared library, or load it.
+
+    The preprocessor, the compiler and the worker reading the kernel table run in `sandbox`
+    (see Note [the shader sandbox]); a cache hit runs nothing.
 
     `only`: host-name patterns (fnmatch); other host-named instantiations are dropped before
     compiling, which is what makes a large kernel file cheap when one op is under test."""
@@ -163,7 +170,8 @@ def build(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple
     if hit is not None:
         return Built(so_path=hit[0], manifest=hit[1])
     renames = {str(source): display}
-    pre, stderr = preprocess(source, compiler=compiler, include_dirs=include_dirs, metal_version=metal_version)
+    pre, stderr = preprocess(source, compiler=compiler, include_dirs=include_dirs, metal_version=metal_version,
+                             sandbox=sandbox)
     if pre is None:
         raise compile_error(parse_diagnostics(stderr, renames), stderr, what=display)
     tu_threadgroup = _tu_uses_threadgroup(finalize(pre.text))
@@ -171,20 +179,20 @@ def build(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple
     if only is not None:
         specs = [s for s in specs if _wanted(s.info.host_name, only)]
     text = _unit_text(pre.text, pre.host_names, only, tu_threadgroup)
-    runtime = _runtime_object(compiler, cache_dir, version)
+    runtime = _runtime_object(compiler, cache_dir, version, sandbox)
     with tempfile.TemporaryDirectory(prefix="metalport-build-") as tmp:
         # g++ and clang++ take preprocessed C++ as `.ii`; zig's driver only knows `.cpp`, where the
         # line markers still work and no macro is left to expand.
         unit = Path(tmp) / ("shader.ii" if _takes_ii(compiler) else "shader.cpp")
         unit.write_text(text + "\n" + generate_harness(specs))
         so_tmp = Path(tmp) / "shader.so"
-        proc = subprocess.run([*compiler.argv, *compile_flags(compiler), "-shared", "-o", str(so_tmp),
-                               str(unit), str(runtime), "-lm", "-lpthread"],
-                              capture_output=True, text=True, timeout=900, env=scrubbed_env())
+        proc = sandbox.run([*compiler.argv, *compile_flags(compiler), "-shared", "-o", str(so_tmp),
+                            str(unit), str(runtime), "-lm", "-lpthread"], env=scrubbed_env(),
+                           writable=(Path(tmp), *compiler.scratch_dirs()), readable=(runtime,))
         if proc.returncode != 0:
             raise compile_error(parse_diagnostics(proc.stderr, renames), proc.stderr, what=display)
         warnings = [d for d in parse_diagnostics(proc.stderr, renames) if d.severity == "warning"]
-        worker = Worker(so_tmp)
+        worker = Worker(so_tmp, sandbox=sandbox)
         try:
             meta = worker.start()
         finally:

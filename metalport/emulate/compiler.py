@@ -28,6 +28,26 @@ class Compiler:
     reason: str
     version: str = ""  # the full `--version` text (a cache key part), when probed
 
+    @property
+    def is_zig(self) -> bool:
+        """True for zig's clang driver (`python -m ziglang c++` or a `zig` binary)."""
+        return any("ziglang" in part or part.endswith("zig") for part in self.argv)
+
+    def scratch_dirs(self) -> tuple[Path, ...]:
+        """Directories the compiler itself writes (zig's global cache), made if missing; the
+        shader sandbox binds them writable."""
+        if not self.is_zig:
+            return ()
+        cache = os.environ.get("ZIG_GLOBAL_CACHE_DIR") or \
+            Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zig"
+        path = Path(cache)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise EmulateError(f"{path}: cannot create zig's cache directory: {err.strerror}",
+                               hint="set $ZIG_GLOBAL_CACHE_DIR to a writable directory") from err
+        return (path,)
+
 
 def _fingerprint(argv: tuple[str, ...]) -> str | None:
     """Identity of the files behind `argv` (path, mtime, size), or None when they cannot be found."""

@@ -24,6 +24,7 @@ from metalport.emulate.diagnostics import Diagnostic
 from metalport.emulate.kernels import KernelArg, KernelInfo
 from metalport.emulate.runner import SharedBuffer, Worker, layout
 from metalport.errors import EmulateError, MetalportError, UnknownKernelError
+from metalport.sandbox.confine import Sandbox, select_sandbox
 
 
 def wheel_include_dir() -> Path:
@@ -58,7 +59,8 @@ def _info_from_dict(data: dict[str, Any]) -> KernelInfo:
 class ShaderLibrary:
     """A compiled shader library whose kernels run in a worker subprocess."""
 
-    def __init__(self, so_path: Path, manifest: dict[str, Any], *, workers: int | None = None) -> None:
+    def __init__(self, so_path: Path, manifest: dict[str, Any], *, sandbox: Sandbox,
+                 workers: int | None = None) -> None:
         self.so_path = so_path
         entries = manifest["kernels"]
         self.kernels: dict[str, KernelInfo] = {}
@@ -76,8 +78,8 @@ class ShaderLibrary:
         self.warnings = tuple(Diagnostic(**w) for w in manifest.get("warnings", ()))
         self.problems = tuple(manifest.get("problems", ()))
         self.workers = workers if workers is not None else (os.cpu_count() or 1)
-        self._worker = Worker(so_path)
-        self._shared: SharedBuffer | None = None
+        self._shared: SharedBuffer | None = SharedBuffer()
+        self._worker = Worker(so_path, sandbox=sandbox, shared=self._shared)
         self._lock = threading.Lock()  # one request at a time through the worker's pipe
 
     @property
@@ -160,7 +162,7 @@ class ShaderLibrary:
             plan.append(row)
         offsets, total = layout([b.nbytes if isinstance(b, TensorBuffer) else len(b.data) for b in blobs])
         if self._shared is None:
-            self._shared = SharedBuffer()
+            raise EmulateError(f"the shader library {self.so_path.name} is closed")
         shared = self._shared
         shared.reserve(total)
         for blob, off in zip(blobs, offsets):
@@ -199,48 +201,57 @@ class ShaderLibrary:
 
 def compile_file(path: Path | str, *, include_dirs: Sequence[Path] = (), metal_version: int = 310,
                  compiler: Compiler | None = None, cache_dir: Path | None = None,
-                 filename: str | None = None, kernels: Sequence[str] | None = None) -> ShaderLibrary:
+                 filename: str | None = None, kernels: Sequence[str] | None = None,
+                 sandbox: Sandbox | None = None) -> ShaderLibrary:
     """Compile a `.metal` file; diagnostics name `filename` (default: the path as given).
 
     `kernels`: only these host names (fnmatch patterns like `"add_*"`) are instantiated and
-    exported; a large kernel file then compiles in a fraction of the time."""
+    exported; a large kernel file then compiles in a fraction of the time. `sandbox` confines the
+    compiler and the kernel worker (default: `select_sandbox()`, which raises SandboxUnavailable
+    when none can be set up and the user did not pass --no-sandbox)."""
     path = Path(path)
     if not path.is_file():
         raise EmulateError(f"{path}: no such shader file")
     if metal_version not in (300, 310, 320, 400):
         raise EmulateError(f"metal_version={metal_version} is not supported", hint="use 310 or 400")
     dirs = tuple(Path(d) for d in include_dirs) or (wheel_include_dir(),)
+    sandbox = sandbox or select_sandbox()
     built = build(path.resolve(), filename or str(path), compiler=compiler or find_compiler(),
                   include_dirs=tuple(d.resolve() for d in dirs), metal_version=metal_version,
-                  cache_dir=cache_dir or default_cache_dir(),
+                  cache_dir=cache_dir or default_cache_dir(), sandbox=sandbox,
                   only=None if kernels is None else tuple(kernels))
-    return ShaderLibrary(built.so_path, built.manifest)
+    return ShaderLibrary(built.so_path, built.manifest, sandbox=sandbox)
 
 
 def check_file(path: Path | str, *, include_dirs: Sequence[Path] = (), metal_version: int = 310,
                compiler: Compiler | None = None, cache_dir: Path | None = None,
-               filename: str | None = None, kernels: Sequence[str] | None = None) -> int:
+               filename: str | None = None, kernels: Sequence[str] | None = None,
+               sandbox: Sandbox | None = None) -> int:
     """Type-check a `.metal` file with every host-named kernel (or those matching `kernels`)
     instantiated, without building it; returns how many kernels were checked.
 
     Raises CompileError (diagnostics at `filename`, default the path as given) like `compile_file`,
-    in a fraction of its time: no code is generated and nothing is loaded."""
+    in a fraction of its time: no code is generated and nothing is loaded. `sandbox` as in
+    `compile_file`."""
     path = Path(path)
     if not path.is_file():
         raise EmulateError(f"{path}: no such shader file")
     dirs = tuple(Path(d) for d in include_dirs) or (wheel_include_dir(),)
     return check(path.resolve(), filename or str(path), compiler=compiler or find_compiler(),
                  include_dirs=tuple(d.resolve() for d in dirs), metal_version=metal_version,
-                 cache_dir=cache_dir or default_cache_dir(), only=None if kernels is None else tuple(kernels))
+                 cache_dir=cache_dir or default_cache_dir(), sandbox=sandbox or select_sandbox(),
+                 only=None if kernels is None else tuple(kernels))
 
 
 def compile_shader(source: str, *, include_dirs: Sequence[Path] = (), filename: str = "shader.metal",
                    metal_version: int = 310, compiler: Compiler | None = None,
-                   cache_dir: Path | None = None, kernels: Sequence[str] | None = None) -> ShaderLibrary:
+                   cache_dir: Path | None = None, kernels: Sequence[str] | None = None,
+                   sandbox: Sandbox | None = None) -> ShaderLibrary:
     """Compile Metal source text (like `torch.mps.compile_shader`); diagnostics name `filename`;
-    `kernels` as in `compile_file`."""
+    `kernels` and `sandbox` as in `compile_file`."""
     with tempfile.TemporaryDirectory(prefix="metalport-src-") as tmp:
         path = Path(tmp) / Path(filename).name
         path.write_text(source)
         return compile_file(path, include_dirs=include_dirs, metal_version=metal_version,
-                            compiler=compiler, cache_dir=cache_dir, filename=filename, kernels=kernels)
+                            compiler=compiler, cache_dir=cache_dir, filename=filename, kernels=kernels,
+                            sandbox=sandbox)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from metalport.emulate.compiler import Compiler
 from metalport.emulate.flags import preprocess_flags
+from metalport.sandbox.confine import Sandbox
 from metalport.sandbox.runner import scrubbed_env
 
 SHIM_DIR = Path(__file__).parent / "shim"
@@ -46,12 +47,14 @@ class Preprocessed:
 
 
 def run_preprocessor(source: Path, *, compiler: Compiler, include_dirs: tuple[Path, ...],
-                     metal_version: int) -> subprocess.CompletedProcess[str]:
-    """Run `CXX -E` on `source` with the shim on the include path; returns the completed process."""
+                     metal_version: int, sandbox: Sandbox) -> subprocess.CompletedProcess[str]:
+    """Run `CXX -E` on `source` with the shim on the include path, confined by `sandbox`;
+    returns the completed process."""
     argv = [*compiler.argv, "-E", *preprocess_flags(compiler, metal_version),
             "-I", str(SHIM_DIR), *[f"-I{d}" for d in include_dirs],
             "-include", "mshim_harness.h", "-x", "c++", str(source)]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=300, env=scrubbed_env())
+    return sandbox.run(argv, env=scrubbed_env(), writable=compiler.scratch_dirs(),
+                       readable=(source.parent, SHIM_DIR, *include_dirs))
 
 
 def strip_host_names(text: str) -> tuple[str, tuple[HostName, ...]]:
@@ -86,10 +89,10 @@ def files_read(text: str) -> tuple[Path, ...]:
 
 
 def preprocess(source: Path, *, compiler: Compiler, include_dirs: tuple[Path, ...],
-               metal_version: int) -> tuple[Preprocessed | None, str]:
+               metal_version: int, sandbox: Sandbox) -> tuple[Preprocessed | None, str]:
     """Preprocess and strip; returns (result, stderr) with result None when `-E` failed."""
     proc = run_preprocessor(source, compiler=compiler, include_dirs=include_dirs,
-                            metal_version=metal_version)
+                            metal_version=metal_version, sandbox=sandbox)
     if proc.returncode != 0:
         return None, proc.stderr
     stripped, host_names = strip_host_names(proc.stdout)

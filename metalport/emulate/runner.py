@@ -7,6 +7,7 @@ import ctypes
 import mmap
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,37 +17,39 @@ from pathlib import Path
 
 from metalport.emulate import worker as _worker
 from metalport.errors import EmulateError, KernelCrash
+from metalport.sandbox.confine import Sandbox
 from metalport.sandbox.runner import scrubbed_env
 
 WORKER_SCRIPT = Path(_worker.__file__)
 _ALIGN = 64
 
 
-def _signal_name(returncode: int) -> str:
-    """`-8` -> `SIGFPE`; a plain exit code as `exit status N`."""
-    if returncode < 0:
+def _exit_name(returncode: int, signum: int | None) -> str:
+    """`SIGFPE` for a signal; a plain exit code as `exit status N`."""
+    if signum is not None:
         try:
-            return signal.Signals(-returncode).name
+            return signal.Signals(signum).name
         except ValueError:
-            return f"signal {-returncode}"
+            return f"signal {signum}"
     return f"exit status {returncode}"
 
 
-def _unlink(path: Path) -> None:
-    """Delete `path` if it still exists."""
-    path.unlink(missing_ok=True)
+def _remove_dir(path: Path) -> None:
+    """Delete the shared-memory directory and what is in it."""
+    shutil.rmtree(path, ignore_errors=True)
 
 
 class SharedBuffer:
-    """A growable memory-mapped file that holds every buffer of a request."""
+    """A growable memory-mapped file that holds every buffer of a request, alone in its own
+    directory (the one place a sandboxed worker may write)."""
 
     def __init__(self) -> None:
         shm = Path("/dev/shm")
-        fd, name = tempfile.mkstemp(prefix="metalport-", suffix=".buf", dir=shm if shm.is_dir() else None)
-        os.close(fd)
-        self.path = Path(name)
+        self.directory = Path(tempfile.mkdtemp(prefix="metalport-", dir=shm if shm.is_dir() else None))
+        self.path = self.directory / "buffers.bin"
+        self.path.touch(mode=0o600)
         # Removed at close() or, for a library never closed, when the interpreter exits.
-        self._cleanup = weakref.finalize(self, _unlink, self.path)
+        self._cleanup = weakref.finalize(self, _remove_dir, self.directory)
         self.size = 0
         self._map: mmap.mmap | None = None
         self._anchor: ctypes.c_char | None = None
@@ -88,10 +91,14 @@ def layout(sizes: list[int]) -> tuple[list[int], int]:
 
 
 class Worker:
-    """A persistent worker process running one compiled library."""
+    """A persistent worker process running one compiled library, confined by `sandbox`: it reads
+    the library and writes only `shared`'s directory."""
 
-    def __init__(self, so_path: Path, *, timeout_s: float = 300.0) -> None:
+    def __init__(self, so_path: Path, *, sandbox: Sandbox, shared: SharedBuffer | None = None,
+                 timeout_s: float = 300.0) -> None:
         self.so_path = so_path
+        self.sandbox = sandbox
+        self.shared = shared
         self.timeout_s = timeout_s
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr: tempfile._TemporaryFileWrapper[bytes] | None = None
@@ -102,9 +109,10 @@ class Worker:
         if self._proc is not None and self._proc.poll() is None:
             return self.kernels
         self._stderr = tempfile.TemporaryFile()
-        self._proc = subprocess.Popen([sys.executable, "-S", str(WORKER_SCRIPT), str(self.so_path)],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                      env=scrubbed_env())
+        self._proc = self.sandbox.popen([sys.executable, "-S", str(WORKER_SCRIPT), str(self.so_path)],
+                                        env=scrubbed_env(), readable=(self.so_path, WORKER_SCRIPT),
+                                        writable=() if self.shared is None else (self.shared.directory,),
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
         hello = self._read(what="loading the library")
         self.kernels = list(hello["kernels"])  # type: ignore[index]
         return self.kernels
@@ -132,7 +140,12 @@ class Worker:
             code = self._proc.wait()
             detail = self._stderr_tail()
             self.close()  # also closes the dead worker's pipes (else ResourceWarning)
-            raise KernelCrash(f"{what} crashed the worker with {_signal_name(code)}"
+            signum = self.sandbox.exit_signal(code)
+            if signum == signal.SIGXCPU:
+                cpu_s = self.sandbox.limits.cpu_s
+                raise KernelCrash(f"{what} used up its CPU-time limit of {cpu_s} s; the worker was stopped",
+                                  hint="look for an endless loop or a grid far larger than intended")
+            raise KernelCrash(f"{what} crashed the worker with {_exit_name(code, signum)}"
                               + (f" ({detail})" if detail else ""),
                               hint="integer division by zero raises SIGFPE, an out-of-range index SIGSEGV")
         if "error" in reply:  # type: ignore[operator]

@@ -51,8 +51,9 @@ class Executor(Protocol):
 def select_executor(name: str = "auto", config: ExecutorConfig | AgentConfig | None = None) -> Executor:
     """The executor called `name` ("auto" | "emulated" | "macos").
 
-    Raises UsageError for an unknown name or macos without MPS, and EmulateError when the
-    emulated tier has no C++ compiler (before any worktree is made).
+    Raises UsageError for an unknown name or macos without MPS, EmulateError when the emulated
+    tier has no C++ compiler and SandboxUnavailable when it has no sandbox and the user did not
+    pass --no-sandbox (all before any worktree is made).
     """
     if name not in EXECUTORS:
         close = difflib.get_close_matches(name, EXECUTORS, n=1)
@@ -72,8 +73,10 @@ def select_executor(name: str = "auto", config: ExecutorConfig | AgentConfig | N
                              hint="run on an Apple-silicon Mac, or use --executor emulated")
         return MacosExecutor(cfg)
     from metalport.emulate import find_compiler
+    from metalport.sandbox.confine import select_sandbox
 
     find_compiler()
+    select_sandbox()
     return EmulatedExecutor()
 
 
