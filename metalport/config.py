@@ -35,6 +35,7 @@ class ProviderConfig:
     backoff_s: float = 1.0  # first backoff; doubles per retry
     max_turns: int = 24  # model replies per tool loop
     max_reply_chars: int = 40_000  # a longer reply is refused back to the model
+    max_reply_bytes: int = 2_000_000  # an HTTP reply body past this is refused unread; the run stops
     max_repeats: int = 3  # the same failing tool call this often ends the loop
 
     def api_key(self, environ: Mapping[str, str] | None = None) -> str | None:

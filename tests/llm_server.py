@@ -2,8 +2,8 @@
 
 `ScriptedLLM(script)` serves `/v1/chat/completions` from a list of steps, one per request, and
 `/v1/models`; it records every request body. A step is a reply dict (see `text_reply`,
-`tool_reply`), a `Status`, a `Raw` body, a `Delay`, `DROP` (close the connection without answering) or a
-callable taking the request body and returning one of those.
+`tool_reply`), a `Status`, a `Raw` body, a `Huge` streamed body, a `Delay`, `DROP` (close the
+connection without answering) or a callable taking the request body and returning one of those.
 """
 
 from __future__ import annotations
@@ -41,6 +41,23 @@ class Raw:
 
     body: bytes
     status: int = 200
+
+
+@dataclass
+class Huge:
+    """Stream a chat completion whose content is `size_bytes` of filler, in 64 KiB writes, with or
+    without a Content-Length; `sent` counts the bytes the client took before it hung up."""
+
+    size_bytes: int
+    content_length: bool = True
+    sent: int = 0
+
+    def body_parts(self) -> tuple[bytes, int, bytes]:
+        """The JSON before the filler, the filler's length and the JSON after it."""
+        head = b'{"id": "chatcmpl-huge", "object": "chat.completion", "created": 0, "model": "scripted", ' \
+               b'"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "'
+        tail = b'"}}], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}'
+        return head, self.size_bytes - len(head) - len(tail), tail
 
 
 DROP = object()
@@ -146,13 +163,40 @@ class ScriptedLLM:
                 if isinstance(step, Raw):
                     self.reply_bytes(step.status, step.body)
                     return
+                if isinstance(step, Huge):
+                    self._stream_huge(step)
+                    return
                 if isinstance(step, Status):
                     self.reply_json(step.code, {"error": {"message": step.message, "type": "scripted",
                                                      "code": str(step.code)}})
                     return
                 self.reply_json(200, step)
 
+            def _stream_huge(self, step: Huge) -> None:
+                head, filler, tail = step.body_parts()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                if step.content_length:
+                    self.send_header("Content-Length", str(step.size_bytes))
+                else:
+                    self.send_header("Connection", "close")
+                    self.close_connection = True
+                self.end_headers()
+                chunk = b"x" * 65536
+                try:
+                    self.wfile.write(head)
+                    step.sent = len(head)
+                    while filler > 0:
+                        part = chunk[:filler]
+                        self.wfile.write(part)
+                        step.sent += len(part)
+                        filler -= len(part)
+                    self.wfile.write(tail)
+                    step.sent += len(tail)
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True
+
         return Handler
 
 
-ScriptStep = dict | Status | Raw | Delay | Callable[[dict], Any] | object
+ScriptStep = dict | Status | Raw | Huge | Delay | Callable[[dict], Any] | object

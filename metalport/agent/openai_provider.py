@@ -3,6 +3,7 @@
 Only `chat.completions.create` is used (portable to vLLM, Ollama, llama.cpp); structured answers
 use a json_schema `response_format` and are validated here with pydantic. The client is built with
 `max_retries=0`: we retry 429, 5xx, timeouts and dropped connections ourselves, never other 4xx.
+Its HTTP transport caps every reply body at `provider.max_reply_bytes` (see `capped_http`).
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import openai
 import pydantic
 
 from metalport.agent.budget import Budget, BudgetLimits
+from metalport.agent.capped_http import ReplyTooLarge, capped_client
 from metalport.agent.provider import (FixRequest, FixResult, FunctorRequest, FunctorResult, PlanRequest,
                                       PlanResult, PrRequest)
 from metalport.agent.tools import ToolBox
@@ -130,14 +132,16 @@ def select_diagnostics(diagnostics: tuple[dict, ...], limit: int = 8,
     return shown, len(diagnostics) - len(shown)
 
 
-def make_client(config: AgentConfig) -> openai.OpenAI:
-    """An openai client for the configured endpoint, without the SDK's own retries."""
-    key = config.provider.api_key(None)
+def make_client(config: AgentConfig, key: str | None = None) -> openai.OpenAI:
+    """An openai client for the configured endpoint, without the SDK's own retries, whose replies
+    are capped at `provider.max_reply_bytes`; the key is `key`, else the configured variable's."""
+    key = key or config.provider.api_key(None)
     if not key:
         raise UsageError(f"no API key: ${config.provider.api_key_env} is not set",
                          hint=f"export {config.provider.api_key_env}=... or set provider.api_key_env")
     return openai.OpenAI(base_url=config.provider.resolved_base_url(None), api_key=key, max_retries=0,
-                         timeout=config.provider.timeout_s)
+                         timeout=config.provider.timeout_s,
+                         http_client=capped_client(config.provider.max_reply_bytes, config.provider.timeout_s))
 
 
 class OpenAIProvider:
@@ -259,6 +263,15 @@ class OpenAIProvider:
                              hint="check that the server speaks chat completions")
         return message
 
+    def _refuse_oversized(self, err: ReplyTooLarge) -> NoReturn:
+        """Record the head and size of a reply refused over the byte cap, then end the run."""
+        self.transcript.write("error", {"retryable": False, "error": str(err), "reply_bytes": err.size,
+                                        "bytes_read": err.read, "cap_bytes": err.cap,
+                                        "head": err.head.decode("utf-8", errors="replace")})
+        raise AgentError(str(err), location=str(self.client.base_url),
+                         hint="the rest of the reply was not read; raise provider.max_reply_bytes if the "
+                              "server is right") from None
+
     def _strike(self, strikes: Counter, key: str, result: dict) -> None:
         strikes[key] += 1
         if strikes[key] >= self.config.provider.max_repeats:
@@ -284,7 +297,11 @@ class OpenAIProvider:
                                               "n_messages": len(body["messages"])})
             try:
                 reply = self.client.chat.completions.create(**body)
+            except ReplyTooLarge as err:
+                self._refuse_oversized(err)
             except _RETRYABLE as err:
+                if isinstance(err.__cause__, ReplyTooLarge):  # openai 1.x wraps the transport's error
+                    self._refuse_oversized(err.__cause__)
                 self.transcript.write("error", {"attempt": attempt, "retryable": True, "error": str(err)})
                 if attempt == cap.max_retries:
                     raise AgentError(f"endpoint failed after {attempt + 1} attempts: {_describe(err)}",

@@ -53,10 +53,10 @@ class ToolBox:
                  max_grep_files: int = 5000) -> None:
         self.root = Path(root).resolve()
         self.allowed = frozenset(allowed)
-        self._guard = PathGuard(self.root, set(self.allowed))
+        self.redactor = redactor or Redactor()
+        self._guard = PathGuard(self.root, set(self.allowed), secret_env=self.redactor.secret_env)
         self._fns = {"check": check, "conformance": conformance, "show_op": show_op,
                      "show_examples": show_examples}
-        self.redactor = redactor or Redactor()
         self.max_result_chars = max_result_chars
         self.max_read_lines = max_read_lines
         self.max_grep_files = max_grep_files

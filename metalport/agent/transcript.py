@@ -10,8 +10,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from metalport.sandbox.secrets import DEFAULT_SECRET_ENV, secret_values
+
 REDACTED = "[REDACTED]"
-DEFAULT_SECRET_ENV = ("OPENAI_API_KEY", "GITHUB_TOKEN", "GH_TOKEN", "ANTHROPIC_API_KEY", "HF_TOKEN")
 _SHAPES = re.compile(r"\b(?:sk-[A-Za-z0-9_\-]{8,}|gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,}"
                      r"|hf_[A-Za-z0-9]{16,})|(?i:bearer\s+)[A-Za-z0-9._\-]{8,}")
 _SECRET_KEYS = re.compile(r"(?i)(api[_-]?key|token|secret|password|authorization)")
@@ -22,9 +23,8 @@ class Redactor:
 
     def __init__(self, secret_env: Iterable[str] = (), values: Iterable[str] = (),
                  environ: Mapping[str, str] | None = None) -> None:
-        env = os.environ if environ is None else environ
-        names = {*DEFAULT_SECRET_ENV, *secret_env}
-        found = [env[n] for n in names if env.get(n)] + [v for v in values if v]
+        self.secret_env = (*DEFAULT_SECRET_ENV, *secret_env)  # the names, for the edit guard too
+        found = [v for _, v in secret_values(secret_env, environ)] + [v for v in values if v]
         self._values = sorted({v for v in found if len(v) >= 4}, key=len, reverse=True)
 
     def text(self, value: str) -> str:
@@ -46,21 +46,37 @@ class Redactor:
 
 
 class Transcript:
-    """Appends one JSON object per event to `path` (no file when `path` is None)."""
+    """Appends one JSON object per event to `path` (no file when `path` is None), mode 0600.
 
-    def __init__(self, path: Path | None, redactor: Redactor) -> None:
+    A string longer than `max_string_chars` is kept as its head plus a note of its full length,
+    so one oversized reply cannot blow the file up."""
+
+    def __init__(self, path: Path | None, redactor: Redactor, max_string_chars: int = 16_000) -> None:
         self.path = path
         self.redactor = redactor
+        self.max_string_chars = max_string_chars
 
     def write(self, kind: str, data: Any) -> None:
         """Record one event (`request`, `reply`, `tool_call`, `tool_result`, `error`)."""
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps({"t": round(time.time(), 3), "kind": kind, "data": self.redactor.any(data)},
-                          default=str)
-        with self.path.open("a", encoding="utf-8") as fh:
+        data = _truncate(self.redactor.any(data), self.max_string_chars)
+        line = json.dumps({"t": round(time.time(), 3), "kind": kind, "data": data}, default=str)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as fh:
             fh.write(line + "\n")
+
+
+def _truncate(value: Any, limit: int) -> Any:
+    """`value` with every string over `limit` characters cut to its head and its original length."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]}[... cut: {len(value)} chars in all]"
+    if isinstance(value, Mapping):
+        return {k: _truncate(v, limit) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_truncate(v, limit) for v in value]
+    return value
 
 
 def read_transcript(path: Path) -> list[dict]:

@@ -39,12 +39,24 @@ class RunContext:
             self._executor = select_executor(self.executor_name, load_config(self.config_path))
         return self._executor
 
+    def secret_env(self) -> tuple[str, ...]:
+        """The variables holding secrets besides the defaults: the API key's and `secret_env`."""
+        return secret_env_of(self.config_path)
+
     def total_usage(self, current: dict) -> dict:
         """`current` (this process's cumulative provider usage) plus the earlier processes' usage."""
         keys = ("calls", "input_tokens", "output_tokens", "cost_usd")
         total = {k: self.usage_base.get(k, 0) + current.get(k, 0) for k in keys}
         total["cost_usd"] = round(float(total["cost_usd"]), 6)
         return total
+
+
+def secret_env_of(config_path: Path | None) -> tuple[str, ...]:
+    """The API key's variable and the `secret_env` names of the config at `config_path`."""
+    from metalport.config import load_config
+
+    config = load_config(config_path if config_path is not None and config_path.is_file() else None)
+    return (config.provider.api_key_env, *config.secret_env)
 
 
 def kill_point(point: str) -> None:

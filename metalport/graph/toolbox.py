@@ -52,7 +52,7 @@ def make_toolbox(ctx: RunContext, state: PortState, plan: Any, worktree: Worktre
         return {"ok": True, "examples": _examples(root / KERNELS_DIR, macro)}
 
     return ToolBox(root, plan.allowed_paths, check=check, conformance=conformance, show_op=show_op,
-                   show_examples=show_examples, redactor=Redactor())
+                   show_examples=show_examples, redactor=Redactor(secret_env=ctx.secret_env()))
 
 
 def _examples(kernels: Path, macro: str, limit: int = 5) -> list[dict]:

@@ -157,15 +157,17 @@ def _legacy_edit(texts: _Texts, plan: PortPlan) -> None:
         texts.texts[rel] = text
 
 
-def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str | None = None) -> tuple[str, ...]:
+def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str | None = None,
+               secret_env: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Apply `plan` in `worktree_root`; return the relative paths whose content changed.
 
     `functor_source` (an LLM's functor) replaces the table's; `REGISTER_*` lines inside it replace
     the plan's registrations. Raises RecipeError on a missing anchor or a plan that needs an LLM
-    and got no functor, SandboxError for a path off the plan's allow-list.
+    and got no functor, SandboxError for a path off the plan's allow-list or a text holding the
+    value of a secret variable (the defaults plus `secret_env`).
     """
     root = Path(worktree_root).resolve()
-    guard = PathGuard(root, set(plan.allowed_paths))
+    guard = PathGuard(root, set(plan.allowed_paths), secret_env=secret_env)
     texts = _Texts(root)
     texts.texts[NATIVE_FUNCTIONS] = edit_rows(texts.require(NATIVE_FUNCTIONS), plan)
     _kernel_edit(texts, plan, root, functor_source)
@@ -174,8 +176,10 @@ def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str
     if plan.xfail_entries or plan.xfail_narrowed:
         common = remove_planned_xfails(texts.require(COMMON_MPS), plan)
         texts.texts[COMMON_MPS] = narrow_planned_xfails(common, plan)
-    for rel in texts.texts:
+    for rel, text in texts.texts.items():
         guard.resolve(rel)  # every target passes the guard before the first write
+        if text is not None:
+            guard.check_text(rel, text)
     changed = []
     for rel, text in texts.texts.items():
         if text is not None and text != texts.original.get(rel) and guard.write_text(rel, text):

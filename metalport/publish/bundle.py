@@ -30,6 +30,8 @@ def write_bundle(worktree: Worktree, dest: Path, *, title: str, body: str,
     for stale in patches.glob("*.patch"):
         stale.unlink()
     repo.git.format_patch("-o", str(patches), f"{worktree.base_commit}..HEAD")
+    for patch in patches.glob("*.patch"):
+        patch.chmod(0o600)  # every file of a run folder is the user's alone, like run.json
     write_text_atomic(dest / "PR.md", f"# {title}\n\n{body.rstrip()}\n")
     write_text_atomic(dest / "evidence.json", json.dumps(dict(evidence), indent=2, sort_keys=True, default=str) + "\n")
     return dest

@@ -205,8 +205,9 @@ def _find_bwrap() -> Path | None:
         return Path(found) if found else None
 
 
+@functools.lru_cache(maxsize=1)
 def _seccomp_filter() -> tuple[bytes | None, str]:
-    """The compiled seccomp filter and a description, or (None, why not)."""
+    """The compiled seccomp filter and a description, or (None, why not); built once per process."""
     try:
         import pyseccomp
     except (ImportError, OSError) as err:  # pyseccomp loads libseccomp.so.2 at import

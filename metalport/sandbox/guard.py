@@ -1,21 +1,28 @@
-"""`PathGuard`: every write of a run resolves inside its worktree and onto the plan's allow-list."""
+"""`PathGuard`: every write of a run resolves inside its worktree and onto the plan's allow-list,
+and holds no secret."""
 
 from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from metalport.atomic import write_text_atomic
 from metalport.errors import SandboxError
+from metalport.sandbox.secrets import secret_values
+
+_MIN_SECRET_CHARS = 8  # shorter values would refuse ordinary code
 
 
 class PathGuard:
-    """Resolve and check paths against a worktree `root` and a set of allowed relative paths."""
+    """Resolve and check paths against a worktree `root` and a set of allowed relative paths, and
+    refuse text holding the value of a secret variable (the defaults plus `secret_env`)."""
 
-    def __init__(self, root: Path | str, allowed: set[str]) -> None:
+    def __init__(self, root: Path | str, allowed: set[str], *, secret_env: Iterable[str] = ()) -> None:
         self.root = Path(root).resolve()
         self.allowed = frozenset(Path(p).as_posix() for p in allowed)
+        self._secrets = secret_values(secret_env, min_chars=_MIN_SECRET_CHARS)
 
     def resolve(self, path: Path | str) -> Path:
         """Return the absolute path of `path` (relative to the root) once it passes every check.
@@ -39,9 +46,21 @@ class PathGuard:
                                hint=self._nearest(Path(relative)))
         return resolved
 
+    def check_text(self, path: Path | str, text: str) -> None:
+        """Raise SandboxError (naming the variable, never its value) when `text` holds a secret."""
+        for name, value in self._secrets:
+            if value in text:
+                raise SandboxError(f"the edit to {Path(path).as_posix()!r} holds the value of ${name}; "
+                                   "a secret never goes into code",
+                                   hint="write the code without it; nothing was written")
+
     def write_text(self, path: Path | str, text: str) -> bool:
-        """Write `text` to a guarded path through a temp file and rename; return whether it changed."""
-        return write_text_atomic(self.resolve(path), text, newline="")
+        """Write `text` to a guarded path through a temp file and rename; return whether it changed.
+
+        Raises SandboxError for a refused path or a text holding a secret (nothing written)."""
+        target = self.resolve(path)
+        self.check_text(path, text)
+        return write_text_atomic(target, text, newline="")
 
     def _nearest(self, path: Path) -> str:
         if not self.allowed:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import openai
-
 from metalport.agent.budget import Budget, BudgetLimits, Price
-from metalport.agent.openai_provider import OpenAIProvider
+from metalport.agent.openai_provider import OpenAIProvider, make_client
 from metalport.agent.tools import ToolBox
 from metalport.agent.transcript import Redactor, Transcript
 from metalport.config import AgentConfig, ProviderConfig
@@ -69,7 +67,7 @@ def make_provider(base_url: str, tmp_path: Path, *, limits: BudgetLimits | None 
                                                  timeout_s=timeout_s, max_retries=max_retries,
                                                  backoff_s=0.0, **provider),
                          prices={"scripted-model": Price(1.0, 2.0)}, budget=limits or BudgetLimits())
-    client = openai.OpenAI(base_url=base_url, api_key=SECRET, max_retries=0, timeout=timeout_s)
+    client = make_client(config, key=SECRET)
     transcript = Transcript(tmp_path / "transcript.jsonl", Redactor(values=[SECRET]))
     return OpenAIProvider(config, client, Budget(config.budget, config.price()), transcript,
                           sleep=lambda s: None)

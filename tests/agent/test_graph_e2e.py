@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from metalport.agent.openai_provider import READ_ONLY_TOOLS
+from metalport.errors import SandboxError
 from metalport.graph.runs import RunOptions, run_dir, start_run
 from tests.fixture_repo import GIT, _wheel, make_fixture_checkout
 from tests.llm_server import ScriptedLLM, json_reply, tool_reply
@@ -201,3 +202,19 @@ def test_cli_run_out_of_budget_is_a_named_status_not_a_traceback(repo: Path, tmp
     record = json.loads(out.out)
     assert record["status"] == "budget-exhausted" and record["usage"]["calls"] == 1
     assert len(server.requests) == 1 and SECRETS["OPENAI_API_KEY"] not in server.prompt_text()
+
+
+def test_a_functor_holding_a_secret_is_refused_and_no_run_file_carries_it(repo: Path, tmp_path: Path) -> None:
+    leaky = FUNCTOR.replace("struct hypot_functor {", f"// vault {SECRETS['VAULT_PASS']}\nstruct hypot_functor {{")
+    answer = {"functor_source": leaky + _registrations(), "summary": "hypot"}
+    with ScriptedLLM([*_competent_reads(), json_reply(answer)]) as server, pytest.raises(SandboxError) as err:
+        start_run(repo, f"aten::{OP}", _options(tmp_path, server))
+    assert "holds the value of $VAULT_PASS; a secret never goes into code" in str(err.value)
+    (folder,) = run_dir(repo, "any").parent.iterdir()
+    assert json.loads((folder / "run.json").read_text())["status"] == "failed"
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    assert {"run.json", "evidence.json", "transcript.jsonl", "diff.patch"} <= {p.name for p in files}
+    for path in files:
+        assert path.stat().st_mode & 0o777 == 0o600, path
+        assert SECRETS["VAULT_PASS"] not in path.read_text(errors="replace"), path
+    assert SECRETS["VAULT_PASS"] not in (repo / KERNEL).read_text()

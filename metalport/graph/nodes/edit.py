@@ -67,7 +67,7 @@ def _apply_fresh(ctx: RunContext, state: PortState, port: PortPlan, worktree: Wo
 
         answer = ctx.provider.write_functor(_functor_request(state, port), make_toolbox(ctx, state, port, worktree))
         functor_source = answer.functor_source
-    apply_port(port, worktree.path, functor_source=functor_source)
+    apply_port(port, worktree.path, functor_source=functor_source, secret_env=ctx.secret_env())
 
 
 def _plan_summary(port: PortPlan) -> str:

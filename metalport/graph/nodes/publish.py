@@ -44,7 +44,7 @@ def publish(state: PortState, runtime: Runtime[RunContext]) -> dict:
     evidence = commit_evidence(state)
     commit = commit_run(worktree, state["op"], migrate=port.migrate, evidence=evidence)
     kill_point("publish:committed")
-    redactor = Redactor()
+    redactor = Redactor(secret_env=ctx.secret_env())
     diff_stat = git.Repo(worktree.path).git.diff("--stat", f"{worktree.base_commit}..HEAD")
     body = redactor.text(ctx.provider.describe_pr(PrRequest(
         op=state["op"], plan_summary="\n".join(f"- {line.strip()}" for line in describe_plan(state.get("plan", {}))),
