@@ -3,8 +3,9 @@
 The emulated tier builds a `.metal` file into native code and runs it on this machine, and with
 `--model openai:…` the model wrote part of it. Metal has no `extern` declarations, inline
 assembly, `std::`, system headers or libc calls, so a shader using them is refused as a compile
-error at its line (which the repair loop reads like any other). This is defense in depth next
-to the secret-free environment of the compiler and worker, not a sandbox: see the README.
+error at its line (which the repair loop reads like any other). This is an early, friendly
+error, not the defense: token pasting gets past any pattern, the shader sandbox does not (see
+Note [the shader sandbox] in `metalport/sandbox/confine.py`).
 """
 
 from __future__ import annotations
