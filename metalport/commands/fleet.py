@@ -1,4 +1,5 @@
-"""`metalport fleet`: `status` (workers, queues, runs on them), `start OP` (one op), `schedule` (nightly sweep)."""
+"""`metalport fleet`: `status` (workers, queues, runs on them), `start OP` (one op), `schedule` (nightly
+sweep), `dashboard` (the latest sweep's dashboard from the shared database, from any machine)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           help="only ops of these families")
     schedule.add_argument("--limit", type=int, default=None, help="start at most N runs per sweep")
     schedule.add_argument("--max-open", type=int, default=5, help="never more than M open runs (default 5)")
-    for action in (status, start, schedule):
+    dashboard = actions.add_parser("dashboard", help="the latest sweep's dashboard from the shared database, "
+                                                     "brought up to date with every machine's runs")
+    dashboard.add_argument("--out", type=Path, default=None,
+                           help="Markdown path; the JSON goes beside it (default: the git dir's metalport/)")
+    for action in (status, start, schedule, dashboard):
         action.add_argument("--repo", type=Path, default=None, help="PyTorch checkout (default: the enclosing one)")
         action.add_argument("--json", action="store_true", help="print JSON")
     for action in (start, schedule):
@@ -48,7 +53,37 @@ def run(args: argparse.Namespace) -> int:
     if args.action is None:
         raise UsageError("name an action", hint="`metalport fleet status`, `fleet start OP` or `fleet schedule`")
     root = find_checkout(args.repo).root
+    if args.action == "dashboard":
+        return _dashboard(root, args)
     return asyncio.run({"status": _status, "start": _start, "schedule": _schedule}[args.action](root, args))
+
+
+def _dashboard(root: Path, args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from metalport.errors import UsageError
+    from metalport.store import open_store
+    from metalport.sweep.dashboard import SweepReport, paths_for, render_json, write_dashboard
+    from metalport.sweep.model import metalport_dir, refreshed
+
+    store = open_store(root)
+    if store is None:
+        raise UsageError("no database configured", hint="set METALPORT_DATABASE_URL or `database: url:` in "
+                                                         "metalport.yaml")
+    data = store.report()
+    if data is None:
+        raise UsageError(f"no sweep of {store.repository} is in the database yet",
+                         hint="run `metalport sweep --fleet` first")
+    report = SweepReport.from_dict(data)
+    outcomes = tuple(refreshed(o, store.get(o.run_id) if o.run_id else None) for o in report.outcomes)
+    md, js = paths_for(args.out.resolve()) if args.out else (None, None)
+    report = replace(report, outcomes=outcomes, markdown_path=str(md) if md else None,
+                     json_path=str(js) if js else None)
+    report = write_dashboard(report, metalport_dir(root))
+    store.put_report(report.to_dict())
+    print(render_json(report) if args.json else f"dashboard of {store.repository}: {report.markdown_path} "
+          f"({', '.join(f'{n} {k}' for k, n in sorted(report.counts().items()))})")
+    return 0
 
 
 async def _status(root: Path, args: argparse.Namespace) -> int:
@@ -91,29 +126,19 @@ async def _status(root: Path, args: argparse.Namespace) -> int:
 
 
 async def _start(root: Path, args: argparse.Namespace) -> int:
-    from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
-    from temporalio.exceptions import WorkflowAlreadyStartedError
-
     from metalport.errors import PipelineError
-    from metalport.fleet.client import DEFAULT_EXECUTOR, connect, fleet_settings, workflow_id
-    from metalport.fleet.workflow import WORKFLOW_QUEUE
+    from metalport.fleet.client import DEFAULT_EXECUTOR, connect, fleet_settings, start_port, workflow_id
     from metalport.graph.records import RunOptions
-    from metalport.run_ids import new_run_id
 
     settings, store = fleet_settings(root)
     client = await connect(settings)
     op = args.op.removeprefix("aten::")
-    run_id, wid = new_run_id(op), workflow_id(store.repository, op)
-    request = {"repository": store.repository, "op": op, "run_id": run_id, "queue": args.queue,
-               "options": RunOptions(executor=DEFAULT_EXECUTOR[args.queue]).to_dict(),
-               "heartbeat_s": settings.heartbeat_s, "publish_wait_s": settings.publish_wait_s, "attempts": 5}
-    try:
-        await client.start_workflow("PortWorkflow", request, id=wid, task_queue=WORKFLOW_QUEUE,
-                                    id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-                                    id_conflict_policy=WorkflowIDConflictPolicy.FAIL)
-    except WorkflowAlreadyStartedError:
-        raise PipelineError(f"workflow {wid} is already porting {op}",
-                            hint="see `metalport fleet status`; decide its run with `metalport review`") from None
+    placed = await start_port(client, settings, store, op, args.queue,
+                              RunOptions(executor=DEFAULT_EXECUTOR[args.queue]).to_dict())
+    if placed is None:
+        raise PipelineError(f"workflow {workflow_id(store.repository, op)} is already porting {op}",
+                            hint="see `metalport fleet status`; decide its run with `metalport review`")
+    run_id, wid = placed
     print(json.dumps({"run_id": run_id, "workflow_id": wid}) if args.json else
           f"run {run_id} of {op} started on the fleet (queue {args.queue}, workflow {wid})")
     return 0

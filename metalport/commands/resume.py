@@ -31,7 +31,8 @@ def run(args: argparse.Namespace) -> int:
     """Resume the run; exit codes as for `metalport run`."""
     from metalport.checkout import find_checkout
     from metalport.errors import UsageError
-    from metalport.graph import Abort, Approve, Reject, resume_run
+    from metalport.fleet.decide import send_decision
+    from metalport.graph import Abort, Approve, Reject, get_run, resume_run
     from metalport.graph.console import conclude, is_interactive, make_progress
 
     root = find_checkout(args.repo).root
@@ -40,6 +41,9 @@ def run(args: argparse.Namespace) -> int:
     decision = Approve() if args.approve else Abort() if args.abort else (
         Reject(args.reject.strip()) if args.reject is not None else None)
     progress = make_progress()
-    record = resume_run(root, args.run_id, decision, progress=progress)
+    record = None
+    if decision is not None:  # a run the fleet drives takes its decision through its workflow
+        record = send_decision(root, get_run(root, args.run_id), decision)
+    record = record or resume_run(root, args.run_id, decision, progress=progress)
     return conclude(record, root, progress, interactive=is_interactive(args.no_input, args.json), as_json=args.json,
                     resume=lambda run_id, d: resume_run(root, run_id, d, progress=progress))

@@ -75,7 +75,7 @@ def run_command(args: argparse.Namespace) -> int:
     from metalport.errors import UsageError
     from metalport.executors import select_executor
     from metalport.publish.github import GitHubClient
-    from metalport.sweep import SweepOptions, SweepView, default_concurrency, print_summary, run_sweep
+    from metalport.sweep import SweepOptions, SweepView, default_concurrency, run_sweep
 
     if args.model != "recipe" and not (args.model.startswith("openai:") and args.model[len("openai:"):].strip()):
         raise UsageError(f"unknown model {args.model!r}", hint="use --model recipe or --model openai:MODEL")
@@ -106,31 +106,31 @@ def run_command(args: argparse.Namespace) -> int:
     err = Console(stderr=True)
     with SweepView(err) as view:
         report = run_sweep(options, progress=view)
-    if args.json:
-        json.dump(report.to_dict(), sys.stdout, indent=2, sort_keys=True)
-        print()
-    else:
-        print_summary(Console(), report)
-    return 0
+    return _print_report(report, as_json=args.json)
 
 
 def _fleet(root: Path, args: argparse.Namespace) -> int:
     """`sweep --fleet`: start workflows for the candidates (`metalport.fleet.sweep`) and print the report."""
     import asyncio
 
-    from rich.console import Console
-
     from metalport.fleet.sweep import FleetSweepOptions, fleet_sweep
-    from metalport.sweep import print_summary
 
     options = FleetSweepOptions(
         queue=args.queue, statuses=tuple(args.status or ("missing", "mps-graph")), families=tuple(args.family or ()),
         limit=args.limit, max_open=args.max_open, model=args.model, max_attempts=args.max_attempts or 3,
         retry_rejected=args.retry_rejected, retry_failed=args.retry_failed,
         dashboard=str(args.dashboard.resolve()) if args.dashboard else None)
-    report = asyncio.run(fleet_sweep(root, options))
-    if args.json:
-        json.dump(report.to_dict(), sys.stdout, indent=2, sort_keys=True)
+    return _print_report(asyncio.run(fleet_sweep(root, options)), as_json=args.json)
+
+
+def _print_report(report: object, *, as_json: bool) -> int:
+    """Print the sweep's report as JSON, or its summary."""
+    from rich.console import Console
+
+    from metalport.sweep import print_summary
+
+    if as_json:
+        json.dump(report.to_dict(), sys.stdout, indent=2, sort_keys=True)  # type: ignore[attr-defined]
         print()
     else:
         print_summary(Console(), report)

@@ -57,6 +57,11 @@ class FleetActivities:
                 raise ApplicationError("the worker's checkout has no database configured", type="MetalportError",
                                        non_retryable=True)
             run_id, decision = request["run_id"], request.get("decision")
+            if store.is_live(run_id):
+                # The database has not yet seen the previous holder die (a host that vanished without
+                # closing its connection): retry with backoff instead of failing the workflow.
+                raise ApplicationError(f"run {run_id} is still held by {store.placement(run_id)[0] or 'another host'}",
+                                       type="RunBusy")
             record = store.get(run_id)
             if record is None:
                 options = RunOptions.from_dict({**request["options"], "executor": self.executor})
@@ -85,7 +90,8 @@ class FleetActivities:
 
         options = FleetSweepOptions.from_dict(request)
         try:
-            report = await fleet_sweep(self.root, options)
+            # Its own loop in a thread: the scan and database calls block, and must not stall heartbeats.
+            report = await asyncio.to_thread(asyncio.run, fleet_sweep(self.root, options))
         except MetalportError as err:
             raise ApplicationError(str(err), type="MetalportError", non_retryable=True) from None
         return {"counts": report.counts(), "started": list(report.started_runs)}

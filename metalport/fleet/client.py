@@ -67,3 +67,25 @@ async def decision_handle(client: Client, store: RunStore, op: str) -> WorkflowH
     except RPCError:
         return None
     return handle if description.status == WorkflowExecutionStatus.RUNNING else None
+
+
+async def start_port(client: Client, settings: FleetSettings, store: RunStore, op: str, queue: str,
+                     options: dict) -> tuple[str, str] | None:
+    """Start the workflow porting `op` on `queue`; (run id, workflow id), or None when one already runs."""
+    from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+
+    from metalport.fleet.workflow import WORKFLOW_QUEUE
+    from metalport.run_ids import new_run_id
+
+    run_id, wid = new_run_id(op), workflow_id(store.repository, op)
+    request = {"repository": store.repository, "op": op.removeprefix("aten::"), "run_id": run_id, "queue": queue,
+               "options": options, "heartbeat_s": settings.heartbeat_s, "publish_wait_s": settings.publish_wait_s,
+               "attempts": 10}
+    try:
+        await client.start_workflow("PortWorkflow", request, id=wid, task_queue=WORKFLOW_QUEUE,
+                                    id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                                    id_conflict_policy=WorkflowIDConflictPolicy.FAIL)
+    except WorkflowAlreadyStartedError:
+        return None
+    return run_id, wid

@@ -14,12 +14,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from metalport.fleet.client import DEFAULT_EXECUTOR, connect, fleet_settings, workflow_id
-from metalport.fleet.workflow import WORKFLOW_QUEUE
+from metalport.fleet.client import DEFAULT_EXECUTOR, connect, fleet_settings, start_port, workflow_id
 from metalport.graph.records import RunOptions
 from metalport.sweep.candidates import backlog_candidates, runs_by_op
 from metalport.sweep.dashboard import SweepReport, paths_for, write_dashboard
-from metalport.run_ids import new_run_id
 from metalport.sweep.model import CANDIDATE, RUNNING, SKIPPED, OpOutcome, metalport_dir, status_of
 
 
@@ -52,9 +50,6 @@ class FleetSweepOptions:
 
 async def fleet_sweep(root: Path, options: FleetSweepOptions) -> SweepReport:
     """Start a workflow for each candidate of `root`'s backlog that nobody is on; the sweep's report."""
-    from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
-    from temporalio.exceptions import WorkflowAlreadyStartedError
-
     from metalport.port.functors import recipe_table
     from metalport.sweep.candidates import local_skip
 
@@ -88,18 +83,13 @@ async def fleet_sweep(root: Path, options: FleetSweepOptions) -> SweepReport:
         if stop is not None:
             outcomes.append(OpOutcome(op=item.op, outcome=CANDIDATE, ease=item.ease, reason=f"not started: {stop}"))
             continue
-        run_id, wid = new_run_id(item.op), workflow_id(store.repository, item.op)
-        request = {"repository": store.repository, "op": item.op, "run_id": run_id, "queue": options.queue,
-                   "options": run_options, "heartbeat_s": settings.heartbeat_s,
-                   "publish_wait_s": settings.publish_wait_s, "attempts": 5}
-        try:
-            await client.start_workflow("PortWorkflow", request, id=wid, task_queue=WORKFLOW_QUEUE,
-                                        id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-                                        id_conflict_policy=WorkflowIDConflictPolicy.FAIL)
-        except WorkflowAlreadyStartedError:
+        placed = await start_port(client, settings, store, item.op, options.queue, run_options)
+        if placed is None:
             outcomes.append(OpOutcome(op=item.op, outcome=SKIPPED, ease=item.ease, skip="in-progress",
-                                      reason=f"workflow {wid} is already porting it (another sweep started it)"))
+                                      reason=f"workflow {workflow_id(store.repository, item.op)} is already porting "
+                                             "it (another sweep started it)"))
             continue
+        run_id, wid = placed
         started.append(run_id)
         outcomes.append(OpOutcome(op=item.op, outcome=RUNNING, ease=item.ease, run_id=run_id, stage="start",
                                   reason=f"run {run_id} started on the fleet (queue {options.queue}, workflow {wid})"))

@@ -74,7 +74,8 @@ class PortWorkflow:
             start_to_close_timeout=timedelta(hours=24),
             schedule_to_start_timeout=timedelta(seconds=wait_s) if wait_s else None,
             retry_policy=RetryPolicy(maximum_attempts=1 if wait_s else request["attempts"],
-                                     initial_interval=timedelta(seconds=1), non_retryable_error_types=_NON_RETRYABLE))
+                                     initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30),
+                                     non_retryable_error_types=_NON_RETRYABLE))
 
 
 @workflow.defn(name="SweepWorkflow")

@@ -195,6 +195,12 @@ def test_routing_concurrent_sweeps_restart_and_approval_from_another_checkout(
     assert code == 0 and "aborted" in out
     assert "metalport/special_ndtri" not in git(a, "branch", "--format=%(refname:short)").split()
 
+    # The latest sweep's dashboard, from a third machine, follows every machine's runs.
+    code, out, _ = _cli(capsys, "fleet", "dashboard", "--repo", str(c), "--json")
+    now = {r.run_id: r.status for r in _runs(c).values()}
+    shown = {o["run_id"]: o["outcome"] for o in json.loads(out)["outcomes"] if o["run_id"]}
+    assert code == 0 and shown and all(now[run_id] == outcome for run_id, outcome in shown.items())
+
 
 def test_killed_worker_run_reaches_the_gate_on_another_and_publishes_once(
         wheel_workspace: object, tmp_path: Path, fleet_env: dict[str, str], workers: Workers,
@@ -204,15 +210,17 @@ def test_killed_worker_run_reaches_the_gate_on_another_and_publishes_once(
     workers.start("mac-2", "mac", b)
     checkout = {"mac-1": a, "mac-2": b}
 
-    code, out, err = _cli(capsys, "fleet", "start", "heaviside", "--queue", "mac", "--repo", str(c), "--json")
-    assert code == 0, err
-    run_id = json.loads(out)["run_id"]
-    code, _, err = _cli(capsys, "fleet", "start", "heaviside", "--queue", "mac", "--repo", str(c))
-    assert code == 2 and "is already porting heaviside" in err  # the engine refuses a second start
+    # The nightly sweep's Schedule, triggered now: a SweepWorkflow whose activity starts heaviside's workflow.
+    code, out, err = _cli(capsys, "fleet", "schedule", "--cron", "0 2 * * *", "--trigger", "--queue", "mac",
+                          "--status", "missing", "--family", "binary-pointwise", "--limit", "1", "--repo", str(c))
+    assert code == 0 and out.startswith("schedule metalport-sweep-") and "triggered once now" in out, err
 
     from metalport.store import open_store
 
     store = open_store(c)
+    run_id = until(lambda: (r := _runs(c).get("heaviside")) is not None and r.run_id, "the scheduled sweep's run")
+    code, _, err = _cli(capsys, "fleet", "start", "heaviside", "--queue", "mac", "--repo", str(c))
+    assert code == 2 and "is already porting heaviside" in err  # the engine refuses a second start
     until(lambda: (r := store.get(run_id)) is not None and r.stage == "build", "the run at stage build")
     first = store.placement(run_id)[0]
     other = "mac-2" if first == "mac-1" else "mac-1"
