@@ -14,6 +14,7 @@ class Status(Enum):
     SHARED = "shared"
     MPS_METAL = "mps-metal"
     MPS_GRAPH = "mps-graph"
+    MPS_GRAPH_STUB = "mps-graph-stub"  # the stub is registered for MPS, with an MPSGraph kernel
     MPS_UNKNOWN = "mps-unknown"
     MISSING = "missing"
     COMPOSITE = "composite"
@@ -33,10 +34,13 @@ class Family(Enum):
 class BacklogItem:
     """One op of the backlog.
 
-    `stub` is the DECLARE_DISPATCH stub it would use (None if none is declared); `mps_impl` is the
-    `file:line` of its MPS implementation or registration when present; `stub_registered` is None
-    when the tree has no `.mm` sources to tell (a wheel workspace); `rows` counts registry entries;
-    `ease` is a 1-based rank, lower is easier.
+    `stub` is the dispatch stub its CPU kernel calls first (None if none is known) and `stubs`
+    every stub it calls; `route` says how that was found (`sub_out calls add_stub (with -alpha)
+    (aten/src/ATen/native/BinaryOps.cpp:445)`) and `stub_assumed` is True when it was guessed from
+    DECLARE_DISPATCH names rather than read from the kernel's body. `mps_impl` is the `file:line`
+    of its MPS implementation or registration when present; `stub_registered` (every stub of the
+    route registered for MPS) is None when the tree has no `.mm` sources to tell (a wheel
+    workspace); `rows` counts registry entries; `ease` is a 1-based rank, lower is easier.
     """
 
     op: str
@@ -50,6 +54,9 @@ class BacklogItem:
     stub_registered: bool | None
     mps_kernels: tuple[str, ...]
     location: str
+    stubs: tuple[str, ...] = ()
+    route: str | None = None
+    stub_assumed: bool | None = None
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready dict; enums become their values."""
@@ -60,4 +67,5 @@ class BacklogItem:
                        "line": x.where.line} for x in self.xfail],
             "rows": self.rows, "ease": self.ease, "stub_registered": self.stub_registered,
             "mps_kernels": list(self.mps_kernels), "location": self.location,
+            "stubs": list(self.stubs), "route": self.route, "stub_assumed": self.stub_assumed,
         }

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from metalport.backlog.model import BacklogItem, Family, Status
 from metalport.checkout.layout import Checkout
+from metalport.checkout.routing import StubRoute
 from metalport.checkout.sources import ImplKind, Sources, XfailEntry, scan_sources
 from metalport.registry.index import load_registry
 from metalport.registry.model import Op, Registry
@@ -45,13 +46,6 @@ def _family(op: Op) -> Family:
     return {1: Family.UNARY, 2: Family.BINARY, 3: Family.TERNARY}.get(count, Family.OTHER)
 
 
-def _stub(op: Op, host_kernels: list[str], sources: Sources) -> str | None:
-    names = [op.name, op.name.lstrip("_"), op.name.removeprefix("special_")]
-    for kernel in host_kernels:
-        names.append(re.sub(r"(_out|_cpu|_cuda|_kernel|_impl)+$", "", kernel))
-    return next((f"{n}_stub" for n in names if sources.stub(f"{n}_stub")), None)
-
-
 def _xfail_index(sources: Sources) -> dict[str, list[XfailEntry]]:
     index: dict[str, list[XfailEntry]] = {}
     for x in sources.xfails:
@@ -62,7 +56,9 @@ def _xfail_index(sources: Sources) -> dict[str, list[XfailEntry]]:
     return index
 
 
-def _mps_status(specific: list[str], sources: Sources) -> tuple[Status, str | None]:
+def _mps_status(specific: list[str], sources: Sources, route: StubRoute | None) -> tuple[Status, str | None]:
+    """The status of an op whose rows name MPS-only kernels: by their `.mm` definitions, else (none
+    defined) by the registration of the stub its CPU kernel calls."""
     found = [sources.function(k) for k in specific]
     kinds = {f.kind for f in found if f is not None}
     where = next((str(f.where) for f in found if f is not None), None)
@@ -70,37 +66,51 @@ def _mps_status(specific: list[str], sources: Sources) -> tuple[Status, str | No
         return Status.MPS_GRAPH, where
     if None not in found and kinds == {ImplKind.METAL}:
         return Status.MPS_METAL, where
-    return Status.MPS_UNKNOWN, where
+    registration = sources.registration(route.stub) if route and not any(found) else None
+    if registration is not None and registration.kind is ImplKind.GRAPH:
+        return Status.MPS_GRAPH_STUB, str(registration.where)
+    return Status.MPS_UNKNOWN, where or (str(registration.where) if registration else None)
+
+
+def _shared_status(sources: Sources, route: StubRoute | None) -> tuple[Status, str | None]:
+    """A row `CPU, CUDA, MPS: x_out`: shared, unless the stub's MPS kernel is an MPSGraph one."""
+    registration = sources.registration(route.stub) if route else None
+    if registration is not None and registration.kind is ImplKind.GRAPH:
+        return Status.MPS_GRAPH_STUB, str(registration.where)
+    return Status.SHARED, str(registration.where) if registration else None
 
 
 def _classify(op: Op, sources: Sources, xfails: dict[str, list[XfailEntry]], has_sources: bool,
-              checkout: Checkout) -> BacklogItem | None:
+              checkout: Checkout, registry: Registry) -> BacklogItem | None:
     mps_lines = [(e, d) for e in op.entries for d in e.dispatch if "MPS" in d.keys]
     host_kernels = [d.kernel for e in op.entries for d in e.dispatch if _HOST & set(d.keys)]
     specific = sorted({d.kernel for _, d in mps_lines if not _HOST & set(d.keys) and d.kernel not in host_kernels})
-    stub = _stub(op, host_kernels, sources)
-    registration = sources.registration(stub) if stub else None
+    route = sources.route_op(op, registry)
     mps_impl = None
     if mps_lines and specific:
-        status, mps_impl = _mps_status(specific, sources)
+        status, mps_impl = _mps_status(specific, sources, route)
     elif mps_lines:
-        status = Status.SHARED
-        mps_impl = str(registration.where) if registration else None
+        status, mps_impl = _shared_status(sources, route)
     elif host_kernels:
         status = Status.MISSING
     elif all(set(d.keys) <= _COMPOSITE for e in op.entries for d in e.dispatch):
         status = Status.COMPOSITE
     else:
         return None  # only other backends (sparse, quantized, ...): outside the MPS backlog
-    registered = (registration is not None) if (has_sources and stub and status is Status.SHARED) else None
+    registered = None
+    if has_sources and route and status in (Status.SHARED, Status.MPS_GRAPH_STUB):
+        registered = all(sources.registration(s) is not None for s in route.stubs)
     return BacklogItem(
-        op=op.name, status=status, family=_family(op), stub=stub, mps_impl=mps_impl,
+        op=op.name, status=status, family=_family(op), stub=route.stub if route else None, mps_impl=mps_impl,
         xfail=tuple(xfails.get(op.name, ())), rows=len(op.entries), ease=0, stub_registered=registered,
-        mps_kernels=tuple(sorted({d.kernel for _, d in mps_lines})), location=f"{checkout.rel(Path(op.entries[0].span.file))}:{op.entries[0].span.start}",
+        mps_kernels=tuple(sorted({d.kernel for _, d in mps_lines})),
+        location=f"{checkout.rel(Path(op.entries[0].span.file))}:{op.entries[0].span.start}",
+        stubs=route.stubs if route else (), route=route.describe() if route else None,
+        stub_assumed=route.assumed if route else None,
     )
 
 
-_WORK_ORDER = {Status.MISSING: 0, Status.MPS_GRAPH: 0, Status.MPS_UNKNOWN: 1}
+_WORK_ORDER = {Status.MISSING: 0, Status.MPS_GRAPH: 0, Status.MPS_GRAPH_STUB: 0, Status.MPS_UNKNOWN: 1}
 
 
 def _ease_key(item: BacklogItem) -> tuple[int, int, int, str]:
@@ -117,7 +127,7 @@ def scan_backlog(checkout: Checkout, registry: Registry | None = None) -> list[B
     has_sources = any(checkout.mps_operations.glob("*.mm"))
     xfails = _xfail_index(sources)
     items = [item for op in registry.ops.values()
-             if (item := _classify(op, sources, xfails, has_sources, checkout)) is not None]
+             if (item := _classify(op, sources, xfails, has_sources, checkout, registry)) is not None]
     items.sort(key=_ease_key)
     return [replace(item, ease=rank) for rank, item in enumerate(items, start=1)]
 

@@ -1,8 +1,11 @@
 """Scanners of a tree's sources, shared by every command: one read of each file.
 
-`.mm` host stubs (REGISTER_DISPATCH, TORCH_IMPL_FUNC / plain `_mps` functions, MPSGraph vs native
-Metal markers, exec_*_kernel names), `.metal` REGISTER_*_OP lines, DECLARE_DISPATCH stubs of the
-ATen headers, and the xfail/skip lists of common_mps.py read as source with `ast`.
+`.mm` host stubs read as the compiler sees them (`checkout.cpp`: macros of the file and the tree's
+headers expanded, brace-matched bodies): REGISTER_DISPATCH / REGISTER_MPS_DISPATCH (macro-made
+ones too), TORCH_IMPL_FUNC and plain functions, each Metal or MPSGraph by its own markers or the
+helpers it calls across files, and their exec_*_kernel names. Also `.metal` REGISTER_*_OP lines,
+DECLARE_DISPATCH stubs of the ATen headers, stub routes of the CPU `.cpp` (`checkout.routing`), and
+the xfail/skip lists of common_mps.py read as source with `ast`.
 """
 
 from __future__ import annotations
@@ -11,11 +14,15 @@ import ast
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from enum import Enum
 from pathlib import Path
 
+from metalport.checkout.cpp import Function, Unit, read_unit
 from metalport.checkout.layout import Checkout
+from metalport.checkout.routing import StubRoute, read_routes, route_op
 from metalport.errors import RepoError
+from metalport.registry.model import Op, Registry
 
 
 class ImplKind(Enum):
@@ -39,30 +46,38 @@ class Where:
 
 @dataclass(frozen=True)
 class Registration:
-    """`REGISTER_DISPATCH(stub, &kernel)` in an `.mm` file."""
+    """`REGISTER_DISPATCH(stub, &kernel)` (or `REGISTER_MPS_DISPATCH`) in an `.mm` file, written out
+    or made by a macro (`macro` names it: `REGISTER_MPS_UNARY_STUB`; `where` is its invocation).
+    `kind` is how the registered kernel runs (native Metal or MPSGraph)."""
 
     stub: str
     kernel: str
     where: Where
+    macro: str | None = None
+    kind: ImplKind = ImplKind.UNKNOWN
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """`exec_unary_kernel(..., "name")` / `exec_binary_kernel(..., "name")` in an `.mm` file,
+    inside `function`."""
+
+    helper: str
+    kernel: str
+    where: Where
+    function: str | None = None
 
 
 @dataclass(frozen=True)
 class MpsFunction:
-    """A `TORCH_IMPL_FUNC(name)` or plain function definition in an `.mm` file."""
+    """A `TORCH_IMPL_FUNC(name)` or plain function definition in an `.mm` file (macro-made ones
+    sit on their invocation's line). `kind` follows the helpers it calls, across files."""
 
     name: str
     kind: ImplKind
     impl_func: bool
     where: Where
-
-
-@dataclass(frozen=True)
-class KernelCall:
-    """`exec_unary_kernel(..., "name")` / `exec_binary_kernel(..., "name")` in an `.mm` file."""
-
-    helper: str
-    kernel: str
-    where: Where
+    calls: tuple[KernelCall, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -96,7 +111,11 @@ class XfailEntry:
 
 @dataclass(frozen=True)
 class Sources:
-    """Everything the scanners found in one checkout."""
+    """Everything the scanners found in one checkout.
+
+    `routes` are the stub routes read from the tree's `aten/src/ATen/native/*.cpp` (empty when it
+    has none; `route_files` lists the files read).
+    """
 
     registrations: tuple[Registration, ...]
     functions: tuple[MpsFunction, ...]
@@ -104,6 +123,8 @@ class Sources:
     shader_ops: tuple[ShaderOp, ...]
     stubs: tuple[StubDecl, ...]
     xfails: tuple[XfailEntry, ...]
+    routes: tuple[StubRoute, ...] = ()
+    route_files: tuple[str, ...] = ()
 
     def function(self, name: str) -> MpsFunction | None:
         """The `.mm` definition of `name`, if present."""
@@ -114,38 +135,54 @@ class Sources:
         return next((s for s in self.stubs if s.name == name), None)
 
     def registration(self, stub: str) -> Registration | None:
-        """The MPS REGISTER_DISPATCH of `stub`, if present."""
+        """The (first) MPS registration of `stub`, if present."""
         return next((r for r in self.registrations if r.stub == stub), None)
+
+    def registrations_of(self, stub: str) -> tuple[Registration, ...]:
+        """Every MPS registration of `stub`, macro-made ones included (more than one is a link error)."""
+        return tuple(r for r in self.registrations if r.stub == stub)
+
+    def route(self, kernel: str) -> StubRoute | None:
+        """The stubs the CPU kernel `kernel` (`sgn_out`) calls, as read from the tree's `.cpp`."""
+        return next((r for r in self.routes if r.kernel == kernel), None)
+
+    @cached_property
+    def _route_index(self) -> tuple[dict[str, StubRoute], dict[str, tuple[str, int]]]:
+        return ({r.kernel: r for r in reversed(self.routes)},
+                {s.name: (s.where.file, s.where.line) for s in reversed(self.stubs)})
+
+    def route_op(self, op: Op, registry: Registry) -> StubRoute | None:
+        """The stubs `op`'s CPU kernel calls: read from the tree's `.cpp` when it has the kernel's
+        body, else assumed from the DECLARE_DISPATCH names (`StubRoute.assumed`)."""
+        routes, declared = self._route_index
+        return route_op(op, registry, routes, declared)
+
+    def callers(self, stub: str) -> tuple[StubRoute, ...]:
+        """The routes (kernels read from the `.cpp`) that call `stub`."""
+        return tuple(r for r in self.routes if stub in r.stubs)
 
     def xfails_for(self, op: str) -> tuple[XfailEntry, ...]:
         """Every list entry whose key is exactly `op` (an OpInfo name plus variant, e.g. `heaviside`)."""
         return tuple(x for x in self.xfails if x.op == op)
 
 
-_REGISTER = re.compile(r"^\s*REGISTER_DISPATCH\(\s*(\w+)\s*,\s*&?\s*([\w:]+)\s*\)", re.M)
-_IMPL = re.compile(r"^\s*TORCH_IMPL_FUNC\(\s*(\w+)\s*\)", re.M)
-_DEF = re.compile(r"^(?:[\w:<>,&*]+[ \t]+)+[&*]?(\w+)\s*\([^;{}]*\)\s*(?:const\s*)?\{", re.M)
-_EXEC = re.compile(r"\b(exec_(?:unary|binary|ternary)_kernel\w*)\s*\([^;]*?\"(\w+)\"", re.S)
+_REGISTER = re.compile(r"\b(REGISTER_(?:MPS_)?DISPATCH)\s*\(\s*(\w+)\s*,\s*&?\s*([\w:]+)\s*\)")
+_EXEC = re.compile(r"\b(exec_(?:unary|binary|ternary)_kernel\w*)\s*\(")
+_STRING = re.compile(r'"(\w+)"')
 _SHADER = re.compile(r"^\s*(REGISTER_\w*OP\w*)\(\s*([^)]*)\)", re.M)
 _DECLARE = re.compile(r"^\s*DECLARE_DISPATCH\(\s*(.+?)\s*,\s*(\w+)\s*\)", re.M)
 _METAL = re.compile(r"\b(exec_\w+_kernel\w*|mtl_dispatch\w*|mtl_setArgs|getPipelineStateForFunc|MetalShaderLibrary"
-                    r"|DynamicMetalShaderLibrary|lib\.exec\w*)\b")
+                    r"|DynamicMetalShaderLibrary)\b")
 _GRAPH = re.compile(r"\b(MPSGraph\w*|mpsGraph|CachedGraph|runMPSGraph|LookUpOrCreateCachedGraph)\b")
-_CALL = re.compile(r"\b(\w+)\s*\(")
-_MACRO = re.compile(r"^#define[ \t]+(\w+)\((?:[^\n]*\\\n)*[^\n]*", re.M)
-_EXPAND = re.compile(r"^(\w+)\(\s*(\w*_mps\w*)\s*[,)]", re.M)
+_CALL = re.compile(r"(?<![.>\w])(\w+)\s*\(")
+_INVOKED = re.compile(r"^\s*(\w+)\s*\(")
 
 
 def _line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
-def _in_macro(text: str, offset: int) -> bool:
-    end = text.find("\n", offset)
-    return text[offset:end if end >= 0 else len(text)].rstrip().endswith("\\")
-
-
-def _kind(body: str) -> ImplKind:
+def _own_kind(body: str) -> ImplKind:
     if _METAL.search(body):
         return ImplKind.METAL
     if _GRAPH.search(body):
@@ -153,38 +190,102 @@ def _kind(body: str) -> ImplKind:
     return ImplKind.UNKNOWN
 
 
-def _scan_mm(text: str, rel: str) -> tuple[list[Registration], list[MpsFunction], list[KernelCall]]:
-    regs = [Registration(m.group(1), m.group(2), Where(rel, _line_of(text, m.start(1))))
-            for m in _REGISTER.finditer(text)]
-    calls = [KernelCall(m.group(1), m.group(2), Where(rel, _line_of(text, m.start(1))))
-             for m in _EXEC.finditer(text)]
-    starts = sorted([(m.start(1), m.group(1), True) for m in _IMPL.finditer(text) if not _in_macro(text, m.start())]
-                    + [(m.start(1), m.group(1), False) for m in _DEF.finditer(text)])
-    found: list[tuple[int, str, bool, ImplKind]] = []
-    for i, (start, name, impl) in enumerate(starts):
-        end = starts[i + 1][0] if i + 1 < len(starts) else len(text)
-        found.append((start, name, impl, _kind(text[start:end])))
-    helpers = {name: kind for _, name, _, kind in found if kind is not ImplKind.UNKNOWN}
-    functions = []
-    for i, (start, name, impl, kind) in enumerate(found):
-        if not impl and "_mps" not in name:
-            continue
-        if kind is ImplKind.UNKNOWN:
-            end = found[i + 1][0] if i + 1 < len(found) else len(text)
-            called = {helpers[c] for c in _CALL.findall(text[start:end]) if c != name and c in helpers}
-            kind = next((k for k in (ImplKind.METAL, ImplKind.GRAPH) if k in called), ImplKind.UNKNOWN)
-        functions.append(MpsFunction(name, kind, impl, Where(rel, _line_of(text, start))))
-    macros = {m.group(1): m.group(0) for m in _MACRO.finditer(text)}
-    for m in _EXPAND.finditer(text):
-        if m.group(1) in macros:
-            body = macros[m.group(1)]
-            kind = _kind(body)
-            if kind is ImplKind.UNKNOWN:
-                called = {helpers[c] for c in _CALL.findall(body) if c in helpers}
-                kind = next((k for k in (ImplKind.METAL, ImplKind.GRAPH) if k in called), ImplKind.UNKNOWN)
-            functions.append(MpsFunction(m.group(2), kind, "TORCH_IMPL_FUNC" in body,
-                                         Where(rel, _line_of(text, m.start(2)))))
-    return regs, functions, calls
+@dataclass(frozen=True)
+class _Def:
+    """A definition found in an `.mm` unit, before its kind is resolved across files."""
+
+    unit: Unit
+    fn: Function
+    own: ImplKind
+    called: tuple[str, ...]
+
+
+def _exec_calls(unit: Unit, fn: Function) -> tuple[KernelCall, ...]:
+    calls = []
+    for m in _EXEC.finditer(unit.code, fn.body_start, fn.body_end):
+        opened = m.end() - 1
+        depth, close = 0, opened
+        for close in range(opened, fn.body_end):
+            depth += unit.code[close] == "(" and 1 or unit.code[close] == ")" and -1 or 0
+            if depth == 0:
+                break
+        name = _STRING.search(unit.text, opened, close)
+        if name is not None:
+            file, line = unit.origin(m.start())
+            calls.append(KernelCall(m.group(1), name.group(1), Where(file, line), fn.name))
+    return tuple(calls)
+
+
+def _resolve_kinds(defs: list[_Def]) -> dict[tuple[str, str], ImplKind]:
+    """(file, name) -> kind: its own markers, else the helpers it calls (same file first), to a fixpoint."""
+    kinds = {(d.fn.file, d.fn.name): d.own for d in defs}
+    by_name: dict[str, list[_Def]] = {}
+    for d in defs:
+        by_name.setdefault(d.fn.name, []).append(d)
+
+    def lookup(name: str, file: str) -> ImplKind:
+        found = by_name.get(name, [])
+        local = [d for d in found if d.fn.file == file] or found
+        known = [kinds[(d.fn.file, d.fn.name)] for d in local]
+        return ImplKind.METAL if ImplKind.METAL in known else ImplKind.GRAPH if ImplKind.GRAPH in known \
+            else ImplKind.UNKNOWN
+
+    changed = True
+    while changed:
+        changed = False
+        for d in defs:
+            key = (d.fn.file, d.fn.name)
+            if kinds[key] is not ImplKind.UNKNOWN:
+                continue
+            seen = {lookup(c, d.fn.file) for c in d.called if c != d.fn.name}
+            kind = ImplKind.METAL if ImplKind.METAL in seen else ImplKind.GRAPH if ImplKind.GRAPH in seen \
+                else ImplKind.UNKNOWN
+            if kind is not ImplKind.UNKNOWN:
+                kinds[key] = kind
+                changed = True
+    return kinds
+
+
+def _macro_at(lines: dict[str, list[str]], root: Path, file: str, line: int) -> str | None:
+    """The macro invoked on `file:line` when it is not REGISTER_DISPATCH itself."""
+    if file not in lines:
+        path = root / file
+        lines[file] = path.read_text(encoding="utf-8", errors="replace").splitlines() if path.is_file() else []
+    text = lines[file][line - 1] if 0 < line <= len(lines[file]) else ""
+    m = _INVOKED.match(text)
+    return m.group(1) if m and m.group(1) not in ("REGISTER_DISPATCH", "REGISTER_MPS_DISPATCH") else None
+
+
+def _scan_mm(paths: list[Path], root: Path) -> tuple[list[Registration], list[MpsFunction], list[KernelCall]]:
+    units = [read_unit(p, root) for p in paths]
+    mm_files = {str(p.resolve().relative_to(root.resolve())) for p in paths}
+    defs = [_Def(u, f, _own_kind(u.code[f.body_start:f.body_end]),
+                 tuple(_CALL.findall(u.code, f.body_start, f.body_end)))
+            for u in units for f in u.functions]
+    kinds = _resolve_kinds(defs)
+    functions: dict[tuple[str, str], MpsFunction] = {}
+    for d in defs:
+        if d.fn.file in mm_files and (d.fn.file, d.fn.name) not in functions:
+            functions[(d.fn.file, d.fn.name)] = MpsFunction(
+                d.fn.name, kinds[(d.fn.file, d.fn.name)], d.fn.impl_func, Where(d.fn.file, d.fn.line),
+                _exec_calls(d.unit, d.fn))
+    regs: list[Registration] = []
+    lines: dict[str, list[str]] = {}
+    for unit in units:
+        for m in _REGISTER.finditer(unit.code):
+            if unit.function_at(m.start()) is not None:
+                continue
+            file, line = unit.origin(m.start())
+            if file not in mm_files:
+                continue
+            kernel = m.group(3).split("::")[-1]
+            target = functions.get((file, kernel)) or next(
+                (f for f in functions.values() if f.name == kernel), None)
+            regs.append(Registration(m.group(2), m.group(3), Where(file, line), _macro_at(lines, root, file, line),
+                                     target.kind if target else ImplKind.UNKNOWN))
+    regs = list(dict.fromkeys(regs))  # a header included twice registers nothing twice
+    calls = [c for f in functions.values() for c in f.calls]
+    return regs, list(functions.values()), calls
 
 
 def _dtype(node: ast.expr) -> str:
@@ -238,14 +339,7 @@ def _read(path: Path) -> str:
 
 def scan_sources(checkout: Checkout) -> Sources:
     """Scan every source the backlog and the porting steps need, reading each file once."""
-    regs: list[Registration] = []
-    funcs: list[MpsFunction] = []
-    calls: list[KernelCall] = []
-    for path in sorted(checkout.mps_operations.glob("*.mm")):
-        r, f, c = _scan_mm(_read(path), checkout.rel(path))
-        regs += r
-        funcs += f
-        calls += c
+    regs, funcs, calls = _scan_mm(sorted(checkout.mps_operations.glob("*.mm")), checkout.root)
     shaders = []
     for path in sorted(checkout.mps_kernels.glob("*.metal")):
         text, rel = _read(path), checkout.rel(path)
@@ -261,6 +355,9 @@ def scan_sources(checkout: Checkout) -> Sources:
         rel = checkout.rel(path)
         stubs += [StubDecl(m.group(2), m.group(1), Where(rel, _line_of(text, m.start(1))))
                   for m in _DECLARE.finditer(text)]
+    cpp = sorted(checkout.native_dir.glob("*.cpp"))
+    routes = read_routes(cpp, checkout.root, [s.name for s in stubs])
     xfails = _scan_common_mps(_read(checkout.common_mps), checkout.rel(checkout.common_mps)) \
         if checkout.common_mps.is_file() else []
-    return Sources(tuple(regs), tuple(funcs), tuple(calls), tuple(shaders), tuple(stubs), tuple(xfails))
+    return Sources(tuple(regs), tuple(funcs), tuple(calls), tuple(shaders), tuple(stubs), tuple(xfails),
+                   routes, tuple(checkout.rel(p) for p in cpp))

@@ -2,7 +2,9 @@
 
 Each check reports `Failure("contract", file, line, None, "[check] message")`; `[]` means the
 port keeps the contract. The checks: the registry passes torchgen; every row of the op routes to
-the shared kernel; the stub is declared and registered for MPS exactly once; the host stub's
+the shared kernel; every stub the op's CPU kernel calls (its route) is declared and registered for
+MPS exactly once, natively (macro-made registrations count), and no stub nothing calls is
+registered; the host stub's
 kernel name has functors registered for the planned dtypes; the legacy code and its include are
 gone; exactly the planned xfail entries left the test lists; no path off the allow-list changed;
 and added lines carry no CPU fallback, no MPSGraph, no tolerance or test edits.
@@ -17,12 +19,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from metalport.port.host import _skip_to_close, has_legacy
+from metalport.port.host import has_legacy
 from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
 from metalport.port.resolve import host_line, mps_only_lines
 from metalport.port.xfail import XFAIL_LIST_NAME
 from metalport.checkout.layout import KERNELS_DIR, Checkout
-from metalport.checkout.sources import Registration, Sources, named_assignments, scan_sources
+from metalport.checkout.sources import ImplKind, Registration, Sources, named_assignments, scan_sources
 from metalport.errors import MetalportError, RegistryError
 from metalport.failure import Failure
 from metalport.registry.validate import validate_registry
@@ -133,47 +135,63 @@ def _declared(worktree_root: Path, stub: str) -> bool:
                for root in roots if root.is_dir() for h in root.rglob("*.h"))
 
 
-def _function_body(text: str, name: str) -> tuple[int, str] | None:
-    """(1-based line, body) of the definition of function `name` in `text`."""
-    for m in re.finditer(rf"\b{re.escape(name)}\s*\([^;{{}}]*\)\s*(?:const\s*)?\{{", text):
-        close = _skip_to_close(text, m.end() - 1)
-        if close > 0:
-            return text.count("\n", 0, m.start()) + 1, text[m.end() - 1:close + 1]
-    return None
-
-
-def _stub_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
+def _stub_checks(worktree_root: Path, plan: PortPlan, changes: _Changes) -> Iterator[Failure]:
+    """The stubs the op's CPU kernel calls (`plan.stubs`) are each registered for MPS exactly once,
+    natively; the port registers no stub that kernel does not call."""
     if not plan.stub:
         yield _fail("stub", f"aten::{plan.op} has no dispatch stub to register for MPS")
         return
-    if not _declared(worktree_root, plan.stub):
-        yield _fail("stub", f"{plan.stub} is not declared (no DECLARE_DISPATCH in the tree or the wheel's headers)")
     sources = scan_sources(Checkout(worktree_root))
-    regs = [r for r in sources.registrations if r.stub == plan.stub]
-    if len(regs) != 1:
-        where = ", ".join(str(r.where) for r in regs) or "nowhere"
-        yield _fail("stub", f"{plan.stub} must be registered for MPS exactly once, found {len(regs)} ({where})",
-                    regs[1].where.file if len(regs) > 1 else plan.host_file,
-                    regs[1].where.line if len(regs) > 1 else None)
-    for reg in regs[:1]:
-        yield from _kernel_name_checks(worktree_root, plan, sources, reg)
+    route = f"; {plan.stub_route}" if plan.stub_route else ""
+    for stub in plan.stubs or (plan.stub,):
+        if not _declared(worktree_root, stub):
+            yield _fail("stub", f"{stub} is not declared (no DECLARE_DISPATCH in the tree or the wheel's headers)")
+        regs = sources.registrations_of(stub)
+        if not regs:
+            yield _fail("stub", f"{stub} must be registered for MPS exactly once, found 0{route}", plan.host_file)
+        elif len(regs) > 1:
+            where = ", ".join(f"{r.where}" + (f" by {r.macro}" if r.macro else "") for r in regs)
+            yield _fail("stub", f"{stub} must be registered for MPS exactly once, found {len(regs)} ({where}): "
+                        f"a link error", regs[1].where.file, regs[1].where.line)
+        elif regs[0].kind is ImplKind.GRAPH:
+            yield _fail("stub", f"{stub} is still registered with an MPSGraph kernel "
+                        f"{regs[0].kernel}", regs[0].where.file, regs[0].where.line)
+        if regs and stub == plan.stub:
+            yield from _kernel_name_checks(worktree_root, plan, sources, regs[0])
+    yield from _uncalled(plan, sources, changes)
+
+
+def _uncalled(plan: PortPlan, sources: Sources, changes: _Changes) -> Iterator[Failure]:
+    """Registrations the port added for stubs its op's kernel does not call."""
+    wanted = set(plan.stubs or (plan.stub,))
+    for reg in sources.registrations:
+        added = {n for n, _ in changes.added.get(reg.where.file, ())}
+        if reg.where.line not in added or reg.stub in wanted:
+            continue
+        callers = sources.callers(reg.stub)
+        if sources.route_files and not callers:
+            why = f"nothing calls {reg.stub}"
+        else:
+            why = f"aten::{plan.op}'s kernel does not call {reg.stub}"
+        yield _fail("stub", f"{why}, yet the port registers it{'; ' + plan.stub_route if plan.stub_route else ''}",
+                    reg.where.file, reg.where.line)
 
 
 def _kernel_name_checks(worktree_root: Path, plan: PortPlan, sources: Sources,
                         reg: Registration) -> Iterator[Failure]:
     rel, fn = reg.where.file, reg.kernel.lstrip("&").split("::")[-1]
-    found = _function_body((worktree_root / rel).read_text(encoding="utf-8"), fn)
+    found = next((f for f in sources.functions if f.name == fn and f.where.file == rel), None) \
+        or sources.function(fn)
     if found is None:
-        yield _fail("kernel-name", f"{fn} registered for {plan.stub} is not defined", rel, reg.where.line)
+        yield _fail("kernel-name", f"{fn} registered for {reg.stub} is not defined", rel, reg.where.line)
         return
-    line, body = found
-    names = sorted(set(_EXEC_NAME.findall(body)))
+    line = found.where.line
+    names = sorted({c.kernel for c in found.calls})
     if not names:
-        yield _fail("kernel-name", f"{fn} passes no kernel name to an exec_*_kernel call", rel, line)
+        yield _fail("kernel-name", f"{fn} passes no kernel name to an exec_*_kernel call", found.where.file, line)
         return
     shader_ops = sources.shader_ops
-    metal_texts = {p: p.read_text(encoding="utf-8") for p in (worktree_root / KERNELS_DIR)
-                   .glob("*.metal")}
+    metal_texts = {p: p.read_text(encoding="utf-8") for p in (worktree_root / KERNELS_DIR).glob("*.metal")}
     for name in names:
         registered = {s.args[0] for s in shader_ops if s.name == name and s.args}
         missing = [t for t in plan.dtypes if t not in registered]
@@ -296,7 +314,7 @@ def check_contract(base_root: Path, worktree_root: Path, plan: PortPlan) -> list
     changes = _changes(base_root, worktree_root)
     failures: list[Failure] = []
     failures += _registry_checks(worktree_root, plan)
-    failures += _stub_checks(worktree_root, plan)
+    failures += _stub_checks(worktree_root, plan, changes)
     failures += _legacy_checks(worktree_root, plan)
     failures += _xfail_checks(base_root, worktree_root, changes, plan)
     failures += _path_checks(changes, plan)

@@ -132,6 +132,8 @@ def _kernel_edit(texts: _Texts, plan: PortPlan, root: Path, functor_source: str 
 
 
 def _host_edit(texts: _Texts, plan: PortPlan, root: Path) -> None:
+    if plan.stub_registered_at:
+        return  # registered natively already (maybe by a macro); a second registration is a link error
     if plan.host_file and plan.stub:
         text = texts.get(plan.host_file)
         if text is not None and re.search(rf"REGISTER_DISPATCH\(\s*{re.escape(plan.stub)}\s*,", text):
@@ -146,7 +148,18 @@ def _host_edit(texts: _Texts, plan: PortPlan, root: Path) -> None:
     texts.texts[plan.host_file] = format_snippet(new, root, plan.host_file) if text is None else new
 
 
+def _legacy_registration_edit(texts: _Texts, plan: PortPlan) -> None:
+    """Drop each MPSGraph registration line the plan replaces (gone already: nothing to do)."""
+    for rel, line, text in plan.legacy_registrations:
+        lines = texts.require(rel).splitlines(keepends=True)
+        at = [i for i, t in enumerate(lines) if t.rstrip("\r\n") == text]
+        if at:
+            nearest = min(at, key=lambda i: abs(i + 1 - line))
+            texts.texts[rel] = "".join(lines[:nearest] + lines[nearest + 1:])
+
+
 def _legacy_edit(texts: _Texts, plan: PortPlan) -> None:
+    _legacy_registration_edit(texts, plan)
     for rel, name in plan.legacy_all:
         text = texts.require(rel)
         if has_legacy(text, name):

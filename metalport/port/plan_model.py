@@ -84,6 +84,16 @@ class PortPlan:
     # Entries whose dtype list the port only partly covers: (list, key, line, dtypes kept), e.g.
     # ("UNIMPLEMENTED_XFAILLIST", "hypot", 12, ("complex64",)); the list is narrowed to those.
     xfail_narrowed: tuple[tuple[str, str, int, tuple[str, ...]], ...] = ()
+    # Stub routing (checkout.routing): every stub the op's CPU kernel calls, each of which must be
+    # registered for MPS exactly once after the port; `stub` is the first of them. `stub_route` is
+    # the route in one line, `stub_args` the arguments the kernel passes the stub (`("-alpha",)`).
+    stubs: tuple[str, ...] = ()
+    stub_route: str | None = None
+    stub_args: tuple[str, ...] = ()
+    # An existing native registration of `stub` the port keeps ("file:line"), and the MPSGraph
+    # registrations of the route's stubs it removes: (file, line, text of the line).
+    stub_registered_at: str | None = None
+    legacy_registrations: tuple[tuple[str, int, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.needs_llm != (self.functor_step != "table"):
@@ -125,4 +135,8 @@ class PortPlan:
         values["xfail_entries"] = tuple(tuple(x) for x in data.get("xfail_entries", ()))
         values["xfail_narrowed"] = tuple((str(a), str(b), int(c), tuple(d))
                                          for a, b, c, d in data.get("xfail_narrowed", ()))
+        for name in ("stubs", "stub_args"):
+            values[name] = tuple(data.get(name, ()))
+        values["legacy_registrations"] = tuple((str(f), int(n), str(t))
+                                               for f, n, t in data.get("legacy_registrations", ()))
         return cls(**values)

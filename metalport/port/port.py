@@ -24,6 +24,7 @@ from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan, Ro
 from metalport.port.resolve import Resolution, host_line, mps_only_lines, resolve_op
 from metalport.backlog.model import Family, Status
 from metalport.checkout.layout import Checkout
+from metalport.checkout.sources import ImplKind
 from metalport.errors import PipelineError, RecipeError
 
 __all__ = ["PortPlan", "Resolution", "RowChange", "apply_port", "plan_port", "resolve_op"]
@@ -179,13 +180,13 @@ class _Parts:
         return self.functor_step != "table"
 
 
-def _table_parts(checkout: Checkout, recipe: FunctorRecipe) -> _Parts:
-    decl = _stub_declaration(checkout, recipe.stub)
+def _table_parts(checkout: Checkout, recipe: FunctorRecipe, stub: str) -> _Parts:
+    decl = _stub_declaration(checkout, stub)
     rp = plan_recipe(recipe.op, stub=decl, xfail_keys=())
     if rp.host_stub is None:
         raise RecipeError(f"the recipe for {recipe.op} has no host stub", hint="fix the recipe table")
     return _Parts("table", rp.kernel_file, rp.functor, rp.functor_source, rp.dtypes, rp.registrations,
-                  rp.host_file, rp.macro, recipe.stub, decl.header, decl.params, rp.host_stub.family)
+                  rp.host_file, rp.macro, stub, decl.header, decl.params, rp.host_stub.family)
 
 
 def _llm_parts(checkout: Checkout, res: Resolution) -> _Parts:
@@ -224,18 +225,21 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
                             location=res.mps_impl, hint="pass --force to plan it anyway")
     rows = plan_rows(res)
     recipe = recipe_table().get(res.op)
-    parts = _table_parts(checkout, recipe) if recipe is not None else _llm_parts(checkout, res)
+    stub = res.route.stub if res.route else recipe.stub if recipe else res.stub
+    parts = _table_parts(checkout, recipe, stub) if recipe is not None else _llm_parts(checkout, res)
     if parts.kernel_file and (existing := _existing_kernel_file(res)):
         parts = replace(parts, kernel_file=existing)
-    if res.registration is not None:
-        parts = replace(parts, host_file=res.registration.where.file)  # registered already: no second one
-        register = f"REGISTER_DISPATCH({res.registration.stub}, &{res.registration.kernel});"
+    kept = next((r for r in res.registrations if r.stub == parts.stub and r.kind is not ImplKind.GRAPH), None)
+    if kept is not None:
+        parts = replace(parts, host_file=kept.where.file)  # registered natively already: no second one
+        register = f"REGISTER_DISPATCH({kept.stub}, &{kept.kernel});"
     else:
         register = (f"REGISTER_DISPATCH({parts.stub}, &{res.op}_mps_kernel);"
                     if parts.stub and parts.host_file else None)
+    legacy_regs = _legacy_registrations(checkout, res)
     legacy = tuple((f.where.file, f.name) for f in res.legacy)
     xfail_entries, xfail_narrowed = _xfails(res, parts.dtypes)
-    allowed = {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy)}
+    allowed = {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs)}
     allowed |= {p for p in (parts.kernel_file, parts.host_file) if p}
     return PortPlan(
         op=res.op, status=res.status.value, family=res.family.value, rows=rows,
@@ -249,4 +253,20 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
         functor_step=parts.functor_step, macro=parts.macro, stub=parts.stub, stub_header=parts.stub_header,
         stub_params=parts.stub_params, host_family=parts.host_family, legacy_others=legacy[1:],
         xfail_entries=xfail_entries, xfail_narrowed=xfail_narrowed,
+        stubs=res.route.stubs if res.route else ((parts.stub,) if parts.stub else ()),
+        stub_route=res.route.describe() if res.route else None,
+        stub_args=res.route.calls[0].args if res.route else (),
+        stub_registered_at=str(kept.where) if kept else None, legacy_registrations=legacy_regs,
     )
+
+
+def _legacy_registrations(checkout: Checkout, res: Resolution) -> tuple[tuple[str, int, str], ...]:
+    """(file, line, text) of each MPSGraph registration of the route's stubs: the port replaces it
+    (a macro-made one, `REGISTER_MPS_UNARY_STUB(acosh, acosh);`, goes as its invocation line)."""
+    out = []
+    for reg in res.registrations:
+        if reg.kind is not ImplKind.GRAPH:
+            continue
+        lines = (checkout.root / reg.where.file).read_text(encoding="utf-8").splitlines()
+        out.append((reg.where.file, reg.where.line, lines[reg.where.line - 1]))
+    return tuple(out)

@@ -1,7 +1,8 @@
 """`resolve_op`: everything the tree says about one op before it is planned.
 
-Its registry rows, backlog status and family, the dispatch stub, the current MPS implementation
-(the `.mm` functions its `MPS: *_mps` rows name) and its xfail/skip entries in common_mps.py.
+Its registry rows, backlog status and family, the stub route (which dispatch stubs its CPU kernel
+calls, `checkout.routing`), the current MPS implementation (the `.mm` functions its `MPS: *_mps`
+rows name, or the stub's registration) and its xfail/skip entries in common_mps.py.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from metalport.backlog.model import BacklogItem, Family, Status
 from metalport.backlog.scan import scan_backlog
 from metalport.checkout.layout import Checkout
+from metalport.checkout.routing import StubRoute
 from metalport.checkout.sources import MpsFunction, Registration, Sources, XfailEntry, scan_sources
 from metalport.errors import UnknownOpError
 from metalport.registry.index import load_registry
@@ -36,6 +38,13 @@ class Resolution:
     xfails: tuple[XfailEntry, ...]
     registry: Registry
     sources: Sources
+    route: StubRoute | None = None  # the stubs the op's CPU kernel calls (`sub_out` -> add_stub)
+
+    @property
+    def registrations(self) -> tuple[Registration, ...]:
+        """Every existing MPS registration of a stub the route calls (macro-made ones included)."""
+        stubs = self.route.stubs if self.route else ((self.stub,) if self.stub else ())
+        return tuple(r for s in stubs for r in self.sources.registrations_of(s))
 
     def to_dict(self) -> dict[str, object]:
         """A compact JSON-ready summary (no registry or source texts)."""
@@ -46,6 +55,8 @@ class Resolution:
                      for e in self.entries],
             "legacy": [{"name": f.name, "kind": f.kind.value, "where": str(f.where)} for f in self.legacy],
             "registration": str(self.registration.where) if self.registration else None,
+            "route": self.route.describe() if self.route else None,
+            "stubs": list(self.route.stubs) if self.route else [],
             "xfails": [{"list": x.list_name, "key": x.op, "line": x.where.line,
                         "dtypes": list(x.dtypes) if x.dtypes is not None else None} for x in self.xfails],
         }
@@ -90,6 +101,6 @@ def resolve_op(checkout: Checkout, op: str, *, registry: Registry | None = None)
     return Resolution(
         op=found.name, entries=found.entries, status=item.status, family=item.family, stub=item.stub,
         mps_impl=item.mps_impl, mps_kernels=specific, legacy=legacy, registration=registration,
-        xfails=item.xfail, registry=registry, sources=sources,
+        xfails=item.xfail, registry=registry, sources=sources, route=sources.route_op(found, registry),
     )
 

@@ -78,4 +78,5 @@ def test_macro_made_and_split_line_functions(tmp_path: Path) -> None:
     (checkout.mps_operations / "Extra.mm").write_text(MACRO_MM)
     src = scan_sources(checkout)
     extra = [(f.name, f.kind, f.impl_func, f.where.line) for f in src.functions if f.where.file.endswith("Extra.mm")]
-    assert extra == [("div_out_mode_mps", ImplKind.GRAPH, True, 16), ("minimum_out_mps", ImplKind.GRAPH, True, 14)]
+    assert extra == [("run_graph_op", ImplKind.GRAPH, False, 3), ("minimum_out_mps", ImplKind.GRAPH, True, 14),
+                     ("div_out_mode_mps", ImplKind.GRAPH, True, 16)]

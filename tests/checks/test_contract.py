@@ -90,7 +90,7 @@ def test_a_second_registration_fails_stub(base: Checkout, plan: PortPlan, ported
 
 def test_an_undeclared_stub_fails_stub(base: Checkout, plan: PortPlan, ported: Path) -> None:
     _edit(ported, HOST, lambda t: t.replace("REGISTER_DISPATCH(heaviside_stub", "REGISTER_DISPATCH(wobble_stub"))
-    failures = check_contract(base.root, ported, dataclasses.replace(plan, stub="wobble_stub"))
+    failures = check_contract(base.root, ported, dataclasses.replace(plan, stub="wobble_stub", stubs=("wobble_stub",)))
     assert [f.message for f in failures] == [
         "[stub] wobble_stub is not declared (no DECLARE_DISPATCH in the tree or the wheel's headers)"]
 

@@ -1,0 +1,267 @@
+"""Stub routing: which dispatch stub(s) an op's CPU/CUDA kernel calls, read from the CPU side.
+
+A structured op's MPS port registers a stub, and the stub that matters is the one the shared
+kernel calls, not the one named after the op: `sub_out` calls `add_stub` with `-alpha`, `sgn_out`
+calls `sign_stub` for real dtypes and `sgn_stub` for complex ones, and
+`special_chebyshev_polynomial_t_out` calls `chebyshev_polynomial_t_stub`. `read_routes` reads
+that from `TORCH_IMPL_FUNC(x_out)` and plain `x_out` functions in `aten/src/ATen/native/*.cpp`
+(macros expanded). A tree without the `.cpp` (a wheel workspace) gets routes guessed from the
+`DECLARE_DISPATCH` names of the ATen headers, marked `assumed`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from metalport.checkout.cpp import Function, Unit, read_unit
+from metalport.registry.model import Entry, Op, Registry
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
+_IF = re.compile(r"\bif\s*\(")
+_OPENS_IF = re.compile(r"\s*(?:else\s+)?if\s*\(")
+_COMPLEX = re.compile(r"\bis_complex\s*\(\s*\)|isComplexType\s*\(")
+_SUFFIXES = re.compile(r"(_out|_cpu|_cuda|_kernel|_impl)+$")
+
+
+@dataclass(frozen=True)
+class StubCall:
+    """One call of a stub in a kernel's body.
+
+    `dtypes` says when the call runs: "all" (unconditional), "complex" / "real" (under an
+    `is_complex()` test or its `else`), or "some" (another condition, e.g. `decimals != 0`).
+    `args` are the arguments after the device type and iterator (`("-alpha",)`).
+    """
+
+    stub: str
+    dtypes: str
+    condition: str | None
+    args: tuple[str, ...]
+    file: str
+    line: int
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class StubRoute:
+    """The stubs `kernel` (`sgn_out`) calls, in the order a port must register them.
+
+    `assumed` routes were not read from a kernel body: `file`/`line` then name the
+    DECLARE_DISPATCH (or are None for a ufunc-generated kernel) and `reason` says why.
+    """
+
+    kernel: str
+    calls: tuple[StubCall, ...]
+    assumed: bool
+    file: str | None
+    line: int | None
+    reason: str | None = None
+
+    @property
+    def stub(self) -> str:
+        """The stub a port registers first: unconditional, then real-dtype, then the rest."""
+        return self.calls[0].stub
+
+    @property
+    def stubs(self) -> tuple[str, ...]:
+        """Every distinct stub the kernel calls, in registration order."""
+        return tuple(dict.fromkeys(c.stub for c in self.calls))
+
+    @property
+    def where(self) -> str | None:
+        return f"{self.file}:{self.line}" if self.file else None
+
+    def describe(self) -> str:
+        """One line: `sgn_out calls sign_stub (real), sgn_stub (complex) [UnaryOps.cpp:747]`."""
+        parts = []
+        for c in self.calls:
+            note = [] if c.dtypes == "all" else [c.dtypes if c.dtypes != "some" else f"if {c.condition}"]
+            note += [f"with {', '.join(c.args)}"] if c.args and c.args != ("alpha",) else []
+            parts.append(f"{c.stub} ({'; '.join(note)})" if note else c.stub)
+        where = f" ({'assumed: ' + self.reason if self.assumed else self.where})"
+        return f"{self.kernel} calls {', '.join(parts)}{where}"
+
+
+_ORDER = {"all": 0, "real": 1, "some": 2, "complex": 3}
+
+
+def _split_args(text: str) -> list[str]:
+    depth, cur, out = 0, "", []
+    for ch in text:
+        depth += ch in "([{<" and 1 or ch in ")]}>" and -1 or 0
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return [a for a in (*out, cur.strip()) if a]
+
+
+def _close(code: str, at: int) -> int:
+    depth = 0
+    for i in range(at, len(code)):
+        depth += code[i] == "(" and 1 or code[i] == ")" and -1 or 0
+        if depth == 0 and code[i] == ")":
+            return i
+    return len(code)
+
+
+def _cond_text(unit: Unit, paren: int) -> str:
+    return re.sub(r"\s+", " ", unit.text[paren + 1:_close(unit.code, paren)]).strip()
+
+
+def _if_ending_at(unit: Unit, body_start: int, end: int) -> str | None:
+    """The condition of the `if` whose then-branch ends at `end` (a `}` or `;`)."""
+    code = unit.code
+    if code[end] == "}":
+        depth, i = 0, end
+        while i > body_start:
+            depth += code[i] == "}" and 1 or code[i] == "{" and -1 or 0
+            if depth == 0:
+                break
+            i -= 1
+        end = i
+    iff = list(_IF.finditer(code, body_start, end))
+    return _cond_text(unit, iff[-1].end() - 1) if iff else None
+
+
+def _branch(unit: Unit, body_start: int, head_start: int, head_end: int) -> tuple[str, str | None] | None:
+    """(dtypes, condition) when the code at head_start:head_end opens an `if` or `else` branch."""
+    head = unit.code[head_start:head_end]
+    opens_if = _OPENS_IF.match(head)
+    if opens_if:
+        cond = _cond_text(unit, head_start + opens_if.end() - 1)
+        return _dtypes_of(cond), cond
+    if head.lstrip().startswith("else"):
+        cond = _if_ending_at(unit, body_start, head_start - 1) if head_start > body_start else None
+        if cond is None:
+            return "some", None
+        return {"complex": "real", "real": "complex"}.get(_dtypes_of(cond), "some"), f"!({cond})"
+    return None
+
+
+def _statement_start(code: str, body_start: int, at: int) -> int:
+    return max(body_start, *(code.rfind(c, body_start, at) + 1 for c in ";{}"))
+
+
+def _condition(unit: Unit, body_start: int, at: int) -> tuple[str, str | None]:
+    """(dtypes, condition) of the innermost `if` / `else` around `at` in a function body."""
+    code = unit.code
+    start = _statement_start(code, body_start, at)
+    found = _branch(unit, body_start, start, at)
+    if found is not None:
+        return found
+    depth, i = 0, start
+    while i > body_start:
+        i -= 1
+        if code[i] == "}":
+            depth += 1
+        elif code[i] == "{":
+            if depth:
+                depth -= 1
+                continue
+            head_start = _statement_start(code, body_start, i)
+            found = _branch(unit, body_start, head_start, i)
+            if found is not None:
+                return found
+            i = head_start
+    return "all", None
+
+
+def _dtypes_of(cond: str) -> str:
+    if _COMPLEX.search(cond):
+        negated = cond.lstrip().startswith("!")
+        return "real" if negated else "complex"
+    return "some"
+
+
+def _calls(unit: Unit, fn: Function, stubs: set[str]) -> list[StubCall]:
+    code = unit.code
+    found = []
+    for m in _WORD.finditer(code, fn.body_start, fn.body_end):
+        name = m.group(0)
+        if name not in stubs and not name.endswith("_stub"):
+            continue
+        if code[m.start() - 1] in ".>":
+            continue  # a member, not the stub
+        after = code[m.end():m.end() + 40].lstrip()
+        args: tuple[str, ...] = ()
+        if after.startswith("("):
+            opened = code.index("(", m.end())
+            args = tuple(_split_args(unit.text[opened + 1:_close(code, opened)])[2:])
+        dtypes, cond = _condition(unit, fn.body_start + 1, m.start())
+        file, line = unit.origin(m.start())
+        found.append(StubCall(name, dtypes, cond, args, file, line))
+    return found
+
+
+def read_routes(cpp_files: Iterable[Path], root: Path, declared: Iterable[str]) -> tuple[StubRoute, ...]:
+    """The route of every function in `cpp_files` that calls a stub (a `declared` name or `*_stub`)."""
+    stubs = set(declared)
+    routes = []
+    for path in cpp_files:
+        unit = read_unit(path, root)
+        for fn in unit.functions:
+            calls = _calls(unit, fn, stubs)
+            if calls:
+                calls.sort(key=lambda c: _ORDER[c.dtypes])
+                routes.append(StubRoute(fn.name, tuple(calls), False, fn.file, fn.line))
+    return tuple(routes)
+
+
+def assumed_route(kernel: str, op: str, declared: dict[str, tuple[str, int]], *,
+                  ufunc: bool = False) -> StubRoute | None:
+    """A route guessed from names when no kernel body says: `<kernel without _out>_stub`,
+    `<op>_stub`, `<op without special_>_stub`, whichever is declared (`declared`: stub -> file, line).
+
+    A ufunc kernel (`add_out`, generated from `ufunc_inner_loop`) calls `<op>_stub` by construction.
+    """
+    base = _SUFFIXES.sub("", kernel)
+    for name in dict.fromkeys([base, op, op.lstrip("_"), op.removeprefix("special_"),
+                               base.removeprefix("special_")]):
+        stub = f"{name}_stub"
+        if stub in declared:
+            file, line = declared[stub]
+            reason = ("ufunc_inner_loop kernels call <op>_stub" if ufunc else
+                      f"no body of {kernel} in the tree; the stub is named after it")
+            return StubRoute(kernel, (StubCall(stub, "all", None, (), file, line),), True,
+                             None if ufunc else file, None if ufunc else line, reason)
+    return None
+
+
+@lru_cache(maxsize=4)
+def _registry_lines(text: str) -> tuple[str, ...]:
+    return tuple(text.splitlines())
+
+
+def _is_ufunc(entry: Entry, lines: tuple[str, ...]) -> bool:
+    return any(line.strip().startswith("ufunc_inner_loop:")
+               for line in lines[entry.span.start - 1:entry.span.end])
+
+
+def route_op(op: Op, registry: Registry, routes: dict[str, StubRoute],
+             declared: dict[str, tuple[str, int]]) -> StubRoute | None:
+    """The route of `op`: of its first entry (`.out` overloads first) whose CPU (else CUDA) kernel has
+    a body in `routes` (kernel -> route), else one assumed from names (see `assumed_route`)."""
+    entries = sorted(op.entries, key=lambda e: (not e.overload.startswith("out"), e.span.start))
+    kernels = [(e, d.kernel) for e in entries if (d := e.kernel_for("CPU") or e.kernel_for("CUDA"))]
+    for _, kernel in kernels:
+        if kernel in routes:
+            return routes[kernel]
+    lines = _registry_lines(registry.text)
+    for entry in entries:
+        if entry.structured and _is_ufunc(entry, lines):
+            found = assumed_route(f"{entry.base}_out", op.name, declared, ufunc=True)
+            if found is not None:
+                return found
+    for _, kernel in kernels:
+        found = assumed_route(kernel, op.name, declared)
+        if found is not None:
+            return found
+    return assumed_route(op.name, op.name, declared) if not kernels else None

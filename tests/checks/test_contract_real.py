@@ -1,0 +1,90 @@
+"""Stub routing in the plan and the contract, on real upstream files (METALPORT_REAL_TREE).
+
+acosh is registered upstream by `REGISTER_MPS_UNARY_STUB(acosh, acosh);` (UnaryOps.mm:176, an
+MPSGraph kernel): a port replaces that registration, and one that adds a second fails. `sub_out`
+calls `add_stub` with `-alpha` (BinaryOps.cpp:448), and nothing calls `sub_stub`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from metalport.checkout import Checkout
+from metalport.checks.contract import check_contract
+from metalport.port.port import PortPlan, apply_port, plan_port
+from tests.recipes.porting import clone, read, write
+
+UNARY_OPS = "aten/src/ATen/native/mps/operations/UnaryOps.mm"
+UNARY_HOST = "aten/src/ATen/native/mps/operations/UnaryKernel.mm"
+BINARY_HOST = "aten/src/ATen/native/mps/operations/BinaryKernel.mm"
+
+
+@pytest.fixture(scope="module")
+def acosh(real_tree_workspace: Checkout) -> PortPlan:
+    return plan_port(real_tree_workspace, "acosh")
+
+
+def _stub_failures(base: Checkout, worktree: Path, plan: PortPlan) -> list[str]:
+    return [f"{f.file}:{f.line}: {f.message}" for f in check_contract(base.root, worktree, plan)
+            if f.message.startswith("[stub]")]
+
+
+def test_acosh_plan_replaces_the_graph_registration(acosh: PortPlan) -> None:
+    assert (acosh.status, acosh.stub, acosh.stubs) == ("mps-graph-stub", "acosh_stub", ("acosh_stub",))
+    assert acosh.legacy_registrations == ((UNARY_OPS, 176, "REGISTER_MPS_UNARY_STUB(acosh, acosh);"),)
+    assert acosh.stub_registered_at is None and UNARY_OPS in acosh.allowed_paths
+    assert acosh.stub_route == "acosh_out calls acosh_stub (aten/src/ATen/native/UnaryOps.cpp:322)"
+
+
+def test_acosh_port_keeps_one_registration(real_tree_workspace: Checkout, acosh: PortPlan, tmp_path: Path) -> None:
+    worktree = clone(real_tree_workspace, tmp_path / "wt")
+    apply_port(acosh, worktree)
+    assert "REGISTER_MPS_UNARY_STUB(acosh, acosh);" not in read(worktree, UNARY_OPS)
+    assert "REGISTER_MPS_UNARY_STUB(asinh, asinh);" in read(worktree, UNARY_OPS)
+    assert _stub_failures(real_tree_workspace, worktree, acosh) == []
+
+
+def test_a_second_registration_beside_the_macro_fails(real_tree_workspace: Checkout, acosh: PortPlan,
+                                                      tmp_path: Path) -> None:
+    worktree = clone(real_tree_workspace, tmp_path / "wt")
+    apply_port(acosh, worktree)
+    write(worktree, UNARY_OPS, read(real_tree_workspace.root, UNARY_OPS))  # the macro registration is back
+    failures = _stub_failures(real_tree_workspace, worktree, acosh)
+    assert len(failures) == 1
+    assert failures[0].startswith(f"{UNARY_OPS}:176: [stub] acosh_stub must be registered for MPS exactly once, "
+                                  f"found 2 ({UNARY_HOST}:")
+    assert failures[0].endswith(f", {UNARY_OPS}:176 by REGISTER_MPS_UNARY_STUB): a link error")
+
+
+def test_sub_registers_the_stub_sub_out_calls(real_tree_workspace: Checkout) -> None:
+    plan = plan_port(real_tree_workspace, "sub")
+    assert (plan.stub, plan.stubs, plan.stub_args) == ("add_stub", ("add_stub",), ("-alpha",))
+    assert plan.register_dispatch is not None and plan.register_dispatch.startswith("REGISTER_DISPATCH(add_stub,")
+
+
+def test_a_registration_nothing_calls_fails(real_tree_workspace: Checkout, tmp_path: Path) -> None:
+    plan = plan_port(real_tree_workspace, "sub")
+    worktree = clone(real_tree_workspace, tmp_path / "wt")
+    apply_port(plan, worktree)
+    host = read(worktree, BINARY_HOST)
+    write(worktree, BINARY_HOST, host.replace("REGISTER_DISPATCH(add_stub,", "REGISTER_DISPATCH(sub_stub,"))
+    failures = _stub_failures(real_tree_workspace, worktree, plan)
+    assert failures[0] == (f"{BINARY_HOST}:None: [stub] add_stub must be registered for MPS exactly once, found 0; "
+                           "sub_out calls add_stub (with -alpha) (aten/src/ATen/native/BinaryOps.cpp:445)")
+    line = next(i for i, t in enumerate(read(worktree, BINARY_HOST).splitlines(), 1)
+                if "REGISTER_DISPATCH(sub_stub," in t)
+    assert failures[1] == (f"{BINARY_HOST}:{line}: [stub] nothing calls sub_stub, yet the port registers it; "
+                           "sub_out calls add_stub (with -alpha) (aten/src/ATen/native/BinaryOps.cpp:445)")
+    assert len(failures) == 2
+
+
+def test_sgn_needs_both_stubs_its_kernel_calls(real_tree_workspace: Checkout, tmp_path: Path) -> None:
+    plan = plan_port(real_tree_workspace, "sgn")
+    assert (plan.stub, plan.stubs) == ("sign_stub", ("sign_stub", "sgn_stub"))
+    worktree = clone(real_tree_workspace, tmp_path / "wt")
+    apply_port(plan, worktree)
+    assert _stub_failures(real_tree_workspace, worktree, plan) == [
+        f"{plan.host_file}:None: [stub] sgn_stub must be registered for MPS exactly once, found 0; "
+        "sgn_out calls sign_stub (real), sgn_stub (complex) (aten/src/ATen/native/UnaryOps.cpp:747)"]
