@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metalport.checkout.layout import Checkout
-from metalport.checkout.sources import scan_sources
+from metalport.checkout.sources import ImplKind, scan_sources
 from metalport.errors import MetalportError
 from metalport.registry.model import load_registry
 
@@ -55,6 +55,8 @@ def find_host_code(checkout_root: Path, base: str) -> HostCode:
         if fn is None:
             return HostCode(None, str(reg.where),
                             f"{name}, registered for {stub}, is not defined in {reg.where.file}")
+        if not fn.calls and fn.kind is ImplKind.GRAPH:
+            return HostCode(None, str(fn.where), f"{stub} is registered with the MPSGraph kernel {name} ({fn.where})")
         if not fn.calls:
             return HostCode(None, str(fn.where), f"{name} ({fn.where}) calls no exec_unary/binary/ternary_kernel")
         return HostCode(fn.calls[0].kernel, str(fn.where))
