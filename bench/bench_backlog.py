@@ -1,7 +1,8 @@
 """Bench: `scan_backlog` on a wheel workspace against `torchgen.gen.parse_native_yaml` on the same file.
 
 Prints a table of medians (of 5) and their ratio. torchgen caches by path, so each of its runs
-parses a fresh copy. Run: `python bench/bench_backlog.py`.
+parses a fresh copy. With METALPORT_REAL_TREE set, also the scan of real `.mm`/`.cpp` files laid
+over a workspace, cold (pcpp on every file) and warm. Run: `python bench/bench_backlog.py`.
 """
 
 from __future__ import annotations
@@ -48,10 +49,35 @@ def main() -> None:
             ("metalport load_registry", _median_s(lambda i: load_registry(checkout.native_functions))),
             ("metalport scan_backlog (full)", _median_s(lambda i: scan_backlog(checkout))),
         ]
+        rows += _real_tree_rows(Path(tmp))
     base = rows[0][1]
     print(f"{'step':32} {'median_s':>9} {'ratio':>7}")
     for name, median in rows:
         print(f"{name:32} {median:9.3f} {median / base:6.2f}x")
+
+
+def _real_tree_rows(tmp: Path) -> list[tuple[str, float]]:
+    """`scan_backlog` on METALPORT_REAL_TREE laid over a wheel workspace: cold (every `.mm`/`.cpp`
+    through pcpp) and warm (units memoised); none when the variable is unset."""
+    import os
+
+    from metalport.backlog import scan_backlog
+    from metalport.checkout import init_workspace
+    from metalport.checkout.cpp import forget_units
+
+    tree = os.environ.get("METALPORT_REAL_TREE")
+    if not tree:
+        print("METALPORT_REAL_TREE unset: no real-tree rows")
+        return []
+    checkout = init_workspace(tmp / "real")
+    shutil.copytree(tree, checkout.root, dirs_exist_ok=True)
+
+    def cold(_: int) -> object:
+        forget_units()
+        return scan_backlog(checkout)
+
+    return [("scan_backlog real tree (cold)", _median_s(cold)),
+            ("scan_backlog real tree (warm)", _median_s(lambda i: scan_backlog(checkout)))]
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "3 when another sweep holds the repository's lock.")
     parser.add_argument("--repo", type=Path, default=None, help="PyTorch checkout (default: the enclosing one)")
     parser.add_argument("--status", type=_choice_list([s.value for s in Status]), action="extend",
-                        help="backlog statuses to take (default: missing,mps-graph)")
+                        help="backlog statuses to take (default: missing,mps-graph,mps-graph-stub)")
     parser.add_argument("--family", type=_choice_list([f.value for f in Family]), action="extend",
                         help="only ops of these families (comma-separated)")
     parser.add_argument("--limit", type=_positive, default=None, help="start at most N runs")
@@ -94,7 +94,7 @@ def run_command(args: argparse.Namespace) -> int:
     if args.github_repo:
         github = GitHubClient.from_env(args.github_api, args.github_repo, os.environ)
     options = SweepOptions(
-        repo_root=root, statuses=tuple(args.status or ("missing", "mps-graph")), families=tuple(args.family or ()),
+        repo_root=root, statuses=tuple(args.status or SweepOptions.statuses), families=tuple(args.family or ()),
         limit=args.limit, concurrency=args.concurrency or default_concurrency(args.executor),
         max_open=args.max_open, model=args.model, executor=args.executor, retry_rejected=args.retry_rejected,
         retry_failed=args.retry_failed, resume_interrupted=not args.no_resume,

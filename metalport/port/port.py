@@ -30,7 +30,7 @@ from metalport.errors import PipelineError, RecipeError
 __all__ = ["PortPlan", "Resolution", "RowChange", "apply_port", "plan_port", "resolve_op"]
 
 _ALREADY_NATIVE = (Status.SHARED, Status.COMPOSITE)
-_MIGRATING = (Status.MPS_GRAPH, Status.MPS_UNKNOWN, Status.MPS_METAL)
+_MIGRATING = (Status.MPS_GRAPH, Status.MPS_GRAPH_STUB, Status.MPS_UNKNOWN, Status.MPS_METAL)
 # Backlog family -> (host template, kernel file, host file, registration macro) for ops the
 # table does not know; the LLM writes the functor.
 _BY_FAMILY = {

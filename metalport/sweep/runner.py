@@ -32,7 +32,7 @@ class SweepOptions:
     """What to sweep and how; see `metalport sweep --help` for each field's flag."""
 
     repo_root: Path
-    statuses: tuple[str, ...] = ("missing", "mps-graph")
+    statuses: tuple[str, ...] = ("missing", "mps-graph", "mps-graph-stub")
     families: tuple[str, ...] = ()
     limit: int | None = None  # most runs to start
     concurrency: int = 1  # runs at once (K)
