@@ -148,8 +148,14 @@ def _lines(expanded: str, rel: str, root: Path) -> tuple[str, list[int], list[tu
     return "\n".join(out), starts, origins
 
 
-def _match(code: str, at: int, open_ch: str, close_ch: str) -> int:
-    """Offset just past the bracket closing the one at `at` (len(code) if unbalanced)."""
+_PAIRS = {"(": ")", "{": "}", "[": "]"}
+
+
+def closing(code: str, at: int) -> int:
+    """Offset of the bracket closing the `(`, `{` or `[` at `at` (len(code) if unbalanced); `code`
+    has comments and literals blanked (`Unit.code`)."""
+    open_ch = code[at]
+    close_ch = _PAIRS[open_ch]
     depth = 0
     for i in range(at, len(code)):
         ch = code[i]
@@ -158,8 +164,12 @@ def _match(code: str, at: int, open_ch: str, close_ch: str) -> int:
         elif ch == close_ch:
             depth -= 1
             if depth == 0:
-                return i + 1
+                return i
     return len(code)
+
+
+def _match(code: str, at: int) -> int:
+    return min(closing(code, at) + 1, len(code))
 
 
 def _open_paren(code: str, close: int) -> int:
@@ -204,14 +214,14 @@ def _scan(code: str) -> list[tuple[str, bool, int, int, int]]:
         if ch in ";}":
             head_start = i + 1
         elif ch == "(":
-            i = _match(code, i, "(", ")")
+            i = _match(code, i)
             continue
         elif ch == "{":
             head = code[head_start:i]
             if _NAMESPACE.search(head):
                 head_start = i + 1  # namespace scope continues inside
             else:
-                end = _match(code, i, "{", "}")
+                end = _match(code, i)
                 made = _definition(code, head_start, i)
                 if made is not None:
                     found.append((made[0], made[1], made[2], i, end))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from metalport.checkout.cpp import Function, Unit, read_unit
+from metalport.checkout.cpp import Function, Unit, closing, read_unit
 from metalport.registry.model import Entry, Op, Registry
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -103,17 +103,8 @@ def _split_args(text: str) -> list[str]:
     return [a for a in (*out, cur.strip()) if a]
 
 
-def _close(code: str, at: int) -> int:
-    depth = 0
-    for i in range(at, len(code)):
-        depth += code[i] == "(" and 1 or code[i] == ")" and -1 or 0
-        if depth == 0 and code[i] == ")":
-            return i
-    return len(code)
-
-
 def _cond_text(unit: Unit, paren: int) -> str:
-    return re.sub(r"\s+", " ", unit.text[paren + 1:_close(unit.code, paren)]).strip()
+    return re.sub(r"\s+", " ", unit.text[paren + 1:closing(unit.code, paren)]).strip()
 
 
 def _if_ending_at(unit: Unit, body_start: int, end: int) -> str | None:
@@ -194,7 +185,7 @@ def _calls(unit: Unit, fn: Function, stubs: set[str]) -> list[StubCall]:
         args: tuple[str, ...] = ()
         if after.startswith("("):
             opened = code.index("(", m.end())
-            args = tuple(_split_args(unit.text[opened + 1:_close(code, opened)])[2:])
+            args = tuple(_split_args(unit.text[opened + 1:closing(code, opened)])[2:])
         dtypes, cond = _condition(unit, fn.body_start + 1, m.start())
         file, line = unit.origin(m.start())
         found.append(StubCall(name, dtypes, cond, args, file, line))

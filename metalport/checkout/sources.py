@@ -18,7 +18,7 @@ from functools import cached_property
 from enum import Enum
 from pathlib import Path
 
-from metalport.checkout.cpp import Function, Unit, read_unit
+from metalport.checkout.cpp import Function, Unit, closing, read_unit
 from metalport.checkout.layout import Checkout
 from metalport.checkout.routing import StubRoute, read_routes, route_op
 from metalport.errors import RepoError
@@ -204,12 +204,7 @@ def _exec_calls(unit: Unit, fn: Function) -> tuple[KernelCall, ...]:
     calls = []
     for m in _EXEC.finditer(unit.code, fn.body_start, fn.body_end):
         opened = m.end() - 1
-        depth, close = 0, opened
-        for close in range(opened, fn.body_end):
-            depth += unit.code[close] == "(" and 1 or unit.code[close] == ")" and -1 or 0
-            if depth == 0:
-                break
-        name = _STRING.search(unit.text, opened, close)
+        name = _STRING.search(unit.text, opened, min(closing(unit.code, opened), fn.body_end))
         if name is not None:
             file, line = unit.origin(m.start())
             calls.append(KernelCall(m.group(1), name.group(1), Where(file, line), fn.name))
