@@ -16,7 +16,7 @@ from pathlib import Path
 from metalport.checkout.layout import Checkout
 from metalport.checkout.sources import ImplKind, scan_sources
 from metalport.errors import MetalportError
-from metalport.registry.model import load_registry
+from metalport.registry.index import load_registry
 
 
 @dataclass(frozen=True)
