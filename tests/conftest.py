@@ -42,38 +42,10 @@ def _user_cache(tmp_path_factory: pytest.TempPathFactory):
         yield
 
 
-def overlay_real_tree(target: Path):
-    """A checkout at `target` holding the tree named by METALPORT_REAL_TREE: the tree itself when it
-    is a whole PyTorch checkout, else a wheel workspace with its files laid over (and committed).
-    Skips the calling test, with the reason, when the variable is unset or names no directory."""
-    import os
-    import shutil
-    import subprocess
-
-    from metalport.checkout import Checkout, init_workspace
-    from metalport.checkout.workspace import GIT_IDENTITY
-
-    named = os.environ.get("METALPORT_REAL_TREE")
-    if not named:
-        pytest.skip("METALPORT_REAL_TREE is unset: no real PyTorch tree to read")
-    tree = Path(named).expanduser().resolve()
-    if not tree.is_dir():
-        pytest.skip(f"METALPORT_REAL_TREE={named} is not a directory")
-    if (tree / "aten/src/ATen/native/native_functions.yaml").is_file():
-        return Checkout(tree)
-    checkout = init_workspace(target)
-    for path in sorted(p for p in tree.rglob("*") if p.is_file()):
-        dest = checkout.root / path.relative_to(tree)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, dest)
-    for argv in (["add", "-A"], ["commit", "-q", "-m", "real upstream files over the wheel workspace"]):
-        subprocess.run(["git", *GIT_IDENTITY, *argv], cwd=checkout.root, check=True, capture_output=True,
-                       timeout=120)
-    return checkout
-
-
 @pytest.fixture(scope="session")
 def real_tree_workspace(tmp_path_factory: pytest.TempPathFactory):
     """The real tree of METALPORT_REAL_TREE as a checkout (see `overlay_real_tree`); read-only by
-    convention: copy it (`overlay_real_tree(tmp_path)`) to edit."""
+    convention: to edit, take a copy (`tests.real_tree.overlay_real_tree(tmp_path, writable=True)`)."""
+    from tests.real_tree import overlay_real_tree
+
     return overlay_real_tree(tmp_path_factory.mktemp("real") / "workspace")

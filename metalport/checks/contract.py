@@ -158,7 +158,22 @@ def _stub_checks(worktree_root: Path, plan: PortPlan, changes: _Changes) -> Iter
                         f"{regs[0].kernel}", regs[0].where.file, regs[0].where.line)
         if regs and stub == plan.stub:
             yield from _kernel_name_checks(worktree_root, plan, sources, regs[0])
+            yield from _foreign_stub_check(plan, sources, regs[0])
     yield from _uncalled(plan, sources, changes)
+
+
+def _foreign_stub_check(plan: PortPlan, sources: Sources, reg: Registration) -> Iterator[Failure]:
+    """A kernel that calls another op's stub with a negated scalar (`sub_out`: `add_stub(..., -alpha)`)
+    relies on that op's computation: the kernel registered for `add_stub` must add, not run `sub`."""
+    owner = plan.stub.removesuffix("_stub") if plan.stub else ""
+    if not any(a.lstrip().startswith("-") for a in plan.stub_args) or owner == plan.op:
+        return
+    fn = sources.function(reg.kernel.split("::")[-1])
+    runs = sorted({c.kernel for c in fn.calls}) if fn else []
+    if runs and not all(k == owner or k.startswith(f"{owner}_") for k in runs):
+        yield _fail("stub", f"{plan.stub} is called with {', '.join(plan.stub_args)} ({plan.stub_route}), so the "
+                    f"kernel registered for it must compute {owner}; {fn.name if fn else reg.kernel} runs "
+                    f"{', '.join(repr(k) for k in runs)}", reg.where.file, reg.where.line)
 
 
 def _uncalled(plan: PortPlan, sources: Sources, changes: _Changes) -> Iterator[Failure]:

@@ -26,18 +26,23 @@ class HostCode:
     kernel: str | None
     where: str | None
     unmodelled: str | None = None
+    # What the op's CPU kernel passes the stub after the iterator, e.g. ("-alpha",) for sub_out ->
+    # add_stub: the registered kernel then sees the negated scalar.
+    stub_args: tuple[str, ...] = ()
 
 
-def _stub_of(checkout: Checkout, base: str) -> str:
-    """The first stub `base`'s CPU kernel calls (`<base>_stub` when the tree cannot say)."""
+def _stub_of(checkout: Checkout, base: str) -> tuple[str, tuple[str, ...]]:
+    """The first stub `base`'s CPU kernel calls and the arguments it passes after the iterator
+    (`<base>_stub`, none, when the tree cannot say)."""
+    fallback = (f"{base}_stub", ())
     if not checkout.native_functions.is_file():
-        return f"{base}_stub"
+        return fallback
     try:
         registry = load_registry(checkout.native_functions)
         route = scan_sources(checkout).route_op(registry.resolve(base), registry)
     except MetalportError:
-        return f"{base}_stub"
-    return route.stub if route else f"{base}_stub"
+        return fallback
+    return (route.stub, route.calls[0].args) if route else fallback
 
 
 def find_host_code(checkout_root: Path, base: str) -> HostCode:
@@ -46,7 +51,7 @@ def find_host_code(checkout_root: Path, base: str) -> HostCode:
     if not any(checkout.mps_operations.glob("*.mm")):
         return HostCode(base, None)
     sources = scan_sources(checkout)
-    stub = _stub_of(checkout, base)
+    stub, args = _stub_of(checkout, base)
     reg = sources.registration(stub)
     if reg is not None:
         name = reg.kernel.split("::")[-1]
@@ -59,7 +64,7 @@ def find_host_code(checkout_root: Path, base: str) -> HostCode:
             return HostCode(None, str(fn.where), f"{stub} is registered with the MPSGraph kernel {name} ({fn.where})")
         if not fn.calls:
             return HostCode(None, str(fn.where), f"{name} ({fn.where}) calls no exec_unary/binary/ternary_kernel")
-        return HostCode(fn.calls[0].kernel, str(fn.where))
+        return HostCode(fn.calls[0].kernel, str(fn.where), stub_args=args)
     for call in sources.kernel_calls:
         if call.kernel == base:
             return HostCode(base, str(call.where))

@@ -58,10 +58,22 @@ def test_a_second_registration_beside_the_macro_fails(real_tree_workspace: Check
     assert failures[0].endswith(f", {UNARY_OPS}:176 by REGISTER_MPS_UNARY_STUB): a link error")
 
 
-def test_sub_registers_the_stub_sub_out_calls(real_tree_workspace: Checkout) -> None:
+def test_sub_registers_the_stub_sub_out_calls(real_tree_workspace: Checkout, tmp_path: Path) -> None:
     plan = plan_port(real_tree_workspace, "sub")
     assert (plan.stub, plan.stubs, plan.stub_args) == ("add_stub", ("add_stub",), ("-alpha",))
     assert plan.register_dispatch is not None and plan.register_dispatch.startswith("REGISTER_DISPATCH(add_stub,")
+    worktree = clone(real_tree_workspace, tmp_path / "wt")
+    apply_port(plan, worktree)
+    host = read(worktree, BINARY_HOST)
+    line = next(i for i, t in enumerate(host.splitlines(), 1) if t.startswith("REGISTER_DISPATCH(add_stub,"))
+    runs = {c for c in ("sub", "sub_alpha") if f'"{c}"' in host}
+    if runs:  # a kernel that subtracts, fed -alpha, adds: caught
+        assert _stub_failures(real_tree_workspace, worktree, plan) == [
+            f"{BINARY_HOST}:{line}: [stub] add_stub is called with -alpha (sub_out calls add_stub (with -alpha) "
+            "(aten/src/ATen/native/BinaryOps.cpp:445)), so the kernel registered for it must compute add; "
+            f"sub_mps_kernel runs {', '.join(repr(k) for k in sorted(runs))}"]
+    else:
+        assert _stub_failures(real_tree_workspace, worktree, plan) == []
 
 
 def test_a_registration_nothing_calls_fails(real_tree_workspace: Checkout, tmp_path: Path) -> None:

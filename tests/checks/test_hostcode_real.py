@@ -3,10 +3,13 @@ its registration (macro-made too) and the kernel name the registered function pa
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from metalport.checkout import Checkout
 from metalport.checks.hostcode import HostCode, find_host_code
+from tests.real_tree import overlay_real_tree
 
 OPS = "aten/src/ATen/native/mps/operations"
 
@@ -23,3 +26,18 @@ OPS = "aten/src/ATen/native/mps/operations"
 ])
 def test_host_lookup_follows_the_route(real_tree_workspace: Checkout, op: str, expected: HostCode) -> None:
     assert find_host_code(real_tree_workspace.root, op) == expected
+
+
+def test_sub_runs_the_kernel_registered_for_add_stub_with_negated_alpha(tmp_path: Path) -> None:
+    checkout = overlay_real_tree(tmp_path / "tree", writable=True)
+    host = checkout.mps_operations / "BinaryKernel.mm"
+    text = host.read_text()
+    added = ("static void add_with_alpha_kernel(TensorIteratorBase& iter, const Scalar& alpha) {\n"
+             '  lib.exec_binary_kernel(iter, "add_alpha", alpha);\n'
+             "}\n"
+             "REGISTER_DISPATCH(add_stub, &add_with_alpha_kernel)\n")
+    host.write_text(text.replace("} // namespace at::native", added + "} // namespace at::native"))
+    line = text[:text.index("} // namespace at::native")].count("\n") + 1
+    assert find_host_code(checkout.root, "sub") == HostCode("add_alpha", f"{OPS}/BinaryKernel.mm:{line}",
+                                                           stub_args=("-alpha",))
+    assert find_host_code(checkout.root, "add").stub_args == ()  # add_out (ufunc) passes alpha as it is
