@@ -84,3 +84,16 @@ def test_bad_base_and_not_a_repo(repo: Path, tmp_path: Path) -> None:
         create_worktree(tmp_path / "nowhere", "heaviside", "run-7")
     with pytest.raises(SandboxError, match="run id '../x' is not a safe name"):
         create_worktree(repo, "heaviside", "../x")
+
+
+@pytest.mark.parametrize("op", ["_aminmax", "_foreach_add", "aten::_foreach_add.Scalar"])
+def test_private_aten_ops_name_a_run_and_its_branch(repo: Path, op: str) -> None:
+    from metalport.graph.records import run_dir
+    from metalport.run_ids import new_run_id
+
+    run_id = new_run_id(op.removeprefix("aten::"))
+    assert run_dir(repo, run_id).name == run_id
+    tree = create_worktree(repo, op, run_id, base="main")
+    assert tree.branch == f"metalport/{op.removeprefix('aten::')}"
+    assert git(repo, "branch", "--list", tree.branch).strip().endswith(tree.branch)
+    remove_worktree(tree)
