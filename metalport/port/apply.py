@@ -143,7 +143,8 @@ def _host_edit(texts: _Texts, plan: PortPlan, root: Path) -> None:
                           hint="declare the op's dispatch stub in an ATen/native header, then re-plan")
     text = texts.get(plan.host_file)
     stub = HostStub(plan.op, plan.host_family, plan.stub, plan.stub_header,
-                    plan.stub_params or "TensorIteratorBase& iter")
+                    plan.stub_params or "TensorIteratorBase& iter",
+                    kernel=plan.kernel_name if plan.kernel_name != plan.op else None)
     new = insert_stub(text, stub, kernel_basename=Path(plan.kernel_file).stem, path=plan.host_file)
     texts.texts[plan.host_file] = format_snippet(new, root, plan.host_file) if text is None else new
 

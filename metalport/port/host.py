@@ -1,7 +1,6 @@
 """Host stubs in `.mm` files: add a dispatch stub registration, remove the legacy MPSGraph code.
 
-Text in, text out. The new stub function and its `REGISTER_DISPATCH` go just before the closing
-`} // namespace at::native`; removal takes out a brace-matched `TORCH_IMPL_FUNC(<name>)` block or
+Text in, text out. A new stub follows the file's own idiom (Note [host idiom]); removal takes out a brace-matched `TORCH_IMPL_FUNC(<name>)` block or
 plain function `<name>(...) {...}` and the op's `#include <ATen/ops/<op>_native.h>`. A missing
 anchor is a `RecipeError` with the file and line.
 """
@@ -17,6 +16,17 @@ from metalport.errors import RecipeError
 _EXEC = {"unary": "exec_unary_kernel", "binary": "exec_binary_kernel",
          "alpha": "exec_binary_kernel", "ternary": "exec_ternary_kernel"}
 _NAMESPACE_END = re.compile(r"^\} // namespace at::native[^\n]*$", re.MULTILINE)
+_MACRO_DEF = re.compile(r"^#define (REGISTER_\w+)\((\w+)\)((?:[^\n]*\\\n)*[^\n]*)$", re.MULTILINE)
+_STATIC_FN = re.compile(r"^static void \w+\(", re.MULTILINE)
+_DISPATCH_LINE = re.compile(r"^REGISTER_DISPATCH\(\s*\w+\s*,\s*(&?)\w+\s*\)(;?)[ \t]*$", re.MULTILINE)
+
+# Note [host idiom]: PyTorch's host files register stubs in their own way. UnaryKernel.mm defines
+# `REGISTER_UNARY_TI_DISPATCH(NAME)` (a static `NAME##_kernel_mps` calling exec_unary_kernel on
+# `#NAME`, registered for `NAME##_stub`) and lists one macro line per op; BinaryKernel.mm keeps its
+# static functions together and its REGISTER_DISPATCH lines in one block at the end. A new stub
+# uses the file's macro when it fits (same exec call, stub named after the kernel, no scalar), else
+# a static function after the file's last one and its REGISTER_DISPATCH after the last one, spelled
+# like it (`&` and `;` or not); a file with neither gets both before `} // namespace at::native`.
 
 
 @dataclass(frozen=True)
@@ -28,6 +38,7 @@ class HostStub:
     stub: str
     stub_header: str  # e.g. "ATen/native/BinaryOps.h"
     params: str = "TensorIteratorBase& iter"  # the stub's function-pointer parameters, named
+    kernel: str | None = None  # the shader kernel's name when it is not the op's (`sub_alpha`)
 
     def __post_init__(self) -> None:
         if self.family not in _EXEC:
@@ -53,10 +64,24 @@ class HostStub:
         """The static stub function and its registration."""
         if self.family == "ternary" and self.scalar:
             return self._folding_source(self.scalar)
+        return f"{self.function_source()}\n{self.register_line}\n"
+
+    def function_source(self) -> str:
+        """The static stub function alone."""
         alpha = f", {self.scalar or 'alpha'}" if self.family == "alpha" else ""
         return (f"static void {self.function}({self.params}) {{\n"
-                f'  lib.{_EXEC[self.family]}(iter, "{self.op}"{alpha});\n'
-                f"}}\n\n{self.register_line}\n")
+                f'  lib.{_EXEC[self.family]}(iter, "{self.kernel or self.op}"{alpha});\n'
+                f"}}\n")
+
+    def macro_line(self, text: str) -> str | None:
+        """`MACRO(op);` when `text` defines a registration macro this stub fits (Note [host idiom])."""
+        if self.scalar or self.stub != f"{self.kernel or self.op}_stub":
+            return None
+        for m in _MACRO_DEF.finditer(text):
+            name, arg, body = m.group(1), m.group(2), re.sub(r"\s+", "", m.group(3).replace("\\\n", ""))
+            if f"{_EXEC[self.family]}(iter,#{arg})" in body and f"{arg}##_stub" in body:
+                return f"{name}({self.kernel or self.op});"
+        return None
 
     def _folding_source(self, scalar: str) -> str:
         # Note [ternary scalar]: the library's exec_ternary_kernel takes no scalar, so a stub
@@ -106,6 +131,18 @@ def insert_stub(text: str | None, stub: HostStub, *, kernel_basename: str,
         return new_host_file(stub, kernel_basename)
     if re.search(rf"REGISTER_DISPATCH\(\s*{re.escape(stub.stub)}\s*,", text):
         return text
+    macro = stub.macro_line(text)
+    if macro is not None:
+        if macro in text:
+            return text
+        name = macro.split("(", 1)[0]
+        uses = list(re.finditer(rf"^{name}\(\w+\);[^\n]*$", text, re.MULTILINE))
+        if uses:
+            out = _insert_line(text, uses[-1].end(), macro)
+            return ensure_includes(out, [f"#include <{stub.stub_header}>"], path=path)
+    placed = _insert_beside(text, stub, path)
+    if placed is not None:
+        return ensure_includes(placed, [f"#include <{stub.stub_header}>"], path=path)
     ends = list(_NAMESPACE_END.finditer(text))
     if not ends:
         raise RecipeError("no '} // namespace at::native' to insert the stub before",
@@ -115,6 +152,30 @@ def insert_stub(text: str | None, stub: HostStub, *, kernel_basename: str,
     gap = "" if text[:at].endswith("\n\n") or at == 0 else "\n"
     out = f"{text[:at]}{gap}{stub.source()}\n{text[at:]}"
     return ensure_includes(out, [f"#include <{stub.stub_header}>"], path=path)
+
+
+def _insert_line(text: str, at: int, line: str) -> str:
+    """`text` with `line` on its own line after index `at` (the end of a line)."""
+    return f"{text[:at]}\n{line}{text[at:]}"
+
+
+def _insert_beside(text: str, stub: HostStub, path: str) -> str | None:
+    """`text` with the stub function after the last static function and its registration after the
+    last REGISTER_DISPATCH line, spelled like it; None when the file has no such anchors."""
+    dispatches = list(_DISPATCH_LINE.finditer(text))
+    functions = [m for m in _STATIC_FN.finditer(text) if m.start() < (dispatches[-1].start() if dispatches else 0)]
+    if not (dispatches and functions):
+        return None
+    last = dispatches[-1]
+    register = f"REGISTER_DISPATCH({stub.stub}, {last.group(1)}{stub.function}){last.group(2)}"
+    out = _insert_line(text, last.end(), register)
+    brace = out.find("{", functions[-1].start())
+    close = _skip_to_close(out, brace) if brace >= 0 else -1
+    if close < 0:
+        return None
+    end = out.find("\n", close)
+    end = len(out) if end < 0 else end + 1
+    return f"{out[:end]}\n{stub.function_source()}{out[end:]}"
 
 
 def _skip_to_close(text: str, open_at: int) -> int:

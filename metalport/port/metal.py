@@ -1,9 +1,15 @@
 """Insert a functor and its `REGISTER_*_OP` lines into a `.metal` kernel file's text.
 
-Text in, text out. The functor goes after the last existing `struct ..._functor` block (or after
-the includes when the file has none), the registrations after the last `REGISTER_*` line (or at
-the end). Inserting a functor that is already there is a no-op; a file with neither includes nor
-functors to anchor on is a `RecipeError`.
+Text in, text out. A functor and its registrations go in as one block after the last complete
+functor block of the file: a `struct x_functor {...};` together with the `typedef` and
+`REGISTER_*(x, ...)` lines right after it, so new code never lands between another op's functor and
+its registrations (Note [functor blocks]). A file without functors takes the block after its
+includes and `using` lines. Inserting a functor that is already there adds only its missing
+registrations, beside its own. New code follows the file's namespace style (`file_style`).
+
+Note [functor blocks]: kernel files in PyTorch keep most registrations beside their functor
+(`nan_to_num_functor`, then its `typedef` and `REGISTER_UNARY_ALPHA_OP` lines); files that gather
+registrations at the end (BinaryKernel.metal) still read well with a new op kept in one piece.
 """
 
 from __future__ import annotations
@@ -20,16 +26,74 @@ KERNEL_INCLUDES: tuple[str, ...] = (
     "#include <metal_stdlib>",
 )
 
-_STRUCT = re.compile(r"^struct \w+_functor \{$", re.MULTILINE)
+_STRUCT = re.compile(r"^struct (\w+)_functor \{$", re.MULTILINE)
+_USING = re.compile(r"^using namespace [\w:]+;[^\n]*$", re.MULTILINE)
+# c10::metal names that `using namespace c10::metal` would make ambiguous with Metal's own when
+# `::metal::` is dropped; those keep a `metal::` qualifier.
+_C10_CLASHES = frozenset({"max", "min", "pow", "fmod", "hypot", "remainder", "erf", "log1p", "div", "conj",
+                          "floor_divide", "sinc", "mul", "logaddexp", "logaddexp2"})
 _REGISTER = re.compile(r"^\s*REGISTER_\w+\(.*\);[^\n]*$", re.MULTILINE)
 _INCLUDE = re.compile(r"^#include [<\"][^>\"]+[>\"][^\n]*$", re.MULTILINE)
 
 
 def new_kernel_file(functor_source: str, registrations: Sequence[str]) -> str:
-    """The text of a new kernel file holding one functor and its registrations."""
+    """The text of a new kernel file holding one functor and its registrations, in the style of
+    PyTorch's kernel files (`using namespace metal;` after the includes)."""
     includes = "\n".join(KERNEL_INCLUDES)
     regs = "\n".join(registrations)
-    return f"{includes}\n\n{functor_source.rstrip()}\n\n{regs}\n"
+    source = file_style(functor_source, "using namespace metal;\n")
+    return f"{includes}\nusing namespace metal;\n\n{source.rstrip()}\n\n{regs}\n"
+
+
+def file_style(source: str, text: str) -> str:
+    """`source` (written fully qualified, `::metal::`/`::c10::metal::`) in the namespace style of
+    the file `text`: `::metal::` dropped when the file says `using namespace metal;`, and
+    `::c10::metal::` written `c10::metal::` as PyTorch's kernel files do."""
+    out = source.replace("::c10::metal::", "\0c10\0")
+    if re.search(r"^using namespace metal;", text, re.MULTILINE):
+        out = re.sub(r"(?<![\w:])::metal::(?=(\w+))",
+                     lambda m: "metal::" if m.group(1) in _C10_CLASHES else "", out)
+    return out.replace("\0c10\0", "c10::metal::")
+
+
+def functor_arity(text: str, functor: str) -> int | None:
+    """How many operands `struct functor`'s first `operator()` takes in `text` (None: no such
+    functor, or no call operator found)."""
+    found = re.search(rf"^struct {re.escape(functor)} \{{$", text, re.MULTILINE)
+    if found is None:
+        return None
+    end = _end_of_block(text, found.start(), "kernel.metal")
+    call = re.search(r"operator\(\)\s*\(([^)]*)\)", text[found.start():end])
+    if call is None:
+        return None
+    params = call.group(1).strip()
+    return 0 if not params else params.count(",") + 1
+
+
+def _block_end(text: str, struct: re.Match[str], path: str) -> int:
+    """Index just past the functor block opened by `struct` (see Note [functor blocks])."""
+    end = _end_of_block(text, struct.start(), path)
+    own = re.compile(rf"^(typedef [^\n]*;|REGISTER_\w+\(\s*{re.escape(struct.group(1))}\s*,[^\n]*\);)[^\n]*$")
+    at = end
+    while at < len(text):
+        nl = text.find("\n", at)
+        line_end = len(text) if nl < 0 else nl + 1
+        line = text[at:line_end].rstrip("\n")
+        if own.match(line):
+            end = line_end
+        elif line.strip():
+            break
+        at = line_end
+    return end
+
+
+def _head_end(text: str) -> int | None:
+    """Index just past the last `#include` or `using namespace` line (None: the file has neither)."""
+    anchors = list(_INCLUDE.finditer(text)) + list(_USING.finditer(text))
+    if not anchors:
+        return None
+    last = max(a.end() for a in anchors)
+    return min(last + 1, len(text))
 
 
 def _end_of_block(text: str, start: int, path: str) -> int:
@@ -53,34 +117,39 @@ def _end_of_block(text: str, start: int, path: str) -> int:
 
 def insert_functor(text: str | None, functor: str, functor_source: str,
                    registrations: Sequence[str], *, path: str = "kernel.metal") -> str:
-    """`text` with `functor_source` and `registrations` added; a new file when `text` is None.
+    """`text` with `functor_source` and `registrations` added as one block after the last complete
+    functor block; a new file when `text` is None.
 
-    Registrations already present are not repeated, nor is a functor already defined.
+    Registrations already present are not repeated, nor is a functor already defined (its missing
+    registrations go after its own last one, else right after its block).
     """
     if text is None:
         return new_kernel_file(functor_source, registrations)
-    if re.search(rf"^struct {re.escape(functor)} \{{$", text, re.MULTILINE):
-        out = text
-    else:
-        structs = list(_STRUCT.finditer(text))
-        if structs:
-            at = _end_of_block(text, structs[-1].start(), path)
-        else:
-            includes = list(_INCLUDE.finditer(text))
-            if not includes:
-                raise RecipeError(f"no functor or #include to anchor {functor} on", location=f"{path}:1",
-                                  hint=f"add '{KERNEL_INCLUDES[0]}' at the top of the file")
-            at = includes[-1].end() + 1
-        out = f"{text[:at]}\n{functor_source.rstrip()}\n{text[at:]}"
-    missing = [r for r in registrations if r not in out]
-    if not missing:
-        return out
-    regs = list(_REGISTER.finditer(out))
-    if regs:
-        at = regs[-1].end()
-        return out[:at] + "".join("\n" + r for r in missing) + out[at:]
-    sep = "" if out.endswith("\n") else "\n"
-    return out + sep + "\n" + "".join(r + "\n" for r in missing)
+    missing = [r for r in registrations if r not in text]
+    existing = next((m for m in _STRUCT.finditer(text) if f"{m.group(1)}_functor" == functor), None)
+    if existing is not None:
+        if not missing:
+            return text
+        own = [m for m in _REGISTER.finditer(text)
+               if re.match(rf"\s*REGISTER_\w+\(\s*{re.escape(existing.group(1))}\s*,", m.group(0))]
+        if own:
+            at = own[-1].end()
+            return text[:at] + "".join("\n" + r for r in missing) + text[at:]
+        at = _block_end(text, existing, path)
+        return f"{text[:at]}\n{chr(10).join(missing)}\n{text[at:]}"
+    structs = list(_STRUCT.finditer(text))
+    at = _block_end(text, structs[-1], path) if structs else _head_end(text)
+    if at is None:
+        raise RecipeError(f"no functor or #include to anchor {functor} on", location=f"{path}:1",
+                          hint=f"add '{KERNEL_INCLUDES[0]}' at the top of the file")
+    block = file_style(functor_source, text).rstrip() + "\n"
+    if missing:
+        block += "\n" + "\n".join(missing) + "\n"
+    head, tail = text[:at], text[at:]
+    if not head.endswith("\n"):
+        head += "\n"
+    after = "" if not tail or tail.startswith("\n") else "\n"
+    return f"{head}\n{block}{after}{tail}"
 
 
 def needed_includes(functor_source: str) -> tuple[str, ...]:

@@ -40,10 +40,14 @@ _BY_FAMILY = {
 }
 
 
-def _with_mps(line: str) -> str:
-    """`    CPU, CUDA: x_out  # c` -> `    CPU, CUDA, MPS: x_out  # c`."""
+def _with_mps(line: str, also: tuple[str, ...] = ()) -> str:
+    """`    CPU, CUDA: x_out  # c` -> `    CPU, CUDA, MPS: x_out  # c`; `also` are keys of lines
+    merged into this one (`CPU: x_out` + `CUDA: x_out` -> `CPU, CUDA, MPS: x_out`)."""
     head, sep, tail = line.partition(":")
-    return f"{head}, MPS{sep}{tail}"
+    keys = [k.strip() for k in head.split(",")]
+    indent = head[: len(head) - len(head.lstrip())]
+    merged = list(dict.fromkeys([*keys, *also, "MPS"]))
+    return f"{indent}{', '.join(merged)}{sep}{tail}"
 
 
 def _without_mps(line: str) -> str:
@@ -82,7 +86,12 @@ def plan_rows(res: Resolution) -> tuple[RowChange, ...]:
                                 f"different kernels, so MPS has no shared kernel to join",
                                 location=f"{where}:{host.line}", hint="this op needs a hand-written port")
         before = lines[host.line - 1]
-        changes.append(RowChange(entry.full_name, host.line, before, _with_mps(before)))
+        if cuda is not None and cuda.line != host.line:
+            # One shared row, as PyTorch writes it: `CPU, CUDA, MPS: x_out`.
+            changes.append(RowChange(entry.full_name, host.line, before, _with_mps(before, cuda.keys)))
+            changes.append(RowChange(entry.full_name, cuda.line, lines[cuda.line - 1], ""))
+        else:
+            changes.append(RowChange(entry.full_name, host.line, before, _with_mps(before)))
         for d in only:
             changes.append(RowChange(entry.full_name, d.line, lines[d.line - 1], _without_mps(lines[d.line - 1])))
     return tuple(sorted(changes, key=lambda c: c.line))

@@ -63,10 +63,51 @@ def test_stub_source_matches_pytorch_shape() -> None:
         "static void nudge_mps_kernel(TensorIteratorBase& iter, const Scalar& alpha) {\n")
 
 
-def test_insert_before_namespace_end_is_exact_and_idempotent() -> None:
+def test_function_after_the_last_one_and_registration_after_the_last_one() -> None:
     out = insert_stub(HOST, STUB, kernel_basename="BinaryKernel")
-    assert out == HOST.replace("} // namespace at::native", STUB.source() + "\n} // namespace at::native")
+    assert out == HOST.replace(
+        "REGISTER_DISPATCH(jiggle_stub, &jiggle_mps_kernel);\n",
+        "REGISTER_DISPATCH(jiggle_stub, &jiggle_mps_kernel);\nREGISTER_DISPATCH(wobble_stub, &wobble_mps_kernel);\n",
+    ).replace('"jiggle");\n}\n', '"jiggle");\n}\n\n' + STUB.function_source())
     assert insert_stub(out, STUB, kernel_basename="BinaryKernel") == out
+
+
+def test_registration_spelled_like_the_files_own() -> None:
+    bare = HOST.replace("REGISTER_DISPATCH(jiggle_stub, &jiggle_mps_kernel);", "REGISTER_DISPATCH(jiggle_stub, jiggle_mps_kernel)")
+    out = insert_stub(bare, STUB, kernel_basename="BinaryKernel")
+    assert "REGISTER_DISPATCH(jiggle_stub, jiggle_mps_kernel)\nREGISTER_DISPATCH(wobble_stub, wobble_mps_kernel)\n" in out
+
+
+UNARY_HOST = """#include <ATen/native/UnaryOps.h>
+
+namespace at::native {
+static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();
+
+#define REGISTER_WIBBLE_DISPATCH(NAME)                      \\
+  static void NAME##_kernel_mps(TensorIteratorBase& iter) { \\
+    lib.exec_unary_kernel(iter, #NAME);                     \\
+  }                                                         \\
+  REGISTER_DISPATCH(NAME##_stub, NAME##_kernel_mps)
+
+static void odd_kernel(TensorIteratorBase& iter) {
+  lib.exec_unary_kernel(iter, "odd");
+}
+
+REGISTER_WIBBLE_DISPATCH(exp);
+REGISTER_WIBBLE_DISPATCH(neg);
+REGISTER_DISPATCH(odd_stub, odd_kernel);
+} // namespace at::native
+"""
+
+
+def test_the_files_registration_macro_is_used_when_it_fits() -> None:
+    unary = HostStub("wobble", "unary", "wobble_stub", "ATen/native/UnaryOps.h")
+    out = insert_stub(UNARY_HOST, unary, kernel_basename="UnaryKernel")
+    assert out == UNARY_HOST.replace("REGISTER_WIBBLE_DISPATCH(neg);\n",
+                                     "REGISTER_WIBBLE_DISPATCH(neg);\nREGISTER_WIBBLE_DISPATCH(wobble);\n")
+    assert insert_stub(out, unary, kernel_basename="UnaryKernel") == out
+    odd_name = HostStub("wobble", "unary", "wobble_tensor_stub", "ATen/native/UnaryOps.h")
+    assert "static void wobble_mps_kernel" in insert_stub(UNARY_HOST, odd_name, kernel_basename="UnaryKernel")
 
 
 def test_missing_stub_header_is_included_after_last_include() -> None:

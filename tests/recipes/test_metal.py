@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metalport.port.metal import KERNEL_INCLUDES, insert_functor
+from metalport.port.metal import KERNEL_INCLUDES, functor_arity, insert_functor
 from metalport.errors import RecipeError
 
 KERNEL = """#include <c10/metal/indexing.h>
@@ -37,15 +37,41 @@ HALVE = """struct halve_functor {
 REGS = ("REGISTER_UNARY_OP(halve, float, float);", "REGISTER_UNARY_OP(halve, half, half);")
 
 
-def test_inserts_after_last_functor_and_last_registration() -> None:
+def test_inserts_after_the_last_functor_block_with_its_registrations_beside_it() -> None:
     out = insert_functor(KERNEL, "halve_functor", HALVE, REGS)
     expected = KERNEL.replace(
-        "  }\n};\n\nREGISTER", "  }\n};\n\n" + HALVE + "\nREGISTER"
-    ).replace(
         "REGISTER_UNARY_OP(twice, half, half);\n",
-        "REGISTER_UNARY_OP(twice, half, half);\n" + "\n".join(REGS) + "\n",
+        "REGISTER_UNARY_OP(twice, half, half);\n\n" + HALVE + "\n" + "\n".join(REGS) + "\n",
     )
     assert out == expected
+
+
+def test_never_lands_between_a_functor_and_its_typedef_and_registrations() -> None:
+    text = KERNEL.replace("REGISTER_UNARY_OP(twice, float, float);",
+                          "typedef float twice_t;\nREGISTER_UNARY_OP(twice, float, float);")
+    text += "\ntemplate <typename T>\nkernel void other(device T* out) {}\n"
+    out = insert_functor(text, "halve_functor", HALVE, REGS)
+    block = out[out.index("struct twice_functor"):out.index("struct halve_functor")]
+    assert block.rstrip().endswith("REGISTER_UNARY_OP(twice, half, half);")
+    assert "typedef float twice_t;" in block
+    assert out.index("REGISTER_UNARY_OP(halve, half, half);") < out.index("// trailing note")
+
+
+def test_new_code_follows_the_files_namespace_style() -> None:
+    source = ("struct halve_functor {\n  template <typename T>\n"
+              "  inline ::metal::enable_if_t<::metal::is_floating_point_v<T>, T> operator()(const T x) {\n"
+              "    return ::metal::max(::c10::metal::log1p(x), ::metal::precise::exp(x));\n  }\n};\n")
+    styled = insert_functor("#include <metal_stdlib>\nusing namespace metal;\n", "halve_functor", source, REGS)
+    assert "::metal::" not in styled.replace("c10::metal::", "")
+    assert "enable_if_t<is_floating_point_v<T>, T>" in styled
+    assert "metal::max(c10::metal::log1p(x), precise::exp(x))" in styled
+    plain = insert_functor("#include <metal_stdlib>\n", "halve_functor", source, REGS)
+    assert "::metal::enable_if_t<::metal::is_floating_point_v<T>, T>" in plain
+
+
+def test_functor_arity_counts_call_operands() -> None:
+    assert functor_arity(KERNEL, "twice_functor") == 1
+    assert functor_arity(KERNEL, "halve_functor") is None
 
 
 def test_insert_is_idempotent() -> None:
@@ -64,13 +90,13 @@ def test_only_missing_registrations_are_added() -> None:
 def test_file_without_functors_anchors_on_includes() -> None:
     text = "#include <c10/metal/indexing.h>\n\n// nothing yet\n"
     out = insert_functor(text, "halve_functor", HALVE, REGS)
-    assert out == ("#include <c10/metal/indexing.h>\n\n" + HALVE + "\n// nothing yet\n\n"
-                   + "\n".join(REGS) + "\n")
+    assert out == ("#include <c10/metal/indexing.h>\n\n" + HALVE + "\n" + "\n".join(REGS)
+                   + "\n\n// nothing yet\n")
 
 
 def test_absent_file_is_created_with_includes() -> None:
     out = insert_functor(None, "halve_functor", HALVE, REGS)
-    assert out.startswith("\n".join(KERNEL_INCLUDES) + "\n\n" + HALVE)
+    assert out.startswith("\n".join(KERNEL_INCLUDES) + "\nusing namespace metal;\n\n" + HALVE)
     assert out.endswith("\n".join(REGS) + "\n")
 
 

@@ -113,7 +113,8 @@ def test_fixture_apply_migrates_then_changes_nothing(fixture_checkout: Checkout,
     assert "TORCH_IMPL_FUNC(logaddexp_out_mps)" in legacy and "#include <ATen/ops/logaddexp_native.h>" in legacy
     kernel = read(wt, KERNEL)
     assert kernel.index("struct logaddexp_functor") < kernel.index("struct heaviside_functor")
-    assert kernel.index("REGISTER_BINARY_OP(logaddexp, float, float);") < kernel.index("REGISTER_BINARY_OP(heaviside")
+    functor = kernel.index("struct heaviside_functor")
+    assert kernel.index("};\n\nREGISTER_BINARY_OP(heaviside, float, float);", functor) == kernel.index("};", functor)
     host = read(wt, HOST)
     assert host.index("REGISTER_DISPATCH(atan2_stub") < host.index("REGISTER_DISPATCH(heaviside_stub")
     common = read(wt, COMMON)
@@ -165,7 +166,7 @@ def test_op_outside_the_table_needs_an_llm(fixture_checkout: Checkout, tmp_path:
                "REGISTER_BINARY_OP(hypot, float, float);\nREGISTER_BINARY_OP(hypot, int, float);\n")
     apply_port(plan, wt, functor_source=functor)
     kernel = read(wt, KERNEL)
-    assert kernel.endswith("REGISTER_BINARY_OP(hypot, float, float);\nREGISTER_BINARY_OP(hypot, int, float);\n")
+    assert "  }\n};\n\nREGISTER_BINARY_OP(hypot, float, float);\nREGISTER_BINARY_OP(hypot, int, float);\n" in kernel
     assert "REGISTER_BINARY_OP(hypot, half, half);" not in kernel  # the model's registrations win
     with pytest.raises(RecipeError, match="does not define 'struct hypot_functor'"):
         apply_port(plan, clone(fixture_checkout, tmp_path / "wt2"), functor_source="struct other_functor {};\n")
@@ -212,10 +213,11 @@ def test_dtype_limited_xfails_stay_when_the_port_does_not_cover_them(wheel_works
     assert plan.rows[-1] == RowChange("mish.out", plan.rows[-1].line, "    MPS: mish_out_mps", "")
 
 
-def test_separate_cpu_and_cuda_lines_share_through_the_cpu_line(wheel_workspace: Checkout) -> None:
+def test_separate_cpu_and_cuda_lines_collapse_into_one_shared_row(wheel_workspace: Checkout) -> None:
     plan = plan_port(wheel_workspace, "signbit")
     assert [(r.before.strip(), r.after.strip()) for r in plan.rows] == [
-        ("CPU: signbit_out", "CPU, MPS: signbit_out"), ("MPS: signbit_out_mps", "")]
+        ("CPU: signbit_out", "CPU, CUDA, MPS: signbit_out"), ("CUDA: signbit_out", ""),
+        ("MPS: signbit_out_mps", "")]
 
 
 def test_ternary_plan_for_addcmul(wheel_workspace: Checkout, tmp_path: Path) -> None:
