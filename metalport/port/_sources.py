@@ -1,13 +1,17 @@
 """Functor sources of the recipe table, written for this project in c10/metal style.
 
-Each functor has explicit branches picked by `enable_if` on the element type: floating point,
-integral, and bool where the op accepts it. Integral inputs of float-valued ops return `float`.
+Each functor has explicit branches picked by `enable_if` on the element type: scalar floating
+point, integral, bool where the op accepts it, and complex (`float2`/`half2`, picked by
+`c10::metal::is_complex_v`) where MPS supports the op for complex today. Integral inputs of
+float-valued ops return `float`.
 """
 
 from __future__ import annotations
 
-_FLOAT = "::metal::enable_if_t<::metal::is_floating_point_v<T>, T>"
-_FLOAT_BOOL = "::metal::enable_if_t<::metal::is_floating_point_v<T>, bool>"
+_FLOAT = "::metal::enable_if_t<::c10::metal::is_scalar_floating_point_v<T>, T>"
+_FLOAT_BOOL = "::metal::enable_if_t<::c10::metal::is_scalar_floating_point_v<T>, bool>"
+_COMPLEX = "::metal::enable_if_t<::c10::metal::is_complex_v<T>, T>"
+_COMPLEX_BOOL = "::metal::enable_if_t<::c10::metal::is_complex_v<T>, bool>"
 _INT_FLOAT = "::metal::enable_if_t<!::metal::is_floating_point_v<T>, float>"
 _INT = "::metal::enable_if_t<!::metal::is_floating_point_v<T>, T>"
 _INT_BOOL = "::metal::enable_if_t<!::metal::is_floating_point_v<T>, bool>"
@@ -32,14 +36,22 @@ def _float_valued_unary(name: str, body: str) -> str:
     )
 
 
-def _float_only(name: str, params: str, body: str) -> str:
-    """A functor for an op whose OpInfo only takes floating types; `body` works on floats."""
+def _float_only(name: str, params: str, body: str, complex_body: str = "") -> str:
+    """A functor for an op whose OpInfo only takes floating types; `body` works on floats, and
+    `complex_body` (if any) on `float2`/`half2`."""
+    complex_branch = (
+        f"  template <typename T>\n"
+        f"  inline {_COMPLEX} operator()({params}) {{\n"
+        f"{complex_body}"
+        f"  }}\n"
+    ) if complex_body else ""
     return (
         f"struct {name}_functor {{\n"
         f"  template <typename T>\n"
         f"  inline {_FLOAT} operator()({params}) {{\n"
         f"{body}"
         f"  }}\n"
+        f"{complex_branch}"
         f"}};\n"
     )
 
@@ -58,6 +70,12 @@ def _logical(name: str, expr: str) -> str:
         f"  inline {_INT_BOOL} operator()(const T a, const T b) {{\n"
         f"    const bool l = static_cast<bool>(a);\n"
         f"    const bool r = static_cast<bool>(b);\n"
+        f"    return {expr};\n"
+        f"  }}\n"
+        f"  template <typename T>\n"
+        f"  inline {_COMPLEX_BOOL} operator()(const T a, const T b) {{\n"
+        f"    const bool l = a.x != 0 || a.y != 0;\n"
+        f"    const bool r = b.x != 0 || b.y != 0;\n"
         f"    return {expr};\n"
         f"  }}\n"
         f"}};\n"
@@ -85,9 +103,30 @@ _SIGN_FLOAT = (
 )
 
 
-def _sign_like(name: str) -> str:
-    """sign and sgn agree on real types: -1, 0 or 1 (bool stays as is, NaN gives 0)."""
-    return f"struct {name}_functor {{\n{_SIGN_FLOAT}{_SIGN_INT}}};\n"
+_SGN_COMPLEX = (
+    "  // z / |z| (0 at 0). |z| is taken after scaling by the larger part, so it neither\n"
+    "  // overflows nor underflows; an infinite part divides as is (inf / inf is NaN, x / inf 0).\n"
+    "  template <typename T>\n"
+    f"  inline {_COMPLEX} operator()(const T x) {{\n"
+    "    if (x.x == 0 && x.y == 0) {\n"
+    "      return T(0, 0);\n"
+    "    }\n"
+    "    const float2 v = float2(x);\n"
+    "    const float m = ::metal::max(::metal::fabs(v.x), ::metal::fabs(v.y));\n"
+    "    if (::metal::isinf(m)) {\n"
+    "      return T(v / m);\n"
+    "    }\n"
+    "    const float2 u = v / m;\n"
+    "    return T(u / ::metal::precise::sqrt(::metal::dot(u, u)));\n"
+    "  }\n"
+)
+
+
+def _sign_like(name: str, *, complex_branch: bool = False) -> str:
+    """sign and sgn agree on real types: -1, 0 or 1 (bool stays as is, NaN gives 0); sgn also takes
+    complex numbers."""
+    extra = _SGN_COMPLEX if complex_branch else ""
+    return f"struct {name}_functor {{\n{_SIGN_FLOAT}{_SIGN_INT}{extra}}};\n"
 
 
 def _float_via_eval(name: str, comment: str, eval_body: str) -> str:
@@ -181,7 +220,7 @@ SOURCES: dict[str, str] = {
     "special_log_ndtr": _float_via_eval(
         "special_log_ndtr", "  // log of the normal CDF, accurate in both tails.\n", _LOG_NDTR_EVAL),
     "sign": _sign_like("sign"),
-    "sgn": _sign_like("sgn"),
+    "sgn": _sign_like("sgn", complex_branch=True),
     "frac": _float_only("frac", "const T x", "    return x - ::metal::trunc(x);\n"),
     "mish": _float_only(
         "mish", "const T x",
@@ -198,6 +237,10 @@ SOURCES: dict[str, str] = {
         "  template <typename T>\n"
         f"  inline {_INT} operator()(const T x) {{\n"
         "    return x;\n"
+        "  }\n"
+        "  template <typename T>\n"
+        f"  inline {_COMPLEX} operator()(const T x) {{\n"
+        "    return T(x.x, -x.y);\n"
         "  }\n"
         "};\n"),
     "signbit": (
@@ -224,6 +267,10 @@ SOURCES: dict[str, str] = {
         f"  inline {_INT_BOOL} operator()(const T x) {{\n"
         "    return !static_cast<bool>(x);\n"
         "  }\n"
+        "  template <typename T>\n"
+        f"  inline {_COMPLEX_BOOL} operator()(const T x) {{\n"
+        "    return x.x == 0 && x.y == 0;\n"
+        "  }\n"
         "};\n"),
     "heaviside": (
         "struct heaviside_functor {\n"
@@ -247,11 +294,19 @@ SOURCES: dict[str, str] = {
         "      return grad * (static_cast<T>(1) - out) * out;\n"
         "    }\n"
         "    const float y = static_cast<float>(out);\n"
-        "    return static_cast<T>(static_cast<float>(grad) * (1.0f - y) * y);\n"),
+        "    return static_cast<T>(static_cast<float>(grad) * (1.0f - y) * y);\n",
+        "    // grad * conj((1 - out) * out), as CPU computes it for complex types.\n"
+        "    const float2 y = float2(out);\n"
+        "    const float2 d = ::c10::metal::mul(float2(1, 0) - y, y);\n"
+        "    return T(::c10::metal::mul(float2(grad), float2(d.x, -d.y)));\n"),
     "tanh_backward": _float_only(
         "tanh_backward", "const T grad, const T out",
         "    const float y = static_cast<float>(out);\n"
-        "    return static_cast<T>(static_cast<float>(grad) * (1.0f - y * y));\n"),
+        "    return static_cast<T>(static_cast<float>(grad) * (1.0f - y * y));\n",
+        "    // grad * conj(1 - out * out), as CPU computes it for complex types.\n"
+        "    const float2 y = float2(out);\n"
+        "    const float2 d = float2(1, 0) - ::c10::metal::mul(y, y);\n"
+        "    return T(::c10::metal::mul(float2(grad), float2(d.x, -d.y)));\n"),
     "mish_backward": _float_only(
         "mish_backward", "const T grad, const T x",
         "    const float v = static_cast<float>(x);\n"
@@ -263,12 +318,11 @@ SOURCES: dict[str, str] = {
     # which computes half and bfloat16 in float.
     "addcmul": (
         "struct addcmul_functor {\n"
-        "  // self + t1 * t2, fused like CPU's vectorised loop (inf + a huge product stays inf);\n"
-        "  // the host stub has already folded `value` into t1, as CPU evaluates (value * t1) * t2.\n"
+        "  // self + t1 * t2 in float, unfused as on CPU; the host stub has already folded `value`\n"
+        "  // into t1, as CPU evaluates (value * t1) * t2.\n"
         "  template <typename T>\n"
         f"  inline {_FLOAT} operator()(const T self, const T t1, const T t2) {{\n"
-        "    return static_cast<T>(::metal::fma(static_cast<float>(t1), static_cast<float>(t2),\n"
-        "                                       static_cast<float>(self)));\n"
+        "    return static_cast<T>(static_cast<float>(self) + static_cast<float>(t1) * static_cast<float>(t2));\n"
         "  }\n"
         "  template <typename T>\n"
         f"  inline {_INT} operator()(const T self, const T t1, const T t2) {{\n"
@@ -283,14 +337,16 @@ SOURCES: dict[str, str] = {
         "struct sub_functor {\n"
         "  // self - alpha * other; alpha arrives in the input's own type.\n"
         "  template <typename T, typename U>\n"
-        "  inline ::metal::enable_if_t<::metal::is_floating_point_v<T>, T> operator()(\n"
-        "      const T a, const T b, const U alpha) {\n"
+        f"  inline {_FLOAT} operator()(const T a, const T b, const U alpha) {{\n"
         "    return static_cast<T>(static_cast<float>(a) - static_cast<float>(alpha) * static_cast<float>(b));\n"
         "  }\n"
         "  template <typename T, typename U>\n"
-        "  inline ::metal::enable_if_t<!::metal::is_floating_point_v<T>, T> operator()(\n"
-        "      const T a, const T b, const U alpha) {\n"
+        f"  inline {_INT} operator()(const T a, const T b, const U alpha) {{\n"
         "    return static_cast<T>(a - static_cast<T>(alpha) * b);\n"
+        "  }\n"
+        "  template <typename T, typename U>\n"
+        f"  inline {_COMPLEX} operator()(const T a, const T b, const U alpha) {{\n"
+        "    return T(float2(a) - ::c10::metal::mul(float2(alpha), float2(b)));\n"
         "  }\n"
         "};\n"),
 }

@@ -51,13 +51,14 @@ _HOST_FILE = {
     Family.TERNARY: "TernaryKernel.mm",
 }
 
-# torch dtype name -> Metal element type; float64 and complex types are left out (MPS has none
-# of float64, and the table's functors have no complex branch).
+# torch dtype name -> Metal element type; float64 and complex128 are left out (MPS has neither).
 METAL_TYPES: dict[str, str] = {
     "float32": "float", "float16": "half", "bfloat16": "bfloat", "int64": "long",
     "int32": "int", "int16": "short", "int8": "char", "uint8": "uchar", "bool": "bool",
+    "complex64": "float2", "complex32": "half2",
 }
 _FLOATING = frozenset({"float", "half", "bfloat"})
+COMPLEX_TYPES = ("float2", "half2")
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ class FunctorRecipe:
     opinfo: str  # OpInfo name whose CPU dtypes are registered
     source: str
     floating_only: bool = False  # the functor has no integral branch
+    complex: bool = False  # the functor has a float2/half2 branch (c10::metal::is_complex_v)
 
     def __post_init__(self) -> None:
         if f"struct {self.functor} " not in self.source:
@@ -116,8 +118,8 @@ class FunctorRecipe:
 
 
 def _entry(op: str, family: Family, out: OutDtype, opinfo: str | None = None, *,
-           floating_only: bool = False) -> FunctorRecipe:
-    return FunctorRecipe(op, family, out, opinfo or op, SOURCES[op], floating_only)
+           floating_only: bool = False, complex: bool = False) -> FunctorRecipe:
+    return FunctorRecipe(op, family, out, opinfo or op, SOURCES[op], floating_only, complex)
 
 
 _U, _B, _A, _T = Family.UNARY, Family.BINARY, Family.ALPHA, Family.TERNARY
@@ -130,27 +132,31 @@ def recipe_table() -> dict[str, FunctorRecipe]:
         _entry("acosh", _U, _FLT), _entry("asinh", _U, _FLT), _entry("atanh", _U, _FLT),
         _entry("special_ndtri", _U, _FLT, "special.ndtri"),
         _entry("special_log_ndtr", _U, _FLT, "special.log_ndtr"),
-        _entry("sign", _U, _SAME), _entry("sgn", _U, _SAME), _entry("frac", _U, _SAME, floating_only=True),
+        _entry("sign", _U, _SAME), _entry("sgn", _U, _SAME, complex=True), _entry("frac", _U, _SAME, floating_only=True),
         _entry("mish", _U, _SAME, "nn.functional.mish", floating_only=True),
-        _entry("conj_physical", _U, _SAME), _entry("signbit", _U, _BOOL),
-        _entry("logical_not", _U, _BOOL),
-        _entry("heaviside", _B, _SAME), _entry("logical_and", _B, _BOOL),
-        _entry("logical_or", _B, _BOOL), _entry("logical_xor", _B, _BOOL),
-        _entry("sigmoid_backward", _B, _SAME, "sigmoid", floating_only=True),
-        _entry("tanh_backward", _B, _SAME, "tanh", floating_only=True),
+        _entry("conj_physical", _U, _SAME, complex=True), _entry("signbit", _U, _BOOL),
+        _entry("logical_not", _U, _BOOL, complex=True),
+        _entry("heaviside", _B, _SAME), _entry("logical_and", _B, _BOOL, complex=True),
+        _entry("logical_or", _B, _BOOL, complex=True), _entry("logical_xor", _B, _BOOL, complex=True),
+        _entry("sigmoid_backward", _B, _SAME, "sigmoid", floating_only=True, complex=True),
+        _entry("tanh_backward", _B, _SAME, "tanh", floating_only=True, complex=True),
         _entry("mish_backward", _B, _SAME, "nn.functional.mish", floating_only=True),
-        _entry("sub", _A, _SAME),
+        _entry("sub", _A, _SAME, complex=True),
         _entry("addcmul", _T, _SAME),
         _entry("addcdiv", _T, _SAME, floating_only=True),
     )
     return {e.op: e for e in entries}
 
 
-def metal_types_for(torch_dtype_names: Iterable[str]) -> tuple[str, ...]:
+def metal_types_for(torch_dtype_names: Iterable[str], *, complex: bool = False) -> tuple[str, ...]:
     """Metal element types for torch dtype names (`"float32"`, ...), MPS-unsupported dropped,
-    in a fixed order."""
+    in a fixed order. With `complex`, complex64 brings both `float2` and `half2` (MPS tests
+    complex32 with complex64); without it complex types are left out."""
     wanted = set(torch_dtype_names)
-    return tuple(m for name, m in METAL_TYPES.items() if name in wanted)
+    if complex and "complex64" in wanted:
+        wanted.add("complex32")
+    return tuple(m for name, m in METAL_TYPES.items()
+                 if name in wanted and (complex or m not in COMPLEX_TYPES))
 
 
 def dtypes_for(recipe: FunctorRecipe) -> tuple[str, ...]:
@@ -161,5 +167,7 @@ def dtypes_for(recipe: FunctorRecipe) -> tuple[str, ...]:
     if info is None:
         raise RecipeError(f"no OpInfo named {recipe.opinfo!r} for {recipe.op}",
                           hint="fix the opinfo name in the recipe table")
-    types = metal_types_for(info.cpu_dtypes)
-    return tuple(t for t in types if t in _FLOATING) if recipe.floating_only else types
+    types = metal_types_for(info.cpu_dtypes, complex=recipe.complex)
+    if recipe.floating_only:
+        types = tuple(t for t in types if t in _FLOATING or t in COMPLEX_TYPES)
+    return types

@@ -4,6 +4,11 @@ Public surface of the pipeline's plan step (contract C): `resolve_op`, `plan_por
 `PortPlan`, `RowChange`, `Resolution`. Registry rows follow Note [why rows collapse]: every row of
 the op that names an MPS-only kernel, or lacks MPS, moves onto the kernel CPU and CUDA share.
 
+Note [no dtype regression]: a port replaces the op's MPS path, so every dtype that path runs must
+still be registered afterwards. common_mps.py's SUPPORTED_COMPLEX_OPS names the OpInfos MPS runs
+for complex (test_mps expects them to pass for complex32/complex64): such an op keeps `float2` and
+`half2` registrations (functor branches picked by `c10::metal::is_complex_v`), or the plan refuses.
+
 Note [why rows collapse]: a native Metal port registers the op's dispatch stub for MPS, so the
 structured CPU/CUDA kernel (`heaviside_out`) serves MPS too. `CPU, CUDA: x_out` + `MPS: x_out_mps`
 becomes `CPU, CUDA, MPS: x_out`; a row left on `x_out_mps` would keep calling the legacy code.
@@ -16,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from metalport.port.apply import apply_port
-from metalport.port.functors import METAL_TYPES, FunctorRecipe, metal_types_for, recipe_table
+from metalport.port.functors import COMPLEX_TYPES, METAL_TYPES, FunctorRecipe, metal_types_for, recipe_table
 from metalport.port.host import remove_legacy
 from metalport.port.plan import (KERNELS_DIR, NEEDS_LLM, OPERATIONS_DIR, StubDeclaration,
                                           find_stub_declaration, plan_recipe)
@@ -127,15 +132,50 @@ def _xfails(res: Resolution, metal: tuple[str, ...]) -> tuple[tuple[tuple[str, s
     return tuple(removed), tuple(narrowed)
 
 
-def _opinfo_dtypes(names: list[str]) -> tuple[str, ...]:
+def _opinfo_dtypes(names: list[str], *, complex: bool = False) -> tuple[str, ...]:
     """Metal types of the first OpInfo called one of `names` (CPU dtypes); float types if none."""
     from metalport.torch_facts import opinfo_facts
 
     by_name = opinfo_facts()
     for name in names:
         if name in by_name:
-            return metal_types_for(by_name[name].cpu_dtypes)
+            return metal_types_for(by_name[name].cpu_dtypes, complex=complex)
     return ("float", "half", "bfloat")
+
+
+def mps_complex_names(checkout: Checkout) -> dict[str, int]:
+    """OpInfo names in common_mps.py's SUPPORTED_COMPLEX_OPS (MPS runs them for complex today),
+    each with its line; empty when the tree has no such list."""
+    path = checkout.root / COMMON_MPS
+    if not path.is_file():
+        return {}
+    import ast
+
+    from metalport.checkout.sources import named_assignments
+
+    found: dict[str, int] = {}
+    for name, value in named_assignments(ast.parse(path.read_text(encoding="utf-8"))):
+        if name == "SUPPORTED_COMPLEX_OPS" and isinstance(value, (ast.Set, ast.List, ast.Tuple)):
+            found |= {e.value: e.lineno for e in value.elts
+                      if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    return found
+
+
+def _complex_kept(checkout: Checkout, res: Resolution, names: list[str], dtypes: tuple[str, ...],
+                  from_table: bool) -> None:
+    """Raise PipelineError when MPS runs the op for complex today and the plan's dtypes drop it
+    (Note [no dtype regression])."""
+    if res.status not in _MIGRATING or COMPLEX_TYPES[0] in dtypes:
+        return
+    listed = mps_complex_names(checkout)
+    name = next((n for n in names if n in listed), None)
+    if name is None:
+        return
+    why = "the recipe's functor has no complex branch" if from_table else "its OpInfo takes no complex dtype"
+    raise PipelineError(f"aten::{res.op} runs on MPS for complex64 today ({name!r} is in SUPPORTED_COMPLEX_OPS) "
+                        f"and {why}, so the port would drop complex support",
+                        location=f"{COMMON_MPS}:{listed[name]}",
+                        hint="port it by hand with a float2/half2 branch (c10::metal::is_complex_v)")
 
 
 def _opinfo_names(op: str, res: Resolution) -> list[str]:
@@ -203,7 +243,9 @@ def _llm_parts(checkout: Checkout, res: Resolution) -> _Parts:
     if shape is None:
         return _Parts(NEEDS_LLM, stub=res.stub)
     host_family, kernel, host, macro = shape
-    dtypes = _opinfo_dtypes(_opinfo_names(res.op, res))
+    names = _opinfo_names(res.op, res)
+    keep_complex = res.status in _MIGRATING and any(n in mps_complex_names(checkout) for n in names)
+    dtypes = _opinfo_dtypes(names, complex=keep_complex)
     parts = _Parts(NEEDS_LLM, f"{KERNELS_DIR}/{kernel}", f"{res.op}_functor", None, dtypes,
                    tuple(f"{macro}({res.op}, {t}, {t});" for t in dtypes), f"{OPERATIONS_DIR}/{host}", macro,
                    res.stub, host_family=host_family)
@@ -236,6 +278,8 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
     recipe = recipe_table().get(res.op)
     stub = res.route.stub if res.route else recipe.stub if recipe else res.stub
     parts = _table_parts(checkout, recipe, stub) if recipe is not None else _llm_parts(checkout, res)
+    names = [recipe.opinfo] if recipe is not None else _opinfo_names(res.op, res)
+    _complex_kept(checkout, res, names, parts.dtypes, recipe is not None)
     if parts.kernel_file and (existing := _existing_kernel_file(res)):
         parts = replace(parts, kernel_file=existing)
     kept = next((r for r in res.registrations if r.stub == parts.stub and r.kind is not ImplKind.GRAPH), None)

@@ -36,7 +36,7 @@ def test_stub_parameters_come_from_the_declared_type() -> None:
 
 def test_backward_ops_register_floats_only_and_keep_forward_xfails() -> None:
     plan = plan_recipe("sigmoid_backward")
-    assert plan.dtypes == ("float", "half", "bfloat")
+    assert plan.dtypes == ("float", "half", "bfloat", "float2", "half2")
     assert plan.xfail_keys == ()
 
 

@@ -220,18 +220,21 @@ def test_separate_cpu_and_cuda_lines_collapse_into_one_shared_row(wheel_workspac
         ("MPS: signbit_out_mps", "")]
 
 
-def test_ternary_plan_for_addcmul(wheel_workspace: Checkout, tmp_path: Path) -> None:
-    plan = plan_port(wheel_workspace, "addcmul")
-    assert plan.family == "ternary-pointwise" and plan.host_family == "ternary"
-    assert plan.kernel_file == "aten/src/ATen/native/mps/kernels/TernaryKernel.metal"
-    assert plan.registrations[1] == "REGISTER_TERNARY_OP(addcmul, half, half);"
-    assert [r.after.strip() for r in plan.rows] == ["CPU, CUDA, MTIA, MPS: addcmul_out", ""]
-    wt = clone(wheel_workspace, tmp_path / "wt")
-    apply_port(plan, wt)
-    host = read(wt, "aten/src/ATen/native/mps/operations/TernaryKernel.mm")
-    assert "#include <ATen/native/PointwiseOps.h>\n#include <ATen/TensorIterator.h>\n" in host
-    assert "static void addcmul_mps_kernel(TensorIteratorBase& iter, const Scalar& scalar) {" in host
-    assert ".add_const_input(iter.input(1).mul(scalar))" in host
+@pytest.mark.parametrize("op", ["addcmul", "acosh"])
+def test_a_port_that_would_drop_complex_is_refused_with_the_reason(wheel_workspace: Checkout, op: str) -> None:
+    with pytest.raises(PipelineError) as err:
+        plan_port(wheel_workspace, op)
+    message = str(err.value)
+    assert message.startswith("torch/testing/_internal/common_mps.py:")
+    assert (f"aten::{op} runs on MPS for complex64 today ('{op}' is in SUPPORTED_COMPLEX_OPS) and the recipe's "
+            "functor has no complex branch, so the port would drop complex support; port it by hand") in message
+
+
+def test_complex_capable_recipes_keep_complex_registered(wheel_workspace: Checkout) -> None:
+    plan = plan_port(wheel_workspace, "logical_xor")
+    assert plan.registrations[-2:] == ("REGISTER_BINARY_OP(logical_xor, float2, bool);",
+                                       "REGISTER_BINARY_OP(logical_xor, half2, bool);")
+    assert "is_complex_v<T>" in (plan.functor_source or "")
 
 
 def test_partly_covered_xfails_are_narrowed_to_what_still_fails(fixture_checkout: Checkout, tmp_path: Path) -> None:
