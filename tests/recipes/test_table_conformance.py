@@ -20,14 +20,7 @@ from tests.recipes.porting import clone
 _REFUSED = {"acosh", "asinh", "atanh", "addcmul", "addcdiv"}
 
 
-# sgn's complex branch is z / |z|; CPU's own result at a subnormal input depends on the element's
-# position (sub+0j gives 1+0j, -sub+0j gives -inf+nanj in the same tensor), so two held-out cases
-# of complex64 cannot match. Strict: the test turns red once they do.
-_KNOWN = {"sgn": pytest.mark.xfail(strict=True, reason="CPU's sgn of a subnormal complex is position-dependent")}
-
-
-@pytest.mark.parametrize("op", [pytest.param(op, marks=_KNOWN.get(op, ()))
-                                for op in sorted(set(recipe_table()) - _REFUSED)])
+@pytest.mark.parametrize("op", sorted(set(recipe_table()) - _REFUSED))
 def test_recipe_passes_contract_build_and_conformance(wheel_workspace: Checkout, tmp_path: Path, op: str) -> None:
     plan = plan_port(wheel_workspace, op)
     wt = clone(wheel_workspace, tmp_path / "wt")
