@@ -260,3 +260,20 @@ def test_doctor_names_the_sandbox_in_use(cache: Path, capsys: pytest.CaptureFixt
     assert main(["doctor", "--no-endpoint"]) == 0
     line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("sandbox: ")]
     assert line and line[0].startswith("sandbox: bubblewrap ") and "network" in line[0]
+
+
+def test_a_run_without_a_sandbox_is_refused_before_any_worktree_is_made(tmp_path: Path, cache: Path) -> None:
+    from tests.fixture_repo import make_fixture_checkout
+
+    root = make_fixture_checkout(tmp_path).root
+    refused = _without_user_namespaces(["run", "aten::heaviside", "--repo", str(root), "--executor", "emulated",
+                                        "--no-input"], cache)
+    assert refused.returncode == 2, refused.stderr
+    *progress, last = refused.stderr.splitlines()
+    assert last.startswith("metalport: error: no sandbox for building and running shaders: ")
+    assert "pass --no-sandbox" in last and "Traceback" not in refused.stderr
+    branches = subprocess.run(["git", "branch", "--list", "metalport/*"], cwd=root, capture_output=True,
+                              text=True, timeout=60).stdout
+    assert branches == ""
+    assert not (root / ".git" / "metalport" / "worktrees").exists() or \
+        list((root / ".git" / "metalport" / "worktrees").iterdir()) == []
