@@ -39,7 +39,8 @@ async def connect(settings: FleetSettings) -> Client:
     try:
         return await Client.connect(settings.temporal or "", namespace=settings.namespace)
     except RuntimeError as err:
-        raise FleetError(f"cannot reach the Temporal server at {settings.temporal}: {str(err).splitlines()[0]}",
+        why = "connection refused" if "Connection refused" in str(err) else str(err).splitlines()[0][:160]
+        raise FleetError(f"cannot reach the Temporal server at {settings.temporal} ({why})",
                          hint="start it (`temporal server start-dev --ip 127.0.0.1`) or check "
                               "METALPORT_TEMPORAL_ADDRESS") from None
 

@@ -240,3 +240,21 @@ def test_killed_worker_run_reaches_the_gate_on_another_and_publishes_once(
     code, out, _ = _cli(capsys, "fleet", "status", "--repo", str(c), "--json")
     status = json.loads(out)
     assert code == 0 and status["runs"] == [] and status["queues"]["mac"] != []
+
+
+def test_fleet_commands_without_a_reachable_server_or_configuration(
+        checkouts: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    from tests.fleet.services import free_port
+
+    a, _ = checkouts
+    monkeypatch.delenv("METALPORT_TEMPORAL_ADDRESS", raising=False)
+    monkeypatch.delenv("METALPORT_DATABASE_URL", raising=False)
+    code, _, err = _cli(capsys, "sweep", "--fleet", "--repo", str(a))
+    assert code == 2 and err.startswith("metalport: error: the fleet needs a Temporal address and a database URL; ")
+    port = free_port()
+    monkeypatch.setenv("METALPORT_TEMPORAL_ADDRESS", f"127.0.0.1:{port}")
+    monkeypatch.setenv("METALPORT_DATABASE_URL", f"postgresql://metalport@127.0.0.1:{free_port()}/metalport")
+    code, _, err = _cli(capsys, "fleet", "status", "--repo", str(a))
+    assert code == 2 and err == (f"metalport: error: cannot reach the Temporal server at 127.0.0.1:{port} "
+                                 "(connection refused); start it (`temporal server start-dev --ip 127.0.0.1`) or "
+                                 "check METALPORT_TEMPORAL_ADDRESS\n")
