@@ -202,7 +202,7 @@ def test_routing_concurrent_sweeps_restart_and_approval_from_another_checkout(
     assert code == 0 and shown and all(now[run_id] == outcome for run_id, outcome in shown.items())
 
 
-def test_killed_worker_run_reaches_the_gate_on_another_and_publishes_once(
+def test_killed_worker_run_reaches_the_gate_on_another_and_publishes_once_elsewhere(
         wheel_workspace: object, tmp_path: Path, fleet_env: dict[str, str], workers: Workers,
         capsys: pytest.CaptureFixture) -> None:
     a, b, c = _checkouts(wheel_workspace, tmp_path, build_s=8)
@@ -230,12 +230,18 @@ def test_killed_worker_run_reaches_the_gate_on_another_and_publishes_once(
           workers.log_tail(other))
     assert store.placement(run_id)[0] == other
 
+    # The machine holding the worktree goes away too; the first one comes back. The decision waits
+    # publish_wait_s for host.<other>, then the first machine publishes through the portable run
+    # (its own half-made worktree of this run reset to base + diff).
+    workers.kill(other)
+    workers.start(first, "mac", checkout[first])
     code, out, err = _cli(capsys, "review", "approve", run_id, "--repo", str(c))
     assert code == 0, err
-    assert out.startswith(f"run {run_id} (aten::heaviside) published: {checkout[other]}")
-    log = git(checkout[other], "log", "--format=%s%n%b", "main..metalport/heaviside")
+    assert out.startswith(f"run {run_id} (aten::heaviside) published: {checkout[first]}")
+    log = git(checkout[first], "log", "--format=%s%n%b", "main..metalport/heaviside")
     assert log.count("[MPS] Add native Metal kernel for heaviside") == 1 and f"Metalport-Run: {run_id}" in log
-    assert git(checkout[first], "log", "--format=%s", "main..metalport/heaviside").strip() == ""
+    assert git(checkout[other], "log", "--format=%s", "main..metalport/heaviside").strip() == ""
+    assert store.placement(run_id)[0] == first
 
     code, out, _ = _cli(capsys, "fleet", "status", "--repo", str(c), "--json")
     status = json.loads(out)
