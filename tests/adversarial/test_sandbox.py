@@ -89,6 +89,14 @@ kernel void dial(device int* out [[buffer(0)]], constant uint& port [[buffer(1)]
 }
 """
 
+ALLOCATE = PASTE + """\
+CAT(ext,ern) "C" void* CAT(mal,loc)(unsigned long);
+
+kernel void grab(device int* out [[buffer(0)]], uint index [[thread_position_in_grid]]) {
+  out[0] = CAT(mal,loc)(3ul << 30) != 0;  // 3 GiB of address space
+}
+"""
+
 SPIN = """\
 #include <metal_stdlib>
 
@@ -209,6 +217,16 @@ def test_an_endless_kernel_is_stopped_at_its_cpu_limit(tmp_path: Path, cache: Pa
             lib.spin(torch.zeros(1, dtype=torch.int32), threads=1)
     assert str(err.value) == ("kernel spin used up its CPU-time limit of 2 s; the worker was stopped; "
                               "look for an endless loop or a grid far larger than intended")
+
+
+@pytest.mark.parametrize("memory_mb, granted", [(1024, 0), (8192, 1)])
+def test_a_kernel_cannot_allocate_past_its_memory_limit(tmp_path: Path, cache: Path, sandbox: Sandbox,
+                                                        memory_mb: int, granted: int) -> None:
+    with compile_file(_shader(tmp_path, "grab.metal", ALLOCATE), cache_dir=cache,
+                      sandbox=sandbox.with_limits(memory_mb=memory_mb)) as lib:
+        out = torch.full((1,), 99, dtype=torch.int32)
+        lib.grab(out, threads=1)
+    assert out.item() == granted
 
 
 def test_an_endless_kernel_is_stopped_at_its_wall_clock_limit(tmp_path: Path, cache: Path,
