@@ -165,9 +165,18 @@ def _memfd(data: bytes) -> int:
     return fd
 
 
-def _under_hidden(path: Path) -> bool:
-    """Whether `path` lies in a directory the sandbox empties."""
-    hidden = [Path(h) for h in _HIDDEN] + [Path.home()]
+def _hidden_dirs() -> list[Path]:
+    """The directories the sandbox empties: /tmp, /var/tmp, /run and the home directory (unless
+    the home directory is `/` or a top-level system directory, as for some service accounts)."""
+    home = Path.home().resolve()
+    dirs = [Path(h) for h in _HIDDEN]
+    if len(home.parts) > 2 or (len(home.parts) == 2 and home.name in ("root", "home")):
+        dirs.append(home)
+    return [d for d in dirs if d.is_dir() and not d.is_symlink()]
+
+
+def _under_hidden(path: Path, hidden: list[Path]) -> bool:
+    """Whether `path` lies in one of the `hidden` directories."""
     return any(path == h or path.is_relative_to(h) for h in hidden)
 
 
@@ -184,10 +193,9 @@ def _bwrap_argv(bwrap: Path, argv: Sequence[str], *, writable: list[Path], reada
     """The bwrap command line confining `argv` (see Note [the shader sandbox])."""
     args = [str(bwrap), "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    home = Path.home()
-    for hidden in (*_HIDDEN, str(home)):
-        if Path(hidden).is_dir() and not Path(hidden).is_symlink():
-            args += ["--tmpfs", hidden]
+    hidden = _hidden_dirs()
+    for directory in hidden:
+        args += ["--tmpfs", str(directory)]
     exe = shutil.which(argv[0])
     needed = [*_runtime_paths(), *readable]
     if exe:
@@ -195,7 +203,7 @@ def _bwrap_argv(bwrap: Path, argv: Sequence[str], *, writable: list[Path], reada
     seen: set[Path] = set()
     for path in needed:
         path = path.resolve()
-        if path in seen or not path.exists() or not _under_hidden(path):
+        if path in seen or not path.exists() or not _under_hidden(path, hidden):
             continue
         seen.add(path)
         args += ["--ro-bind", str(path), str(path)]
