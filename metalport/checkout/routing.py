@@ -21,6 +21,7 @@ from metalport.checkout.cpp import Function, Unit, closing, read_unit
 from metalport.registry.model import Entry, Op, Registry
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _IF = re.compile(r"\bif\s*\(")
 _OPENS_IF = re.compile(r"\s*(?:else\s+)?if\s*\(")
 _COMPLEX = re.compile(r"\bis_complex\s*\(\s*\)|isComplexType\s*\(")
@@ -103,8 +104,13 @@ def _split_args(text: str) -> list[str]:
     return [a for a in (*out, cur.strip()) if a]
 
 
+def _source(unit: Unit, start: int, end: int) -> str:
+    """The text between two offsets, comments dropped and whitespace folded."""
+    return re.sub(r"\s+", " ", _COMMENT.sub(" ", unit.text[start:end])).strip()
+
+
 def _cond_text(unit: Unit, paren: int) -> str:
-    return re.sub(r"\s+", " ", unit.text[paren + 1:closing(unit.code, paren)]).strip()
+    return _source(unit, paren + 1, closing(unit.code, paren))
 
 
 def _if_ending_at(unit: Unit, body_start: int, end: int) -> str | None:
@@ -185,7 +191,7 @@ def _calls(unit: Unit, fn: Function, stubs: set[str]) -> list[StubCall]:
         args: tuple[str, ...] = ()
         if after.startswith("("):
             opened = code.index("(", m.end())
-            args = tuple(_split_args(unit.text[opened + 1:closing(code, opened)])[2:])
+            args = tuple(_split_args(_source(unit, opened + 1, closing(code, opened)))[2:])
         dtypes, cond = _condition(unit, fn.body_start + 1, m.start())
         file, line = unit.origin(m.start())
         found.append(StubCall(name, dtypes, cond, args, file, line))

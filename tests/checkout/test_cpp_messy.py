@@ -111,6 +111,12 @@ Tensor& passed_out(const Tensor& self, Tensor& result) {
   return unary_op_impl_out(result, self, abs_stub);
 }
 
+#if 0
+TORCH_IMPL_FUNC(retired_out) (const Tensor& self, const Tensor& result) {
+  retired_stub(device_type(), *this);
+}
+#endif
+
 DEFINE_DISPATCH(frobnicate_stub);
 } // namespace at::native
 """
@@ -161,6 +167,7 @@ def test_routes_through_braceless_branches_plain_functions_and_arguments(messy: 
     passed = src.route("passed_out")
     assert passed is not None and passed.stubs == ("abs_stub",)
     assert src.callers("frobnicate_stub") == (route,)
+    assert src.route("retired_out") is None  # inside #if 0
 
 
 def test_wheel_workspace_routes_are_assumed(wheel_workspace: Checkout) -> None:
