@@ -1,8 +1,9 @@
 """Stub routing in the plan and the contract, on real upstream files (METALPORT_REAL_TREE).
 
-acosh is registered upstream by `REGISTER_MPS_UNARY_STUB(acosh, acosh);` (UnaryOps.mm:176, an
-MPSGraph kernel): a port replaces that registration, and one that adds a second fails. `sub_out`
-calls `add_stub` with `-alpha` (BinaryOps.cpp:448), and nothing calls `sub_stub`.
+trunc is registered upstream by `REGISTER_MPS_UNARY_STUB(trunc, truncate);` (UnaryOps.mm:181, an
+MPSGraph kernel): a port replaces that registration, and one that adds a second fails. (acosh is
+registered the same way, but MPS runs it for complex today, so its plan refuses.) `sub_out` calls
+`add_stub` with `-alpha` (BinaryOps.cpp:448), and nothing calls `sub_stub`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import pytest
 
 from metalport.checkout import Checkout
 from metalport.checks.contract import check_contract
+from metalport.errors import PipelineError
 from metalport.port.port import PortPlan, apply_port, plan_port
 from tests.recipes.porting import clone, read, write
 
@@ -21,9 +23,20 @@ UNARY_HOST = "aten/src/ATen/native/mps/operations/UnaryKernel.mm"
 BINARY_HOST = "aten/src/ATen/native/mps/operations/BinaryKernel.mm"
 
 
+# What a model would write for trunc, which is outside the recipe table.
+TRUNC_FUNCTOR = """\
+struct trunc_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    return static_cast<T>(::metal::trunc(static_cast<float>(x)));
+  }
+};
+"""
+
+
 @pytest.fixture(scope="module")
-def acosh(real_tree_workspace: Checkout) -> PortPlan:
-    return plan_port(real_tree_workspace, "acosh")
+def trunc(real_tree_workspace: Checkout) -> PortPlan:
+    return plan_port(real_tree_workspace, "trunc")
 
 
 def _stub_failures(base: Checkout, worktree: Path, plan: PortPlan) -> list[str]:
@@ -31,31 +44,37 @@ def _stub_failures(base: Checkout, worktree: Path, plan: PortPlan) -> list[str]:
             if f.message.startswith("[stub]")]
 
 
-def test_acosh_plan_replaces_the_graph_registration(acosh: PortPlan) -> None:
-    assert (acosh.status, acosh.stub, acosh.stubs) == ("mps-graph-stub", "acosh_stub", ("acosh_stub",))
-    assert acosh.legacy_registrations == ((UNARY_OPS, 176, "REGISTER_MPS_UNARY_STUB(acosh, acosh);"),)
-    assert acosh.stub_registered_at is None and UNARY_OPS in acosh.allowed_paths
-    assert acosh.stub_route == "acosh_out calls acosh_stub (aten/src/ATen/native/UnaryOps.cpp:322)"
+def test_trunc_plan_replaces_the_graph_registration(trunc: PortPlan) -> None:
+    assert (trunc.status, trunc.stub, trunc.stubs) == ("mps-graph-stub", "trunc_stub", ("trunc_stub",))
+    assert trunc.legacy_registrations == ((UNARY_OPS, 181, "REGISTER_MPS_UNARY_STUB(trunc, truncate);"),)
+    assert trunc.stub_registered_at is None and UNARY_OPS in trunc.allowed_paths
+    assert trunc.stub_route == ("trunc_out calls trunc_stub (if !(c10::isIntegralType(self.scalar_type(), false))) "
+                                "(aten/src/ATen/native/UnaryOps.cpp:319)")
 
 
-def test_acosh_port_keeps_one_registration(real_tree_workspace: Checkout, acosh: PortPlan, tmp_path: Path) -> None:
+def test_acosh_plan_refuses_for_complex(real_tree_workspace: Checkout) -> None:
+    with pytest.raises(PipelineError, match="aten::acosh runs on MPS for complex64 today"):
+        plan_port(real_tree_workspace, "acosh")
+
+
+def test_trunc_port_keeps_one_registration(real_tree_workspace: Checkout, trunc: PortPlan, tmp_path: Path) -> None:
     worktree = clone(real_tree_workspace, tmp_path / "wt")
-    apply_port(acosh, worktree)
-    assert "REGISTER_MPS_UNARY_STUB(acosh, acosh);" not in read(worktree, UNARY_OPS)
-    assert "REGISTER_MPS_UNARY_STUB(asinh, asinh);" in read(worktree, UNARY_OPS)
-    assert _stub_failures(real_tree_workspace, worktree, acosh) == []
+    apply_port(trunc, worktree, functor_source=TRUNC_FUNCTOR)
+    assert "REGISTER_MPS_UNARY_STUB(trunc, truncate);" not in read(worktree, UNARY_OPS)
+    assert "REGISTER_MPS_UNARY_STUB(floor, floor);" in read(worktree, UNARY_OPS)
+    assert _stub_failures(real_tree_workspace, worktree, trunc) == []
 
 
-def test_a_second_registration_beside_the_macro_fails(real_tree_workspace: Checkout, acosh: PortPlan,
+def test_a_second_registration_beside_the_macro_fails(real_tree_workspace: Checkout, trunc: PortPlan,
                                                       tmp_path: Path) -> None:
     worktree = clone(real_tree_workspace, tmp_path / "wt")
-    apply_port(acosh, worktree)
+    apply_port(trunc, worktree, functor_source=TRUNC_FUNCTOR)
     write(worktree, UNARY_OPS, read(real_tree_workspace.root, UNARY_OPS))  # the macro registration is back
-    failures = _stub_failures(real_tree_workspace, worktree, acosh)
+    failures = _stub_failures(real_tree_workspace, worktree, trunc)
     assert len(failures) == 1
-    assert failures[0].startswith(f"{UNARY_OPS}:176: [stub] acosh_stub must be registered for MPS exactly once, "
+    assert failures[0].startswith(f"{UNARY_OPS}:181: [stub] trunc_stub must be registered for MPS exactly once, "
                                   f"found 2 ({UNARY_HOST}:")
-    assert failures[0].endswith(f", {UNARY_OPS}:176 by REGISTER_MPS_UNARY_STUB): a link error")
+    assert failures[0].endswith(f", {UNARY_OPS}:181 by REGISTER_MPS_UNARY_STUB): a link error")
 
 
 def test_sub_registers_the_stub_sub_out_calls(real_tree_workspace: Checkout, tmp_path: Path) -> None:
