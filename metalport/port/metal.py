@@ -70,6 +70,22 @@ def functor_arity(text: str, functor: str) -> int | None:
     return 0 if not params else params.count(",") + 1
 
 
+def fit_functor(text: str | None, names: Sequence[str], arity: int) -> tuple[str | None, tuple[str, int, int] | None]:
+    """(first of `names` whose `struct <name>_functor` in `text` takes `arity` operands, else None;
+    the first same-named functor of another arity as (name, its arity, its 1-based line), else None)."""
+    if text is None:
+        return None, None
+    clash = None
+    for name in names:
+        found = functor_arity(text, f"{name}_functor")
+        if found == arity:
+            return name, clash
+        if found is not None and clash is None:
+            line = text.count("\n", 0, text.index(f"struct {name}_functor {{")) + 1
+            clash = (name, found, line)
+    return None, clash
+
+
 def _block_end(text: str, struct: re.Match[str], path: str) -> int:
     """Index just past the functor block opened by `struct` (see Note [functor blocks])."""
     end = _end_of_block(text, struct.start(), path)

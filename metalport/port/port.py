@@ -9,6 +9,13 @@ still be registered afterwards. common_mps.py's SUPPORTED_COMPLEX_OPS names the 
 for complex (test_mps expects them to pass for complex32/complex64): such an op keeps `float2` and
 `half2` registrations (functor branches picked by `c10::metal::is_complex_v`), or the plan refuses.
 
+Note [functor fit]: a recipe's functor joins the kernel file only when the file has none of that
+name. The structured kernel may route through another op's stub (`sub_out` calls `add_stub` with
+`-alpha`): then the file's functor of the routed op is the kernel (`add_alpha`), found by name and
+operand count (an alpha op also looks at `<op>_alpha_functor`, as `sub_functor` takes two operands
+and `sub_alpha_functor` three in BinaryKernel.metal). A same-named functor of another arity is
+never reused or shadowed: the plan refuses.
+
 Note [why rows collapse]: a native Metal port registers the op's dispatch stub for MPS, so the
 structured CPU/CUDA kernel (`heaviside_out`) serves MPS too. `CPU, CUDA: x_out` + `MPS: x_out_mps`
 becomes `CPU, CUDA, MPS: x_out`; a row left on `x_out_mps` would keep calling the legacy code.
@@ -22,6 +29,8 @@ from pathlib import Path
 
 from metalport.port.apply import apply_port
 from metalport.port.functors import COMPLEX_TYPES, METAL_TYPES, FunctorRecipe, metal_types_for, recipe_table
+from metalport.port.functors import Family as RecipeFamily
+from metalport.port.metal import fit_functor
 from metalport.port.host import remove_legacy
 from metalport.port.plan import (KERNELS_DIR, NEEDS_LLM, OPERATIONS_DIR, StubDeclaration,
                                           find_stub_declaration, plan_recipe)
@@ -223,6 +232,7 @@ class _Parts:
     stub_header: str | None = None
     stub_params: str | None = None
     host_family: str | None = None
+    kernel_name: str | None = None  # the shader kernel when it is not the op's (`add_alpha`)
 
     @property
     def needs_llm(self) -> bool:
@@ -282,6 +292,8 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
     _complex_kept(checkout, res, names, parts.dtypes, recipe is not None)
     if parts.kernel_file and (existing := _existing_kernel_file(res)):
         parts = replace(parts, kernel_file=existing)
+    if recipe is not None:
+        parts = _fit_functor(checkout, res, recipe, parts)
     kept = next((r for r in res.registrations if r.stub == parts.stub and r.kind is not ImplKind.GRAPH), None)
     if kept is not None:
         parts = replace(parts, host_file=kept.where.file)  # registered natively already: no second one
@@ -298,7 +310,7 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
         op=res.op, status=res.status.value, family=res.family.value, rows=rows,
         kernel_file=parts.kernel_file, functor=parts.functor, functor_source=parts.functor_source,
         dtypes=parts.dtypes, registrations=parts.registrations, host_file=parts.host_file,
-        register_dispatch=register, kernel_name=res.op if parts.kernel_file else None,
+        register_dispatch=register, kernel_name=(parts.kernel_name or res.op) if parts.kernel_file else None,
         legacy=legacy[0] if legacy else None, legacy_include=_legacy_include(checkout, res),
         xfail_keys=tuple(dict.fromkeys([k for _, k, _ in xfail_entries] + [k for _, k, _, _ in xfail_narrowed])),
         allowed_paths=tuple(sorted(allowed)), needs_llm=parts.needs_llm,
@@ -311,6 +323,38 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
         stub_args=res.route.calls[0].args if res.route else (),
         stub_registered_at=str(kept.where) if kept else None, legacy_registrations=legacy_regs,
     )
+
+
+_ARITY = {RecipeFamily.UNARY: 1, RecipeFamily.BINARY: 2, RecipeFamily.ALPHA: 3, RecipeFamily.TERNARY: 3}
+
+
+def _fit_functor(checkout: Checkout, res: Resolution, recipe: FunctorRecipe, parts: _Parts) -> _Parts:
+    """`parts` on the kernel file's own functor of the right arity (Note [functor fit]).
+
+    Raises PipelineError when the routed stub computes another op the file has no functor for, or
+    when a same-named functor of another arity stands in the way.
+    """
+    path = checkout.root / parts.kernel_file if parts.kernel_file else None
+    text = path.read_text(encoding="utf-8") if path and path.is_file() else None
+    routed = parts.stub is not None and parts.stub != recipe.stub
+    base = parts.stub.removesuffix("_stub") if routed and parts.stub else recipe.op
+    arity = _ARITY[recipe.family]
+    names = [base, f"{base}_alpha"] if recipe.family is RecipeFamily.ALPHA else [base]
+    found, clash = fit_functor(text, names, arity)
+    if found == recipe.op or (found is None and not routed and clash is None):
+        return parts
+    if found is not None:
+        regs = tuple(re.sub(rf"\(\s*{re.escape(recipe.op)}\s*,", f"({found},", r, count=1) for r in parts.registrations)
+        return replace(parts, functor=f"{found}_functor", kernel_name=found, registrations=regs,
+                       functor_source=(parts.functor_source or "").replace(recipe.functor, f"{found}_functor"))
+    if clash is not None:
+        name, took, line = clash
+        raise PipelineError(f"struct {name}_functor takes {took} operand(s); aten::{res.op}'s {recipe.family.value} "
+                            f"kernel needs {arity}", location=f"{parts.kernel_file}:{line}",
+                            hint=f"add a {arity}-operand {name}_alpha_functor by hand, or port the op by hand")
+    raise PipelineError(f"{res.route.describe() if res.route else parts.stub}: the recipe's {recipe.functor} computes "
+                        f"{recipe.op}, and {parts.kernel_file} has no {base} functor taking {arity} operands",
+                        location=parts.kernel_file, hint="port the op by hand")
 
 
 def _legacy_registrations(checkout: Checkout, res: Resolution) -> tuple[tuple[str, int, str], ...]:

@@ -1,4 +1,8 @@
-"""The run's commit in PyTorch's style, made once: a retry finds it by its `Metalport-Run` trailer."""
+"""The run's commit in PyTorch's style, made once: a retry finds it by its `Metalport-Run` trailer.
+
+The user's git identity authors and commits it; metalport is named in a `Generated-by` trailer
+(Note [commit identity] in sandbox/worktree.py).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from dataclasses import dataclass
 import git
 
 from metalport.errors import PublishError
-from metalport.sandbox.worktree import METALPORT_EMAIL, METALPORT_NAME, RUN_TRAILER, Worktree
+from metalport.sandbox.worktree import GENERATED_BY, METALPORT_EMAIL, METALPORT_NAME, RUN_TRAILER, Worktree
 
 
 @dataclass(frozen=True)
@@ -35,8 +39,16 @@ def find_run_commit(worktree: Worktree, run_id: str) -> str | None:
     return None
 
 
+def user_identity(repo: git.Repo) -> tuple[str, str]:
+    """(name, email) of the user's git identity in `repo`; metalport's own when none is set."""
+    reader = repo.config_reader()
+    name = str(reader.get_value("user", "name", "") or "").strip()
+    email = str(reader.get_value("user", "email", "") or "").strip()
+    return (name, email) if name and email else (METALPORT_NAME, METALPORT_EMAIL)
+
+
 def commit_run(worktree: Worktree, op: str, *, migrate: bool, evidence: Mapping[str, object]) -> CommitResult:
-    """Commit every change of the worktree as metalport, with the evidence in the body.
+    """Commit every change of the worktree as the user, with the evidence in the body.
 
     Idempotent: when the branch already has the run's commit, return it. Raises PublishError when
     there is nothing to commit.
@@ -51,9 +63,10 @@ def commit_run(worktree: Worktree, op: str, *, migrate: bool, evidence: Mapping[
         raise PublishError(f"{worktree.path}: run {worktree.run_id} has no changes to commit",
                            hint="check the edit step's output")
     body = "\n".join(f"{key}: {value}" for key, value in evidence.items())
-    message = f"{title}\n\n{body}\n\n{RUN_TRAILER}: {worktree.run_id}\n"
-    identity = {"GIT_AUTHOR_NAME": METALPORT_NAME, "GIT_AUTHOR_EMAIL": METALPORT_EMAIL,
-                "GIT_COMMITTER_NAME": METALPORT_NAME, "GIT_COMMITTER_EMAIL": METALPORT_EMAIL}
+    message = f"{title}\n\n{body}\n\n{GENERATED_BY}\n{RUN_TRAILER}: {worktree.run_id}\n"
+    name, email = user_identity(repo)
+    identity = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
+                "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
     with repo.git.custom_environment(**identity):
         repo.git.commit("--no-verify", "-q", "--cleanup=whitespace", "-m", message)
     return CommitResult(repo.head.commit.hexsha, title, True)

@@ -11,7 +11,7 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,6 +71,10 @@ class GitHubClient:
         payload = {"title": title, "body": body, "head": head, "base": base, "draft": True}
         return self._request("POST", f"/repos/{self.repo}/pulls", payload)
 
+    def add_labels(self, number: int, labels: Sequence[str]) -> list[dict]:
+        """Add `labels` to PR `number` (labels it already has stay); return the PR's labels."""
+        return self._request("POST", f"/repos/{self.repo}/issues/{number}/labels", {"labels": list(labels)})
+
     def _request(self, method: str, path: str, payload: dict | None = None):
         data = json.dumps(payload).encode() if payload is not None else None
         request = urllib.request.Request(f"{self.api_url}{path}", data=data, method=method, headers={
@@ -89,15 +93,18 @@ class GitHubClient:
 
 
 def open_draft_pr(client: GitHubClient, *, fork_owner: str, branch: str, base: str, title: str,
-                  body: str) -> PullRequest:
-    """Return the open PR for `fork_owner:branch`, creating a draft one only when there is none."""
+                  body: str, labels: Sequence[str] = ()) -> PullRequest:
+    """Return the open PR for `fork_owner:branch`, creating a draft one only when there is none;
+    `labels` are set on it either way (adding a label twice changes nothing)."""
     head = f"{fork_owner}:{branch}"
     existing = client.list_pulls(head)
     if existing:
-        pr = existing[0]
-        return PullRequest(pr["number"], pr["html_url"], branch, bool(pr.get("draft")), False)
-    pr = client.create_pull(title=title, body=body, head=head, base=base)
-    return PullRequest(pr["number"], pr["html_url"], branch, bool(pr.get("draft")), True)
+        pr, created = existing[0], False
+    else:
+        pr, created = client.create_pull(title=title, body=body, head=head, base=base), True
+    if labels:
+        client.add_labels(int(pr["number"]), labels)
+    return PullRequest(pr["number"], pr["html_url"], branch, bool(pr.get("draft")), created)
 
 
 def push_branch(repo_path: Path, remote: str, branch: str, *, base_branch: str,

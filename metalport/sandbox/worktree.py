@@ -20,6 +20,11 @@ METALPORT_NAME = "metalport"
 METALPORT_EMAIL = "metalport@localhost"
 METALPORT_IDENTITY = f"{METALPORT_NAME} <{METALPORT_EMAIL}>"
 RUN_TRAILER = "Metalport-Run"
+# Note [commit identity]: the user who approved a port authors and commits it (PyTorch's CLA check
+# reads the commit's author); metalport is named in a trailer, not as a co-author, which the CLA
+# check would ask to sign too.
+GENERATED_TRAILER = "Generated-by"
+GENERATED_BY = f"{GENERATED_TRAILER}: {METALPORT_IDENTITY}"
 
 
 @dataclass(frozen=True)
@@ -119,10 +124,12 @@ def _check_owned(repo: git.Repo, branch: str, base_commit: str) -> None:
 
 
 def is_metalport_commit(commit: git.Commit) -> bool:
-    """True when metalport made `commit`: its identity as author and committer, and its run trailer."""
-    ours = commit.author.email == METALPORT_EMAIL and commit.committer.email == METALPORT_EMAIL
-    trailer = any(line.startswith(f"{RUN_TRAILER}: ") for line in str(commit.message).splitlines())
-    return ours and trailer
+    """True when metalport made `commit`: its run trailer and its `Generated-by` trailer, or (older
+    runs) its run trailer under metalport's own identity (Note [commit identity])."""
+    lines = str(commit.message).splitlines()
+    run = any(line.startswith(f"{RUN_TRAILER}: ") for line in lines)
+    ours = GENERATED_BY in lines or (commit.author.email == METALPORT_EMAIL and commit.committer.email == METALPORT_EMAIL)
+    return run and ours
 
 
 def _open(repo_root: Path | str) -> git.Repo:

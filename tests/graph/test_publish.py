@@ -53,10 +53,13 @@ def test_approved_run_pushes_to_the_fork_and_opens_one_draft_pr(fixture_repo: Pa
         "[MPS] Migrate heaviside to native Metal")
     assert git(bare, "rev-parse", "metalport/heaviside") == git(fixture_repo, "rev-parse", "metalport/heaviside")
     posts = [r for r in github.requests if r[0] == "POST"]
-    assert len(posts) == 1
+    assert [p[1] for p in posts] == ["/repos/pytorch/pytorch/pulls", "/repos/pytorch/pytorch/issues/1/labels"]
     payload = posts[0][3]
     assert payload["draft"] is True and payload["head"] == "ada:metalport/heaviside" and payload["base"] == "main"
     assert "heaviside_functor" in payload["body"] and TOKEN not in payload["body"]
+    assert "## Test Plan" in payload["body"] and "python test/test_mps.py -k test_output_match_heaviside" in payload["body"]
+    assert "Verified in emulation only" in payload["body"]
+    assert github.labels == {1: ["ciflow/mps", "release notes: mps"]}
     assert worktrees(fixture_repo) == 1
 
     # Resuming a published run opens no second PR and makes no second commit.

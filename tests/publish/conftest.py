@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
@@ -18,6 +19,7 @@ class FakeGitHub:
 
     def __init__(self) -> None:
         self.pulls: list[dict] = []
+        self.labels: dict[int, list[str]] = {}
         self.requests: list[tuple[str, str, dict, dict | None]] = []
         fake = self
 
@@ -45,6 +47,12 @@ class FakeGitHub:
                 self._record(payload)
                 if self.headers.get("Authorization") != "Bearer t0ps3cret":
                     self.reply_json(401, {"message": "Bad credentials"})
+                    return
+                labels = re.fullmatch(r"/repos/pytorch/pytorch/issues/(\d+)/labels", self.path)
+                if labels:
+                    have = fake.labels.setdefault(int(labels.group(1)), [])
+                    have += [name for name in payload["labels"] if name not in have]
+                    self.reply_json(200, [{"name": name} for name in have])
                     return
                 number = len(fake.pulls) + 1
                 pr = {"number": number, "html_url": f"https://github.test/pytorch/pytorch/pull/{number}",

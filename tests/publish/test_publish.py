@@ -9,8 +9,10 @@ import pytest
 
 from metalport.errors import PublishError
 from metalport.publish import (
+    PR_LABELS,
     GitHubClient,
     commit_run,
+    conventions_section,
     find_run_commit,
     open_draft_pr,
     push_branch,
@@ -36,10 +38,11 @@ def test_commit_is_metalport_style_and_idempotent(repo: Path) -> None:
     assert (again.sha, again.created) == (first.sha, False)
     assert git(wt.path, "rev-list", "--count", f"{wt.base_commit}..HEAD").strip() == "1"
     assert git(wt.path, "log", "-1", "--format=%an <%ae>|%cn <%ce>").strip() == (
-        "metalport <metalport@localhost>|metalport <metalport@localhost>")
+        "Ada Human <ada@example.com>|Ada Human <ada@example.com>")  # the repository's user
     assert git(wt.path, "log", "-1", "--format=%B") == (
         "[MPS] Add native Metal kernel for heaviside\n\ncheck: 8/8 passed\n"
-        "conformance: 412 cases, max ulp 0\nattempts: 1\n\nMetalport-Run: run-9\n\n")
+        "conformance: 412 cases, max ulp 0\nattempts: 1\n\n"
+        "Generated-by: metalport <metalport@localhost>\nMetalport-Run: run-9\n\n")
     assert find_run_commit(wt, "run-9") == first.sha and find_run_commit(wt, "other") is None
     assert git(repo, "status", "--porcelain") == ""
     remove_worktree(wt, delete_branch=False)
@@ -47,6 +50,19 @@ def test_commit_is_metalport_style_and_idempotent(repo: Path) -> None:
     reused = create_worktree(repo, "heaviside", "run-10")
     assert reused.reused_branch
     remove_worktree(reused)
+
+
+def test_the_users_identity_authors_the_commit_and_metalport_is_a_trailer(repo: Path) -> None:
+    git(repo, "config", "user.name", "Ada Lovelace")
+    git(repo, "config", "user.email", "ada@example.com")
+    wt = _edited(repo, "run-12")
+    commit_run(wt, "aten::heaviside", migrate=False, evidence=EVIDENCE)
+    assert git(wt.path, "log", "-1", "--format=%an <%ae>|%cn <%ce>").strip() == (
+        "Ada Lovelace <ada@example.com>|Ada Lovelace <ada@example.com>")
+    trailers = git(wt.path, "log", "-1", "--format=%(trailers:only)").split("\n")
+    assert trailers[:2] == ["Generated-by: metalport <metalport@localhost>", "Metalport-Run: run-12"]
+    remove_worktree(wt, delete_branch=False)
+    assert create_worktree(repo, "heaviside", "run-13").reused_branch  # still metalport's branch
 
 
 def test_migrate_title_and_nothing_to_commit(repo: Path) -> None:
@@ -121,6 +137,30 @@ def test_draft_pr_is_created_once(github) -> None:
                                                "draft": True}
     assert [p["number"] for p in client.search_pulls("aten::heaviside")] == [1]
     assert client.search_pulls("atan2") == []
+
+
+def test_labels_are_set_through_the_api_once(github) -> None:
+    client = GitHubClient.from_env(github.url, "pytorch/pytorch", env={"GITHUB_TOKEN": "t0ps3cret"})
+    kwargs = dict(fork_owner="ada", branch="metalport/sgn", base="main", title="[MPS] Migrate sgn to native Metal",
+                  body="evidence", labels=PR_LABELS)
+    first = open_draft_pr(client, **kwargs)
+    open_draft_pr(client, **kwargs)
+    assert github.labels == {first.number: ["ciflow/mps", "release notes: mps"]}
+
+
+def test_pr_conventions_name_the_tests_the_tier_and_new_files() -> None:
+    plan = {"op": "addcmul", "xfail_keys": ["addcmul"], "host_family": "ternary",
+            "kernel_file": "aten/src/ATen/native/mps/kernels/PointwiseOps.metal", "host_file": "x.mm"}
+    text = conventions_section(plan, ["emulated", "emulated"], [plan["kernel_file"]])
+    assert "```\npython test/test_mps.py -k test_output_match_addcmul\n```" in text
+    assert "python test/test_mps.py -k test_output_grad_match_addcmul" in text
+    assert "Verified in emulation only" in text
+    assert ("- `aten/src/ATen/native/mps/kernels/PointwiseOps.metal`: no kernel file of the tree holds ternary "
+            "functors yet") in text
+    assert text.rstrip().endswith("Labels: ciflow/mps, release notes: mps")
+    on_mac = conventions_section({"op": "sigmoid_backward"}, ["emulated", "macos"], [])
+    assert "emulation only" not in on_mac and "New files" not in on_mac
+    assert "python test/test_mps.py -k test_output_grad_match_sigmoid\n" in on_mac
 
 
 def test_token_errors_never_show_the_token(github) -> None:

@@ -24,7 +24,8 @@ from metalport.graph.context import RunContext, kill_point
 from metalport.graph.evidence import commit_evidence, describe_plan, full_evidence, verdict_lines
 from metalport.graph.nodes._common import load_plan, load_worktree
 from metalport.graph.state import PortState
-from metalport.publish import GitHubClient, commit_run, open_draft_pr, push_branch, write_bundle
+from metalport.publish import (PR_LABELS, GitHubClient, commit_run, conventions_section, open_draft_pr, push_branch,
+                               write_bundle)
 
 
 @dataclass(frozen=True)
@@ -45,10 +46,14 @@ def publish(state: PortState, runtime: Runtime[RunContext]) -> dict:
     commit = commit_run(worktree, state["op"], migrate=port.migrate, evidence=evidence)
     kill_point("publish:committed")
     redactor = Redactor(secret_env=ctx.secret_env())
-    diff_stat = git.Repo(worktree.path).git.diff("--stat", f"{worktree.base_commit}..HEAD")
-    body = redactor.text(ctx.provider.describe_pr(PrRequest(
+    repo = git.Repo(worktree.path)
+    diff_stat = repo.git.diff("--stat", f"{worktree.base_commit}..HEAD")
+    added = repo.git.diff("--name-only", "--diff-filter=A", f"{worktree.base_commit}..HEAD").split()
+    executors = [str(v.get("executor")) for v in state.get("verdicts", {}).values() if v.get("executor")]
+    described = ctx.provider.describe_pr(PrRequest(
         op=state["op"], plan_summary="\n".join(f"- {line.strip()}" for line in describe_plan(state.get("plan", {}))),
-        diff_stat=diff_stat, verdicts=tuple(verdict_lines(state)), usage=dict(state.get("usage", {})))))
+        diff_stat=diff_stat, verdicts=tuple(verdict_lines(state)), usage=dict(state.get("usage", {}))))
+    body = redactor.text(f"{described.rstrip()}\n\n{conventions_section(state.get('plan', {}), executors, added)}")
     usage = ctx.total_usage(ctx.provider.usage())
     update: dict = {"stage": "publish", "status": "published", "commit": commit.sha, "usage": usage,
                     "reason": f"approved and committed as {commit.sha[:12]}"}
@@ -57,7 +62,7 @@ def publish(state: PortState, runtime: Runtime[RunContext]) -> dict:
         push_branch(Path(state["repo_root"]), target.remote, worktree.branch, base_branch=target.base_branch)
         client = GitHubClient.from_env(target.api_url, target.github_repo)
         pr = open_draft_pr(client, fork_owner=target.fork_owner, branch=worktree.branch,
-                           base=target.base_branch, title=commit.title, body=body)
+                           base=target.base_branch, title=commit.title, body=body, labels=PR_LABELS)
         return {**update, "pr_url": pr.url, "reason": f"draft PR {pr.url} from {target.remote}/{worktree.branch}"}
     if why_not:
         get_stream_writer()({"event": "note", "node": "publish", "message": why_not})
