@@ -138,8 +138,10 @@ def test_bad_inputs_are_one_line_and_leave_nothing(fixture_repo: Path, capsys: p
 def test_a_plan_edit_that_misses_its_anchor_fails_after_diagnose_or_exhausts_the_budget(
         fixture_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     host = fixture_repo / HOST
-    host.write_text(host.read_text().replace("} // namespace at::native", "}"))
-    git(fixture_repo, "commit", "-q", "-am", "host file without its namespace comment")
+    # Neither a REGISTER_DISPATCH block to join nor a namespace comment to insert before.
+    host.write_text(host.read_text().replace("} // namespace at::native", "}")
+                    .replace("REGISTER_DISPATCH(atan2_stub, &atan2_mps_kernel)\n", ""))
+    git(fixture_repo, "commit", "-q", "-am", "host file without its namespace comment or registrations")
     before = user_tree(fixture_repo)
     repo = str(fixture_repo)
     assert run_migration(["aten::heaviside", "--repo", repo, "--executor", "emulated", "--no-input", "--json",
