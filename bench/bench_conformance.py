@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from metalport.checks.backend import compile_files  # noqa: E402
-from metalport.checks.conformance import (ConformanceSession, build_cases, case_generator,  # noqa: E402
-                                          resolve_op, run_conformance)
+from metalport.checks.cases import build_cases  # noqa: E402
+from metalport.checks.conformance import ConformanceSession, case_generator, resolve_op, run_conformance  # noqa: E402
 from metalport.checks.families import classify  # noqa: E402
 
 KERNELS = Path("aten/src/ATen/native/mps/kernels")
@@ -40,9 +40,9 @@ def _torch_time(root: Path, op: str, seed: int, held_out: bool) -> float:
     start = time.perf_counter()
     for dtype in dtypes:
         cases, _ = build_cases(family, base, packet, dtype, case_generator(seed, dtype), held_out)
-        for _, call, _, _ in cases:
+        for case in cases:
             try:
-                call.run()
+                case.call.run()
             except RuntimeError:
                 pass
     return time.perf_counter() - start

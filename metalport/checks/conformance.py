@@ -1,9 +1,10 @@
 """`run_conformance`: an emulated `test_output_match` for one pointwise op's Metal kernels.
 
 For each dtype the op's kernel files register, every OpInfo sample (recorded at the ATen level on
-CPU), fresh random draws and, separately, held-out edge cases run through torch on CPU (the
-reference) and through the kernel as the modelled MPS host would dispatch it (`hostmodel`).
-Outputs are poisoned first; results are compared with test_mps-style tolerances.
+CPU), random draws and held-out cases from OpInfo's reference numerics (`cases`) run through torch
+on CPU (the reference, guarded where it can crash) and through the kernel as the modelled MPS host
+would dispatch it (`hostmodel`). Outputs are poisoned first; results are judged at test_mps's
+tolerances (`runner.judge_case`) and counted per kind; skipped calls make the verdict partial.
 """
 
 from __future__ import annotations
@@ -23,17 +24,18 @@ import torch
 from metalport.checks.backend import KernelSet, compile_files, pick_backend
 from metalport.checks.families import classify
 from metalport.checks.hostcode import find_host_code
-from metalport.checks.hostmodel import MissingKernel, UnmodelledCall
-from metalport.checks.report import NO_HOST_MODEL, ConformanceReport, DtypeVerdict
-from metalport.checks.runner import REJECTED, CaseResult, Prepared, dispatch, judge, prepare_case
-from metalport.checks.samples import (Call, Family, bind, find_opinfo, held_out_operands, opinfo_calls,
-                                      random_operands, random_tensor, schema_template)
+from metalport.checks.cases import Case, build_cases
+from metalport.checks.hostmodel import MissingKernel
+from metalport.checks.report import KINDS, NO_HOST_MODEL, ConformanceReport, DtypeVerdict, Tally
+from metalport.checks.runner import (CRASHED, REJECTED, CaseResult, Prepared, dispatch, judge_case, prepare_case,
+                                     references)
+from metalport.checks.samples import find_opinfo
+from metalport.checks.tolerances import strict, tolerance_for
 from metalport.checkout.layout import KERNELS_DIR as LAYOUT_KERNELS_DIR
 from metalport.errors import UnknownOpError, UsageError
 from metalport.failure import Failure
 
 KERNELS_DIR = Path(LAYOUT_KERNELS_DIR)
-RANDOM_CASES = 4
 _MAX_FAILURES = 5
 _DTYPE_ALIASES = {"half": "float16", "float": "float32", "bfloat": "bfloat16", "int": "int32", "long": "int64",
                   "short": "int16", "char": "int8", "uchar": "uint8", "float2": "complex64", "double": "float64"}
@@ -121,13 +123,18 @@ class _DtypeRun:
 
     def __init__(self, dtype: torch.dtype, where: tuple[str, int | None]) -> None:
         self.dtype, self.where = dtype, where
-        self.samples = self.passed = self.held = self.held_passed = self.skipped = self.rejected = 0
+        self.name = str(dtype).removeprefix("torch.")
+        self.counts = {kind: [0, 0, 0] for kind in KINDS}  # samples, passed, warned
+        self.skipped = self.rejected = self.held_failed = 0
         self.worst: tuple[float, str] | None = None
         self.failures: list[Failure] = []
+        self.warnings: list[str] = []
         self.held_inputs: list[str] = []
         self.unmodelled: list[str] = []
 
-    def add(self, result: CaseResult, label: str, call: Call, held_out: bool) -> None:
+    def add(self, result: CaseResult, case: Case, accepted: str | None = None) -> None:
+        """Count one case; a divergence is a warning when the case or `accepted` says PyTorch accepts it."""
+        accepted = case.accepted or accepted
         if result.skipped is not None:
             if result.skipped.startswith(REJECTED):
                 self.rejected += 1  # a generated input torch itself refuses: no case, no host-model gap
@@ -135,99 +142,52 @@ class _DtypeRun:
             self.skipped += 1
             self.unmodelled.append(result.skipped)
             return
-        if held_out:
-            self.held += 1
-            self.held_passed += result.ok
-            if not result.ok:
-                self.held_inputs.append(f"{label}: {call.describe()}: {result.message}; inputs: "
-                                        f"{[t.tolist() if t.numel() <= 64 else 'large' for t in call.operands()]}")
-            return
-        self.samples += 1
-        self.passed += result.ok
-        if self.worst is None or result.error > self.worst[0]:
-            self.worst = (result.error, f"{label}: {call.describe()}")
-        if not result.ok and len(self.failures) < _MAX_FAILURES:
+        counts = self.counts[case.kind]
+        counts[0] += 1
+        if case.kind != "held-out" and (self.worst is None or result.error > self.worst[0]):
+            self.worst = (result.error, f"{case.label}: {case.call.describe()}")
+        if result.ok:
+            counts[1] += 1
+        elif accepted is not None:
+            counts[2] += 1
+            self.warnings.append(f"{self.name} {case.label}: {case.call.describe()}: {_count_only(result.message)}; "
+                                 f"PyTorch accepts this divergence: {accepted}")
+        elif case.kind == "held-out":
+            self.held_failed += 1
+            self.held_inputs.append(f"{case.label}: {case.call.describe()}: {result.message}; inputs: "
+                                    f"{[t.tolist() if t.numel() <= 64 else 'large' for t in case.call.operands()]}")
+        elif len(self.failures) < _MAX_FAILURES:
             self.failures.append(Failure("conformance", self.where[0], self.where[1], None,
-                                         f"{str(self.dtype).removeprefix('torch.')} {label}: {call.describe()}: "
-                                         f"{result.message}"))
+                                         f"{self.name} {case.label}: {case.call.describe()}: {result.message}"))
 
     def verdict(self) -> DtypeVerdict:
         failures = list(self.failures)
-        if self.held_passed < self.held:
+        if self.held_failed:
             failures.append(Failure("held-out", self.where[0], self.where[1], None,
-                                    f"{self.held - self.held_passed} of {self.held} held-out cases fail for "
-                                    f"{str(self.dtype).removeprefix('torch.')} (inputs withheld)"))
+                                    f"{self.held_failed} of {self.counts['held-out'][0]} held-out cases fail for "
+                                    f"{self.name} (inputs withheld)"))
         worst = self.worst
-        return DtypeVerdict(str(self.dtype).removeprefix("torch."), self.samples, self.passed,
+        return DtypeVerdict(self.name, {k: Tally(*v) for k, v in self.counts.items()},
                             None if worst is None else worst[0], None if worst is None else worst[1],
-                            tuple(failures), self.held, self.held_passed, tuple(self.held_inputs), self.skipped)
+                            tuple(failures), tuple(self.warnings), tuple(self.held_inputs), self.skipped)
 
 
-Case = tuple[str, Call, bool, str | None]  # label, call, held out, forced dense flavour
+def _precise_references(cases: Sequence[Case], staged: Sequence[Prepared | CaseResult]) -> dict[int, torch.Tensor]:
+    """For small-magnitude cases: the op computed in float64 (complex128) from the same inputs."""
+    wanted = [k for k, (c, item) in enumerate(zip(cases, staged)) if c.strict and isinstance(item, Prepared)]
+    calls = []
+    for k in wanted:
+        call = cases[k].call
+        values = [call._get(s) for s in call.slots]
+        calls.append(call.with_operands([v.to(torch.complex128 if v.is_complex() else torch.float64)
+                                         if isinstance(v, torch.Tensor) and (v.is_floating_point() or v.is_complex())
+                                         else v for v in values]))
+    return {k: r for k, r in zip(wanted, references(calls)) if isinstance(r, torch.Tensor)}
 
 
-def build_cases(family: Family, base: str, packet: Any, dtype: torch.dtype, gen: torch.Generator,
-                held_out: bool) -> tuple[list[Case], list[str]]:
-    """The cases for one dtype (OpInfo, random, then held-out) and why recorded calls were skipped."""
-    info = find_opinfo(base)
-    skipped: list[str] = []
-    cases: list[Case] = []
-    template: Call | None = None
-    if info is not None:
-        for k, (func, args, kwargs) in enumerate(opinfo_calls(info, packet, dtype)):
-            try:
-                call = bind(func, args, kwargs, family)
-            except UnmodelledCall as err:
-                skipped.append(str(err))
-                continue
-            cases.append((f"opinfo sample {k}", call, False, None))
-            if template is None and all(isinstance(t, torch.Tensor) and t.dim() > 0 for t in call.operands()):
-                template = call
-        template = template or next((c for _, c, _, _ in cases), None)
-    if template is None:
-        overload = getattr(packet, "default", None) or getattr(packet, packet.overloads()[0])
-        template = schema_template(overload, family, dtype, gen)
-    if template is None:
-        return cases, skipped
-    tensor_slots = [i for i, s in enumerate(template.slots) if isinstance(template._get(s), torch.Tensor)]
-    ops = template.operands()
-    for label, values, force in random_operands([ops[i] for i in tensor_slots], gen, RANDOM_CASES):
-        cases.append((label, _substitute(template, tensor_slots, values), False, force))
-    mixed = _scalar_partner(dtype)
-    if len(tensor_slots) >= 2 and mixed is not None and ops[tensor_slots[-1]].dtype == dtype:
-        values = [random_tensor((6, 5), ops[i].dtype, gen) for i in tensor_slots[:-1]]
-        values.append(random_tensor((), mixed, gen))
-        call = _substitute(template, tensor_slots, values)
-        if _same_output_dtype(call, template):  # only where torch's promotion keeps the output dtype
-            cases.append((f"random 0-dim {str(mixed).removeprefix('torch.')} operand", call, False, None))
-    if held_out:
-        for label, values, force in held_out_operands([ops[i].dtype for i in tensor_slots], gen):
-            cases.append((f"held-out {label}", _substitute(template, tensor_slots, values), True, force))
-    return cases, skipped
-
-
-def _same_output_dtype(call: Call, template: Call) -> bool:
-    try:
-        out, ref = call.run(), template.run()
-    except (RuntimeError, ValueError, TypeError):
-        return False
-    return isinstance(out, torch.Tensor) and isinstance(ref, torch.Tensor) and out.dtype == ref.dtype
-
-
-def _scalar_partner(dtype: torch.dtype) -> torch.dtype | None:
-    """A 0-dim operand dtype that keeps `dtype` as the result but makes the host cast (or promote)."""
-    if dtype == torch.bool or dtype.is_complex:
-        return None
-    if dtype.is_floating_point:
-        return torch.int64 if dtype == torch.float32 else torch.float32
-    return torch.int32 if dtype == torch.int64 else torch.int64
-
-
-def _substitute(template: Call, slots: list[int], values: Sequence[torch.Tensor]) -> Call:
-    current = [template._get(s) for s in template.slots]
-    for i, v in zip(slots, values):
-        current[i] = v
-    return template.with_operands(current)
+def _count_only(message: str | None) -> str:
+    """The mismatch message without element values (a warning may describe a held-out case)."""
+    return (message or "differs").split("; at [")[0].split("; kernel ")[0]
 
 
 def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path] | None = None,
@@ -284,26 +244,35 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
     verdicts = []
     unmodelled: list[str] = []
     rejected = 0
-    for dtype in wanted:
-        gen = case_generator(seed, dtype)
+    info = find_opinfo(base)
+    built = {dtype: build_cases(family, base, packet, dtype, case_generator(seed, dtype), include_held_out)
+             for dtype in wanted}
+    every = [c.call for cases, _ in built.values() for c in cases]
+    outcomes = iter(references(every))  # one guarded child for all dtypes, not one each
+    for dtype, (cases, skipped) in built.items():
         metal = {v: k for k, v in _metal_names().items()}[dtype]
         where_file = next((f for f in files if _register_line(f, kernel, metal)), files[0])
         run = _DtypeRun(dtype, (_rel(where_file, checkout_root), _register_line(where_file, kernel, metal)))
-        cases, skipped = build_cases(family, base, packet, dtype, gen, include_held_out)
         run.skipped += len(skipped)
         run.unmodelled += skipped
         staged: list[Prepared | CaseResult] = []
-        for _, call, _, force in cases:
+        for case in cases:
             try:
-                staged.append(prepare_case(kernels, family, kernel, call, force))
+                staged.append(prepare_case(kernels, family, kernel, case.call, case.force, next(outcomes)))
             except MissingKernel as err:
                 staged.append(CaseResult(False, float("inf"), f"the host would ask for kernel {err.kernel}, which "
                                          f"no kernel file defines (MPS: 'Failed to create function state object')"))
         ready = [p for p in staged if isinstance(p, Prepared)]
         errors = dict(zip(map(id, ready), dispatch(kernels, ready)))
-        for (label, call, held, _), item in zip(cases, staged):
-            result = judge(base, item, errors[id(item)]) if isinstance(item, Prepared) else item
-            run.add(result, label, call, held)
+        precise = _precise_references(cases, staged)
+        for k, (case, item) in enumerate(zip(cases, staged)):
+            accepted = None
+            if isinstance(item, Prepared):
+                tol = tolerance_for(base, item.expected.dtype, info)
+                item, accepted = judge_case(item, errors[id(item)], tol, beyond_samples=case.kind != "opinfo",
+                                            strict_tol=strict(tol, item.expected.dtype) if case.strict else None,
+                                            precise=precise.get(k))
+            run.add(item, case, accepted)
         unmodelled += run.unmodelled
         rejected += run.rejected
         verdicts.append(run.verdict())
@@ -329,19 +298,24 @@ def _report(name: str, backend: str, verdicts: tuple[DtypeVerdict, ...], unmodel
             seed: int) -> ConformanceReport:
     counted = sum(d.samples + d.held_out_samples for d in verdicts)
     reason = None
+    crashed = [u for u in unmodelled if u.startswith(CRASHED)]
+    unmodelled = [u for u in unmodelled if not u.startswith(CRASHED)]
     if unmodelled:
         kinds = sorted(set(unmodelled))
         reason = (f"{len(unmodelled)} calls skipped, {NO_HOST_MODEL}: " + "; ".join(kinds[:3])
                   + (f" (+{len(kinds) - 3} more)" if len(kinds) > 3 else ""))
+    if crashed:
+        lost = f"{len(crashed)} cases dropped: {crashed[0]}"
+        reason = f"{reason}; {lost}" if reason else lost
     if rejected:
         dropped = f"{rejected} generated inputs dropped ({REJECTED})"
         reason = f"{reason}; {dropped}" if reason else dropped
     if counted == 0:
         return ConformanceReport(name, backend, "no-host-model", verdicts,
                                  reason or f"no sample reached a modelled host convention; {NO_HOST_MODEL}", seed)
-    status = "pass" if all(d.ok for d in verdicts) else "fail"
+    status = "fail" if not all(d.ok for d in verdicts) else "partial" if any(d.skipped for d in verdicts) else "pass"
     return ConformanceReport(name, backend, status, verdicts, reason, seed)
 
 
-__all__ = ["ConformanceReport", "ConformanceSession", "DtypeVerdict", "build_cases", "case_generator",
+__all__ = ["ConformanceReport", "ConformanceSession", "DtypeVerdict", "case_generator",
            "registering_files", "resolve_op", "run_conformance"]

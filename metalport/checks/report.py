@@ -1,7 +1,9 @@
-"""The conformance verdict: per-dtype counts, worst errors and failures, held-out kept apart.
+"""The conformance verdict: per dtype, OpInfo samples, random and held-out cases counted apart.
 
 Held-out inputs live only in `DtypeVerdict.held_out_inputs`; `summary_for_model()` and the default
-`to_dict()` never read that field (the repair loop sees counts only).
+`to_dict()` never read that field (the repair loop sees counts only). A divergence PyTorch accepts
+is a warning, counted and shown, never a pass (Note [accepted divergences] in `numerics`). Any call
+skipped or case dropped makes the verdict "partial", never "pass".
 """
 
 from __future__ import annotations
@@ -11,28 +13,63 @@ from typing import Any
 
 from metalport.failure import Failure
 
-STATUSES = ("pass", "fail", "no-host-model")
+STATUSES = ("pass", "partial", "fail", "no-host-model")
 NO_HOST_MODEL = "no emulated host model; verify on macOS"
+KINDS = ("opinfo", "random", "held-out")
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Cases of one kind: how many ran, passed, and diverged in a way PyTorch accepts (warned)."""
+
+    samples: int = 0
+    passed: int = 0
+    warned: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.passed + self.warned == self.samples
+
+    def to_dict(self) -> dict[str, int]:
+        return {"samples": self.samples, "passed": self.passed, "warned": self.warned}
 
 
 @dataclass(frozen=True)
 class DtypeVerdict:
-    """One dtype's result: regular samples (OpInfo and random) and held-out cases, counted apart."""
+    """One dtype's result: OpInfo samples, random and held-out cases counted apart, skips and warnings."""
 
     dtype: str
-    samples: int
-    passed: int
+    tallies: dict[str, Tally]
     worst_error: float | None
     worst_sample: str | None
     failures: tuple[Failure, ...]
-    held_out_samples: int
-    held_out_passed: int
+    warnings: tuple[str, ...] = ()  # accepted divergences, one line each, no held-out values
     held_out_inputs: tuple[str, ...] = field(default=(), repr=False)  # failing held-out cases, verbatim
-    skipped: int = 0  # recorded calls the host model does not cover
+    skipped: int = 0  # recorded calls the host model does not cover, cases whose reference crashed
+
+    def tally(self, kind: str) -> Tally:
+        return self.tallies.get(kind, Tally())
+
+    @property
+    def samples(self) -> int:
+        """OpInfo samples and random cases (the regular cases)."""
+        return self.tally("opinfo").samples + self.tally("random").samples
+
+    @property
+    def passed(self) -> int:
+        return self.tally("opinfo").passed + self.tally("random").passed
+
+    @property
+    def held_out_samples(self) -> int:
+        return self.tally("held-out").samples
+
+    @property
+    def held_out_passed(self) -> int:
+        return self.tally("held-out").passed
 
     @property
     def ok(self) -> bool:
-        return self.passed == self.samples and self.held_out_passed == self.held_out_samples
+        return all(t.ok for t in self.tallies.values())
 
     def to_dict(self, *, include_held_out_inputs: bool = False) -> dict[str, Any]:
         """JSON-ready; the held-out inputs only on request."""
@@ -41,11 +78,33 @@ class DtypeVerdict:
             "worst_error": self.worst_error, "worst_sample": self.worst_sample,
             "failures": [f.to_dict() for f in self.failures],
             "held_out_samples": self.held_out_samples, "held_out_passed": self.held_out_passed,
-            "skipped": self.skipped,
+            "skipped": self.skipped, "warnings": list(self.warnings),
+            **{kind.replace("-", "_"): self.tally(kind).to_dict() for kind in KINDS},
         }
         if include_held_out_inputs:
             out["held_out_inputs"] = list(self.held_out_inputs)
         return out
+
+
+def counts_text(dtypes: list[dict[str, Any]]) -> str:
+    """`opinfo 88/88, random 12/12, held-out 40/40 (2 warned), 3 skipped` summed over dtype dicts.
+
+    Dicts recorded before the kinds were counted apart read `60/60 samples`."""
+    if not any("opinfo" in d for d in dtypes):
+        passed, samples = (sum(int(d.get(k, 0)) for d in dtypes) for k in ("passed", "samples"))
+        skipped = sum(int(d.get("skipped", 0)) for d in dtypes)
+        return f"{passed}/{samples} samples" + (f", {skipped} skipped" if skipped else "")
+    parts = []
+    for kind in KINDS:
+        key = kind.replace("-", "_")
+        samples = sum(int((d.get(key) or {}).get("samples", 0)) for d in dtypes)
+        passed = sum(int((d.get(key) or {}).get("passed", 0)) for d in dtypes)
+        warned = sum(int((d.get(key) or {}).get("warned", 0)) for d in dtypes)
+        if kind == "held-out" and not samples:
+            continue
+        parts.append(f"{kind} {passed}/{samples}" + (f" ({warned} warned)" if warned else ""))
+    skipped = sum(int(d.get("skipped", 0)) for d in dtypes)
+    return ", ".join(parts + [f"{skipped} skipped"])
 
 
 @dataclass(frozen=True)
@@ -66,14 +125,24 @@ class ConformanceReport:
             raise ValueError(f"unknown backend {self.backend!r}")
 
     def ok(self) -> bool:
-        """True only for a pass (a missing host model is not a pass)."""
+        """True only for a pass (a partial verdict or a missing host model is not a pass)."""
         return self.status == "pass"
+
+    @property
+    def skipped(self) -> int:
+        """Calls and cases left unchecked, over all dtypes."""
+        return sum(d.skipped for d in self.dtypes)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Accepted divergences, over all dtypes."""
+        return tuple(w for d in self.dtypes for w in d.warnings)
 
     def to_dict(self, *, include_held_out_inputs: bool = False) -> dict[str, Any]:
         """JSON-ready report; held-out inputs are left out unless asked for."""
         return {
             "op": self.op, "backend": self.backend, "status": self.status, "reason": self.reason,
-            "seed": self.seed,
+            "seed": self.seed, "skipped": self.skipped, "warnings": len(self.warnings),
             "dtypes": [d.to_dict(include_held_out_inputs=include_held_out_inputs) for d in self.dtypes],
         }
 
@@ -84,8 +153,7 @@ class ConformanceReport:
             lines.append(f"note: {self.reason}")
         for d in self.dtypes:
             worst = "" if d.worst_error is None else f"; worst error {d.worst_error:.3g} ({d.worst_sample})"
-            held = f"; held-out {d.held_out_passed}/{d.held_out_samples} pass" if d.held_out_samples else ""
-            lines.append(f"{d.dtype}: {d.passed}/{d.samples} samples pass{worst}{held}")
+            lines.append(f"{d.dtype}: {counts_text([d.to_dict()])}{worst}")
             for f in d.failures[:4]:
                 lines.append(f"  - {f}")
         return "\n".join(lines)

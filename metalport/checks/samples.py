@@ -1,4 +1,4 @@
-"""Inputs for conformance: the op's OpInfo samples, fresh random draws, and held-out edge cases.
+"""The op's OpInfo samples as ATen calls, bound to a kernel family's operands (see `cases` for the rest).
 
 Samples are taken at the ATen level: each OpInfo sample runs on CPU under a dispatch mode that
 records calls to the target op, so a Python-level alias or composite still yields the exact
@@ -9,8 +9,7 @@ does not model are counted, not guessed.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -19,6 +18,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from metalport.checks.hostmodel import UnmodelledCall
+from metalport.checks.numerics import Numerics, draw
 
 
 class Family(Enum):
@@ -168,113 +168,6 @@ def opinfo_calls(info: Any, packet: Any, dtype: torch.dtype) -> list[tuple[Any, 
     return rec.calls
 
 
-# Random values -----------------------------------------------------------------------------
-
-def random_like(t: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-    """Fresh values with `t`'s dtype, shape and strides (views keep their layout)."""
-    base = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype) if t.numel() else t.clone()
-    if t.numel() == 0:
-        return base
-    return base.copy_(random_tensor(tuple(t.shape), t.dtype, gen))
-
-
-def random_tensor(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
-    """Values spread over several magnitudes (floats) or a moderate range (integers)."""
-    if dtype == torch.bool:
-        return torch.randint(0, 2, shape, generator=gen).to(torch.bool)
-    if dtype.is_complex:
-        real, imag = random_tensor(shape, torch.float32, gen), random_tensor(shape, torch.float32, gen)
-        return torch.complex(real, imag).to(dtype)
-    if dtype.is_floating_point:
-        scale = torch.pow(10.0, torch.empty(shape).uniform_(-2, 2, generator=gen))
-        v = torch.randn(shape, generator=gen) * scale
-        limit = 6e4 if dtype == torch.float16 else 1e30
-        return v.clamp(-limit, limit).to(dtype)
-    info = torch.iinfo(dtype)
-    lo, hi = max(info.min, -100), min(info.max, 100)
-    return torch.randint(lo, hi + 1, shape, generator=gen).to(dtype)
-
-
-# Held-out edge cases -----------------------------------------------------------------------
-
-def special_values(dtype: torch.dtype) -> list[Any]:
-    """±0, ±inf, NaN, subnormals and extremes for floats; extremes for integers; both bools."""
-    if dtype == torch.bool:
-        return [False, True]
-    if dtype.is_floating_point or dtype.is_complex:
-        real = torch.float32 if dtype.is_complex else dtype
-        fi = torch.finfo(real)
-        sub = fi.smallest_normal / 4
-        vals = [0.0, -0.0, math.inf, -math.inf, math.nan, sub, -sub, fi.smallest_normal, fi.max, -fi.max,
-                1.0, -1.0, 0.5, -2.5, 3.0]
-        if dtype.is_complex:
-            return [complex(v, w) for v in vals[:8] for w in (0.0, -1.0, math.nan)]
-        return vals
-    info = torch.iinfo(dtype)
-    vals = {info.min, info.min + 1, info.max, info.max - 1, 0, 1, 2, 7}
-    if info.min < 0:
-        vals |= {-1, -2, -7}
-    return sorted(vals)
-
-
-def _grid(values: list[list[Any]], dtypes: Sequence[torch.dtype]) -> list[torch.Tensor]:
-    """Operands covering every combination of the per-operand `values`."""
-    sizes = [len(v) for v in values]
-    total = math.prod(sizes)
-    out, step = [], 1
-    for vals, dt, n in zip(values, dtypes, sizes):
-        idx = (torch.arange(total) // step) % n
-        out.append(torch.tensor(vals, dtype=dt)[idx])
-        step *= n
-    return out
-
-
-def held_out_operands(dtypes: Sequence[torch.dtype], gen: torch.Generator
-                      ) -> Iterator[tuple[str, list[Any], str | None]]:
-    """(label, operands, forced dense flavour) for each held-out case; one operand per dtype."""
-    specials = [special_values(dt) for dt in dtypes]
-    if len(dtypes) == 3:
-        specials = [v[:11] for v in specials]
-    n = len(dtypes)
-
-    def each(shape: Any) -> list[torch.Tensor]:
-        return [random_tensor(shape(k) if callable(shape) else shape, dt, gen) for k, dt in enumerate(dtypes)]
-
-    yield "special values", _grid(specials, dtypes), None
-    yield "special values, ILP kernel", _grid(specials, dtypes), "ilp"
-    yield "empty", each((0,)), None
-    yield "empty 2-d", each((2, 0, 3)), None
-    yield "0-dim", each(()), None
-    if n > 1:
-        yield "0-dim and 1-d", each(lambda k: () if k else (5,)), None
-        yield "0-dim first", each(lambda k: (5,) if k else ()), None
-    yield "transposed", [t.t() if k == 0 else t.t().contiguous() for k, t in enumerate(each((7, 5)))], None
-    yield "step-2 slice", [t[:, ::2] for t in each((6, 10))], None
-    yield "storage offset", [t[1:, 2:] for t in each((4, 9))], None
-    yield "expanded view", [t.expand(3, 5, 4) for t in each((3, 1, 4))], None
-    if n > 1:
-        shapes = [(5, 1), (1, 6), (5, 6)]
-        yield "broadcast", each(lambda k: shapes[k % 3]), None
-        yield "broadcast rows", each(lambda k: (6,) if k else (4, 6)), None
-        yield "broadcast lhs", each(lambda k: (6,) if k == 0 else (4, 6)), None
-    yield "threadgroup boundary 1025", each((1025,)), None
-    yield "threadgroup boundary 2049, ILP kernel", each((2049,)), "ilp"
-    yield "strided 40x33", [t[:, :33] for t in each((40, 34))], None
-
-
-def random_operands(template: Sequence[torch.Tensor], gen: torch.Generator, count: int
-                    ) -> Iterator[tuple[str, list[torch.Tensor], str | None]]:
-    """`count` fresh draws: the template's shapes with new values, then new random sizes."""
-    dtypes = [t.dtype for t in template]
-    for k in range(count):
-        if k % 2 == 0:
-            ops = [random_like(t, gen) for t in template]
-        else:
-            n = int(torch.randint(1, 3000, (1,), generator=gen))
-            ops = [random_tensor((n,), dt, gen) for dt in dtypes]
-        yield f"random {k}", ops, ("ilp" if k % 4 == 1 else None)
-
-
 def schema_template(func: Any, family: Family, dtype: torch.dtype, gen: torch.Generator) -> Call | None:
     """A call built from the schema alone (for ops without an OpInfo): random tensor operands."""
     args: list[Any] = []
@@ -282,7 +175,7 @@ def schema_template(func: Any, family: Family, dtype: torch.dtype, gen: torch.Ge
         if a.kwarg_only:
             break
         if str(a.type) == "Tensor":
-            args.append(random_tensor((4, 5), dtype, gen))
+            args.append(draw((4, 5), dtype, gen, Numerics(func.name(), family.arity == 1), len(args)))
         elif a.has_default_value():
             break
         elif str(a.type) == "number":
@@ -294,5 +187,3 @@ def schema_template(func: Any, family: Family, dtype: torch.dtype, gen: torch.Ge
     except UnmodelledCall:
         return None
 
-
-CallFactory = Callable[[], Call]

@@ -21,8 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "conformance", help="check an op's Metal kernels against torch (OpInfo samples, random, held-out)",
         description="Run the op's kernels as the MPS host would (emulated on the CPU, or on MPS) over its "
-                    "OpInfo samples, fresh random inputs and held-out edge cases, and compare with torch on "
-                    "CPU. Exit 0 on pass, 1 on fail or when no host model covers the op, 2 on bad input.")
+                    "OpInfo samples, random inputs and held-out cases drawn from OpInfo's reference numerics, and "
+                    "compare with torch on CPU at test_mps tolerances. Exit 0 on pass, 1 on fail, on a partial "
+                    "verdict (calls skipped) or when no host model covers the op, 2 on bad input.")
     with_completer(parser.add_argument("op", help="the ATen op, e.g. aten::atan2"), complete_ops)
     parser.add_argument("--repo", type=Path, default=None,
                         help="PyTorch checkout (default: the one enclosing the working directory)")
@@ -33,6 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="where kernels run (auto: mps when available, else emulated)")
     parser.add_argument("--no-held-out", action="store_true", help="skip the held-out edge cases")
     add_sandbox_flag(parser)
+    parser.add_argument("--show-held-out", action="store_true",
+                        help="print the failing held-out cases with their inputs (for a human; never shown to a model)")
     parser.set_defaults(func=run)
 
 
@@ -59,30 +62,38 @@ def run(args: argparse.Namespace) -> int:
     report = run_conformance(root, args.op, dtypes=dtypes, include_held_out=not args.no_held_out,
                              backend=args.backend, seed=args.seed)
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+        print(json.dumps(report.to_dict(include_held_out_inputs=args.show_held_out), indent=2))
         return 0 if report.ok() else 1
-    _print_table(report)
+    _print_table(report, show_held_out=args.show_held_out)
     return 0 if report.ok() else 1
 
 
-def _print_table(report: ConformanceReport) -> None:
+def _print_table(report: ConformanceReport, *, show_held_out: bool = False) -> None:
     from rich.table import Table
 
+    from metalport.checks.report import KINDS
     from metalport.commands._console import table_console
 
     console = table_console()
     table = Table(title=f"conformance {report.op} ({report.backend}, seed {report.seed})")
-    for col in ("dtype", "samples", "passed", "worst error", "worst sample", "held-out passed"):
+    for col in ("dtype", "opinfo", "random", "held-out", "warned", "skipped", "worst error", "worst sample"):
         table.add_column(col)
     for d in report.dtypes:
         worst = "-" if d.worst_error is None else f"{d.worst_error:.3g}"
-        held = f"{d.held_out_passed}/{d.held_out_samples}" if d.held_out_samples else "-"
-        table.add_row(d.dtype, str(d.samples), str(d.passed), worst, d.worst_sample or "-", held)
+        counts = [f"{d.tally(k).passed}/{d.tally(k).samples}" if d.tally(k).samples else "-" for k in KINDS]
+        warned = sum(d.tally(k).warned for k in KINDS)
+        table.add_row(d.dtype, *counts, str(warned), str(d.skipped), worst, d.worst_sample or "-")
     if report.dtypes:
         console.print(table)
     for d in report.dtypes:
         for f in d.failures:
             console.print(f"FAIL {f}", markup=False)
+        for w in d.warnings:
+            console.print(f"WARN {w}", markup=False)
+        if show_held_out:
+            for line in d.held_out_inputs:
+                console.print(f"HELD-OUT {d.dtype} {line}", markup=False)
     if report.reason:
         console.print(f"note: {report.reason}", markup=False)
-    console.print(f"{report.op}: {report.status}", markup=False)
+    console.print(f"{report.op}: {report.status}" + (f" ({report.skipped} skipped)" if report.skipped else ""),
+                  markup=False)

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from metalport.checks.report import counts_text
 from metalport.commands._complete import complete_run_ids, with_completer
 from metalport.commands._console import add_format_option, output_format, print_code, print_table
 
@@ -107,15 +108,15 @@ def _summary(record: Any) -> dict[str, Any]:
 
 
 def _verdict(value: Any) -> str:
-    """A verdict in a few words: pass/fail, with the sample counts of a conformance report."""
+    """A verdict in a few words: pass/partial/fail, with the counts of a conformance report (skips included)."""
     if isinstance(value, dict):
-        dtypes = (value.get("report") or {}).get("dtypes") or []
-        counts = ""
-        if dtypes:
-            passed = sum(int(d.get("passed", 0)) for d in dtypes)
-            counts = f" ({passed}/{sum(int(d.get('samples', 0)) for d in dtypes)} samples, {len(dtypes)} dtypes)"
+        report = value.get("report") or {}
+        dtypes = report.get("dtypes") or []
+        counts = f" ({counts_text(dtypes)}, {len(dtypes)} dtypes)" if dtypes else ""
         if "status" in value:
             return str(value["status"]) + counts
+        if report.get("status") and value.get("ok", True):
+            return str(report["status"]) + counts
         if "ok" in value:
             return ("pass" if value["ok"] else "fail") + counts
         failures = value.get("failures")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from metalport.checks.report import counts_text
+
 
 def describe_plan(plan: dict) -> list[str]:
     """A plan (`PortPlan.to_dict()`), one line per step: registry rows, functor, host, removals."""
@@ -47,21 +49,25 @@ def commit_evidence(state: Mapping) -> dict[str, str]:
 
 
 def verdict_lines(state: Mapping) -> list[str]:
-    """One line per verdict with its numbers: `check: passed`, `test: passed; ... 117/117 samples ...`."""
+    """One line per verdict with its numbers: `check: passed`, `test: partial (3 skipped); ... opinfo 88/88 ...`.
+
+    A conformance report's status leads (a skipped call makes it "partial", never "passed")."""
     out = []
     for name, verdict in state.get("verdicts", {}).items():
-        text = "passed" if verdict.get("ok") else (
-            f"failed ({verdict.get('failures')} failure(s)): {verdict.get('first')}")
         report = verdict.get("report") or {}
         dtypes = report.get("dtypes") or []
+        text = "passed" if verdict.get("ok") else (
+            f"failed ({verdict.get('failures')} failure(s)): {verdict.get('first')}")
+        status = report.get("status")
+        if verdict.get("ok") and status and status != "pass":
+            skipped = sum(int(d.get("skipped", 0)) for d in dtypes)
+            text = f"{status} ({skipped} skipped: {report.get('reason')})" if skipped else str(status)
         if dtypes:
-            samples = sum(int(d.get("samples", 0)) for d in dtypes)
-            passed = sum(int(d.get("passed", 0)) for d in dtypes)
-            held = sum(int(d.get("held_out_samples", 0)) for d in dtypes)
-            held_ok = sum(int(d.get("held_out_passed", 0)) for d in dtypes)
             worst = max((d.get("worst_error") or 0.0 for d in dtypes), default=0.0)
             text += (f"; {report.get('backend', verdict.get('executor'))} conformance on {len(dtypes)} dtype(s): "
-                     f"{passed}/{samples} samples, {held_ok}/{held} held-out, worst error {worst:g}")
+                     f"{counts_text(dtypes)}, worst error {worst:g}")
+            if report.get("warnings"):
+                text += f"; {report['warnings']} accepted divergence(s) warned (see evidence.json)"
         elif verdict.get("executor"):
             text += f" ({verdict['executor']}, {verdict.get('seconds', 0)} s)"
         out.append(f"{name}: {text}")

@@ -146,15 +146,12 @@ def test_failed_conformance_is_repaired_by_the_model(repo: Path, tmp_path: Path)
 
 
 def _assert_no_held_out_input_reached_the_model(server: ScriptedLLM) -> None:
-    """The model heard that held-out cases failed, never which: no held-out case label or input."""
-    import torch
+    """The model heard that held-out cases failed, never which: no held-out case (its label and call) or input."""
+    import re
 
-    from metalport.checks.samples import held_out_operands
-
-    labels = [label for label, _, _ in held_out_operands([torch.float32, torch.float32], torch.Generator())]
     sent = server.prompt_text()
     assert "inputs withheld" in sent and "inputs:" not in sent
-    assert len(labels) > 10 and all(f"held-out {label}:" not in sent for label in labels)
+    assert not re.search(r"held-out [a-z][\w ,-]*: \w+(\.\w+)?\(", sent)
 
 
 def _add_real_missing_op(root: Path, op: str = "special_laguerre_polynomial_l") -> None:

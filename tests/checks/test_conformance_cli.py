@@ -65,3 +65,26 @@ def test_missing_compiler_is_one_line_exit_2(good_checkout: Path, capsys: pytest
 def test_not_a_checkout_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["conformance", "aten::neg", "--repo", str(tmp_path)]) == 2
     assert "missing aten/src/ATen/native/mps/kernels" in capsys.readouterr().err
+
+
+def test_show_held_out_prints_the_failing_inputs_for_a_human(mutant_checkout: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["conformance", "aten::maximum", "--repo", str(mutant_checkout), "--dtypes", "float32", "--seed", "1",
+            "--backend", "emulated"]
+    assert main(argv) == 1
+    hidden = capsys.readouterr().out
+    assert main([*argv, "--show-held-out"]) == 1
+    shown = capsys.readouterr().out
+    assert "HELD-OUT" not in hidden and "inputs: [[" not in hidden
+    assert "HELD-OUT float32 held-out" in shown and "inputs: [[" in shown
+    assert main([*argv, "--json", "--show-held-out"]) == 1
+    assert json.loads(capsys.readouterr().out)["dtypes"][0]["held_out_inputs"]
+
+
+def test_table_counts_opinfo_random_and_held_out_apart(good_checkout: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["conformance", "aten::atan2", "--repo", str(good_checkout), "--dtypes", "float32", "--seed", "3",
+                 "--backend", "emulated", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)["dtypes"][0]
+    assert d["opinfo"]["samples"] > 0 and d["random"]["samples"] > 0 and d["held_out"]["samples"] > 0
+    assert d["opinfo"]["passed"] + d["opinfo"]["warned"] == d["opinfo"]["samples"] and d["skipped"] == 0

@@ -65,3 +65,28 @@ def test_a_run_not_awaiting_review_is_an_error_naming_its_state(
 def test_no_runs_await_review(workspace: Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["review", "--repo", str(workspace)]) == 0
     assert capsys.readouterr().out == "no runs await review\n"
+
+
+def _kind(samples: int, passed: int, warned: int = 0) -> dict:
+    return {"samples": samples, "passed": passed, "warned": warned}
+
+
+PARTIAL = {"check": {"ok": True, "failures": 0},
+           "test": {"ok": True, "status": "partial", "failures": 0, "report": {
+               "backend": "emulated", "status": "partial", "warnings": 1,
+               "reason": "48 calls skipped, no emulated host model; verify on macOS: addcmul value",
+               "dtypes": [{"dtype": "float32", "samples": 50, "passed": 50, "skipped": 48, "worst_error": 1e-7,
+                           "opinfo": _kind(40, 40), "random": _kind(10, 10), "held_out": _kind(30, 29, 1)}]}}}
+
+
+def test_skipped_calls_make_the_verdict_partial_everywhere_it_is_shown(workspace: Path,
+                                                                       capsys: pytest.CaptureFixture) -> None:
+    fabricate(workspace, "addcmul-1", "addcmul", "awaiting-review", branch="metalport/addcmul", verdicts=PARTIAL)
+    assert main(["review", "list", "--json", "--repo", str(workspace)]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    assert row["conformance"] == ("partial (opinfo 40/40, random 10/10, held-out 29/30 (1 warned), 48 skipped, "
+                                  "1 dtypes)")
+    assert main(["review", "show", "addcmul-1", "--repo", str(workspace)]) == 0
+    shown = " ".join(capsys.readouterr().out.split())  # the console wraps long lines
+    assert "test: partial (48 skipped: 48 calls skipped" in shown and "passed" not in shown.split("test:")[1][:40]
+    assert "opinfo 40/40, random 10/10, held-out 29/30 (1 warned), 48 skipped" in shown

@@ -1,0 +1,284 @@
+"""What OpInfo knows about an op's numerics: its domain, filter, value sets and accepted divergences.
+
+Random and held-out conformance inputs come from here rather than from a home-made grid: values
+are drawn inside the op's `domain` with its `reference_numerics_filter` applied (or a binary op's
+`lhs/rhs_make_tensor_kwargs`), and the small / large / extremal value sets are the ones
+test_unary_ufuncs and test_binary_ufuncs use. `accepted()` says when PyTorch itself accepts a
+divergence from CPU for a kind of input: OpInfo skips or xfails that reference-numerics test on a
+CUDA or MPS device, the op declares it does not handle those values, or the values lie outside what
+any PyTorch test checks (Note [accepted divergences]).
+
+Note [accepted divergences]
+A divergence PyTorch accepts is reported as a warning, never silently passed and never a failure:
+upstream kernels knowingly differ from CPU on complex overflow and branch cuts, arguments outside
+the domain, shift counts past the width and similar inputs no PyTorch test checks on MPS or CUDA.
+Everything else (OpInfo samples, in-domain random values, the small-value set, layouts) gates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+# The reference-numerics test of each value kind, as the unary and binary ufunc suites name it.
+_TESTS: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
+    "normal": (("TestUnaryUfuncs", "test_reference_numerics_normal"),
+               ("TestBinaryUfuncsDevice", "test_reference_numerics")),
+    "small": (("TestUnaryUfuncs", "test_reference_numerics_small"),
+              ("TestBinaryUfuncsDevice", "test_reference_numerics_small_values")),
+    "large": (("TestUnaryUfuncs", "test_reference_numerics_large"),
+              ("TestBinaryUfuncsDevice", "test_reference_numerics_large_values")),
+    "extremal": (("TestUnaryUfuncs", "test_reference_numerics_extremal"),
+                 ("TestBinaryUfuncsDevice", "test_reference_numerics_extremal_values")),
+}
+KINDS = tuple(_TESTS)
+_NON_CPU = ("cuda", "mps")
+_DOMAIN_EPS = 1e-5
+_MAX_SET = 4096  # complex value sets are 65,536 pairs; an even subsample keeps every value
+
+
+@dataclass(frozen=True)
+class Numerics:
+    """An op's reference-numerics knowledge, from its OpInfo (or the neutral defaults without one)."""
+
+    name: str
+    unary: bool
+    domain: tuple[float | None, float | None] = (None, None)
+    filter: tuple[Callable[[torch.Tensor], torch.Tensor], Any] | None = None
+    operand_kwargs: tuple[dict[str, Any], ...] = ()
+    handles_large_floats: bool = True
+    handles_complex_extremal_values: bool = True
+    decorators: tuple[Any, ...] = field(default=(), repr=False)
+    info: Any = field(default=None, repr=False)
+
+    def accepted(self, kind: str, dtype: torch.dtype) -> str | None:
+        """Why PyTorch accepts a divergence on `kind` values at `dtype`, or None when it gates."""
+        if kind == "large" and (dtype.is_floating_point or dtype.is_complex) and not self.handles_large_floats:
+            return f"OpInfo {self.name} declares handles_large_floats=False"
+        if kind == "extremal" and dtype.is_complex and not self.handles_complex_extremal_values:
+            return f"OpInfo {self.name} declares handles_complex_extremal_values=False"
+        if kind == "extremal" and not (dtype.is_floating_point or dtype.is_complex):
+            return "no reference-numerics test checks extreme integers"
+        if kind != "normal" and dtype.is_complex:
+            return (f"{_short(dtype)} {kind} values: test_mps checks complex kernels on OpInfo samples only, and "
+                    "upstream kernels knowingly differ on complex overflow and branch cuts")
+        cls_name, test_name = _TESTS[kind][0 if self.unary else 1]
+        for device in _NON_CPU:
+            for d in self.decorators:
+                # A skip on every device is about NumPy's reference, not a device diverging from CPU.
+                if d.device_type == device and _is_skip(d) and d.is_active(cls_name, test_name, device, dtype, {}):
+                    return f"OpInfo {self.name} skips or xfails {test_name} on {device} for {_short(dtype)}"
+        return None
+
+    def bounds(self, operand: int, dtype: torch.dtype) -> tuple[float | None, float | None]:
+        """The [low, high] random values of `operand` are drawn from (domain shrunk by OpInfo's eps)."""
+        if self.unary:
+            low, high = self.domain
+            if dtype.is_floating_point or dtype.is_complex:
+                low = None if low is None else low + _DOMAIN_EPS
+                high = None if high is None else high - _DOMAIN_EPS
+            else:
+                low = None if low is None else math.ceil(low)
+                high = None if high is None else math.floor(high)
+            return low, high
+        kwargs = self.operand_kwargs[operand] if operand < len(self.operand_kwargs) else {}
+        return kwargs.get("low"), kwargs.get("high")
+
+    def excludes_zero(self, operand: int) -> bool:
+        """OpInfo's make_tensor kwargs keep zero out of this operand (a divisor, say)."""
+        kwargs = self.operand_kwargs[operand] if operand < len(self.operand_kwargs) else {}
+        return bool(kwargs.get("exclude_zero"))
+
+    def restrict(self, t: torch.Tensor, operand: int) -> torch.Tensor:
+        """`t` with OpInfo's filter applied and values clamped into the operand's domain (a copy)."""
+        if t.dtype == torch.complex32:  # few CPU kernels take complex32
+            return self.restrict(t.to(torch.complex64), operand).to(torch.complex32)
+        t = t.clone()
+        if t.dtype == torch.bool:
+            return t
+        if self.filter is not None and self.unary:
+            condition, safe = self.filter
+            t.masked_fill_(condition(t), safe)
+        low, high = self.bounds(operand, t.dtype)
+        if t.dtype == torch.uint8 and low is not None:
+            low = max(low, 0)
+        if low is not None or high is not None:
+            if t.is_complex():
+                t.real.clamp_(low, high)
+                t.imag.clamp_(low, high)
+            else:
+                t.clamp_(min=low, max=high)
+        if self.excludes_zero(operand):
+            t.masked_fill_(t == 0, 1)
+        return t
+
+
+def _is_skip(decorator_info: Any) -> bool:
+    """A DecorateInfo that skips or xfails (tolerance and precision overrides do not)."""
+    from torch.testing._internal.common_device_type import precisionOverride, toleranceOverride
+
+    return not all(isinstance(d, (precisionOverride, toleranceOverride)) for d in decorator_info.decorators)
+
+
+def _short(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def numerics_for(base: str, info: Any | None, arity: int) -> Numerics:
+    """The op's Numerics from its OpInfo (`find_opinfo`); neutral defaults when it has none."""
+    if info is None:
+        return Numerics(base, arity == 1)
+    from torch.testing._internal.common_methods_invocations import BinaryUfuncInfo, UnaryUfuncInfo
+
+    decorators = tuple(d for d in info.decorators if hasattr(d, "is_active"))
+    if isinstance(info, UnaryUfuncInfo):
+        return Numerics(info.name, True, tuple(info.domain), info.reference_numerics_filter, (),
+                        info.handles_large_floats, info.handles_complex_extremal_values, decorators, info)
+    kwargs: tuple[dict[str, Any], ...] = ()
+    if isinstance(info, BinaryUfuncInfo):
+        kwargs = (dict(info.lhs_make_tensor_kwargs), dict(info.rhs_make_tensor_kwargs))
+    return Numerics(info.name, arity == 1, operand_kwargs=kwargs, decorators=decorators, info=info)
+
+
+def tolerance_overrides(info: Any | None, dtype: torch.dtype) -> tuple[float, float]:
+    """(atol, rtol) floors OpInfo sets for test_output_match on MPS at `dtype` (0 when none)."""
+    if info is None:
+        return 0.0, 0.0
+    from torch.testing._internal.common_device_type import precisionOverride, toleranceOverride
+
+    atol = rtol = 0.0
+    for d in info.decorators:
+        inner = (d,) if not hasattr(d, "is_active") else (
+            d.decorators if d.is_active("TestConsistency", "test_output_match", "mps", dtype, {}) else ())
+        for dec in inner:
+            if isinstance(dec, precisionOverride) and dtype in dec.d:
+                atol = max(atol, float(dec.d[dtype]))
+            elif isinstance(dec, toleranceOverride) and dtype in dec.d:
+                atol, rtol = max(atol, float(dec.d[dtype].atol)), max(rtol, float(dec.d[dtype].rtol))
+    return atol, rtol
+
+
+# Value sets ---------------------------------------------------------------------------------
+
+def value_set(kind: str, dtype: torch.dtype, numerics: Numerics) -> list[list[Any]] | None:
+    """OpInfo's `kind` value pairs (lhs, rhs) for `dtype` as lists, or None when the set has none."""
+    from torch.testing._internal.opinfo import core
+
+    generators = {"small": core.generate_elementwise_binary_small_value_tensors,
+                  "large": core.generate_elementwise_binary_large_value_tensors,
+                  "extremal": core.generate_elementwise_binary_extremal_value_tensors}
+    op = numerics.info if numerics.info is not None and hasattr(numerics.info, "sample_kwargs") else _NoKwargs()
+    try:
+        sample = next(iter(generators[kind](op, device="cpu", dtype=dtype)))
+    except (ValueError, StopIteration):
+        return None
+    lhs, rhs = sample.input.reshape(-1), sample.args[0].reshape(-1)
+    step = max(1, lhs.numel() // _MAX_SET)
+    return [lhs[::step].tolist(), rhs[::step].tolist()]
+
+
+class _NoKwargs:
+    """Stands in for an OpInfo without `sample_kwargs` when calling OpInfo's generators."""
+
+    lhs_make_tensor_kwargs: dict[str, Any] = {}
+    rhs_make_tensor_kwargs: dict[str, Any] = {}
+
+    @staticmethod
+    def sample_kwargs(device: str, dtype: torch.dtype, t: torch.Tensor) -> tuple[dict, dict]:
+        return {}, {}
+
+
+def tiny_range(dtype: torch.dtype) -> tuple[float, float]:
+    """The magnitudes judged small for `dtype` (Note [small magnitudes] in `cases`).
+
+    Below 1e-6 a float32 kernel must use its small-argument formula (upstream switches at 1e-5 or
+    earlier); float16 has no normal numbers that small, and computes in float anyway."""
+    real = dtype.to_real() if dtype.is_complex else dtype
+    low = max(4 * torch.finfo(real).smallest_normal, 1e-30)
+    return (low, 1e-3) if real == torch.float16 else (low, 1e-6)
+
+
+def tiny_values(dtype: torch.dtype) -> list[float]:
+    """Fixed small magnitudes (normal numbers, both signs) across `tiny_range`: where a cancellation shows."""
+    if not dtype.is_floating_point:
+        return []
+    low, high = tiny_range(dtype)
+    mags = [high * 10.0 ** -k for k in (0, 0.5, 1, 2, 3, 5, 8, 11, 14, 20, 24)]
+    return [s * m for m in mags if m >= low for s in (1.0, -1.0)]
+
+
+def beyond_values(dtype: torch.dtype) -> list[Any]:
+    """Values no reference-numerics set holds: subnormals, the largest finite, integer extremes."""
+    if dtype == torch.bool:
+        return [False, True]
+    if dtype.is_floating_point or dtype.is_complex:
+        real = dtype.to_real() if dtype.is_complex else dtype
+        fi = torch.finfo(real)
+        vals = [fi.smallest_normal / 4, -fi.smallest_normal / 4, fi.smallest_normal, fi.max, -fi.max, 0.0, -0.0]
+        if dtype.is_complex:
+            return [complex(v, w) for v in vals[:5] for w in (0.0, -1.0, math.inf)]
+        return vals
+    info = torch.iinfo(dtype)
+    vals = {info.min, info.min + 1, info.max, info.max - 1, 0, 1}
+    if info.min < 0:
+        vals |= {-1}
+    return sorted(vals)
+
+
+def grid(values: Sequence[Sequence[Any]], dtypes: Sequence[torch.dtype]) -> list[torch.Tensor]:
+    """Operands covering every combination of the per-operand `values`."""
+    sizes = [len(v) for v in values]
+    total = math.prod(sizes)
+    out, step = [], 1
+    for vals, dt, n in zip(values, dtypes, sizes):
+        idx = (torch.arange(total) // step) % n
+        out.append(torch.tensor(list(vals), dtype=dt)[idx])
+        step *= n
+    return out
+
+
+def draw(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator, numerics: Numerics,
+         operand: int) -> torch.Tensor:
+    """Fresh in-domain values like OpInfo's make_tensor (uniform in [low, high), default [-9, 9])."""
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=gen).to(torch.bool)
+    low, high = numerics.bounds(operand, dtype)
+    if dtype.is_complex:
+        real = draw(shape, dtype.to_real(), gen, numerics, operand)
+        imag = draw(shape, dtype.to_real(), gen, numerics, operand)
+        return numerics.restrict(torch.complex(real.float(), imag.float()).to(dtype), operand)
+    if dtype.is_floating_point:
+        lo = -9.0 if low is None else max(low, -9.0) if high is None or high > -9.0 else low
+        hi = 9.0 if high is None else min(high, 9.0) if low is None or low < 9.0 else high
+        if hi <= lo:
+            lo, hi = (low if low is not None else hi - 1.0), (high if high is not None else lo + 1.0)
+        v = torch.empty(shape, dtype=torch.float64).uniform_(lo, hi, generator=gen)
+        return numerics.restrict(v.to(dtype), operand)
+    info = torch.iinfo(dtype)
+    lo = max(info.min, -9 if low is None else math.ceil(low))
+    hi = min(info.max, 10 if high is None else math.floor(high) + 1)
+    if hi <= lo:
+        hi = lo + 1
+    return numerics.restrict(torch.randint(lo, hi, shape, generator=gen).to(dtype), operand)
+
+
+def draw_small(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator, numerics: Numerics,
+               operand: int) -> torch.Tensor:
+    """Random magnitudes log-uniform across `tiny_range`, with signs the operand's domain allows."""
+    low_mag, high_mag = tiny_range(dtype)
+    exps = torch.empty(shape, dtype=torch.float64).uniform_(math.log10(low_mag), math.log10(high_mag), generator=gen)
+    mags = torch.pow(10.0, exps)
+    low, _ = numerics.bounds(operand, dtype.to_real() if dtype.is_complex else dtype)
+    if low is None or low < 0:
+        mags = mags * torch.where(torch.rand(shape, generator=gen) < 0.5, -1.0, 1.0).double()
+    if dtype.is_complex:
+        return numerics.restrict(torch.complex(mags, mags.flip(-1) if mags.dim() else mags).to(dtype), operand)
+    return numerics.restrict(mags.to(dtype), operand)
+
+
+__all__ = ["KINDS", "Numerics", "beyond_values", "draw", "draw_small", "grid", "numerics_for", "tiny_range",
+           "tiny_values", "tolerance_overrides", "value_set"]
