@@ -173,8 +173,12 @@ def _const_tensor(arg: Const) -> torch.Tensor:
     return torch.tensor(values, dtype=_TENSOR_DTYPE[base]).to("mps")
 
 
-def compile_files(paths: Sequence[Path], checkout_root: Path, backend: str) -> KernelSet:
-    """Compile each kernel file for `backend` (EmulateError/CompileError propagate, one line)."""
+def compile_files(paths: Sequence[Path], checkout_root: Path, backend: str,
+                  kernels: Sequence[str] | None = None) -> KernelSet:
+    """Compile each kernel file for `backend` (EmulateError/CompileError propagate, one line).
+
+    `kernels`: host-name patterns; the emulator instantiates only those (a 4,000-kernel file then
+    builds in seconds), MPS compiles the whole file as the GPU driver does."""
     dirs = include_dirs_for(checkout_root)
     files = []
     for p in paths:
@@ -183,7 +187,7 @@ def compile_files(paths: Sequence[Path], checkout_root: Path, backend: str) -> K
         if backend == "emulated":
             from metalport.emulate import compile_file
 
-            files.append(KernelFile(p, compile_file(p, include_dirs=dirs)))
+            files.append(KernelFile(p, compile_file(p, include_dirs=dirs, kernels=kernels)))
         else:
             source = inline_includes(p.read_text(encoding="utf-8"), dirs)
             try:

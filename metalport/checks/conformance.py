@@ -49,14 +49,16 @@ class ConformanceSession:
     """
 
     def __init__(self) -> None:
-        self._loaded: dict[tuple[str, str, tuple[tuple[str, str], ...]], KernelSet] = {}
+        self._loaded: dict[tuple[str, str, tuple[tuple[str, str], ...], tuple[str, ...] | None], KernelSet] = {}
 
-    def kernels(self, files: Sequence[Path], checkout_root: Path, backend: str) -> KernelSet:
-        """The KernelSet for `files`, compiled (or reloaded from the shader cache) on first use."""
+    def kernels(self, files: Sequence[Path], checkout_root: Path, backend: str,
+                names: Sequence[str] | None = None) -> KernelSet:
+        """The KernelSet for `files`, compiled (or reloaded from the shader cache) on first use;
+        `names`: host-name patterns to instantiate (None: all)."""
         digest = tuple((str(p), hashlib.sha256(p.read_bytes()).hexdigest()) for p in files if p.is_file())
-        key = (backend, str(checkout_root), digest)
+        key = (backend, str(checkout_root), digest, None if names is None else tuple(names))
         if key not in self._loaded:
-            self._loaded[key] = compile_files(files, checkout_root, backend)
+            self._loaded[key] = compile_files(files, checkout_root, backend, names)
         return self._loaded[key]
 
     def close(self) -> None:
@@ -214,7 +216,9 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
     with ConformanceSession() if session is None else _borrowed(session) as active, warnings.catch_warnings():
         # torch warns on every complex32 tensor made; MPS runs complex32, so conformance checks it.
         warnings.filterwarnings("ignore", "ComplexHalf support is experimental", UserWarning)
-        kernels = active.kernels(files, checkout_root, chosen)
+        # Only the op's kernels are instantiated: every host name the host model asks for is
+        # `<kernel>_<flavour>_<types>` (hostmodel.py).
+        kernels = active.kernels(files, checkout_root, chosen, (f"{kernel}_*",))
         return _run(kernels, name, base, kernel, packet, files, checkout_root, chosen, dtypes, include_held_out,
                     seed)
 

@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     show.add_argument("--transcript", action="store_true", help="also print the model transcript")
     show.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print the record as JSON")
     prune = actions.add_parser("prune", help="delete the records of ended runs (default: failed, aborted, "
-                                             "needs-llm, budget-exhausted)",
+                                             "needs-llm, budget-exhausted, base-broken)",
                                description="Delete the records and checkpoints of ended runs. Runs that are "
                                            "running or awaiting review are never pruned; a run that kept its "
                                            "worktree (to be resumed) is kept.")

@@ -28,7 +28,6 @@ BINDABLE = GRID_ATTRIBUTES | frozenset({
     "simdgroup_index_in_threadgroup", "threads_per_simdgroup", "simdgroups_per_threadgroup",
     "dispatch_threads_per_threadgroup", "dispatch_simdgroups_per_threadgroup", "thread_execution_width",
     "thread_index_in_quadgroup", "quadgroup_index_in_threadgroup", "quadgroups_per_threadgroup"})
-_OPEN = {"(": ")", "<": ">", "[": "]", "{": "}"}
 
 
 @dataclass(frozen=True)
@@ -127,21 +126,22 @@ def _qualify(name: str, offset: int, scopes: tuple[list[int], list[str]]) -> str
     return f"::{path}::{name}" if path else name
 
 
-def _match_close(text: str, start: int) -> int:
-    """Index just past the bracket closing the one at `start` (angle brackets count too)."""
-    stack: list[str] = []
-    i = start
-    while i < len(text):
-        ch = text[i]
-        if ch in _OPEN:
-            stack.append(_OPEN[ch])
-        elif stack and ch == stack[-1]:
-            stack.pop()
-            if not stack:
-                return i + 1
-        elif ch == '"':
-            i = text.index('"', i + 1) if '"' in text[i + 1:] else len(text)
-        i += 1
+_BRACE_OR_LITERAL = re.compile(r"""[{}]|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'""")
+
+
+def _close_brace(text: str, start: int) -> int:
+    """Index just past the `}` closing the `{` at `start` (string and character literals skipped).
+
+    Braces only: a `<` in a body is as often a comparison as a template bracket."""
+    depth = 0
+    for match in _BRACE_OR_LITERAL.finditer(text, start):
+        token = match.group(0)
+        if token == "{":
+            depth += 1
+        elif token == "}":
+            depth -= 1
+            if depth == 0:
+                return match.end()
     return len(text)
 
 
@@ -194,7 +194,7 @@ def find_definitions(text: str) -> dict[str, list[Definition]]:
         if not rest.startswith("{"):
             continue
         body_start = text.index("{", close)
-        body = text[body_start:_match_close(text, body_start)]
+        body = text[body_start:_close_brace(text, body_start)]
         before = text[max(0, match.start() - 400):match.start()].rstrip()
         is_template = before.endswith(">")
         named = _HOST_NAME_ATTR.search(before)

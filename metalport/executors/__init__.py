@@ -38,6 +38,10 @@ class Executor(Protocol):
 
     name: str
 
+    def baseline(self, worktree_root: Path, plan: PortPlan) -> list[Failure]:
+        """Check the untouched base tree before any edit; its failures are the base tree's (`[]` = fine)."""
+        ...
+
     def build(self, worktree_root: Path, plan: PortPlan) -> list[Failure]:
         """Build; `[]` when it built."""
         ...

@@ -30,6 +30,10 @@ class CommandExecutor:
                              hint='e.g. executor: {build: [ninja, -C, build], test: [python, -m, pytest, "-k", "{op}"]}')
         self.config = config
 
+    def baseline(self, worktree_root: Path, plan: PortPlan) -> list[Failure]:
+        """Nothing: the configured commands are the only checks this tier makes."""
+        return []
+
     def build(self, worktree_root: Path, plan: PortPlan) -> list[Failure]:
         """Run the build command; its errors (`[]` = built)."""
         result = run_command(list(self.config.build), Path(worktree_root).resolve(), self.config.build_timeout_s)

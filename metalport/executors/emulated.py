@@ -1,9 +1,12 @@
 """The emulated tier: compile the edited `.metal` files on the CPU, then run emulated conformance.
 
-build = `metalport.emulate.compile_file` on every `.metal` the worktree changed (plus the plan's
-kernel file), against the worktree's own `c10/metal` headers; compiler diagnostics become
-`Failure`s at the user's file and line. test = `metalport.checks.conformance.run_conformance`
-on the emulated backend, held-out cases included when asked (at the gate).
+baseline = a type-check of the plan's kernel file as the base tree has it, before any edit (a
+failure there is the base tree's, never the port's). build = `metalport.emulate.compile_file` on
+every `.metal` the worktree changed (plus the plan's kernel file), instantiating only the op's
+host names, against PyTorch's include path (the worktree root, `aten/src`, then the wheel);
+compiler diagnostics become `Failure`s at the user's file and line. test =
+`metalport.checks.conformance.run_conformance` on the emulated backend, held-out cases included
+when asked (at the gate).
 """
 
 from __future__ import annotations
@@ -54,8 +57,15 @@ def _compile_failures(err: CompileError, rel: str) -> list[Failure]:
     return found or [Failure("compile-error", rel, None, None, err.message)]
 
 
+def op_kernels(plan: PortPlan) -> tuple[str, ...] | None:
+    """Host-name patterns of the op's kernels (`<kernel>_*`: every flavour and dtype the
+    registrations make), or None (every kernel) when the plan names no kernel."""
+    return (f"{plan.kernel_name}_*",) if plan.kernel_name else None
+
+
 def build(worktree_root: Path, plan: PortPlan) -> list[Failure]:
-    """Compile each edited `.metal` file; return the compile errors as failures (`[]` = built).
+    """Compile each edited `.metal` file, instantiating only the op's kernels; return the compile
+    errors as failures (`[]` = built).
 
     A plan without kernel files to compile is a failure too (nothing would be tested).
     """
@@ -70,12 +80,33 @@ def build(worktree_root: Path, plan: PortPlan) -> list[Failure]:
     out: list[Failure] = []
     for rel in files:
         try:
-            compile_file(root / rel, include_dirs=dirs, filename=rel).close()
+            compile_file(root / rel, include_dirs=dirs, filename=rel, kernels=op_kernels(plan)).close()
         except CompileError as err:
             out += _compile_failures(err, rel)
         except EmulateError as err:
             out.append(Failure("compile-error", rel, None, None, str(err)))
     return out
+
+
+def baseline(worktree_root: Path, plan: PortPlan) -> list[Failure]:
+    """Type-check the plan's kernel file as the untouched base tree has it, every host-named
+    kernel instantiated; its compile errors (`[]` when it compiles or the port creates the file).
+
+    Run before any edit: a failure here belongs to the base tree (or to the emulator), so the run
+    stops (status base-broken) instead of sending upstream code to the repair loop."""
+    from metalport.emulate import check_file
+
+    root = Path(worktree_root).resolve()
+    rel = plan.kernel_file
+    if not rel or not (root / rel).is_file():
+        return []
+    try:
+        check_file(root / rel, include_dirs=include_dirs(root), filename=rel)
+    except CompileError as err:
+        return _compile_failures(err, rel)
+    except EmulateError as err:
+        return [Failure("compile-error", rel, None, None, str(err))]
+    return []
 
 
 def _failed_report(plan: PortPlan, message: str, backend: str = "emulated") -> ConformanceReport:
@@ -112,6 +143,10 @@ class EmulatedExecutor:
     """`Executor` of the emulated tier (the default off macOS)."""
 
     name = "emulated"
+
+    def baseline(self, worktree_root: Path, plan: PortPlan) -> list[Failure]:
+        """See `baseline`."""
+        return baseline(worktree_root, plan)
 
     def build(self, worktree_root: Path, plan: PortPlan) -> list[Failure]:
         """See `build`."""

@@ -226,6 +226,10 @@ class MacosExecutor:
             argv += ["-k", pattern]
         return argv
 
+    def baseline(self, worktree_root: Path, plan: PortPlan) -> list[Failure]:
+        """Nothing: the base tree is PyTorch's own CI's to build (a full build here costs an hour)."""
+        return []
+
     def build(self, worktree_root: Path, plan: PortPlan) -> list[Failure]:
         """Fast compile_shader pass, then the full build; their failures (`[]` = built)."""
         from metalport.executors.emulated import conformance

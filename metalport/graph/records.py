@@ -26,9 +26,9 @@ from metalport.errors import RepoError, UnknownRunError
 from metalport.run_ids import is_run_id
 
 RunStatus = Literal["running", "awaiting-review", "failed", "rejected", "published", "aborted",
-                    "budget-exhausted", "needs-llm"]
+                    "budget-exhausted", "needs-llm", "base-broken"]
 RUN_STATUSES: tuple[str, ...] = ("running", "awaiting-review", "failed", "rejected", "published", "aborted",
-                                 "budget-exhausted", "needs-llm")
+                                 "budget-exhausted", "needs-llm", "base-broken")
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-TERMINAL_STATUSES = frozenset({"failed", "rejected", "published", "aborted", "budget-exhausted", "needs-llm"})
+TERMINAL_STATUSES = frozenset({"failed", "rejected", "published", "aborted", "budget-exhausted", "needs-llm",
+                               "base-broken"})
 # What `metalport runs prune` removes by default: ended runs without a result or a decision worth
 # keeping (sweeps remember rejections, and published runs point at their PR).
-PRUNABLE_DEFAULT = ("failed", "aborted", "needs-llm", "budget-exhausted")
+PRUNABLE_DEFAULT = ("failed", "aborted", "needs-llm", "budget-exhausted", "base-broken")
 
 
 class PortState(TypedDict, total=False):

@@ -1,7 +1,8 @@
 """The migration graph: nodes and edges only, plus the routers (pure functions of the state).
 
-resolve → plan → sandbox → edit → check → build → test → approve → publish; a failure in edit,
-check, build or test goes to diagnose, which returns to edit while attempts and wall time remain.
+resolve → plan → sandbox → baseline → edit → check → build → test → approve → publish; a base
+tree that does not compile ends the run at baseline; a failure in edit, check, build or test goes
+to diagnose, which returns to edit while attempts and wall time remain.
 A rejection at the gate goes back to edit with the feedback; an abort ends the run.
 """
 
@@ -15,12 +16,17 @@ from metalport.graph import nodes
 from metalport.graph.context import RunContext
 from metalport.graph.state import TERMINAL_STATUSES, PortState
 
-NODE_NAMES = ("resolve", "plan", "sandbox", "edit", "check", "build", "test", "approve", "publish", "diagnose")
+NODE_NAMES = ("resolve", "plan", "sandbox", "baseline", "edit", "check", "build", "test", "approve", "publish", "diagnose")
 
 
 def after_plan(state: PortState) -> str:
     """Stop when the plan cannot be carried out by the chosen model (needs-llm)."""
     return END if state.get("status") in TERMINAL_STATUSES else "sandbox"
+
+
+def after_baseline(state: PortState) -> str:
+    """Stop when the base tree does not compile (nothing the port did), else edit."""
+    return END if state.get("status") in TERMINAL_STATUSES else "edit"
 
 
 def after_edit(state: PortState) -> str:
@@ -63,7 +69,8 @@ def build_graph() -> StateGraph:
     graph.add_edge(START, "resolve")
     graph.add_edge("resolve", "plan")
     graph.add_conditional_edges("plan", after_plan, ["sandbox", END])
-    graph.add_edge("sandbox", "edit")
+    graph.add_edge("sandbox", "baseline")
+    graph.add_conditional_edges("baseline", after_baseline, ["edit", END])
     graph.add_conditional_edges("edit", after_edit, ["diagnose", "check", END])
     graph.add_conditional_edges("check", after_check, ["diagnose", "build"])
     graph.add_conditional_edges("build", after_build, ["diagnose", "test"])

@@ -13,7 +13,7 @@ from metalport.checkout import Checkout
 from metalport.errors import EmulateError, UsageError
 from metalport.executors import EmulatedExecutor, select_executor
 from metalport.executors import emulated
-from metalport.executors.emulated import build, edited_kernel_files
+from metalport.executors.emulated import baseline, build, edited_kernel_files
 from tests.fixture_repo import make_fixture_checkout
 from tests.recipes.porting import clone, read, write
 
@@ -78,6 +78,23 @@ def test_a_wrong_functor_fails_conformance_with_evidence(plan: PortPlan, ported:
     report, failures = emulated.test(ported, plan, held_out=False)
     assert report.status == "fail" and failures
     assert {f.kind for f in failures} == {"conformance"} and failures[0].file == KERNEL
+
+
+def test_the_build_instantiates_only_the_ops_kernels(plan: PortPlan, ported: Path) -> None:
+    # A neighbour's functor that fails only when instantiated: the op's build never instantiates it.
+    text = read(ported, KERNEL).replace("return static_cast<T>(::metal::precise::atan2(float(a), float(b)));",
+                                        "return a.no_such_member;")
+    write(ported, KERNEL, text)
+    assert build(ported, plan) == []
+    failures = baseline(ported, plan)  # the baseline type-checks every kernel of the file
+    assert failures and failures[0].file == KERNEL
+    assert failures[0].line == text.splitlines().index("    return a.no_such_member;") + 1
+
+
+def test_baseline_of_an_untouched_base_is_clean(base: Checkout, plan: PortPlan) -> None:
+    assert baseline(base.root, plan) == []
+    missing = dataclasses.replace(plan, kernel_file="aten/src/ATen/native/mps/kernels/Nowhere.metal")
+    assert baseline(base.root, missing) == []  # the port creates the file: nothing to check
 
 
 def test_a_plan_without_kernels_fails_the_build(base: Checkout, plan: PortPlan, tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ def test_wheel_workspace_heaviside_to_gate_then_approve_writes_a_bundle(wheel_re
     assert (record.status, record.stage, record.attempts) == ("awaiting-review", "approve", 1)
     assert record.branch == "metalport/heaviside" and Path(record.worktree).is_dir()
     assert [e["node"] for e in events if e["event"] == "done"] == [
-        "resolve", "plan", "sandbox", "edit", "check", "build", "test"]
+        "resolve", "plan", "sandbox", "baseline", "edit", "check", "build", "test"]
     assert all(record.verdicts[name]["ok"] for name in ("check", "build", "test"))
     report = record.verdicts["test"]["report"]
     assert report["status"] == "pass" and sum(d["samples"] for d in report["dtypes"]) > 0
@@ -115,6 +115,22 @@ def test_broken_recipe_fails_with_evidence_not_at_the_gate(fixture_repo: Path) -
     assert branches(fixture_repo) == ["main"] and worktrees(fixture_repo) == 1
     assert resume_run(fixture_repo, "broken-1") == get_run(fixture_repo, "broken-1")  # ended: nothing to do
     assert branches(fixture_repo) == ["main"]
+
+
+def test_a_base_tree_that_does_not_compile_ends_the_run_before_any_edit(fixture_repo: Path) -> None:
+    kernel = fixture_repo / KERNEL
+    lines = kernel.read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("struct "))
+    lines.insert(at, "constant float broken_base = undeclared_in_base;\n")
+    kernel.write_text("".join(lines))
+    git(fixture_repo, "commit", "-qam", "a base kernel file that does not compile")
+    record = start_run(fixture_repo, "aten::heaviside", EMULATED, run_id="base-1")
+    assert (record.status, record.stage, record.attempts) == ("base-broken", "baseline", 0)
+    assert record.reason.startswith(
+        f"the base tree does not compile in the emulated tier: {KERNEL}:{at + 1}: ")
+    assert "undeclared_in_base" in record.reason and "\n" not in record.reason
+    assert set(record.verdicts) == {"baseline"} and not record.verdicts["baseline"]["ok"]
+    assert branches(fixture_repo) == ["main"] and worktrees(fixture_repo) == 1
 
 
 def test_unknown_run_id_is_an_error_never_a_fresh_start(fixture_repo: Path) -> None:

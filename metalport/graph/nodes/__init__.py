@@ -1,6 +1,7 @@
 """The nodes of the migration graph, one module each; every node returns only the keys it changes."""
 
 from metalport.graph.nodes.approve import approve
+from metalport.graph.nodes.baseline import baseline
 from metalport.graph.nodes.build import build
 from metalport.graph.nodes.check import check
 from metalport.graph.nodes.diagnose import diagnose
@@ -11,4 +12,4 @@ from metalport.graph.nodes.resolve import resolve
 from metalport.graph.nodes.sandbox import sandbox
 from metalport.graph.nodes.test import test
 
-__all__ = ["approve", "build", "check", "diagnose", "edit", "plan", "publish", "resolve", "sandbox", "test"]
+__all__ = ["approve", "baseline", "build", "check", "diagnose", "edit", "plan", "publish", "resolve", "sandbox", "test"]
