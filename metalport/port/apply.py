@@ -12,7 +12,7 @@ from pathlib import Path
 
 from metalport.port.cformat import format_snippet
 from metalport.port.host import HostStub, has_legacy, insert_stub, remove_legacy
-from metalport.port.metal import ensure_includes, insert_functor, needed_includes
+from metalport.port.metal import ensure_includes, file_style, insert_functor, needed_includes
 from metalport.port.plan import NEEDS_LLM
 from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
 from metalport.port.resolve import mps_only_lines
@@ -126,7 +126,8 @@ def _kernel_edit(texts: _Texts, plan: PortPlan, root: Path, functor_source: str 
         new = insert_functor(None, plan.functor, code, regs, path=plan.kernel_file)
         texts.texts[plan.kernel_file] = format_snippet(new, root, plan.kernel_file)
     else:
-        snippet = format_snippet(code, root, plan.kernel_file)
+        # Namespace style first: dropping `::metal::` shortens lines clang-format must then reflow.
+        snippet = format_snippet(file_style(code, text), root, plan.kernel_file)
         text = insert_functor(text, plan.functor, snippet, regs, path=plan.kernel_file)
         texts.texts[plan.kernel_file] = ensure_includes(text, needed_includes(code), path=plan.kernel_file)
 
@@ -144,7 +145,8 @@ def _host_edit(texts: _Texts, plan: PortPlan, root: Path) -> None:
     text = texts.get(plan.host_file)
     stub = HostStub(plan.op, plan.host_family, plan.stub, plan.stub_header,
                     plan.stub_params or "TensorIteratorBase& iter",
-                    kernel=plan.kernel_name if plan.kernel_name != plan.op else None)
+                    kernel=plan.kernel_name if plan.kernel_name != plan.op else None,
+                    extra_stubs=tuple(s for s in plan.stubs if s != plan.stub))
     new = insert_stub(text, stub, kernel_basename=Path(plan.kernel_file).stem, path=plan.host_file)
     texts.texts[plan.host_file] = format_snippet(new, root, plan.host_file) if text is None else new
 

@@ -39,6 +39,9 @@ class HostStub:
     stub_header: str  # e.g. "ATen/native/BinaryOps.h"
     params: str = "TensorIteratorBase& iter"  # the stub's function-pointer parameters, named
     kernel: str | None = None  # the shader kernel's name when it is not the op's (`sub_alpha`)
+    # Further stubs the op's structured kernel calls, served by the same function (`sgn_out` calls
+    # sign_stub for real dtypes and sgn_stub for complex: one `sgn` kernel runs both).
+    extra_stubs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.family not in _EXEC:
@@ -50,7 +53,8 @@ class HostStub:
 
     @property
     def register_line(self) -> str:
-        return f"REGISTER_DISPATCH({self.stub}, &{self.function});"
+        """Every REGISTER_DISPATCH line of the stub, one per line."""
+        return "\n".join(f"REGISTER_DISPATCH({s}, &{self.function});" for s in (self.stub, *self.extra_stubs))
 
     @property
     def scalar(self) -> str | None:
@@ -75,7 +79,7 @@ class HostStub:
 
     def macro_line(self, text: str) -> str | None:
         """`MACRO(op);` when `text` defines a registration macro this stub fits (Note [host idiom])."""
-        if self.scalar or self.stub != f"{self.kernel or self.op}_stub":
+        if self.scalar or self.extra_stubs or self.stub != f"{self.kernel or self.op}_stub":
             return None
         for m in _MACRO_DEF.finditer(text):
             name, arg, body = m.group(1), m.group(2), re.sub(r"\s+", "", m.group(3).replace("\\\n", ""))
@@ -167,7 +171,8 @@ def _insert_beside(text: str, stub: HostStub, path: str) -> str | None:
     if not (dispatches and functions):
         return None
     last = dispatches[-1]
-    register = f"REGISTER_DISPATCH({stub.stub}, {last.group(1)}{stub.function}){last.group(2)}"
+    register = "\n".join(f"REGISTER_DISPATCH({s}, {last.group(1)}{stub.function}){last.group(2)}"
+                         for s in (stub.stub, *stub.extra_stubs))
     out = _insert_line(text, last.end(), register)
     brace = out.find("{", functions[-1].start())
     close = _skip_to_close(out, brace) if brace >= 0 else -1

@@ -336,7 +336,7 @@ def _fit_functor(checkout: Checkout, res: Resolution, recipe: FunctorRecipe, par
     """
     path = checkout.root / parts.kernel_file if parts.kernel_file else None
     text = path.read_text(encoding="utf-8") if path and path.is_file() else None
-    routed = parts.stub is not None and parts.stub != recipe.stub
+    routed = parts.stub is not None and recipe.stub not in ((parts.stub,) + (res.route.stubs if res.route else ()))
     base = parts.stub.removesuffix("_stub") if routed and parts.stub else recipe.op
     arity = _ARITY[recipe.family]
     names = [base, f"{base}_alpha"] if recipe.family is RecipeFamily.ALPHA else [base]
