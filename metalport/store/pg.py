@@ -10,6 +10,7 @@ Checkpoints go to LangGraph's `PostgresSaver` in the same database.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -67,6 +68,23 @@ CREATE TABLE IF NOT EXISTS metalport_workers (
 """
 
 
+@contextmanager
+def _schema_lock(cur: Any) -> Iterator[None]:
+    """Hold the schema lock for the block, waiting by polling.
+
+    Note [schema lock]: a session blocked in `pg_advisory_lock` sits in an open transaction, and
+    LangGraph's migrations run CREATE INDEX CONCURRENTLY, which waits for every open transaction:
+    two processes setting up one database at once deadlocked that way. `pg_try_advisory_lock` in a
+    loop keeps no transaction open while waiting.
+    """
+    while not cur.execute("SELECT pg_try_advisory_lock(%s)", (_SCHEMA_LOCK,)).fetchone()[0]:
+        time.sleep(0.05)
+    try:
+        yield
+    finally:
+        cur.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK,))
+
+
 class DatabaseError(MetalportError):
     """The shared database cannot be reached or refused a statement."""
 
@@ -114,31 +132,31 @@ class RunStore:
             conn.close()
 
     def _ensure_schema(self, conn: Any) -> None:
-        """Create our tables unless they are there (serialised across processes by an advisory lock)."""
+        """Create our tables unless they are there."""
         from psycopg.rows import tuple_row
 
         with conn.cursor(row_factory=tuple_row) as cur:
             if cur.execute("SELECT to_regclass('metalport_workers')").fetchone()[0] is None:
-                cur.execute("SELECT pg_advisory_lock(%s)", (_SCHEMA_LOCK,))
-                try:
+                with _schema_lock(cur):
                     for statement in filter(str.strip, _SCHEMA.split(";")):
                         cur.execute(statement)
-                finally:
-                    cur.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK,))
         self._schema_ready = True
 
     @contextmanager
     def saver(self) -> Iterator[Any]:
         """LangGraph's `PostgresSaver` on its own connection (the checkpoints of every run)."""
         from langgraph.checkpoint.postgres import PostgresSaver
+        from psycopg.rows import tuple_row
 
         with self.connect(dict_rows=True) as conn:
             saver = PostgresSaver(conn)
-            conn.execute("SELECT pg_advisory_lock(%s)", (_SCHEMA_LOCK,))
-            try:
-                saver.setup()  # LangGraph's own migrations, applied once per database
-            finally:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK,))
+            with conn.cursor(row_factory=tuple_row) as cur:
+                done = cur.execute("SELECT to_regclass('checkpoint_migrations')").fetchone()[0] is not None and \
+                    cur.execute("SELECT coalesce(max(v), -1) FROM checkpoint_migrations").fetchone()[0] \
+                    == len(saver.MIGRATIONS) - 1
+                if not done:
+                    with _schema_lock(cur):
+                        saver.setup()  # LangGraph's own migrations, applied once per database
             yield saver
 
     # Run records -------------------------------------------------------------------------------

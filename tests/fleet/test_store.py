@@ -108,3 +108,19 @@ def test_unreachable_database_is_one_line_without_the_password(
     code, out, err = _cli(capsys, "runs", "--repo", str(a))
     assert code == 2 and err.startswith("metalport: error: cannot connect to the database postgresql://metalport@127")
     assert len(err.strip().splitlines()) == 1 and "s3cret-pw" not in out + err
+
+
+def test_processes_setting_up_one_database_at_once_do_not_deadlock(checkouts: tuple[Path, Path],
+                                                                   database_url: str) -> None:
+    """Note [schema lock]: eight first uses of an empty database at once (LangGraph's migrations included)."""
+    import subprocess
+    import sys
+
+    a, _ = checkouts
+    code = ("import sys; from metalport.store import open_store\n"
+            "with open_store(sys.argv[1]).saver() as saver: print(len(saver.MIGRATIONS))")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(a)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(8)]
+    results = [proc.communicate(timeout=120) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0] * 8, [err[-500:] for _, err in results]
+    assert len({out for out, _ in results}) == 1
