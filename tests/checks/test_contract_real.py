@@ -111,11 +111,15 @@ def test_a_registration_nothing_calls_fails(real_tree_workspace: Checkout, tmp_p
     assert len(failures) == 2
 
 
-def test_sgn_needs_both_stubs_its_kernel_calls(real_tree_workspace: Checkout, tmp_path: Path) -> None:
+def test_sgn_registers_both_stubs_its_kernel_calls(real_tree_workspace: Checkout, tmp_path: Path) -> None:
     plan = plan_port(real_tree_workspace, "sgn")
-    assert (plan.stub, plan.stubs) == ("sign_stub", ("sign_stub", "sgn_stub"))
+    assert (plan.stub, plan.stubs, plan.also_registers) == ("sign_stub", ("sign_stub", "sgn_stub"), ("sgn_stub",))
     worktree = clone(real_tree_workspace, tmp_path / "wt")
     apply_port(plan, worktree)
+    host = read(worktree, plan.host_file)
+    assert "REGISTER_DISPATCH(sign_stub, sgn_mps_kernel);\nREGISTER_DISPATCH(sgn_stub, sgn_mps_kernel);\n" in host
+    assert _stub_failures(real_tree_workspace, worktree, plan) == []
+    write(worktree, plan.host_file, host.replace("REGISTER_DISPATCH(sgn_stub, sgn_mps_kernel);\n", ""))
     assert _stub_failures(real_tree_workspace, worktree, plan) == [
         f"{plan.host_file}:None: [stub] sgn_stub must be registered for MPS exactly once, found 0; "
         "sgn_out calls sign_stub (real), sgn_stub (complex) (aten/src/ATen/native/UnaryOps.cpp:747)"]
