@@ -132,36 +132,7 @@ def _kernel_edit(texts: _Texts, plan: PortPlan, root: Path, functor_source: str 
         texts.texts[plan.kernel_file] = ensure_includes(text, needed_includes(code), path=plan.kernel_file)
 
 
-def _also_register(texts: _Texts, plan: PortPlan) -> None:
-    """Register each of `plan.also_registers` with the host function of `plan.stub`, on the line
-    after its registration and spelled like it."""
-    if not (plan.also_registers and plan.host_file and plan.stub):
-        return
-    text = texts.require(plan.host_file)
-    primary = re.search(rf"^[ \t]*REGISTER_(?:MPS_)?DISPATCH\(\s*{re.escape(plan.stub)}\s*,.*$", text, re.MULTILINE)
-    macro = re.search(rf"^[ \t]*REGISTER_\w+_DISPATCH\(\s*{re.escape(plan.stub.removesuffix('_stub'))}\s*\);?[ \t]*$",
-                      text, re.MULTILINE)
-    if primary is None and macro is None:
-        raise RecipeError(f"no registration of {plan.stub} to register {', '.join(plan.also_registers)} beside",
-                          location=plan.host_file, hint="re-plan the op on the current tree")
-    anchor = primary or macro
-    for stub in reversed(plan.also_registers):
-        if re.search(rf"REGISTER_(?:MPS_)?DISPATCH\(\s*{re.escape(stub)}\s*,", text):
-            continue
-        if primary is not None:
-            line = primary.group(0).replace(plan.stub, stub, 1)
-        else:
-            line = f"REGISTER_DISPATCH({stub}, {plan.stub.removesuffix('_stub')}_kernel_mps);"
-        text = f"{text[:anchor.end()]}\n{line}{text[anchor.end():]}"
-    texts.texts[plan.host_file] = text
-
-
 def _host_edit(texts: _Texts, plan: PortPlan, root: Path) -> None:
-    _add_host_stub(texts, plan, root)
-    _also_register(texts, plan)
-
-
-def _add_host_stub(texts: _Texts, plan: PortPlan, root: Path) -> None:
     if plan.stub_registered_at:
         return  # registered natively already (maybe by a macro); a second registration is a link error
     if plan.host_file and plan.stub:

@@ -94,9 +94,6 @@ class PortPlan:
     # registrations of the route's stubs it removes: (file, line, text of the line).
     stub_registered_at: str | None = None
     legacy_registrations: tuple[tuple[str, int, str], ...] = ()
-    # Stubs the op's kernel calls for the other half of a real/complex split (`sgn_out`: sgn_stub
-    # for complex beside sign_stub), registered with the same host function as `stub`.
-    also_registers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.needs_llm != (self.functor_step != "table"):
@@ -138,7 +135,7 @@ class PortPlan:
         values["xfail_entries"] = tuple(tuple(x) for x in data.get("xfail_entries", ()))
         values["xfail_narrowed"] = tuple((str(a), str(b), int(c), tuple(d))
                                          for a, b, c, d in data.get("xfail_narrowed", ()))
-        for name in ("stubs", "stub_args", "also_registers"):
+        for name in ("stubs", "stub_args"):
             values[name] = tuple(data.get(name, ()))
         values["legacy_registrations"] = tuple((str(f), int(n), str(t))
                                                for f, n, t in data.get("legacy_registrations", ()))

@@ -322,7 +322,6 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
         stub_route=res.route.describe() if res.route else None,
         stub_args=res.route.calls[0].args if res.route else (),
         stub_registered_at=str(kept.where) if kept else None, legacy_registrations=legacy_regs,
-        also_registers=_split_stubs(res, parts.stub),
     )
 
 
@@ -356,23 +355,6 @@ def _fit_functor(checkout: Checkout, res: Resolution, recipe: FunctorRecipe, par
     raise PipelineError(f"{res.route.describe() if res.route else parts.stub}: the recipe's {recipe.functor} computes "
                         f"{recipe.op}, and {parts.kernel_file} has no {base} functor taking {arity} operands",
                         location=parts.kernel_file, hint="port the op by hand")
-
-
-def _split_stubs(res: Resolution, stub: str | None) -> tuple[str, ...]:
-    """The route's other stubs that split the op by dtype (real / complex) and share `stub`'s
-    function type, not yet registered natively: one host function serves them all (`sgn`)."""
-    if res.route is None or stub is None or (decl := res.sources.stub(stub)) is None:
-        return ()
-    out = []
-    for call in res.route.calls:
-        other = res.sources.stub(call.stub)
-        if call.stub == stub or call.dtypes not in ("real", "complex") or other is None \
-                or other.fn_type != decl.fn_type:
-            continue
-        if any(r.kind is not ImplKind.GRAPH for r in res.sources.registrations_of(call.stub)):
-            continue
-        out.append(call.stub)
-    return tuple(dict.fromkeys(out))
 
 
 def _legacy_registrations(checkout: Checkout, res: Resolution) -> tuple[tuple[str, int, str], ...]:

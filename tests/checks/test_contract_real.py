@@ -113,7 +113,7 @@ def test_a_registration_nothing_calls_fails(real_tree_workspace: Checkout, tmp_p
 
 def test_sgn_registers_both_stubs_its_kernel_calls(real_tree_workspace: Checkout, tmp_path: Path) -> None:
     plan = plan_port(real_tree_workspace, "sgn")
-    assert (plan.stub, plan.stubs, plan.also_registers) == ("sign_stub", ("sign_stub", "sgn_stub"), ("sgn_stub",))
+    assert (plan.stub, plan.stubs) == ("sign_stub", ("sign_stub", "sgn_stub"))
     worktree = clone(real_tree_workspace, tmp_path / "wt")
     apply_port(plan, worktree)
     host = read(worktree, plan.host_file)
