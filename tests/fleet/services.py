@@ -56,9 +56,13 @@ class Postgres:
             entry = pwd.getpwnam(self.user)
             os.chown(self.data, entry.pw_uid, entry.pw_gid)
             os.chown(self.base, entry.pw_uid, entry.pw_gid)
-        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
-        self.start()
-        self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "metalport")
+        try:
+            self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
+            self.start()
+            self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "metalport")
+        except BaseException:
+            self.close()  # nothing left behind by a cluster that never came up
+            raise
 
     @property
     def url(self) -> str:
