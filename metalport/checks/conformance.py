@@ -10,6 +10,7 @@ tolerances (`runner.judge_case`) and counted per kind; skipped calls make the ve
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import difflib
 import hashlib
 import os
@@ -219,8 +220,11 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
         # Only the op's kernels are instantiated: every host name the host model asks for is
         # `<kernel>_<flavour>_<types>` (hostmodel.py).
         kernels = active.kernels(files, checkout_root, chosen, (f"{kernel}_*",))
+        # The CPU kernel may pass the stub a negated scalar (sub_out: add_stub(iter, -alpha)); the
+        # registered kernel then sees it negated, as on MPS.
+        negate = any(a.replace(" ", "") == "-alpha" for a in host.stub_args)
         return _run(kernels, name, base, kernel, packet, files, checkout_root, chosen, dtypes, include_held_out,
-                    seed)
+                    seed, negate_alpha=negate)
 
 
 @contextlib.contextmanager
@@ -231,7 +235,7 @@ def _borrowed(session: ConformanceSession) -> Iterator[ConformanceSession]:
 
 def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, files: list[Path],
          checkout_root: Path, chosen: str, dtypes: Sequence[str] | None, include_held_out: bool,
-         seed: int | None) -> ConformanceReport:
+         seed: int | None, *, negate_alpha: bool = False) -> ConformanceReport:
     found = classify(kernels.names, kernel)
     if found is None:
         return ConformanceReport(name, chosen, "no-host-model", (),
@@ -262,7 +266,9 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
         staged: list[Prepared | CaseResult] = []
         for case in cases:
             try:
-                staged.append(prepare_case(kernels, family, kernel, case.call, case.force, next(outcomes)))
+                call = case.call if not negate_alpha or case.call.alpha is None else \
+                    dataclasses.replace(case.call, alpha=-case.call.alpha)
+                staged.append(prepare_case(kernels, family, kernel, call, case.force, next(outcomes)))
             except MissingKernel as err:
                 staged.append(CaseResult(False, float("inf"), f"the host would ask for kernel {err.kernel}, which "
                                          f"no kernel file defines (MPS: 'Failed to create function state object')"))

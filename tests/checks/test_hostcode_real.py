@@ -41,3 +41,16 @@ def test_sub_runs_the_kernel_registered_for_add_stub_with_negated_alpha(tmp_path
     assert find_host_code(checkout.root, "sub") == HostCode("add_alpha", f"{OPS}/BinaryKernel.mm:{line}",
                                                            stub_args=("-alpha",))
     assert find_host_code(checkout.root, "add").stub_args == ()  # add_out (ufunc) passes alpha as it is
+
+
+def test_sub_conformance_feeds_the_add_kernel_negated_alpha(real_tree_workspace: Checkout, tmp_path: Path) -> None:
+    from metalport.checks.conformance import run_conformance
+    from metalport.port.port import apply_port, plan_port
+    from tests.recipes.porting import clone
+
+    plan = plan_port(real_tree_workspace, "sub")  # registers add_stub, which sub_out calls with -alpha
+    worktree = clone(real_tree_workspace, tmp_path / "wt")
+    apply_port(plan, worktree)
+    report = run_conformance(worktree, "sub", dtypes=["float32", "int32"], include_held_out=False, seed=7)
+    assert report.status == "pass", [f.message for d in report.dtypes for f in d.failures][:2]
+    assert all(d.tallies["opinfo"].passed == d.tallies["opinfo"].samples == 11 for d in report.dtypes)
