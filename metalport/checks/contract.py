@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from metalport.port.decorators import OPINFO_FILES, find_decorators
 from metalport.port.host import has_legacy
 from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
 from metalport.port.resolve import host_line, mps_only_lines
@@ -323,6 +324,32 @@ def _cheat_checks(changes: _Changes) -> Iterator[Failure]:
                     yield _fail("anti-cheat", f"{what} in new code: {text.strip()[:120]}", rel, line)
 
 
+def _decorator_checks(base_root: Path, worktree_root: Path, changes: _Changes, plan: PortPlan) -> Iterator[Failure]:
+    """Exactly the planned MPS decorators left the OpInfo files (compared as source, by `ast`), and
+    nothing was added to those files."""
+    for rel in OPINFO_FILES:
+        if rel not in changes.paths and not any(f == rel for f, _, _, _ in plan.decorator_entries):
+            continue
+        for line, text in changes.added.get(rel, []):
+            yield _fail("decorators", f"line added to an OpInfo file: {text.strip()[:100]}", rel, line)
+        base = _base_text(base_root, changes, rel) or ""
+        after = (worktree_root / rel).read_text(encoding="utf-8") if (worktree_root / rel).is_file() else ""
+        lines = base.split("\n")
+
+        def source(d: tuple[str, int, int], src: list[str]) -> tuple[str, str]:
+            return d[0], "\n".join(src[d[1] - 1:d[2]]).strip()
+        before = {source((d.opinfo, d.first_line, d.last_line), lines)
+                  for d in find_decorators(base, None, path=rel, strict=False)}
+        now_lines = after.split("\n")
+        now = {source((d.opinfo, d.first_line, d.last_line), now_lines)
+               for d in find_decorators(after, None, path=rel, strict=False)}
+        planned = {source((n, a, b), lines) for f, n, a, b in plan.decorator_entries if f == rel}
+        for opinfo, text in sorted((before - now) - planned):
+            yield _fail("decorators", f"unplanned removal of {opinfo}'s decorator {text[:100]}", rel)
+        for opinfo, text in sorted(planned & now):
+            yield _fail("decorators", f"{opinfo}'s MPS decorator is still there: {text[:100]}", rel)
+
+
 def check_contract(base_root: Path, worktree_root: Path, plan: PortPlan) -> list[Failure]:
     """Every contract failure of the worktree's port of `plan.op`; `[]` when the contract holds."""
     base_root, worktree_root = Path(base_root).resolve(), Path(worktree_root).resolve()
@@ -332,6 +359,7 @@ def check_contract(base_root: Path, worktree_root: Path, plan: PortPlan) -> list
     failures += _stub_checks(worktree_root, plan, changes)
     failures += _legacy_checks(worktree_root, plan)
     failures += _xfail_checks(base_root, worktree_root, changes, plan)
+    failures += _decorator_checks(base_root, worktree_root, changes, plan)
     failures += _path_checks(changes, plan)
     failures += _cheat_checks(changes)
     return failures

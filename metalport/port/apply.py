@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from metalport.port.cformat import format_snippet
+from metalport.port.decorators import find_decorators, remove_lines
 from metalport.port.host import HostStub, has_legacy, insert_stub, remove_legacy
 from metalport.port.metal import ensure_includes, file_style, insert_functor, needed_includes
 from metalport.port.plan import NEEDS_LLM
@@ -173,6 +174,18 @@ def _legacy_edit(texts: _Texts, plan: PortPlan) -> None:
         texts.texts[rel] = text
 
 
+def _decorator_edit(texts: _Texts, plan: PortPlan) -> None:
+    """Remove the plan's OpInfo decorators, found again by `ast` (a second apply finds none)."""
+    for rel in dict.fromkeys(f for f, _, _, _ in plan.decorator_entries):
+        text = texts.require(rel)
+        names = {n for f, n, _, _ in plan.decorator_entries if f == rel}
+        planned = {(n, a, b) for f, n, a, b in plan.decorator_entries if f == rel}
+        base_spans = {(d.opinfo, d.first_line, d.last_line) for d in find_decorators(text, names, path=rel)}
+        if not base_spans & planned:
+            continue  # removed already
+        texts.texts[rel] = remove_lines(text, [(a, b) for _, a, b in planned & base_spans])
+
+
 def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str | None = None,
                secret_env: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Apply `plan` in `worktree_root`; return the relative paths whose content changed.
@@ -192,6 +205,7 @@ def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str
     if plan.xfail_entries or plan.xfail_narrowed:
         common = remove_planned_xfails(texts.require(COMMON_MPS), plan)
         texts.texts[COMMON_MPS] = narrow_planned_xfails(common, plan)
+    _decorator_edit(texts, plan)
     for rel, text in texts.texts.items():
         guard.resolve(rel)  # every target passes the guard before the first write
         if text is not None:

@@ -84,6 +84,9 @@ class PortPlan:
     # Entries whose dtype list the port only partly covers: (list, key, line, dtypes kept), e.g.
     # ("UNIMPLEMENTED_XFAILLIST", "hypot", 12, ("complex64",)); the list is narrowed to those.
     xfail_narrowed: tuple[tuple[str, str, int, tuple[str, ...]], ...] = ()
+    # MPS skip/expectedFailure decorators of the op's OpInfos the port makes obsolete:
+    # (file, OpInfo name, first line, last line) in the base (metalport/port/decorators.py).
+    decorator_entries: tuple[tuple[str, str, int, int], ...] = ()
     # Stub routing (checkout.routing): every stub the op's CPU kernel calls, each of which must be
     # registered for MPS exactly once after the port; `stub` is the first of them. `stub_route` is
     # the route in one line, `stub_args` the arguments the kernel passes the stub (`("-alpha",)`).
@@ -133,6 +136,8 @@ class PortPlan:
         values["legacy"] = tuple(data["legacy"]) if data.get("legacy") else None
         values["legacy_others"] = tuple(tuple(x) for x in data.get("legacy_others", ()))
         values["xfail_entries"] = tuple(tuple(x) for x in data.get("xfail_entries", ()))
+        values["decorator_entries"] = tuple((str(a), str(b), int(c), int(d))
+                                            for a, b, c, d in data.get("decorator_entries", ()))
         values["xfail_narrowed"] = tuple((str(a), str(b), int(c), tuple(d))
                                          for a, b, c, d in data.get("xfail_narrowed", ()))
         for name in ("stubs", "stub_args"):

@@ -30,6 +30,7 @@ from pathlib import Path
 from metalport.port.apply import apply_port
 from metalport.port.functors import COMPLEX_TYPES, METAL_TYPES, FunctorRecipe, metal_types_for, recipe_table
 from metalport.port.functors import Family as RecipeFamily
+from metalport.port.decorators import OPINFO_FILES, find_decorators
 from metalport.port.metal import fit_functor
 from metalport.port.host import remove_legacy
 from metalport.port.plan import (KERNELS_DIR, NEEDS_LLM, OPERATIONS_DIR, StubDeclaration,
@@ -119,6 +120,24 @@ def _stub_declaration(checkout: Checkout, stub: str) -> StubDeclaration:
         from metalport.torch_facts import torch_include_dir
 
         return find_stub_declaration(stub, torch_include_dir())
+
+
+def _obsolete_decorators(checkout: Checkout, op: str, names: list[str],
+                         metal: tuple[str, ...]) -> tuple[tuple[str, str, int, int], ...]:
+    """The OpInfo files' MPS skip/expectedFailure decorators of the op that the port makes pass:
+    those naming no dtypes or only dtypes it registers. A backward op's OpInfo is its forward's,
+    whose decorators are about the forward: none."""
+    if op.endswith("_backward"):
+        return ()
+    out = []
+    for rel in OPINFO_FILES:
+        path = checkout.root / rel
+        if not path.is_file():
+            continue
+        for d in find_decorators(path.read_text(encoding="utf-8"), names, path=rel):
+            if d.dtypes is None or all(METAL_TYPES.get(t) in metal for t in d.dtypes):
+                out.append((rel, d.opinfo, d.first_line, d.last_line))
+    return tuple(out)
 
 
 def _kept_dtypes(dtypes: tuple[str, ...] | None, metal: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -304,8 +323,9 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
     legacy_regs = _legacy_registrations(checkout, res)
     legacy = tuple((f.where.file, f.name) for f in res.legacy)
     xfail_entries, xfail_narrowed = _xfails(res, parts.dtypes)
+    decorators = _obsolete_decorators(checkout, res.op, names, parts.dtypes)
     allowed = {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs)}
-    allowed |= {p for p in (parts.kernel_file, parts.host_file) if p}
+    allowed |= {p for p in (parts.kernel_file, parts.host_file) if p} | {d[0] for d in decorators}
     return PortPlan(
         op=res.op, status=res.status.value, family=res.family.value, rows=rows,
         kernel_file=parts.kernel_file, functor=parts.functor, functor_source=parts.functor_source,
@@ -317,7 +337,7 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
         migrate=res.status in _MIGRATING or any(r.deletes for r in rows),
         functor_step=parts.functor_step, macro=parts.macro, stub=parts.stub, stub_header=parts.stub_header,
         stub_params=parts.stub_params, host_family=parts.host_family, legacy_others=legacy[1:],
-        xfail_entries=xfail_entries, xfail_narrowed=xfail_narrowed,
+        xfail_entries=xfail_entries, xfail_narrowed=xfail_narrowed, decorator_entries=decorators,
         stubs=res.route.stubs if res.route else ((parts.stub,) if parts.stub else ()),
         stub_route=res.route.describe() if res.route else None,
         stub_args=res.route.calls[0].args if res.route else (),

@@ -1,0 +1,97 @@
+"""An op's MPS `skip`/`expectedFailure` decorators in the OpInfo files, found and removed by `ast`.
+
+PyTorch's porting checklist removes them with the port: a test marked as failing on MPS that now
+passes is an unexpected success. A decorator is the `DecorateInfo(unittest.expectedFailure | skip,
+..., device_type='mps', ...)` element of the `decorators=`/`skips=` list of the `*Info(...)` call
+named for the op. Only decorators whose `dtypes` the port registers (or that name no dtypes) are
+removed; tolerance overrides stay. Removal takes whole lines, like the common_mps.py lists.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from metalport.errors import RecipeError
+
+OPINFO_FILES: tuple[str, ...] = (
+    "torch/testing/_internal/common_methods_invocations.py",
+    "torch/testing/_internal/opinfo/definitions/special.py",
+    "torch/testing/_internal/opinfo/definitions/linalg.py",
+    "torch/testing/_internal/opinfo/definitions/fft.py",
+    "torch/testing/_internal/opinfo/definitions/_masked.py",
+)
+_FAILING = ("unittest.expectedFailure", "unittest.skip", "skip", "expectedFailure")
+
+
+@dataclass(frozen=True)
+class Decorator:
+    """One MPS decorator of one OpInfo: its file, OpInfo name, 1-based line span and dtypes."""
+
+    file: str
+    opinfo: str
+    first_line: int
+    last_line: int
+    dtypes: tuple[str, ...] | None  # torch dtype names; None: every dtype
+
+
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _is_mps_failure(node: ast.expr) -> bool:
+    if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "DecorateInfo" and node.args):
+        return False
+    device = _keyword(node, "device_type")
+    marker = ast.unparse(node.args[0].func if isinstance(node.args[0], ast.Call) else node.args[0])
+    return (isinstance(device, ast.Constant) and device.value == "mps") and marker in _FAILING
+
+
+def _dtypes(node: ast.Call) -> tuple[str, ...] | None:
+    value = _keyword(node, "dtypes")
+    if not isinstance(value, (ast.Tuple, ast.List, ast.Set)):
+        return None
+    return tuple(ast.unparse(e).removeprefix("torch.") for e in value.elts)
+
+
+def find_decorators(text: str, names: Iterable[str] | None, *, path: str,
+                    strict: bool = True) -> tuple[Decorator, ...]:
+    """Every MPS skip/expectedFailure decorator of the OpInfos called one of `names` (None: of every
+    OpInfo) in `text`.
+
+    With `strict`, raises RecipeError when one shares a line with another list element (whole lines
+    are removed); without, such a decorator is reported all the same (to compare files).
+    """
+    wanted = None if names is None else set(names)
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as err:
+        raise RecipeError(f"cannot parse: {err.msg}", location=f"{path}:{err.lineno}",
+                          hint="fix the syntax error first") from err
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and ast.unparse(node.func).endswith("Info") and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and (wanted is None or node.args[0].value in wanted)):
+            continue
+        for key in ("decorators", "skips"):
+            value = _keyword(node, key)
+            elts = value.elts if isinstance(value, (ast.List, ast.Tuple)) else []
+            for i, e in enumerate(elts):
+                if not _is_mps_failure(e):
+                    continue
+                start, end = e.lineno, e.end_lineno or e.lineno
+                before = elts[i - 1].end_lineno if i else value.lineno  # type: ignore[union-attr]
+                after = elts[i + 1].lineno if i + 1 < len(elts) else value.end_lineno  # type: ignore[union-attr]
+                if strict and ((before is not None and before >= start) or (after is not None and after <= end)):
+                    raise RecipeError(f"an MPS decorator of {node.args[0].value!r} shares its line with another",
+                                      location=f"{path}:{start}", hint="put it on its own line, then rerun")
+                found.append(Decorator(path, str(node.args[0].value), start, end, _dtypes(e)))  # type: ignore[arg-type]
+    return tuple(sorted(found, key=lambda d: d.first_line))
+
+
+def remove_lines(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """`text` without the whole lines of each 1-based inclusive span."""
+    drop = {n for first, last in spans for n in range(first, last + 1)}
+    return "\n".join(line for n, line in enumerate(text.split("\n"), start=1) if n not in drop)

@@ -1,0 +1,69 @@
+"""The op's MPS skip/expectedFailure decorators in the OpInfo files: found, removed, checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from metalport.checkout import Checkout
+from metalport.checks.contract import check_contract
+from metalport.errors import RecipeError
+from metalport.port.decorators import find_decorators, remove_lines
+from metalport.port.port import apply_port, plan_port
+from tests.recipes.porting import clone, commit_all, read, write
+
+OPINFOS = '''op_db = [
+    BinaryUfuncInfo('wobble',
+                    decorators=(
+                        DecorateInfo(unittest.expectedFailure, 'TestCommon', 'test_out', device_type='mps'),
+                        DecorateInfo(unittest.expectedFailure, 'TestCommon', 'test_dtypes',
+                                     device_type='mps', dtypes=(torch.complex64,)),
+                        DecorateInfo(toleranceOverride({torch.float16: tol(atol=1e-3, rtol=0)}),
+                                     'TestConsistency', device_type='mps'),
+                        DecorateInfo(unittest.skip("flaky"), 'TestCommon', device_type='cuda'),
+                    )),
+    UnaryUfuncInfo('jiggle', skips=(DecorateInfo(unittest.skip("no"), 'TestCommon', device_type='mps'),)),
+]
+'''
+INVOCATIONS = "torch/testing/_internal/common_methods_invocations.py"
+
+
+def test_only_the_ops_mps_failure_markers_are_found() -> None:
+    found = find_decorators(OPINFOS, ["wobble"], path="x.py")
+    assert [(d.opinfo, d.first_line, d.last_line, d.dtypes) for d in found] == [
+        ("wobble", 4, 4, None), ("wobble", 5, 6, ("complex64",))]
+    assert remove_lines(OPINFOS, [(4, 4), (5, 6)]).count("DecorateInfo(") == 3
+    with pytest.raises(RecipeError, match="x.py:11: an MPS decorator of 'jiggle' shares its line with another"):
+        find_decorators(OPINFOS, ["jiggle"], path="x.py")
+
+
+def test_heaviside_port_removes_its_mps_decorators_and_the_contract_holds(wheel_workspace: Checkout,
+                                                                          tmp_path: Path) -> None:
+    plan = plan_port(wheel_workspace, "heaviside")
+    assert {(f, n) for f, n, _, _ in plan.decorator_entries} == {(INVOCATIONS, "heaviside")}
+    assert len(plan.decorator_entries) == 5 and INVOCATIONS in plan.allowed_paths
+    wt = clone(wheel_workspace, tmp_path / "wt")
+    assert INVOCATIONS in apply_port(plan, wt)
+    assert find_decorators(read(wt, INVOCATIONS), ["heaviside"], path=INVOCATIONS) == ()
+    assert find_decorators(read(wt, INVOCATIONS), ["logical_and"], path=INVOCATIONS) != ()
+    assert apply_port(plan, wt) == ()
+    assert check_contract(wheel_workspace.root, wt, plan) == []
+
+
+def test_contract_names_a_leftover_and_an_unplanned_removal(wheel_workspace: Checkout, tmp_path: Path) -> None:
+    plan = plan_port(wheel_workspace, "heaviside")
+    wt = clone(wheel_workspace, tmp_path / "wt")
+    apply_port(plan, wt)
+    text = read(wt, INVOCATIONS)
+    first = plan.decorator_entries[0][2]
+    base_line = read(wheel_workspace.root, INVOCATIONS).split("\n")[first - 1]
+    other = find_decorators(text, ["logical_and"], path=INVOCATIONS)[0]
+    lines = text.split("\n")
+    lines.insert(first - 1, base_line)  # after logical_and's, so its line numbers still hold
+    lines[other.first_line - 1:other.last_line] = []
+    write(wt, INVOCATIONS, "\n".join(lines))
+    commit_all(wt, "keep one, drop another")
+    messages = [f.message for f in check_contract(wheel_workspace.root, wt, plan) if "[decorators]" in f.message]
+    assert any("unplanned removal of logical_and's decorator" in m for m in messages), messages
+    assert any("heaviside's MPS decorator is still there" in m for m in messages)
