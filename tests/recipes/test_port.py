@@ -20,6 +20,7 @@ KERNEL = "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
 HOST = "aten/src/ATen/native/mps/operations/BinaryKernel.mm"
 LEGACY = "aten/src/ATen/native/mps/operations/BinaryOps.mm"
 COMMON = "torch/testing/_internal/common_mps.py"
+INVOCATIONS = "torch/testing/_internal/common_methods_invocations.py"
 ALL_TYPES = ("float", "half", "bfloat", "long", "int", "short", "char", "uchar", "bool")
 
 
@@ -56,7 +57,8 @@ def test_wheel_plan_adds_mps_to_the_shared_row(wheel_workspace: Checkout, wheel_
     assert plan.register_dispatch == "REGISTER_DISPATCH(heaviside_stub, &heaviside_mps_kernel);"
     assert plan.legacy is None and plan.legacy_include is None
     assert plan.xfail_keys == ("heaviside",)
-    assert plan.allowed_paths == (KERNEL, HOST, YAML, COMMON)
+    assert plan.allowed_paths == (KERNEL, HOST, YAML, INVOCATIONS, COMMON)
+    assert len(plan.decorator_entries) == 5  # TestCommon expectedFailures on MPS
 
 
 def test_plan_round_trips_through_json_and_is_frozen(wheel_plan: PortPlan, fixture_plan: PortPlan) -> None:
@@ -69,15 +71,15 @@ def test_plan_round_trips_through_json_and_is_frozen(wheel_plan: PortPlan, fixtu
         PortPlan.from_dict({**wheel_plan.to_dict(), "surprise": 1})
 
 
-def test_wheel_apply_writes_four_files_then_nothing(wheel_workspace: Checkout, wheel_plan: PortPlan,
+def test_wheel_apply_writes_five_files_then_nothing(wheel_workspace: Checkout, wheel_plan: PortPlan,
                                                     tmp_path: Path) -> None:
     wt = clone(wheel_workspace, tmp_path / "wt")
-    assert apply_port(wheel_plan, wt) == (KERNEL, HOST, YAML, COMMON)
+    assert apply_port(wheel_plan, wt) == (KERNEL, HOST, YAML, INVOCATIONS, COMMON)
     diff = _diff(wt)
     assert "-    CPU, CUDA: heaviside_out\n+    CPU, CUDA, MPS: heaviside_out\n" in diff
     assert '-            "heaviside": None,\n' in diff
     changed = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
-    assert len(changed) == 3  # one row rewritten, one xfail line gone
+    assert len(changed) == 8  # one row rewritten, one xfail line and five decorator lines gone
     kernel = read(wt, KERNEL)
     assert kernel.startswith("#include <c10/metal/indexing.h>\n") and "struct heaviside_functor {" in kernel
     assert kernel.endswith("".join(f"REGISTER_BINARY_OP(heaviside, {t}, {t});\n" for t in ALL_TYPES))
