@@ -18,14 +18,18 @@ def write_text_atomic(path: Path, text: str, *, newline: str | None = None) -> b
             return False
     except (OSError, UnicodeDecodeError):
         pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as handle:
             handle.write(text)
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as err:
+        if tmp is not None:
+            discard(Path(tmp))
+        if isinstance(err, OSError):
+            err.filename = str(path)  # the file being written, not its temp name (a failed write() names none)
         raise
     return True
 
@@ -38,6 +42,16 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as err:
+        discard(Path(tmp))
+        if isinstance(err, OSError):
+            err.filename = str(path)
         raise
+
+
+def discard(path: Path) -> None:
+    """Remove a temp file if it is there; a folder that cannot be written has none to remove."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass  # EROFS/EACCES: nothing of ours was created there

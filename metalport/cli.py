@@ -7,13 +7,16 @@ import argparse
 import importlib
 import os
 import pkgutil
+import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
+import git
+
 from metalport import __version__, commands
 from metalport.commands._sandbox import apply_sandbox_flag
-from metalport.errors import MetalportError
+from metalport.errors import MetalportError, filesystem_error, is_filesystem_fault
 
 
 PURPOSE = "Bring PyTorch operators to Apple Silicon: port ATen ops to native Metal kernels, up to a human review."
@@ -81,6 +84,13 @@ def _dispatch(args: argparse.Namespace, prog: str) -> int:
     except MetalportError as err:
         print(f"{prog}: error: {err}", file=sys.stderr)
         return err.exit_code
+    except (OSError, sqlite3.Error, git.GitCommandError) as err:
+        # The last net for a filesystem fault no command mapped itself: still one line, path and cause.
+        if not is_filesystem_fault(err):
+            raise
+        fault = filesystem_error(err)
+        print(f"{prog}: error: {fault}", file=sys.stderr)
+        return fault.exit_code
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130

@@ -81,6 +81,15 @@ class AgentConfig:
         return replace(self, provider=replace(self.provider, **{k: v for k, v in flags.items() if v is not None}))
 
 
+def given_config(path: Path | None) -> Path | None:
+    """`path` as given by `--config`: None stays None, a path that is not a file is a UsageError."""
+    if path is None or path.is_file():
+        return path
+    what = "is a directory" if path.is_dir() else "does not exist"
+    raise UsageError(f"--config {what}", location=str(path),
+                     hint=f"pass an existing {CONFIG_NAME}, or leave --config out to use the repository's")
+
+
 def load_config(path: Path | None) -> AgentConfig:
     """Parse `path` (None or missing: defaults). Raises UsageError with `file:line` on bad keys."""
     if path is None or not path.exists():

@@ -1,10 +1,18 @@
 """The one error hierarchy of metalport.
 
 Every user-facing failure is a `MetalportError`: the CLI prints `str(err)` as one line and exits
-with `err.exit_code` (2 for usage and input errors, 1 for a verdict or run that failed).
+with `err.exit_code` (2 for usage and input errors and a bad environment, 1 for a verdict or run
+that failed).
+
+Note [faults name path, cause, fix]: a write that fails on a full disk, a read-only filesystem or
+a missing permission is one `FilesystemError` made by `filesystem_error` (the one errno table):
+`<path>: cannot write <what>: <cause>; <fix>; then <command>`.
 """
 
 from __future__ import annotations
+
+import errno
+import os
 
 
 class MetalportError(Exception):
@@ -17,6 +25,11 @@ class MetalportError(Exception):
         self.message = message
         self.location = location
         self.hint = hint
+
+    def add_hint(self, text: str) -> MetalportError:
+        """Append `text` to the hint (e.g. the command that continues afterwards); returns self."""
+        self.hint = f"{self.hint}; {text}" if self.hint else text
+        return self
 
     def __str__(self) -> str:
         text = f"{self.location}: {self.message}" if self.location else self.message
@@ -111,3 +124,72 @@ class KernelCrash(EmulateError):
     """A kernel killed its worker process (SIGFPE, SIGSEGV, …) or ran past its time limit."""
 
     exit_code = 1
+
+
+class FilesystemError(MetalportError):
+    """A place metalport writes is full, read-only or not writable: the environment needs fixing (exit 2)."""
+
+
+# errno -> (cause, fix): the one table of filesystem faults. Note [faults name path, cause, fix]
+_FAULTS: dict[int, tuple[str, str]] = {
+    errno.ENOSPC: ("disk full", "free space on that filesystem"),
+    errno.EDQUOT: ("disk quota exceeded", "free space or raise the quota"),
+    errno.EROFS: ("read-only filesystem", "remount it read-write"),
+    errno.EACCES: ("permission denied", "make it writable by the user running metalport"),
+    errno.EPERM: ("operation not permitted", "make it writable by the user running metalport"),
+}
+# The same causes as git and SQLite word them on stderr (they report no errno).
+_FAULT_TEXTS: tuple[tuple[str, int], ...] = (
+    ("no space left on device", errno.ENOSPC), ("disk quota exceeded", errno.EDQUOT),
+    ("database or disk is full", errno.ENOSPC), ("read-only file system", errno.EROFS),
+    ("readonly database", errno.EROFS), ("permission denied", errno.EACCES))
+
+
+def fault_errno(text: str) -> int | None:
+    """The errno a tool's error text names (`No space left on device`, ...), or None."""
+    lowered = text.lower()
+    return next((number for words, number in _FAULT_TEXTS if words in lowered), None)
+
+
+def filesystem_error(err: BaseException, *, what: str | None = None, path: object = None,
+                     elsewhere: str | None = None, then: str | None = None) -> FilesystemError:
+    """The one-line FilesystemError for `err` (an OSError, sqlite3.Error or git failure) on `what`.
+
+    Names the path (`path`, else the OSError's filename), the cause by errno (disk full, read-only
+    filesystem, permission denied; else the system's own words) and the fix; `then` is the command
+    that continues afterwards (e.g. `metalport resume ID`); `elsewhere` offers another place to
+    write (e.g. `set METALPORT_CACHE_DIR to a writable folder`).
+    """
+    where = path if path is not None else getattr(err, "filename", None)
+    if isinstance(err, OSError) and err.errno:
+        number: int | None = err.errno
+    else:  # SQLite says "readonly database" for a read-only disk and a missing permission alike: look
+        number = (probe_errno(str(where)) if where else None) or fault_errno(str(err))
+    cause, fix = _FAULTS.get(number or 0, ("", "check that path"))
+    if not cause:
+        words = err.strerror if isinstance(err, OSError) and err.strerror else str(err).strip()
+        cause = (words.splitlines()[-1] if words else type(err).__name__).strip().lower()
+    message = f"cannot write {what}: {cause}" if what else cause
+    if elsewhere:
+        fix = f"{fix}, or {elsewhere}"
+    hint = f"{fix}; then {then}" if then else fix
+    return FilesystemError(message, location=str(where) if where else None, hint=hint)
+
+
+def probe_errno(path: str) -> int | None:
+    """The errno a write to `path` (or the folder that would hold it) meets: EROFS, EACCES, ENOSPC."""
+    target = path if os.path.exists(path) else os.path.dirname(path) or "."
+    try:
+        stat = os.statvfs(target)
+    except OSError:
+        return None
+    if stat.f_flag & os.ST_RDONLY:
+        return errno.EROFS
+    if not os.access(target, os.W_OK):
+        return errno.EACCES
+    return errno.ENOSPC if stat.f_bavail == 0 else None
+
+
+def is_filesystem_fault(err: BaseException) -> bool:
+    """True for an OSError, or a git/SQLite error whose text names a filesystem fault."""
+    return isinstance(err, OSError) or fault_errno(str(err)) is not None

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from metalport.checkout.layout import NATIVE, WORKSPACE_MARKER, Checkout
-from metalport.errors import RepoError, UsageError
+from metalport.errors import RepoError, UsageError, fault_errno, filesystem_error, probe_errno
 
 NOTICE = ("The torch wheel carries no .mm / .metal sources, so this workspace is for trying metalport, "
           "not for upstream work: use a real PyTorch checkout for that.")
@@ -61,6 +61,9 @@ def _git(root: Path, *argv: str) -> None:
     proc = subprocess.run(["git", *GIT_IDENTITY, *argv], cwd=root, capture_output=True, text=True,
                           timeout=120, env=env)
     if proc.returncode != 0:
+        if fault_errno(proc.stderr) or probe_errno(str(root)):
+            raise filesystem_error(RuntimeError(proc.stderr), what="the workspace", path=root,
+                                   elsewhere="choose another DIR")
         raise RepoError(f"git {argv[0]} failed: {proc.stderr.strip().splitlines()[-1:]}", location=str(root),
                         hint="check that git is installed and the directory is writable")
 
@@ -71,8 +74,11 @@ def init_workspace(directory: Path | str) -> Checkout:
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise UsageError("directory is not empty", location=str(target),
                          hint="choose a new or empty directory; nothing was written")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".metalport-init-", dir=target.parent))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".metalport-init-", dir=target.parent))
+    except OSError as err:
+        raise filesystem_error(err, what="the workspace", elsewhere="choose another DIR") from None
     try:
         _populate(staging)
         _git(staging, "init", "-q")
@@ -81,6 +87,10 @@ def init_workspace(directory: Path | str) -> Checkout:
         if target.exists():
             target.rmdir()
         staging.rename(target)
+    except OSError as err:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise filesystem_error(err, what="the workspace", path=target,
+                               elsewhere="choose another DIR") from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

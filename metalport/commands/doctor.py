@@ -27,11 +27,12 @@ def run(args: argparse.Namespace) -> int:
     """Print one section per check; exit 1 when the compiler or the sandbox is missing or the
     endpoint is down."""
     from metalport.agent.doctor import check_endpoint
-    from metalport.config import load_config
+    from metalport.config import CONFIG_NAME, given_config, load_config
     from metalport.emulate import find_compiler
     from metalport.errors import EmulateError
     from metalport.sandbox.confine import SandboxUnavailable, select_sandbox
 
+    given = given_config(args.config)
     healthy, root = _checkout(args.repo)
     try:
         compiler = find_compiler()
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         healthy = False
         print(f"sandbox: none: {err}")
     if not args.no_endpoint:
-        config_path = args.config or (root / "metalport.yaml" if root else Path("metalport.yaml"))
+        config_path = given or (root / CONFIG_NAME if root else Path(CONFIG_NAME))
         config = load_config(config_path).with_flags(base_url=args.base_url, model=args.model)
         report = check_endpoint(config)
         healthy = healthy and report.ok

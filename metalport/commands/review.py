@@ -57,6 +57,7 @@ def run_command(args: argparse.Namespace) -> int:
 def _awaiting(root: Path, run_id: str) -> Any:
     """The record of `run_id`; SweepError naming its state when it is not awaiting review."""
     from metalport.errors import SweepError
+    from metalport.graph.records import next_step
     from metalport.graph.runs import get_run
     from metalport.sweep.model import status_of
 
@@ -64,13 +65,8 @@ def _awaiting(root: Path, run_id: str) -> Any:
     status = status_of(record)
     if status == "awaiting-review":
         return record
-    flag = _repo_flag(root)
-    hint = {"running": f"it is still at stage {record.stage}; wait for it, or `metalport resume {run_id}{flag}` "
-                       "if its process died",
-            "published": f"it was approved and published ({record.pr_url or record.bundle_path})"}.get(
-        status, f"nothing to review; start a new run with `metalport run {record.op}{flag}`")
     raise SweepError(f"run {run_id} ({record.op}) is {status} at stage {record.stage}, not awaiting review",
-                     hint=hint)
+                     hint=next_step(record, root))
 
 
 def _list(root: Path, fmt: str) -> int:

@@ -41,6 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Start the run, follow it, handle the gate; exit 0 at the gate or published, 1 when it ended badly."""
     from metalport.checkout import find_checkout
+    from metalport.config import CONFIG_NAME, given_config, load_config
     from metalport.errors import UsageError
     from metalport.graph import RunOptions, resume_run, start_run
     from metalport.graph.console import conclude, is_interactive, make_progress
@@ -49,11 +50,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--max-attempts must be at least 1, not {args.max_attempts}")
     if args.wall_time_s <= 0:
         raise UsageError(f"--wall-time must be positive, not {args.wall_time_s:g}")
+    config = given_config(args.config)
     root = find_checkout(args.repo).root
+    load_config(config or root / CONFIG_NAME)  # a bad metalport.yaml is an error before any run record
     interactive = is_interactive(args.no_input, args.json)
     options = RunOptions(model=args.model, executor=args.executor, max_attempts=args.max_attempts, base=args.base,
                          wall_time_s=args.wall_time_s, force=args.force, remote=args.remote,
-                         config_path=str(args.config) if args.config else None, no_input=not interactive)
+                         config_path=str(config.resolve()) if config else None, no_input=not interactive)
     progress = make_progress()
     record = start_run(root, args.op, options, run_id=args.run_id, progress=progress)
     return conclude(record, root, progress, interactive=interactive, as_json=args.json,

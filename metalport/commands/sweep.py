@@ -71,7 +71,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     from metalport.agent.budget import BudgetLimits
     from metalport.checkout import find_checkout
-    from metalport.config import CONFIG_NAME, load_config
+    from metalport.config import CONFIG_NAME, given_config, load_config
     from metalport.errors import UsageError
     from metalport.executors import select_executor
     from metalport.publish.github import GitHubClient
@@ -80,9 +80,10 @@ def run_command(args: argparse.Namespace) -> int:
     if args.model != "recipe" and not (args.model.startswith("openai:") and args.model[len("openai:"):].strip()):
         raise UsageError(f"unknown model {args.model!r}", hint="use --model recipe or --model openai:MODEL")
     root = find_checkout(args.repo).root
+    given = given_config(args.config)
     if args.fleet:
         return _fleet(root, args)
-    config_path = args.config or (root / CONFIG_NAME)
+    config_path = given or (root / CONFIG_NAME)
     config = load_config(config_path if config_path.exists() else None)
     select_executor(args.executor, config)  # no compiler or sandbox: refuse before any run starts
     flags: list[str] = []

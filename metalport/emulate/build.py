@@ -14,6 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from metalport.atomic import discard
 from metalport.emulate import cache
 from metalport.emulate.compiler import Compiler
 from metalport.emulate.diagnostics import Diagnostic, compile_error, parse_diagnostics
@@ -23,7 +24,7 @@ from metalport.emulate.kernels import KernelSpec, build_specs, drop_instantiatio
 from metalport.emulate.policy import check_shader_policy
 from metalport.emulate.preprocess import SHIM_DIR, HostName, blank_threadgroup, finalize, preprocess
 from metalport.emulate.runner import Worker
-from metalport.errors import EmulateError
+from metalport.errors import EmulateError, fault_errno
 from metalport.sandbox.confine import Sandbox
 from metalport.sandbox.runner import scrubbed_env
 
@@ -83,6 +84,9 @@ def _runtime_object(compiler: Compiler, cache_dir: Path, version: str, sandbox: 
     proc = sandbox.run([*compiler.argv, *flags, "-c", "-o", str(tmp), str(source)], env=scrubbed_env(),
                        writable=(cache_dir, *compiler.scratch_dirs()), readable=(SHIM_DIR,))
     if proc.returncode != 0:
+        discard(tmp)
+        if fault_errno(proc.stderr):  # the compiler could not write its output into the cache
+            raise cache.cache_fault(OSError(fault_errno(proc.stderr), proc.stderr.strip()), cache_dir)
         raise EmulateError(f"the metalport runtime does not compile with {' '.join(compiler.argv)}: "
                            f"{proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else 'no message'}")
     os.replace(tmp, target)
@@ -127,6 +131,7 @@ def check(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple
     hit = cache.lookup_manifest(cache_dir, key, roots)
     if hit is not None:
         return int(hit.get("checked", 0))  # type: ignore[call-overload]
+    cache.prepare(cache_dir)
     renames = {str(source): display}
     pre, stderr = preprocess(source, compiler=compiler, include_dirs=include_dirs, metal_version=metal_version,
                              sandbox=sandbox)
@@ -169,6 +174,7 @@ def build(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple
     hit = cache.lookup(cache_dir, key, roots)
     if hit is not None:
         return Built(so_path=hit[0], manifest=hit[1])
+    cache.prepare(cache_dir)  # a full or read-only cache fails here, before minutes of compiling
     renames = {str(source): display}
     pre, stderr = preprocess(source, compiler=compiler, include_dirs=include_dirs, metal_version=metal_version,
                              sandbox=sandbox)

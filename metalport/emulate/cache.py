@@ -13,10 +13,13 @@ import hashlib
 import json
 import os
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from metalport.atomic import discard
 from metalport.emulate.compiler import Compiler
+from metalport.errors import FilesystemError, filesystem_error
 
 FORMAT = 1
 
@@ -65,10 +68,37 @@ def source_key(source: bytes, *, flags: Sequence[str], compiler_version: str,
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    """Write `data` to `path` through a temporary file and a rename."""
+    """Write `data` to `path` through a temporary file and a rename (no temp file left on failure)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:
+        discard(tmp)
+        raise
+
+
+def cache_fault(err: BaseException, cache_dir: Path) -> FilesystemError:
+    """The one-line error for a shader cache that cannot be written (full, read-only, not ours)."""
+    return filesystem_error(err, what="the shader cache", path=cache_dir,
+                            elsewhere="set METALPORT_CACHE_DIR to a writable folder")
+
+
+def prepare(cache_dir: Path) -> None:
+    """Make the cache folder and prove it takes a write, before any compiler runs.
+
+    Raises FilesystemError (disk full, read-only, permission denied) naming the folder.
+    """
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=cache_dir)
+        try:
+            os.write(fd, b"\0")
+        finally:
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as err:
+        raise cache_fault(err, cache_dir) from None
 
 
 def _relative(path: Path, roots: Sequence[Path]) -> str:
@@ -134,15 +164,30 @@ def _recorded(headers: Sequence[Path], roots: Sequence[Path]) -> dict[str, str]:
 
 def store_manifest(cache_dir: Path, key: str, manifest: dict[str, object], headers: Sequence[Path],
                    roots: Sequence[Path]) -> None:
-    """Record a result without a library (a type-check) for `key`, with its headers' hashes."""
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    full = {**manifest, "format": FORMAT, "headers": _recorded(headers, roots)}
-    _atomic_write(cache_dir / f"{key}.json", json.dumps(full, indent=1).encode())
+    """Record a result without a library (a type-check) for `key`, with its headers' hashes.
+
+    Raises FilesystemError when the cache cannot take it (nothing half-written is left)."""
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        full = {**manifest, "format": FORMAT, "headers": _recorded(headers, roots)}
+        _atomic_write(cache_dir / f"{key}.json", json.dumps(full, indent=1).encode())
+    except OSError as err:
+        raise cache_fault(err, cache_dir) from None
 
 
 def store(cache_dir: Path, key: str, so_file: Path, manifest: dict[str, object],
           headers: Sequence[Path], roots: Sequence[Path]) -> Path:
-    """Move the built library into the cache and write its manifest; returns the library path."""
+    """Move the built library into the cache and write its manifest; returns the library path.
+
+    Raises FilesystemError when the cache cannot take it (nothing half-written is left)."""
+    try:
+        return _store(cache_dir, key, so_file, manifest, headers, roots)
+    except OSError as err:
+        raise cache_fault(err, cache_dir) from None
+
+
+def _store(cache_dir: Path, key: str, so_file: Path, manifest: dict[str, object],
+           headers: Sequence[Path], roots: Sequence[Path]) -> Path:
     cache_dir.mkdir(parents=True, exist_ok=True)
     recorded = _recorded(headers, roots)
     headers_hash = _digest(json.dumps(recorded, sort_keys=True).encode())[:16]

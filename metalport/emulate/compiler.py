@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from metalport.atomic import discard
 from metalport.errors import EmulateError
 
 _VERSION = re.compile(r"(clang|g\+\+|gcc)[^\n]*?(\d+)\.(\d+)", re.IGNORECASE)
@@ -84,13 +85,13 @@ def _version_output(argv: tuple[str, ...]) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     if key and _VERSION.search(out):
+        tmp = memo_path.with_name(f".compilers.{os.getpid()}.tmp")
         try:
             memo_path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = memo_path.with_name(f".compilers.{os.getpid()}.tmp")
             tmp.write_text(json.dumps({**memo, key: out}))
             os.replace(tmp, memo_path)
         except OSError:
-            pass  # the memo only saves time
+            discard(tmp)  # the memo only saves time: a full or read-only cache goes without it
     return out
 
 

@@ -59,19 +59,27 @@ def conclude(record: RunRecord, repo_root: Path, progress: ProgressPrinter, *, i
     """
     console = progress.console
     while record.status == "awaiting-review" and interactive:
-        decision = ask_decision(console, repo_root, record)
+        try:
+            decision = ask_decision(console, repo_root, record)
+        except KeyboardInterrupt:  # Ctrl-C or Ctrl-D: the run stays at the gate, say how to decide later
+            _print_gate(console, record, repo_root)
+            raise
         record = resume(record.run_id, decision)
     if as_json:
         print(json.dumps({**record.to_dict(), "timings_s": progress.timings_s, "cpu_s": progress.cpu_s},
                          sort_keys=True))
     if record.status == "awaiting-review":
-        console.print(f"run {record.run_id} is waiting for review at the gate; decide with:", highlight=False)
-        for command in gate_commands(record.run_id, repo_root):
-            console.print(f"  {command}", highlight=False, markup=False)
+        _print_gate(console, record, repo_root)
     else:
         style = "green" if record.status in EXIT_OK_STATUSES else "red"
         console.print(f"[{style}]{record.status}[/]: {record.reason or ''}".rstrip(": "), highlight=False)
     return 0 if record.status in EXIT_OK_STATUSES else 1
+
+
+def _print_gate(console: Console, record: RunRecord, repo_root: Path) -> None:
+    console.print(f"run {record.run_id} is waiting for review at the gate; decide with:", highlight=False)
+    for command in gate_commands(record.run_id, repo_root):
+        console.print(f"  {command}", highlight=False, markup=False)
 
 
 def is_interactive(no_input: bool, as_json: bool) -> bool:

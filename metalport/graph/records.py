@@ -160,6 +160,20 @@ def repo_arg(repo_root: Path | str) -> str:
     return "" if inside else f" --repo {shlex.quote(str(root))}"
 
 
+def next_step(record: RunRecord, repo_root: Path | str) -> str:
+    """What a run in `record`'s state needs next, as a hint with the exact command (not for the gate)."""
+    repo, rid = repo_arg(repo_root), record.run_id
+    if record.status == "published":
+        return f"it is already published ({record.pr_url or record.bundle_path}); nothing left to decide"
+    if record.status == "running":
+        return (f"it is at stage {record.stage}; wait for it, or `metalport resume {rid}{repo}` if its process "
+                f"died (it then stops at the gate), or `metalport resume {rid} --abort{repo}`")
+    if record.status == "failed" and (record.stage == "publish" or record.worktree is not None):
+        what = "the publish (the approval stands)" if record.stage == "publish" else f"stage {record.stage}"
+        return f"fix the cause, then `metalport resume {rid}{repo}` retries {what}"
+    return f"it ended {record.status}; start a new run with `run-migration {record.op}{repo}`"
+
+
 def run_dir(repo_root: Path | str, run_id: str) -> Path:
     """`<git-common-dir>/metalport/runs/<run-id>/`: run.json, transcript.jsonl, evidence, bundle."""
     if not is_run_id(run_id):

@@ -71,8 +71,16 @@ def summary_lines(repo_root: Path, record: RunRecord) -> list[str]:
 def ask_decision(console: Console, repo_root: Path, record: RunRecord, stream: TextIO | None = None) -> Decision:
     """Show the summary and ask approve / reject (with feedback) / abort; `diff` prints the full diff.
 
-    Answers are read from `stream` (default: the terminal).
+    Answers are read from `stream` (default: the terminal). End of input (Ctrl-D) is an interrupt,
+    like Ctrl-C: the run stays at the gate.
     """
+    try:
+        return _ask(console, repo_root, record, stream)
+    except EOFError:
+        raise KeyboardInterrupt from None
+
+
+def _ask(console: Console, repo_root: Path, record: RunRecord, stream: TextIO | None) -> Decision:
     for line in summary_lines(repo_root, record):
         console.print(line, markup=False, highlight=False)
     while True:

@@ -20,7 +20,15 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command, StateSnapshot
 
 from metalport.agent.provider import Provider
-from metalport.errors import MetalportError, PipelineError, UnknownRunError, UsageError
+from metalport.errors import (
+    FilesystemError,
+    MetalportError,
+    PipelineError,
+    UnknownRunError,
+    UsageError,
+    filesystem_error,
+    is_filesystem_fault,
+)
 from metalport.graph.base import remove_snapshot
 from metalport.graph.context import RunContext, kill_point
 from metalport.graph.finish import finish_run
@@ -37,6 +45,7 @@ from metalport.graph.records import (
     is_live,
     list_runs,
     metalport_dir,
+    next_step,
     now_iso,
     repo_arg,
     repo_top,
@@ -80,14 +89,24 @@ def start_run(repo_root: Path | str, op: str, options: RunOptions, *, run_id: st
     store = shared_store(root)
     if store is not None:  # the unique live-run index refuses a second run of the op on any machine
         store.claim(first, store.settings.host_name())
-    directory.mkdir(parents=True)
     state: PortState = {
         "run_id": run_id, "op": f"aten::{name}", "repo_root": str(root), "options": options.to_dict(),
         "attempts": 0, "stage": "resolve", "failures": [], "verdicts": {}, "feedback": None, "decision": None,
         "usage": {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0},
         "started_at": time.time(), "paused_s": 0.0, "status": "running", "reason": None}
-    write_record(first, directory)
-    with _Driver(root, run_id, options, progress, provider) as driver:
+    driver = _Driver(root, run_id, options, progress, provider)
+    try:
+        try:
+            directory.mkdir(parents=True)
+            write_record(first, directory)
+        except OSError as err:
+            raise filesystem_error(err, what="the run record",
+                                   then=f"`run-migration aten::{name}{repo_arg(root)}` again") from None
+        driver.__enter__()
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)  # the run never started: leave no record of it
+        raise
+    with driver:
         return driver.drive(state)
 
 
@@ -124,10 +143,8 @@ def resume_run(repo_root: Path | str, run_id: str, decision: Decision | None = N
             values.update(status="aborted", reason=f"aborted by the user at stage {record.stage} (not at the gate)")
             return driver.finish(values)
         if decision is not None:
-            raise PipelineError(f"run {run_id} is not awaiting review (status {record.status}, "
-                                f"stage {record.stage})",
-                                hint=f"resume it with `metalport resume {run_id}{repo_arg(root)}` until it reaches "
-                                     "the gate")
+            raise PipelineError(f"run {run_id} is {record.status} at stage {record.stage}, not awaiting review",
+                                hint=next_step(record, root))
         if snapshot.next:
             # A run that failed on bad input had its worktree removed: nothing to continue. After an
             # internal error (worktree kept) or a publish error (approved work kept) a resume retries.
@@ -152,25 +169,43 @@ class _Driver:
         self._stack = ExitStack()
 
     def __enter__(self) -> _Driver:
-        self._lock.acquire(self.run_id)
+        """Take the run's lock and open the checkpoints; a filesystem fault is a FilesystemError."""
+        if getattr(self, "graph", None) is not None:
+            return self  # opened by start_run already
+        try:
+            self._lock.acquire(self.run_id)
+        except OSError as err:
+            raise filesystem_error(err, what="the run lock") from None
         try:
             if self.store is not None:  # the lock and the checkpoints are shared by every machine
                 self._stack.enter_context(self.store.hold(self.run_id))
                 self.db_path = Path(f"the shared database ({self.store.repository})")
                 self.graph = compile_graph(self._stack.enter_context(self.store.saver()))
                 return self
-            self.db_path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(self.db_path), check_same_thread=False, timeout=30)
-            self._stack.callback(conn.close)
-            self.graph = compile_graph(SqliteSaver(conn))
+            self.graph = compile_graph(self._open_sqlite())
         except BaseException:
             self.__exit__()
             raise
         return self
 
+    def _open_sqlite(self) -> SqliteSaver:
+        """The embedded checkpointer, proven writable: a read-only database fails here, not mid-run."""
+        try:
+            self.db_path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(self.db_path), check_same_thread=False, timeout=30)
+            self._stack.callback(conn.close)
+            saver = SqliteSaver(conn)
+            saver.setup()
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            conn.execute(f"PRAGMA user_version = {int(version)}")
+        except (OSError, sqlite3.Error) as err:
+            raise filesystem_error(err, what="the checkpoints", path=self.db_path) from None
+        return saver
+
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
         self._lock.release()
+        self.graph = None
 
     def _config(self, max_attempts: int) -> dict:
         return {"configurable": {"thread_id": self.run_id}, "recursion_limit": recursion_limit(max_attempts)}
@@ -193,6 +228,8 @@ class _Driver:
             for part in self.graph.stream(graph_input, config, stream_mode=["updates", "custom", "tasks"],
                                           durability="sync", version="v2", context=context):
                 awaiting = self._on_part(part, values) or awaiting
+        except (FilesystemError, OSError, sqlite3.Error) as err:
+            raise self._fault(values, err, fresh=isinstance(graph_input, dict)) from None
         except MetalportError as err:
             if isinstance(graph_input, dict) and not values.get("worktree") and self.store is None:
                 # Input refused before any worktree existed: nothing to keep or resume. (A shared
@@ -202,23 +239,76 @@ class _Driver:
             values.update(status="failed", reason=str(err))
             if values.get("stage") == "publish":
                 # Approved work is kept: the checkpoint still points at publish, so a resume retries it.
-                values["reason"] = f"{err} (fix it, then `metalport resume {self.run_id}{repo_arg(self.root)}`)"
+                retry = f"then `metalport resume {self.run_id}{repo_arg(self.root)}` retries the publish"
+                values["reason"] = f"{err} ({retry})"
                 self._write(values)
+                err.add_hint(retry)  # on screen too, not only in run.json
                 raise
             finish_run(values, self.directory, keep_branch=False)
             self._write(values, cleaned=True)
             raise
         except Exception as err:
+            if is_filesystem_fault(err):  # git failing on a full or read-only disk
+                raise self._fault(values, err, fresh=isinstance(graph_input, dict)) from None
             retry = f"metalport resume {self.run_id}{repo_arg(self.root)}"
             values.update(status="failed", reason=f"internal error in {values.get('stage')}: "
                           f"{type(err).__name__}: {err} (`{retry}` retries it)")
             self._write(values)
             raise
-        if awaiting:
-            record = self._write(values, awaiting=True)
-            self.progress({"event": "gate", "run_id": self.run_id})
-            return record
-        return self.finish(dict(self.graph.get_state(config).values))
+        try:
+            if awaiting:
+                record = self._write(values, awaiting=True)
+                self.progress({"event": "gate", "run_id": self.run_id})
+                return record
+            return self.finish(dict(self.graph.get_state(config).values))
+        except (OSError, sqlite3.Error) as err:
+            raise self._fault(values, err, fresh=False) from None
+
+    def _fault(self, values: dict, err: BaseException, *, fresh: bool) -> FilesystemError:
+        """Record a filesystem fault as the run's failure, keeping its worktree and checkpoint.
+
+        Returns the one-line error with what to do once the fault is fixed: decide again when the
+        run still waits at the gate, resume when there is work to continue from, else start anew
+        (a fresh run refused before any worktree existed is forgotten, like one refused on input).
+        """
+        if isinstance(err, FilesystemError):
+            fault = err
+        elif isinstance(err, sqlite3.Error):
+            fault = filesystem_error(err, what="the checkpoints", path=self.db_path)
+        else:
+            fault = filesystem_error(err)
+        repo = repo_arg(self.root)
+        if self._at_gate():  # the decision did not get through: nothing was published, the run still waits
+            try:
+                self._write(values, awaiting=True)
+            except OSError:
+                pass  # the record still says what it said at the gate
+            return fault.add_hint(f"then the run is still at the gate: decide again "
+                                  f"(`metalport resume {self.run_id} --approve{repo}`)")
+        worktree = (values.get("worktree") or {}).get("path")
+        resume = f"then `metalport resume {self.run_id}{repo}` retries it"
+        anew = f"then start a new run with `run-migration {values.get('op')}{repo}`"
+        resumable = values.get("stage") == "publish" or bool(worktree and Path(worktree).is_dir())
+        if not resumable and fresh and self.store is None:
+            try:
+                self.forget()
+                return fault.add_hint(anew)
+            except (OSError, sqlite3.Error):
+                pass  # a disk that refused the run may refuse its removal too: the record says it failed
+        then = resume if resumable else anew
+        values.update(status="failed", reason=f"{fault} ({then})")
+        try:
+            self._write(values)
+        except OSError:  # the record keeps its last state ("running"): a resume continues from the checkpoint
+            then = resume
+        return fault.add_hint(then)
+
+    def _at_gate(self) -> bool:
+        """Whether the latest checkpoint still waits for a decision at the gate."""
+        try:
+            return bool(self.snapshot().interrupts)
+        except sqlite3.Error:
+            return False
 
     def _on_part(self, part: dict, values: dict) -> bool:
         kind, data = part["type"], part["data"]

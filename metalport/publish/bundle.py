@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
 import git
 
 from metalport.atomic import write_text_atomic
-from metalport.errors import PublishError
+from metalport.errors import PublishError, filesystem_error, is_filesystem_fault
 from metalport.sandbox.worktree import Worktree
 
 
@@ -18,20 +19,29 @@ def write_bundle(worktree: Worktree, dest: Path, *, title: str, body: str,
     """Write the bundle of the branch's commits since the base into `dest` and return it.
 
     `dest/patches/*.patch`, `dest/PR.md` (title and body) and `dest/evidence.json` (sorted keys).
-    Rewriting a bundle replaces its patches, so a retry leaves no stale ones. Raises PublishError
-    when the branch has no commit since the base.
+    The bundle is made in a sibling folder and renamed into place, so it is whole or absent and a
+    retry leaves no stale patches. Raises PublishError when the branch has no commit since the base,
+    FilesystemError when the disk is full, read-only or not writable.
     """
     repo = git.Repo(worktree.path)
     if not list(repo.iter_commits(f"{worktree.base_commit}..HEAD")):
         raise PublishError(f"{worktree.branch}: no commit since base {worktree.base_commit[:12]}",
                            hint="commit the run before writing its bundle")
-    patches = dest / "patches"
-    patches.mkdir(parents=True, exist_ok=True)
-    for stale in patches.glob("*.patch"):
-        stale.unlink()
-    repo.git.format_patch("-o", str(patches), f"{worktree.base_commit}..HEAD")
-    for patch in patches.glob("*.patch"):
-        patch.chmod(0o600)  # every file of a run folder is the user's alone, like run.json
-    write_text_atomic(dest / "PR.md", f"# {title}\n\n{body.rstrip()}\n")
-    write_text_atomic(dest / "evidence.json", json.dumps(dict(evidence), indent=2, sort_keys=True, default=str) + "\n")
+    staging = dest.with_name(f".{dest.name}.tmp")
+    try:
+        shutil.rmtree(staging, ignore_errors=True)
+        (staging / "patches").mkdir(parents=True)
+        repo.git.format_patch("-o", str(staging / "patches"), f"{worktree.base_commit}..HEAD")
+        for patch in (staging / "patches").glob("*.patch"):
+            patch.chmod(0o600)  # every file of a run folder is the user's alone, like run.json
+        write_text_atomic(staging / "PR.md", f"# {title}\n\n{body.rstrip()}\n")
+        write_text_atomic(staging / "evidence.json",
+                          json.dumps(dict(evidence), indent=2, sort_keys=True, default=str) + "\n")
+        shutil.rmtree(dest, ignore_errors=True)
+        staging.rename(dest)
+    except (OSError, git.GitCommandError) as err:
+        shutil.rmtree(staging, ignore_errors=True)  # a bundle is whole or absent, never half-written
+        if not is_filesystem_fault(err):
+            raise
+        raise filesystem_error(err, what="the PR bundle", path=dest.parent) from None
     return dest

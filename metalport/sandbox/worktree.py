@@ -6,6 +6,8 @@ never read for writing, stashed or reset.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import git
 
-from metalport.errors import SandboxError
+from metalport.errors import SandboxError, fault_errno, filesystem_error, probe_errno
 from metalport.run_ids import is_run_id
 
 METALPORT_NAME = "metalport"
@@ -85,16 +87,63 @@ def create_worktree(repo_root: Path | str, op: str, run_id: str, base: str = "HE
     if exists:
         _check_owned(repo, branch, base_commit)
     dirty = repo.is_dirty(untracked_files=False)
-    target.parent.mkdir(parents=True, exist_ok=True)
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
         if exists:
             repo.git.worktree("add", str(target), branch)
         else:
             repo.git.worktree("add", "-b", branch, str(target), base_commit)
-    except git.GitCommandError as err:
-        raise SandboxError(f"{target}: git worktree add failed: {_last_line(err)}",
-                           hint="run `git worktree prune` and check the branch is not checked out") from err
+    except (OSError, git.GitCommandError) as err:
+        _undo_add(repo, target, branch if not exists else None)
+        number = err.errno if isinstance(err, OSError) else fault_errno(str(err)) or _checkout_fault(
+            repo, target.parent, base_commit)
+        if number:
+            raise filesystem_error(OSError(number, str(err)), what=f"the worktree of {branch}",
+                                   path=target.parent) from None
+        raise SandboxError(f"{target}: git worktree add failed: {_last_line(err)}", hint=_add_hint(err)) from None
     return Worktree(Path(repo.working_dir), target, branch, base_commit, run_id, dirty, exists)
+
+
+def _checkout_fault(repo: git.Repo, folder: Path, base_commit: str) -> int | None:
+    """Why git could not write the checkout into `folder` (its messages do not say): EROFS, EACCES,
+    ENOSPC when the free space is less than the base tree's files, else None."""
+    found = probe_errno(str(folder))
+    if found in (errno.EROFS, errno.EACCES):
+        return found
+    try:
+        stat = os.statvfs(folder)
+        needed = sum(int(line.split()[3]) for line in repo.git.ls_tree("-r", "-l", base_commit).splitlines()
+                     if line.split()[3].isdigit())
+    except (OSError, git.GitCommandError):
+        return None
+    return errno.ENOSPC if stat.f_bavail * stat.f_frsize < needed else None
+
+
+def _undo_add(repo: git.Repo, target: Path, new_branch: str | None) -> None:
+    """Remove what a failed `git worktree add` left: the folder, its registration, the branch it made."""
+    shutil.rmtree(target, ignore_errors=True)
+    try:
+        repo.git.worktree("prune")
+        if new_branch and new_branch in [head.name for head in repo.heads]:
+            repo.git.branch("-D", new_branch)
+    except git.GitCommandError:
+        pass  # best effort on a disk that just failed: the error being raised names the cause
+    parent = target.parent
+    try:
+        if parent.is_dir() and not any(parent.iterdir()):
+            parent.rmdir()
+    except OSError:
+        pass  # a folder that stays (a mount point, a read-only parent) holds nothing of ours
+
+
+def _add_hint(err: git.GitCommandError) -> str:
+    """The remedy for a failed `git worktree add`, from git's own words."""
+    text = str(err.stderr)
+    if "already checked out" in text or "already used by worktree" in text:
+        return "the branch is checked out in another worktree (`git worktree list`); finish or remove that first"
+    if "already registered" in text or "missing but" in text:
+        return "a stale worktree entry is in the way: run `git worktree prune`"
+    return "see `git worktree list` and `git branch --list 'metalport/*'`"
 
 
 def remove_worktree(worktree: Worktree, *, delete_branch: bool = True) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from metalport.atomic import write_text_atomic
+from metalport.errors import filesystem_error
 from metalport.sweep.model import (ABORTED, AWAITING, CANDIDATE, FAILED, PUBLISHED, REJECTED, RUNNING, SKIPPED,
                                    OpOutcome, refreshed)
 
@@ -124,9 +125,13 @@ def write_dashboard(report: SweepReport, metalport_dir: Path) -> SweepReport:
     if not report.markdown_path or not report.json_path:
         markdown, json_path = default_paths(metalport_dir)
         report = replace(report, markdown_path=str(markdown), json_path=str(json_path))
-    write_text_atomic(markdown, render_markdown(report))
-    write_text_atomic(json_path, render_json(report))
-    write_text_atomic(state_path(metalport_dir), render_json(report))
+    try:
+        write_text_atomic(markdown, render_markdown(report))
+        write_text_atomic(json_path, render_json(report))
+        write_text_atomic(state_path(metalport_dir), render_json(report))
+    except OSError as err:
+        raise filesystem_error(err, what="the sweep dashboard",
+                               elsewhere="pass --dashboard a writable path") from None
     return report
 
 

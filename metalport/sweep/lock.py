@@ -16,7 +16,7 @@ from types import TracebackType
 
 from filelock import FileLock, Timeout
 
-from metalport.errors import SweepBusy
+from metalport.errors import SweepBusy, filesystem_error
 from metalport.atomic import write_text_atomic
 
 
@@ -29,15 +29,22 @@ class SweepLock:
         self._lock = FileLock(str(self.path), timeout=0)
 
     def __enter__(self) -> SweepLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """Take the lock: SweepBusy (exit 3) when held, FilesystemError (exit 2) when it cannot be written."""
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._lock.acquire(timeout=0)
         except Timeout:
             raise SweepBusy(f"another sweep is running on this repository ({self.holder()})",
                             hint="wait for it to finish; `metalport review` works meanwhile") from None
+        except OSError as err:
+            raise filesystem_error(err, what="the sweep lock", path=self.path) from None
         started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-        write_text_atomic(self.info_path, json.dumps({"pid": os.getpid(), "started_at": started,
-                                                  "argv": sys.argv[1:]}) + "\n")
+        try:
+            write_text_atomic(self.info_path, json.dumps({"pid": os.getpid(), "started_at": started,
+                                                          "argv": sys.argv[1:]}) + "\n")
+        except OSError as err:
+            self._lock.release()
+            raise filesystem_error(err, what="the sweep lock", path=self.info_path) from None
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

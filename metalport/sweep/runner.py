@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from metalport.agent.budget import BudgetLimits, SweepBudget
-from metalport.errors import BudgetExhausted
+from metalport.errors import BudgetExhausted, FilesystemError, filesystem_error
 from metalport.port.functors import recipe_table
 from metalport.run_ids import new_run_id
 from metalport.sweep.candidates import (backlog_candidates, local_branches, local_skip, open_pr_skip, runs_by_op,
@@ -142,9 +142,15 @@ class _Sweep:
                 queue.append((item, None))
         queue = resumes + queue
         self._recount()
-        self._publish()
+        self._publish()  # an unwritable dashboard fails here, before any run starts
         try:
             self._loop(queue)
+        except (FilesystemError, OSError) as err:
+            # The disk filled or went read-only mid-sweep: stop the runs (each resumes from its checkpoint).
+            for proc in self.inflight:
+                proc.terminate()
+            raise (err if isinstance(err, FilesystemError) else filesystem_error(err)).add_hint(
+                f"then `metalport sweep{self.flag}` resumes the runs it stopped") from None
         except KeyboardInterrupt:
             self.stop_reason = "interrupted (Ctrl-C); the runs that were going are resumable"
             for proc in self.inflight:

@@ -35,9 +35,9 @@ def test_doctor_command_says_the_key_is_set_without_printing_it(tmp_path, monkey
     key = "sk-doctor-cli-secret-987654321"
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.chdir(tmp_path)  # no ./metalport.yaml: the defaults
     with ScriptedLLM([], models=("scripted-model",)) as server:
-        code = main(["doctor", "--base-url", server.base_url, "--model", "scripted-model",
-                     "--config", str(tmp_path / "none.yaml")])
+        code = main(["doctor", "--base-url", server.base_url, "--model", "scripted-model"])
     out = capsys.readouterr()
     assert "API key $OPENAI_API_KEY: set" in out.out and key not in out.out + out.err
     assert f"endpoint {server.base_url}/: reachable" in out.out and "models: scripted-model" in out.out

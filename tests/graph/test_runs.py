@@ -56,7 +56,7 @@ def test_wheel_workspace_heaviside_to_gate_then_approve_writes_a_bundle(wheel_re
     # Resuming a finished run changes nothing (no second commit).
     assert resume_run(wheel_repo, "wheel-1").status == "published"
     assert len(commits_on(wheel_repo, "metalport/heaviside")) == 1
-    with pytest.raises(PipelineError, match="run wheel-1 is not awaiting review"):
+    with pytest.raises(PipelineError, match="run wheel-1 is published at stage publish, not awaiting review; it is already published"):
         resume_run(wheel_repo, "wheel-1", Approve())
 
 

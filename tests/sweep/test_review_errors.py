@@ -46,12 +46,13 @@ def test_list_shows_only_runs_awaiting_review_with_verdicts_and_cost(
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["show", "sign-1"], "run sign-1 (aten::sign) is rejected at stage approve, not awaiting review; nothing to "
-                         "review; start a new run with `metalport run aten::sign --repo {repo}`"),
-    (["approve", "sgn-1"], "run sgn-1 (aten::sgn) is running at stage build, not awaiting review; it is still at "
+    (["show", "sign-1"], "run sign-1 (aten::sign) is rejected at stage approve, not awaiting review; it ended "
+                         "rejected; start a new run with `run-migration aten::sign --repo {repo}`"),
+    (["approve", "sgn-1"], "run sgn-1 (aten::sgn) is running at stage build, not awaiting review; it is at "
                            "stage build; wait for it, or `metalport resume sgn-1 --repo {repo}` if its process died"),
     (["reject", "frac-1", "--feedback", "no"], "run frac-1 (aten::frac) is published at stage publish, not "
-                                                "awaiting review; it was approved and published (/tmp/bundles/frac)"),
+                                                "awaiting review; it is already published (/tmp/bundles/frac); "
+                                                "nothing left to decide"),
     (["abort", "nope-1"], "unknown run id 'nope-1'"),
 ])
 def test_a_run_not_awaiting_review_is_an_error_naming_its_state(

@@ -17,9 +17,10 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from metalport.agent.provider import PrRequest
+from metalport.agent.recipe_provider import RecipeProvider
 from metalport.agent.transcript import Redactor
 from metalport.config import load_config
-from metalport.errors import PublishError
+from metalport.errors import AgentError, PublishError
 from metalport.graph.context import RunContext, kill_point
 from metalport.graph.evidence import commit_evidence, describe_plan, full_evidence, verdict_lines
 from metalport.graph.nodes._common import load_plan, load_worktree
@@ -50,7 +51,7 @@ def publish(state: PortState, runtime: Runtime[RunContext]) -> dict:
     diff_stat = repo.git.diff("--stat", f"{worktree.base_commit}..HEAD")
     added = repo.git.diff("--name-only", "--diff-filter=A", f"{worktree.base_commit}..HEAD").split()
     executors = [str(v.get("executor")) for v in state.get("verdicts", {}).values() if v.get("executor")]
-    described = ctx.provider.describe_pr(PrRequest(
+    described = _describe(ctx, PrRequest(
         op=state["op"], plan_summary="\n".join(f"- {line.strip()}" for line in describe_plan(state.get("plan", {}))),
         diff_stat=diff_stat, verdicts=tuple(verdict_lines(state)), usage=dict(state.get("usage", {}))))
     body = redactor.text(f"{described.rstrip()}\n\n{conventions_section(state.get('plan', {}), executors, added)}")
@@ -70,6 +71,20 @@ def publish(state: PortState, runtime: Runtime[RunContext]) -> dict:
                           evidence=redactor.any(full_evidence(state, commit.sha)))
     return {**update, "bundle_path": str(bundle), "reason": f"committed {commit.sha[:12]} on {worktree.branch}; "
             f"PR bundle in {bundle}"}
+
+
+def _describe(ctx: RunContext, request: PrRequest) -> str:
+    """The PR body from the run's model; the deterministic template when the model cannot give one.
+
+    An approval never depends on the model: the endpoint being down, the budget spent or a bad
+    reply all fall back to `templates/pr_body.md.j2` (with a note on screen).
+    """
+    try:
+        return ctx.provider.describe_pr(request)
+    except AgentError as err:
+        get_stream_writer()({"event": "note", "node": "publish",
+                             "message": f"PR text from the template: the model gave none ({err})"})
+        return RecipeProvider().describe_pr(request)
 
 
 def _target(state: PortState, ctx: RunContext) -> tuple[PublishTarget | None, str | None]:
