@@ -118,8 +118,7 @@ SWEEP = ("sweep", "--repo", "{repo}", "--limit", "1", "--executor", "emulated")
 
 CASES: list[Case] = [
     # --- bad input: one line, exit 2, nothing written ---
-    Case("unknown op", ("run", "aten::not_an_op_at_all", "--repo", "{repo}", "--no-input"), 2, r"not_an_op_at_all",
-         runs=("failed",)),
+    Case("unknown op", ("run", "aten::not_an_op_at_all", "--repo", "{repo}", "--no-input"), 2, r"not_an_op_at_all"),
     Case("op that cannot name a branch", ("run", "aten::x;rm -rf", "--repo", "{repo}", "--no-input"), 2,
          r"cannot name a branch"),
     Case("unknown model", (*RUN_ARGS, "--model", "gpt"), 2, r"unknown model 'gpt'"),
@@ -136,7 +135,7 @@ CASES: list[Case] = [
     Case("unknown key in metalport.yaml", (*RUN_ARGS, "--config", "{tmp}/bad.yaml"), 2,
          r"bad.yaml:2: unknown key 'modle' in provider; did you mean 'model'\?",
          files={"bad.yaml": "provider:\n  modle: x\n"}),
-    Case("malformed registry", RUN_ARGS, 2, r"native_functions.yaml:\d+", setup=_bad_registry, runs=("failed",)),
+    Case("malformed registry", RUN_ARGS, 2, r"native_functions.yaml:\d+", setup=_bad_registry),
     Case("resume an unknown run", ("resume", "nope-1", "--repo", "{repo}"), 2, r"unknown run id 'nope-1'"),
     Case("resume a run id with a path in it", ("resume", "../../etc", "--repo", "{repo}"), 2,
          r"not a valid run id"),
@@ -146,9 +145,9 @@ CASES: list[Case] = [
     Case("workspace init into a non-empty folder", ("workspace", "init", "{tmp}"), 2, r"not empty",
          files={"keep.txt": "mine\n"}),
     Case("base that is not a commit", (*RUN_ARGS, "--base", "no-such-ref"), 2,
-         r"base 'no-such-ref' is not a commit", runs=("failed",), slow=True),
+         r"base 'no-such-ref' is not a commit", slow=True),
     Case("branch holding a human's commit", RUN_ARGS, 2, r"metalport did not make", setup=_human_branch,
-         runs=("failed",), slow=True),
+         slow=True),
     # --- run records (.git/metalport/runs) ---
     Case("run records on a read-only filesystem", RUN_ARGS, 2,
          r"runs/heaviside-[\w-]+: cannot write the run record: read-only filesystem; remount it read-write; "
@@ -175,13 +174,13 @@ CASES: list[Case] = [
     # --- worktrees (git worktree add at the sandbox step) ---
     Case("worktree on a full disk", RUN_ARGS, 2,
          r"worktrees: cannot write the worktree of metalport/heaviside: disk full; free space on that filesystem; "
-         r"then start a new run", faults=(F("full", WT, size_kb=300, fill=False),), runs=("failed",), slow=True),
+         r"then start a new run", faults=(F("full", WT, size_kb=300, fill=False),), slow=True),
     Case("worktree on a read-only filesystem", RUN_ARGS, 2,
          r"worktrees: cannot write the worktree of metalport/heaviside: read-only filesystem",
-         faults=(F("ro", WT),), runs=("failed",), slow=True),
+         faults=(F("ro", WT),), slow=True),
     Case("worktree folder not writable", RUN_ARGS, 2,
          r"worktrees: cannot write the worktree of metalport/heaviside: permission denied",
-         faults=(F("denied", WT),), runs=("failed",), slow=True),
+         faults=(F("denied", WT),), slow=True),
     # --- the shader cache ---
     Case("shader cache on a read-only filesystem", KERNELS, 2,
          r"{cache}: cannot write the shader cache: read-only filesystem; remount it read-write, " + CACHE_FIX,
