@@ -191,5 +191,9 @@ def probe_errno(path: str) -> int | None:
 
 
 def is_filesystem_fault(err: BaseException) -> bool:
-    """True for an OSError, or a git/SQLite error whose text names a filesystem fault."""
-    return isinstance(err, OSError) or fault_errno(str(err)) is not None
+    """True for an OSError on a path or with a fault's errno, or a git/SQLite error naming a fault.
+
+    A closed pipe (EPIPE, no path) is not one: the CLI ends quietly on it."""
+    if isinstance(err, OSError):
+        return err.filename is not None or err.errno in _FAULTS
+    return fault_errno(str(err)) is not None

@@ -10,7 +10,7 @@ from pathlib import Path
 import git
 
 from metalport.atomic import write_text_atomic
-from metalport.errors import PublishError, filesystem_error, is_filesystem_fault
+from metalport.errors import PublishError, fault_errno, filesystem_error, probe_errno
 from metalport.sandbox.worktree import Worktree
 
 
@@ -41,7 +41,7 @@ def write_bundle(worktree: Worktree, dest: Path, *, title: str, body: str,
         staging.rename(dest)
     except (OSError, git.GitCommandError) as err:
         shutil.rmtree(staging, ignore_errors=True)  # a bundle is whole or absent, never half-written
-        if not is_filesystem_fault(err):
+        if isinstance(err, git.GitCommandError) and not (fault_errno(str(err)) or probe_errno(str(dest.parent))):
             raise
         raise filesystem_error(err, what="the PR bundle", path=dest.parent) from None
     return dest

@@ -21,6 +21,7 @@ import pty
 import select
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -87,8 +88,8 @@ def _mount_script(canonical: Path, copy: Path, faults: list[tuple[str, Path, Fau
     lines = ["set -e", f"mount --bind {q(str(copy))} {q(str(canonical))}"]
     for index, (kind, path, fault) in enumerate(faults):
         if kind == "ro":
-            lines += [f"[ -e {q(str(path))} ] || mkdir -p {q(str(path))}", f"mount --bind {q(str(path))} {q(str(path))}",
-                      f"mount -o remount,bind,ro {q(str(path))}"]
+            lines += [f"[ -e {q(str(path))} ] || mkdir -p {q(str(path))}",
+                      f"mount --bind {q(str(path))} {q(str(path))}", f"mount -o remount,bind,ro {q(str(path))}"]
         elif kind == "full":
             keep = scratch / f"keep{index}"
             # size_kb < 0: what the folder holds now plus -size_kb free (room for records, not a bundle)
@@ -130,8 +131,9 @@ def run_case(argv: list[str], *, canonical: Path, copy: Path, faults: list[tuple
             snapshots.append(out)
             post.append(f"mkdir -p {q(str(out))} && cp -a {q(str(path))}/. {q(str(out))}/ 2>/dev/null; "
                         f"rm -f {q(str(out))}/.fill")
-    script = "\n".join([_mount_script(canonical, copy, faults, scratch), prelude, " ".join(q(a) for a in argv),
-                        "rc=$?", *post, '[ -n "$HOLDER" ] && kill "$HOLDER"', "exit $rc"])
+    # `trap : INT`: a Ctrl-C reaches metalport (a handler, unlike an ignore, is not inherited), not this shell.
+    script = "\n".join(["trap : INT", _mount_script(canonical, copy, faults, scratch), prelude,
+                        " ".join(q(a) for a in argv), "rc=$?", *post, '[ -n "$HOLDER" ] && kill "$HOLDER"', "exit $rc"])
     outcome = _spawn(["unshare", "-Urm", "sh", "-c", script], env=env, cwd=cwd, keystrokes=keystrokes,
                      timeout_s=timeout_s)
     outcome.snapshots = snapshots
@@ -166,7 +168,8 @@ def _spawn(command: list[str], *, env: dict[str, str], cwd: Path, keystrokes: by
 
 def _spawn_on_terminal(command: list[str], *, env: dict[str, str], cwd: Path, keystrokes: bytes,
                        timeout_s: float) -> Outcome:
-    """Run with a terminal on stdin and stderr; type `keystrokes` at the `decision` prompt."""
+    """Run with a terminal on stdin and stderr; type `keystrokes` at the `decision` prompt (Ctrl-C is
+    sent as the terminal would: SIGINT to the process group)."""
     master, slave = pty.openpty()
     proc = subprocess.Popen(command, env=env, cwd=cwd, stdin=slave, stderr=slave, stdout=subprocess.PIPE,
                             start_new_session=True)
@@ -183,7 +186,10 @@ def _spawn_on_terminal(command: list[str], *, env: dict[str, str], cwd: Path, ke
                 break
             seen += chunk
         if not typed and b"decision" in seen:
-            os.write(master, keystrokes)
+            if keystrokes == b"\x03":  # Ctrl-C: the terminal sends SIGINT to the foreground process group
+                os.killpg(proc.pid, signal.SIGINT)
+            else:
+                os.write(master, keystrokes)
             typed = True
         if proc.poll() is not None and not ready:
             break

@@ -220,6 +220,8 @@ CASES: list[Case] = [
          r"run gate-1 of aten::heaviside is waiting for review on metalport/heaviside", state="gate"),
     Case("Ctrl-D at the approval prompt", ("resume", RUN, "--repo", "{repo}"), 130, r"interrupted",
          state="gate", keystrokes=b"\x04"),
+    Case("Ctrl-C at the approval prompt", ("resume", RUN, "--repo", "{repo}"), 130, r"interrupted",
+         state="gate", keystrokes=b"\x03"),
     Case("reject without feedback", ("resume", RUN, "--reject", " ", "--repo", "{repo}"), 2,
          r"--reject needs feedback", state="gate"),
     Case("approve with read-only checkpoints", ("resume", RUN, "--approve", "--repo", "{repo}"), 2,
