@@ -177,12 +177,20 @@ def needed_includes(functor_source: str) -> tuple[str, ...]:
     return tuple(needed)
 
 
+def _conditional_depth(text: str, offset: int) -> int:
+    """How many preprocessor conditionals are open at `offset`."""
+    head = text[:offset]
+    opened = len(re.findall(r"^[ \t]*#[ \t]*if", head, re.MULTILINE))
+    return opened - len(re.findall(r"^[ \t]*#[ \t]*endif", head, re.MULTILINE))
+
+
 def ensure_includes(text: str, includes: Sequence[str], *, path: str = "kernel.metal") -> str:
     """`text` with each of `includes` present, added after its last `#include` when missing."""
     missing = [inc for inc in includes if inc not in text]
     if not missing:
         return text
-    found = list(_INCLUDE.finditer(text))
+    # Not after an include inside `#if ... #endif` (`#include <.../X_metallib.h>` under `#else`).
+    found = [m for m in _INCLUDE.finditer(text) if _conditional_depth(text, m.start()) == 0]
     if not found:
         raise RecipeError(f"no #include to add {missing[0]!r} after", location=f"{path}:1",
                           hint=f"add '{missing[0]}' at the top of the file")

@@ -105,3 +105,11 @@ def test_no_anchor_is_a_structured_failure() -> None:
         insert_functor("// empty shader\n", "halve_functor", HALVE, REGS, path="Empty.metal")
     assert str(err.value) == ("Empty.metal:1: no functor or #include to anchor halve_functor on; "
                               "add '#include <c10/metal/indexing.h>' at the top of the file")
+
+
+def test_an_include_goes_after_the_last_unconditional_one() -> None:
+    from metalport.port.metal import ensure_includes
+
+    text = ("#include <a.h>\n#include <b.h>\n\n#ifndef JIT\nstatic int lib;\n#else\n#include <lib_metallib.h>\n"
+            "#endif\n")
+    assert ensure_includes(text, ["#include <c.h>"]) == text.replace("#include <b.h>\n", "#include <b.h>\n#include <c.h>\n")
