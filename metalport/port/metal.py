@@ -185,14 +185,20 @@ def _conditional_depth(text: str, offset: int) -> int:
 
 
 def ensure_includes(text: str, includes: Sequence[str], *, path: str = "kernel.metal") -> str:
-    """`text` with each of `includes` present, added after its last `#include` when missing."""
+    """`text` with each of `includes` present, each put where clang-format's include sorting wants
+    it among the file's unconditional includes (before the first that sorts after it, else after
+    the last); never inside `#if ... #endif` (`#include <.../X_metallib.h>` under `#else`)."""
     missing = [inc for inc in includes if inc not in text]
     if not missing:
         return text
-    # Not after an include inside `#if ... #endif` (`#include <.../X_metallib.h>` under `#else`).
-    found = [m for m in _INCLUDE.finditer(text) if _conditional_depth(text, m.start()) == 0]
-    if not found:
-        raise RecipeError(f"no #include to add {missing[0]!r} after", location=f"{path}:1",
-                          hint=f"add '{missing[0]}' at the top of the file")
-    end = found[-1].end()
-    return text[:end] + "".join("\n" + inc for inc in missing) + text[end:]
+    for inc in missing:
+        found = [m for m in _INCLUDE.finditer(text) if _conditional_depth(text, m.start()) == 0]
+        if not found:
+            raise RecipeError(f"no #include to add {inc!r} after", location=f"{path}:1",
+                              hint=f"add '{inc}' at the top of the file")
+        later = next((m for m in found if m.group(0) > inc), None)
+        if later is not None:
+            text = f"{text[:later.start()]}{inc}\n{text[later.start():]}"
+        else:
+            text = f"{text[:found[-1].end()]}\n{inc}{text[found[-1].end():]}"
+    return text

@@ -110,10 +110,10 @@ def test_the_files_registration_macro_is_used_when_it_fits() -> None:
     assert "static void wobble_mps_kernel" in insert_stub(UNARY_HOST, odd_name, kernel_basename="UnaryKernel")
 
 
-def test_missing_stub_header_is_included_after_last_include() -> None:
+def test_missing_stub_header_is_included_where_include_sorting_puts_it() -> None:
     other = HostStub("wobble", "unary", "wobble_stub", "ATen/native/UnaryOps.h")
     out = insert_stub(HOST, other, kernel_basename="UnaryKernel")
-    assert out.startswith(HOST.split("\n\n")[0] + "\n#include <ATen/native/UnaryOps.h>\n\nnamespace")
+    assert "#include <ATen/native/BinaryOps.h>\n#include <ATen/native/UnaryOps.h>\n#include <ATen/native/mps/" in out
 
 
 def test_absent_host_file_is_created() -> None:
