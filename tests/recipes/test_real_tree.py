@@ -63,9 +63,12 @@ def _in_corpus(base: Checkout, op: str) -> bool:
 KNOWN = {"sub": pytest.mark.xfail(strict=True, reason="sub's conformance is partial: skipped calls")}
 
 
+def _names(refused: bool) -> list[str]:
+    return sorted(op for op in recipe_table() if (op in REFUSED) == refused)
+
+
 def _ops(refused: bool) -> list:
-    ops = sorted(op for op in recipe_table() if (op in REFUSED) == refused)
-    return [pytest.param(op, marks=KNOWN[op]) if op in KNOWN and not refused else op for op in ops]
+    return [pytest.param(op, marks=KNOWN[op]) if op in KNOWN and not refused else op for op in _names(refused)]
 
 
 def _port(base: Checkout, op: str, root: Path) -> PortPlan:
@@ -169,7 +172,7 @@ def test_a_port_that_would_drop_complex_is_refused(real_base: Checkout, op: str)
 
 @pytest.mark.parametrize("kernel_file", ["UnaryKernel.metal", "BinaryKernel.metal"])
 def test_ports_of_one_file_stack_and_apply_together(real_base: Checkout, tmp_path: Path, kernel_file: str) -> None:
-    ops = [op for op in _ops(refused=False) if recipe_table()[op].kernel_file == kernel_file]
+    ops = [op for op in _names(refused=False) if recipe_table()[op].kernel_file == kernel_file]
     root = tmp_path / "stack"
     git(tmp_path, "clone", "-q", str(real_base.root), str(root))
     for op in ops:
