@@ -95,6 +95,20 @@ def registering_files(checkout_root: Path, base: str) -> list[Path]:
             if pattern.search(p.read_text(encoding="utf-8", errors="replace"))]
 
 
+def _tensor_outputs(packet: Any) -> int:
+    """How many tensors the op's functional overloads return (the most over its overloads)."""
+    counts = [sum(1 for r in getattr(packet, o)._schema.returns if str(r.type) == "Tensor")
+              for o in packet.overloads() if not getattr(packet, o)._schema.is_mutable]
+    return max(counts, default=1)
+
+
+def _mentioned(checkout_root: Path, kernel: str) -> bool:
+    """Some `.metal` under the kernels directory names `kernel` (`frexp_dense`, say)."""
+    pattern = re.compile(rf"\b{re.escape(kernel)}_\w+\s*\(|\b{re.escape(kernel)}\b")
+    return any(pattern.search(p.read_text(encoding="utf-8", errors="replace"))
+               for p in sorted((checkout_root / KERNELS_DIR).glob("*.metal")))
+
+
 def parse_dtypes(names: Sequence[str]) -> list[torch.dtype]:
     """torch dtypes for names like `float32`, `half`, `bfloat16`, `int`; UsageError on unknown ones."""
     out = []
@@ -206,11 +220,20 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
     base, packet = resolve_op(op)
     name = f"aten::{base}"
     chosen = pick_backend(backend)
+    outputs = _tensor_outputs(packet)
+    if outputs > 1:
+        return ConformanceReport(name, chosen, "no-host-model", (),
+                                 f"{name} writes {outputs} outputs (a kernel with several output buffers, like "
+                                 f"frexp's mantissa and exponent); {NO_HOST_MODEL}")
     host = find_host_code(checkout_root, base)
     if host.unmodelled is not None or host.kernel is None:
         return ConformanceReport(name, chosen, "no-host-model", (), f"{host.unmodelled}; {NO_HOST_MODEL}")
     kernel = host.kernel
     files = [Path(p) for p in kernel_files] if kernel_files else registering_files(checkout_root, kernel)
+    if not files and _mentioned(checkout_root, kernel):
+        return ConformanceReport(name, chosen, "no-host-model", (),
+                                 f"{kernel}'s kernels are declared without a REGISTER_*_OP({kernel}, ...) macro the "
+                                 f"host model knows; {NO_HOST_MODEL}")
     if not files:
         raise UsageError(f"no kernel file under {KERNELS_DIR} registers {kernel}",
                          hint=f"add REGISTER_*_OP({kernel}, ...) to a .metal file there, or pass kernel files")
@@ -281,7 +304,7 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
                 tol = tolerance_for(base, item.expected.dtype, info)
                 item, accepted = judge_case(item, errors[id(item)], tol, beyond_samples=case.kind != "opinfo",
                                             strict_tol=strict(tol, item.expected.dtype) if case.strict else None,
-                                            precise=precise.get(k))
+                                            precise=precise.get(k), overflow=case.overflow)
             run.add(item, case, accepted)
         unmodelled += run.unmodelled
         rejected += run.rejected

@@ -196,10 +196,14 @@ def tiny_range(dtype: torch.dtype) -> tuple[float, float]:
     """The magnitudes judged small for `dtype` (Note [small magnitudes] in `cases`).
 
     Below 1e-6 a float32 kernel must use its small-argument formula (upstream switches at 1e-5 or
-    earlier); float16 has no normal numbers that small, and computes in float anyway."""
+    earlier). The floor keeps a product of two such values a normal number, since kernels square
+    their inputs (hypot) and Metal flushes float32 subnormals. float16 has no normal numbers that
+    small and computes in float anyway: its range is what it has."""
     real = dtype.to_real() if dtype.is_complex else dtype
-    low = max(4 * torch.finfo(real).smallest_normal, 1e-30)
-    return (low, 1e-3) if real == torch.float16 else (low, 1e-6)
+    smallest = torch.finfo(real).smallest_normal
+    if real == torch.float16:
+        return 4 * smallest, 1e-3
+    return 16 * math.sqrt(smallest), 1e-6
 
 
 def tiny_values(dtype: torch.dtype) -> list[float]:
