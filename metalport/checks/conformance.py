@@ -304,7 +304,8 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
                 tol = tolerance_for(base, item.expected.dtype, info)
                 item, accepted = judge_case(item, errors[id(item)], tol, beyond_samples=case.kind != "opinfo",
                                             strict_tol=strict(tol, item.expected.dtype) if case.strict else None,
-                                            precise=precise.get(k), overflow=case.overflow)
+                                            precise=precise.get(k), overflow=case.overflow,
+                                            operands=case.call.operands())
             run.add(item, case, accepted)
         unmodelled += run.unmodelled
         rejected += run.rejected

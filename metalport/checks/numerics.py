@@ -104,6 +104,9 @@ class Numerics:
             condition, safe = self.filter
             t.masked_fill_(condition(t), safe)
         low, high = self.bounds(operand, t.dtype)
+        if not (t.is_floating_point() or t.is_complex()):
+            low = None if low is None else math.ceil(low)
+            high = None if high is None else math.floor(high)
         if t.dtype == torch.uint8 and low is not None:
             low = max(low, 0)
         if low is not None or high is not None:

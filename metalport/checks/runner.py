@@ -176,7 +176,7 @@ _TINY_RESULT = 1e-4  # below this |result| test_mps's atol (1e-5) hides a relati
 
 def judge_case(prepared: Prepared, failure: str | None, tol: Tolerance, *, beyond_samples: bool,
                strict_tol: Tolerance | None = None, precise: torch.Tensor | None = None,
-               overflow: bool = False) -> tuple[CaseResult, str | None]:
+               overflow: bool = False, operands: Sequence[torch.Tensor] = ()) -> tuple[CaseResult, str | None]:
     """(result, why PyTorch accepts its divergence or None) for one dispatched case.
 
     Beyond the OpInfo samples a floating divergence within PRECISION_SLACK times `tol`, or finite and
@@ -190,7 +190,7 @@ def judge_case(prepared: Prepared, failure: str | None, tol: Tolerance, *, beyon
     floating = prepared.expected.is_floating_point() or prepared.expected.is_complex()
     if strict_tol is not None and prepared.launch is not None and floating:
         return _judge_small(prepared, tol, strict_tol, precise, result)
-    if not result.ok and overflow and floating and _overflows_only(prepared, tol):
+    if not result.ok and overflow and floating and _overflows_only(prepared, tol, operands):
         return result, OVERFLOW
     if result.ok or not beyond_samples or result.error == float("inf") or not floating:
         return result, None
@@ -201,18 +201,23 @@ def judge_case(prepared: Prepared, failure: str | None, tol: Tolerance, *, beyon
     return result, (ISOLATED if bad <= ISOLATED_SHARE * prepared.expected.numel() else None)
 
 
-def _overflows_only(prepared: Prepared, tol: Tolerance) -> bool:
-    """Every differing element is an overflow: the kernel gives ±inf where torch is finite, or NaN
-    or ±inf where torch gives ±inf (inf - inf inside the kernel). A NaN where torch is finite, or a
-    finite value where torch gives NaN or ±inf, is not one."""
+def _overflows_only(prepared: Prepared, tol: Tolerance, operands: Sequence[torch.Tensor]) -> bool:
+    """Every differing element is an overflow: the kernel gives ±inf where torch is finite (an
+    intermediate overflowed), or NaN where torch applies C's special case for a NaN input
+    (hypot(inf, nan) = inf). A NaN where torch is finite, a finite value where torch gives NaN or
+    ±inf, or NaN for inf without a NaN input (inf - inf in the kernel) is not one."""
     out, exp = prepared.output, prepared.expected
     if out.shape != exp.shape or out.dtype != exp.dtype:
         return False
     bad = mismatched(out, exp, tol)
+    nan_in = torch.zeros(exp.shape, dtype=torch.bool)
+    for t in operands:
+        if (t.is_floating_point() or t.is_complex()) and t.numel():
+            nan_in |= torch.broadcast_to(t.isnan(), exp.shape)
     a, e = (torch.view_as_real(t.to(torch.complex64)) if t.is_complex() else t.float() for t in (out, exp))
     if out.is_complex():
-        bad = bad.unsqueeze(-1).expand(a.shape)
-    overflow = (torch.isfinite(e) & torch.isinf(a)) | (torch.isinf(e) & ~torch.isfinite(a))
+        bad, nan_in = bad.unsqueeze(-1).expand(a.shape), nan_in.unsqueeze(-1).expand(a.shape)
+    overflow = (torch.isfinite(e) & torch.isinf(a)) | (torch.isinf(e) & (torch.isinf(a) | (torch.isnan(a) & nan_in)))
     return bool(bad.any()) and bool((overflow | ~bad | (a == e)).all())
 
 

@@ -1,0 +1,116 @@
+"""Conformance on real upstream functors (METALPORT_REAL_TREE): correct ones pass, single-bug mutants fail.
+
+Each mutant is one regular-expression edit inside one upstream functor (`struct <op>_functor`),
+applied at test time to a copy of the real kernel file; nothing of the upstream file lives here.
+Only the op's kernels are compiled (the shader cache keeps later runs fast).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from metalport.checks.conformance import ConformanceSession, run_conformance
+from metalport.checks.report import NO_HOST_MODEL
+from metalport.cli import main
+
+KERNELS = Path("aten/src/ATen/native/mps/kernels")
+
+# Upstream functors of the corpus: unary, binary, integer, complex (the dtypes each registers).
+UPSTREAM = ["log1p", "expm1", "sigmoid", "sin", "log", "sqrt", "erfinv", "neg", "abs", "bitwise_not",
+            "atan2", "copysign", "hypot", "xlogy", "gcd", "maximum", "mul", "nextafter", "polar", "logaddexp2"]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One plausible single bug: in `op`'s functor of `file` (or the header function `anchor` opens),
+    the first match of `pattern` becomes `repl`."""
+
+    op: str
+    file: str
+    pattern: str
+    repl: str
+    bug: str
+    anchor: str | None = None
+
+
+MUTANTS = [
+    Mutant("log1p", "UnaryKernel.metal", r"::c10::metal::log1p\(float\(x\)\)", "::precise::log(1.0f + float(x))",
+           "log1p written as log(1+x): cancellation at tiny |x|"),
+    Mutant("log1p", "UnaryKernel.metal", r"1\.0f \+ static_cast<float>\(x\)", "2.0f + static_cast<float>(x)",
+           "wrong constant in the integer branch"),
+    Mutant("expm1", "UnaryKernel.metal", r"< 1e-5f", "< 0.0f", "small-x branch never taken"),
+    Mutant("sigmoid", "UnaryKernel.metal", r"exp_\(-static_cast<float>\(x\)\)", "exp_(static_cast<float>(x))",
+           "wrong sign of the exponent"),
+    Mutant("sin", "UnaryKernel.metal", r"precise::cosh\(x\.y\)", "precise::sinh(x.y)",
+           "complex branch: sinh for cosh in the real part"),
+    Mutant("atan2", "BinaryKernel.metal", r"atan2\(float\(a\), float\(b\)\)", "atan2(float(b), float(a))",
+           "arguments swapped"),
+    Mutant("copysign", "BinaryKernel.metal", r"copysign\(a, b\)", "copysign(b, a)", "arguments swapped"),
+    Mutant("hypot", "BinaryKernel.metal", r"float\(b\) \* b", "float(b) * a", "wrong term"),
+    Mutant("gcd", "BinaryKernel.metal", r"a < 0 \? -a : a", "a", "negative operands not made positive"),
+    Mutant("maximum", "BinaryKernel.metal", r"c10::metal::max\(a, b\)", "(a > b ? a : b)",
+           "NaN dropped instead of propagated"),
+    Mutant("logaddexp2", "c10/metal/special_math.h", r"float\(1\) / log_2", "log_2",
+           "wrong constant (ln 2 for 1 / ln 2)", anchor="inline T logaddexp2("),
+    Mutant("logaddexp2", "c10/metal/special_math.h", r"::metal::isinf\(a0\) && a0 == b0", "false",
+           "equal infinities not special-cased (inf - inf gives NaN)", anchor="inline T logaddexp2("),
+    Mutant("nextafter", "BinaryKernel.metal", r"nextafter\(a, b\)", "nextafter(b, a)", "arguments swapped"),
+]
+
+
+def _span(text: str, anchor: str) -> tuple[int, int]:
+    """From `anchor` to the end of the brace-matched block it opens."""
+    start = text.index(anchor)
+    depth, i = 0, text.index("{", start)
+    while True:
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            return start, i + 1
+        i += 1
+
+
+def mutate(text: str, mutant: Mutant) -> str:
+    """`text` with the mutant's one edit inside its functor; fails loudly when upstream moved on."""
+    start, end = _span(text, mutant.anchor or f"struct {mutant.op}_functor")
+    body, count = re.subn(mutant.pattern, lambda _: mutant.repl, text[start:end], count=1)
+    assert count == 1, f"{mutant.op}: {mutant.pattern!r} not found in its functor; update the mutant"
+    return text[:start] + body + text[end:]
+
+
+@pytest.fixture(scope="module")
+def real_session():
+    with ConformanceSession() as session:
+        yield session
+
+
+@pytest.mark.parametrize("op", UPSTREAM)
+def test_upstream_functor_passes(real_tree_workspace, real_session: ConformanceSession, op: str) -> None:
+    report = run_conformance(real_tree_workspace.root, op, backend="emulated", seed=5, session=real_session)
+    failures = [str(f) for d in report.dtypes for f in d.failures]
+    assert (report.status, failures) == ("pass", []), report.reason
+    assert report.skipped == 0 and sum(d.tally("opinfo").samples for d in report.dtypes) > 0
+    if op in ("log", "sqrt", "sin"):
+        assert "complex64" in [d.dtype for d in report.dtypes]
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: f"{m.op}-{m.bug.split()[0]}")
+def test_single_bug_mutant_fails(tmp_path: Path, real_session: ConformanceSession, mutant: Mutant) -> None:
+    from tests.real_tree import overlay_real_tree
+
+    root = overlay_real_tree(tmp_path / "ws", writable=True).root
+    path = root / (mutant.file if "/" in mutant.file else KERNELS / mutant.file)
+    path.write_text(mutate(path.read_text(), mutant))
+    report = run_conformance(root, mutant.op, backend="emulated", seed=5, session=real_session)
+    assert report.status == "fail", f"{mutant.bug} escaped: {report.warnings[:3]}"
+
+
+@pytest.mark.parametrize("op", ["frexp", "polygamma", "nan_to_num"])
+def test_unmodelled_host_conventions_say_so_and_exit_1(real_tree_workspace, capsys: pytest.CaptureFixture[str],
+                                                      op: str) -> None:
+    code = main(["conformance", f"aten::{op}", "--repo", str(real_tree_workspace.root), "--backend", "emulated"])
+    out, err = capsys.readouterr()
+    assert code == 1 and err == "" and NO_HOST_MODEL in out and f"aten::{op}: no-host-model" in out
