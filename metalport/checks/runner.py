@@ -166,8 +166,8 @@ NEAR = ("a precision-level divergence (within 10x test_mps's tolerance) beyond t
         "which are what test_mps gates")
 OVERFLOW = ("an intermediate overflowing on huge or infinite inputs (upstream kernels knowingly compute "
             "in the input's precision; no PyTorch test checks MPS there)")
-ISOLATED_SHARE = 0.01
-ISOLATED = ("isolated finite divergences (at most 1% of the elements: poles, cancellation near branch cuts) "
+ISOLATED_SHARE = 0.02
+ISOLATED = ("isolated finite divergences (at most 2% of the elements: poles, cancellation near branch cuts) "
             "beyond the OpInfo samples, which are what test_mps gates")
 LARGE_RESULTS = ("results far from zero at inputs below OpInfo's small-value set (no PyTorch test checks "
                  "them; only tiny results there are judged)")
