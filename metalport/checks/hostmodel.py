@@ -160,10 +160,8 @@ def _alpha_const(alpha: int | float | bool, alpha_type: torch.dtype) -> Const:
     if alpha_type == torch.bool:
         return Const("bool", (bool(alpha),))
     if alpha_type.is_complex:
-        if alpha_type != torch.complex64:
-            raise UnmodelledCall(f"alpha of type {alpha_type} is not modelled")
-        value = complex(alpha)
-        return Const("float2", (value.real, value.imag))
+        value = complex(alpha)  # complex32 alphas go as half2, complex64 as float2 (the kernel's T)
+        return Const(metal_type_name(alpha_type), (value.real, value.imag))
     value, info = int(alpha), torch.iinfo(alpha_type)
     if info.min == 0 and -(info.max + 1) <= value < 0:
         value += info.max + 1  # c10's checked conversion lets negatives wrap into unsigned types

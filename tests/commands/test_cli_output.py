@@ -121,12 +121,12 @@ def test_runs_prune_by_status_and_age_never_touches_open_runs(workspace: Path,
     assert main(["runs", "prune", "--repo", repo, "--older-than", "7d", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "would prune heaviside-20261101-100000-aaaa (aten::heaviside, failed," in out
-    assert "would prune 2 runs (failed, aborted, needs-llm, budget-exhausted, older than 7d)" in out
+    assert "would prune 2 runs (failed, aborted, needs-llm, budget-exhausted, base-broken, older than 7d)" in out
     assert (run_dir(workspace, "heaviside-20261101-100000-aaaa") / "run.json").is_file()
 
     assert main(["runs", "prune", "--repo", repo, "--older-than", "7d"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == ("pruned 2 runs (failed, aborted, needs-llm, "
-                                                        "budget-exhausted, older than 7d)")
+                                                        "budget-exhausted, base-broken, older than 7d)")
     left = {r["run_id"] for r in json.loads(_metalport("runs", "--repo", repo, "--json").stdout)}
     assert left == {"sub-20261101-100000-cccc", "sign-20261101-100000-dddd", "sgn-20990101-100000-eeee"}
 

@@ -52,8 +52,10 @@ def test_kill_at_each_node_then_resume_finishes_with_one_commit(fixture_repo: Pa
 
 def test_kill_at_diagnose_then_resume_ends_failed_and_a_stopped_run_can_be_aborted(fixture_repo: Path) -> None:
     host = fixture_repo / "aten/src/ATen/native/mps/operations/BinaryKernel.mm"
-    host.write_text(host.read_text().replace("} // namespace at::native", "}"))
-    git(fixture_repo, "commit", "-q", "-am", "host file without its namespace comment")
+    # Neither a REGISTER_DISPATCH block to join nor a namespace comment to insert before: the edit fails.
+    host.write_text(host.read_text().replace("} // namespace at::native", "}")
+                    .replace("REGISTER_DISPATCH(atan2_stub, &atan2_mps_kernel)\n", ""))
+    git(fixture_repo, "commit", "-q", "-am", "host file without its namespace comment or registrations")
     repo, run_id = str(fixture_repo), "kill-2"
     _killed_at(fixture_repo, run_id, "diagnose", "run", "aten::heaviside", "--repo", repo, "--executor",
                "emulated", "--no-input", "--run-id", run_id)

@@ -58,17 +58,8 @@ def _in_corpus(base: Checkout, op: str) -> bool:
     return (base.root / KERNELS / recipe.kernel_file).is_file() or (base.root / OPERATIONS / recipe.host_file).is_file()
 
 
-# Known shortfalls, strict so they turn red once fixed: sub routes through add_stub with -alpha and
-# its conformance verdict is "partial" (the host model skips some of its calls).
-KNOWN = {"sub": pytest.mark.xfail(strict=True, reason="sub's conformance is partial: skipped calls")}
-
-
 def _names(refused: bool) -> list[str]:
     return sorted(op for op in recipe_table() if (op in REFUSED) == refused)
-
-
-def _ops(refused: bool) -> list:
-    return [pytest.param(op, marks=KNOWN[op]) if op in KNOWN and not refused else op for op in _names(refused)]
 
 
 def _port(base: Checkout, op: str, root: Path) -> PortPlan:
@@ -145,7 +136,7 @@ def _assert_shape(base: Checkout, root: Path, plan: PortPlan) -> None:
             assert len(mps) == 1 and {"CPU", "CUDA", "MPS"} <= set(mps[0].keys), f"{entry.full_name}: {mps[0].text}"
 
 
-@pytest.mark.parametrize("op", _ops(refused=False))
+@pytest.mark.parametrize("op", _names(refused=False))
 def test_port_reaches_the_gate_and_its_commit_applies_on_the_base(real_base: Checkout, tmp_path: Path,
                                                                   op: str) -> None:
     if not _in_corpus(real_base, op):
@@ -164,7 +155,7 @@ def test_port_reaches_the_gate_and_its_commit_applies_on_the_base(real_base: Che
     assert sum(v.skipped for v in report.dtypes) == 0
 
 
-@pytest.mark.parametrize("op", _ops(refused=True))
+@pytest.mark.parametrize("op", _names(refused=True))
 def test_a_port_that_would_drop_complex_is_refused(real_base: Checkout, op: str) -> None:
     with pytest.raises(PipelineError, match=rf"aten::{op} runs on MPS for complex64 today"):
         plan_port(real_base, op)
