@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from metalport.backlog.model import BacklogItem, Family, Status
+from metalport.checkout.cpp import split_top_level
 from metalport.checkout.layout import Checkout
 from metalport.checkout.routing import StubRoute
 from metalport.checkout.sources import ImplKind, Sources, XfailEntry, scan_sources
@@ -22,15 +23,7 @@ _XFAIL_PREFIXES = ("nn.functional.", "_refs.", "ops.aten.")
 
 def _args(schema: str) -> list[str]:
     inner = schema[schema.index("(") + 1: schema.rindex(")", 0, schema.index("->"))]
-    depth, cur, out = 0, "", []
-    for ch in inner:
-        depth += ch in "([" and 1 or ch in ")]" and -1 or 0
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    return [a for a in (*out, cur.strip()) if a]
+    return split_top_level(inner, "([", ")]")
 
 
 def _family(op: Op) -> Family:

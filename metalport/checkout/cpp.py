@@ -203,6 +203,21 @@ def closing(code: str, at: int) -> int:
     return len(code)
 
 
+def split_top_level(text: str, opens: str = "([{<", closes: str = ")]}>") -> list[str]:
+    """The comma-separated parts of `text` (an argument list), stripped, empty ones dropped.
+
+    A comma inside brackets (`opens`/`closes`, paired by position) does not split."""
+    depth, cur, out = 0, "", []
+    for ch in text:
+        depth += ch in opens and 1 or ch in closes and -1 or 0
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return [a for a in (*out, cur.strip()) if a]
+
+
 def _match(code: str, at: int) -> int:
     return min(closing(code, at) + 1, len(code))
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from metalport.checkout.cpp import Function, Unit, closing, read_unit
+from metalport.checkout.cpp import Function, Unit, closing, read_unit, split_top_level
 from metalport.registry.model import Entry, Op, Registry
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -90,18 +90,6 @@ class StubRoute:
 
 
 _ORDER = {"all": 0, "real": 1, "some": 2, "complex": 3}
-
-
-def _split_args(text: str) -> list[str]:
-    depth, cur, out = 0, "", []
-    for ch in text:
-        depth += ch in "([{<" and 1 or ch in ")]}>" and -1 or 0
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    return [a for a in (*out, cur.strip()) if a]
 
 
 def _source(unit: Unit, start: int, end: int) -> str:
@@ -191,7 +179,7 @@ def _calls(unit: Unit, fn: Function, stubs: set[str]) -> list[StubCall]:
         args: tuple[str, ...] = ()
         if after.startswith("("):
             opened = code.index("(", m.end())
-            args = tuple(_split_args(_source(unit, opened + 1, closing(code, opened)))[2:])
+            args = tuple(split_top_level(_source(unit, opened + 1, closing(code, opened)))[2:])
         dtypes, cond = _condition(unit, fn.body_start + 1, m.start())
         file, line = unit.origin(m.start())
         found.append(StubCall(name, dtypes, cond, args, file, line))
