@@ -22,7 +22,7 @@ from metalport.emulate.flags import compile_flags, preprocess_flags
 from metalport.emulate.harness import generate_harness
 from metalport.emulate.kernels import KernelSpec, build_specs, drop_instantiations
 from metalport.emulate.policy import check_shader_policy
-from metalport.emulate.preprocess import SHIM_DIR, HostName, blank_threadgroup, finalize, preprocess
+from metalport.emulate.preprocess import SHIM_DIR, HostName, Preprocessed, blank_threadgroup, finalize, preprocess
 from metalport.emulate.runner import Worker
 from metalport.errors import EmulateError, fault_errno
 from metalport.sandbox.confine import Sandbox
@@ -111,6 +111,35 @@ def _wanted(name: str, only: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in only)
 
 
+def _cache_key(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple[Path, ...],
+               metal_version: int, only: tuple[str, ...] | None,
+               extra_flags: tuple[str, ...]) -> tuple[str, str, tuple[Path, ...]]:
+    """The compiler version, cache key and cache roots of `source` compiled with `extra_flags`.
+
+    Raises CompileError when the source holds host-only C++ (the shader policy)."""
+    source_bytes = source.read_bytes()
+    check_shader_policy(source_bytes.decode("utf-8", errors="replace"), display)
+    version = cache.compiler_version(compiler)
+    flags = [*preprocess_flags(compiler, metal_version), *compile_flags(compiler), *extra_flags]
+    if only is not None:
+        flags.append("only=" + ",".join(sorted(set(only))))
+    key = cache.source_key(source_bytes, flags=flags, compiler_version=version,
+                           include_dirs=include_dirs, shim_dir=SHIM_DIR)
+    return version, key, (source.parent, *include_dirs)
+
+
+def _preprocessed(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple[Path, ...],
+                  metal_version: int, sandbox: Sandbox) -> tuple[Preprocessed, dict[str, str], bool]:
+    """`source` preprocessed in `sandbox`, the path renames for its diagnostics, and whether the
+    translation unit uses threadgroup memory; raises CompileError when the preprocessor fails."""
+    renames = {str(source): display}
+    pre, stderr = preprocess(source, compiler=compiler, include_dirs=include_dirs, metal_version=metal_version,
+                             sandbox=sandbox)
+    if pre is None:
+        raise compile_error(parse_diagnostics(stderr, renames), stderr, what=display)
+    return pre, renames, _tu_uses_threadgroup(finalize(pre.text))
+
+
 def check(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple[Path, ...],
           metal_version: int, cache_dir: Path, sandbox: Sandbox, only: tuple[str, ...] | None = None) -> int:
     """Type-check `source` with every (or each `only`) host-named kernel instantiated, without
@@ -119,25 +148,14 @@ def check(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple
 
     A success is remembered in the cache like a build (same key rules), so an unchanged file and
     headers are not checked twice."""
-    source_bytes = source.read_bytes()
-    check_shader_policy(source_bytes.decode("utf-8", errors="replace"), display)
-    version = cache.compiler_version(compiler)
-    flags = [*preprocess_flags(compiler, metal_version), *compile_flags(compiler), "-fsyntax-only"]
-    if only is not None:
-        flags.append("only=" + ",".join(sorted(set(only))))
-    key = cache.source_key(source_bytes, flags=flags, compiler_version=version,
-                           include_dirs=include_dirs, shim_dir=SHIM_DIR)
-    roots = (source.parent, *include_dirs)
+    _, key, roots = _cache_key(source, display, compiler=compiler, include_dirs=include_dirs,
+                               metal_version=metal_version, only=only, extra_flags=("-fsyntax-only",))
     hit = cache.lookup_manifest(cache_dir, key, roots)
     if hit is not None:
         return int(hit.get("checked", 0))  # type: ignore[call-overload]
     cache.prepare(cache_dir)
-    renames = {str(source): display}
-    pre, stderr = preprocess(source, compiler=compiler, include_dirs=include_dirs, metal_version=metal_version,
-                             sandbox=sandbox)
-    if pre is None:
-        raise compile_error(parse_diagnostics(stderr, renames), stderr, what=display)
-    tu_threadgroup = _tu_uses_threadgroup(finalize(pre.text))
+    pre, renames, tu_threadgroup = _preprocessed(source, display, compiler=compiler, include_dirs=include_dirs,
+                                                 metal_version=metal_version, sandbox=sandbox)
     text = _unit_text(pre.text, pre.host_names, only, tu_threadgroup)
     count = sum(1 for h in pre.host_names if only is None or _wanted(h.name, only))
     with tempfile.TemporaryDirectory(prefix="metalport-check-") as tmp:
@@ -162,25 +180,14 @@ def build(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple
 
     `only`: host-name patterns (fnmatch); other host-named instantiations are dropped before
     compiling, which is what makes a large kernel file cheap when one op is under test."""
-    source_bytes = source.read_bytes()
-    check_shader_policy(source_bytes.decode("utf-8", errors="replace"), display)
-    version = cache.compiler_version(compiler)
-    flags = [*preprocess_flags(compiler, metal_version), *compile_flags(compiler)]
-    if only is not None:
-        flags.append("only=" + ",".join(sorted(set(only))))
-    key = cache.source_key(source_bytes, flags=flags, compiler_version=version,
-                           include_dirs=include_dirs, shim_dir=SHIM_DIR)
-    roots = (source.parent, *include_dirs)
+    version, key, roots = _cache_key(source, display, compiler=compiler, include_dirs=include_dirs,
+                                     metal_version=metal_version, only=only, extra_flags=())
     hit = cache.lookup(cache_dir, key, roots)
     if hit is not None:
         return Built(so_path=hit[0], manifest=hit[1])
     cache.prepare(cache_dir)  # a full or read-only cache fails here, before minutes of compiling
-    renames = {str(source): display}
-    pre, stderr = preprocess(source, compiler=compiler, include_dirs=include_dirs, metal_version=metal_version,
-                             sandbox=sandbox)
-    if pre is None:
-        raise compile_error(parse_diagnostics(stderr, renames), stderr, what=display)
-    tu_threadgroup = _tu_uses_threadgroup(finalize(pre.text))
+    pre, renames, tu_threadgroup = _preprocessed(source, display, compiler=compiler, include_dirs=include_dirs,
+                                                 metal_version=metal_version, sandbox=sandbox)
     # Binding a kernel's parameters costs milliseconds of Python each: only the wanted host names
     # are bound (4,000 of them took longer than compiling the few a test needs).
     host_names = pre.host_names if only is None else \
