@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,14 @@ def load_worktree(state: PortState) -> Worktree:
 def verdicts_with(state: PortState, name: str, verdict: dict) -> dict:
     """The state's verdicts with `name` set to `verdict`."""
     return {**state.get("verdicts", {}), name: verdict}
+
+
+def executor_verdict(executor: str, failures: Sequence[object], start: float) -> dict:
+    """The verdict of an executor stage: ok, executor, failure count, the first failure and the
+    seconds since `start` (a `time.monotonic()` reading)."""
+    return {"ok": not failures, "executor": executor, "failures": len(failures),
+            "first": str(failures[0]) if failures else None,
+            "seconds": round(time.monotonic() - start, 3)}
 
 
 def first_failure(failures: list[dict]) -> str:

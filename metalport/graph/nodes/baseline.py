@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 
 from metalport.failure import Failure
 from metalport.graph.context import RunContext
-from metalport.graph.nodes._common import load_plan, load_worktree, verdicts_with
+from metalport.graph.nodes._common import executor_verdict, load_plan, load_worktree, verdicts_with
 from metalport.graph.state import PortState
 
 
@@ -18,9 +18,7 @@ def baseline(state: PortState, runtime: Runtime[RunContext]) -> dict:
     executor = runtime.context.executor()
     start = time.monotonic()
     failures = executor.baseline(load_worktree(state).path, load_plan(state))
-    verdict = {"ok": not failures, "executor": executor.name, "failures": len(failures),
-               "first": str(failures[0]) if failures else None,
-               "seconds": round(time.monotonic() - start, 3)}
+    verdict = executor_verdict(executor.name, failures, start)
     update: dict = {"stage": "baseline", "verdicts": verdicts_with(state, "baseline", verdict)}
     if failures:
         update.update(status="base-broken", reason=_reason(executor.name, failures[0]))

@@ -7,7 +7,7 @@ import time
 from langgraph.runtime import Runtime
 
 from metalport.graph.context import RunContext
-from metalport.graph.nodes._common import load_plan, load_worktree, verdicts_with
+from metalport.graph.nodes._common import executor_verdict, load_plan, load_worktree, verdicts_with
 from metalport.graph.state import PortState
 
 
@@ -16,8 +16,6 @@ def build(state: PortState, runtime: Runtime[RunContext]) -> dict:
     executor = runtime.context.executor()
     start = time.monotonic()
     failures = executor.build(load_worktree(state).path, load_plan(state))
-    verdict = {"ok": not failures, "executor": executor.name, "failures": len(failures),
-               "first": str(failures[0]) if failures else None,
-               "seconds": round(time.monotonic() - start, 3)}
+    verdict = executor_verdict(executor.name, failures, start)
     return {"stage": "build", "failures": [f.to_dict() for f in failures], "failure_stage": "build",
             "verdicts": verdicts_with(state, "build", verdict)}
