@@ -21,7 +21,7 @@ from pathlib import Path
 from metalport.checkout.cpp import Function, Unit, closing, read_unit
 from metalport.checkout.layout import Checkout
 from metalport.checkout.routing import StubRoute, read_routes, route_op
-from metalport.errors import RepoError
+from metalport.errors import MetalportError, RepoError
 from metalport.registry.model import Op, Registry
 
 
@@ -287,6 +287,14 @@ def _dtype(node: ast.expr) -> str:
     return ast.unparse(node).removeprefix("torch.")
 
 
+def parse_python(text: str, rel: str, error: type[MetalportError], hint: str) -> ast.Module:
+    """`text` (the Python file `rel`) parsed; a syntax error raises `error` at `rel:line` with `hint`."""
+    try:
+        return ast.parse(text)
+    except SyntaxError as err:
+        raise error(f"cannot parse: {err.msg}", location=f"{rel}:{err.lineno}", hint=hint) from err
+
+
 def named_assignments(tree: ast.AST) -> Iterator[tuple[str, ast.expr]]:
     """(name, value) of every `NAME = value` and `NAME: T = value` in `tree`, in `ast.walk` order."""
     for node in ast.walk(tree):
@@ -301,13 +309,8 @@ def named_assignments(tree: ast.AST) -> Iterator[tuple[str, ast.expr]]:
 
 
 def _scan_common_mps(text: str, rel: str) -> list[XfailEntry]:
-    try:
-        tree = ast.parse(text)
-    except SyntaxError as err:
-        raise RepoError(f"cannot parse: {err.msg}", location=f"{rel}:{err.lineno}",
-                        hint="fix the Python syntax there") from None
     out: list[XfailEntry] = []
-    for name, value in named_assignments(tree):
+    for name, value in named_assignments(parse_python(text, rel, RepoError, "fix the Python syntax there")):
         if not isinstance(value, (ast.Dict, ast.Set)) or ("XFAIL" not in name and "SKIP" not in name):
             continue
         if isinstance(value, ast.Set):

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from metalport.checkout.sources import named_assignments
+from metalport.checkout.sources import named_assignments, parse_python
 from metalport.errors import RecipeError
 
 XFAIL_LIST_NAME = re.compile(r"^[A-Z0-9_]*(XFAIL|SKIP)LIST[A-Z0-9_]*$")
@@ -48,13 +48,8 @@ def _items(value: ast.expr) -> list[tuple[ast.expr, ast.expr]]:
 def find_xfails(text: str, keys: Iterable[str], *, path: str = "common_mps.py") -> tuple[XfailEntry, ...]:
     """Every entry keyed by one of `keys` in the file's xfail/skip lists, in file order."""
     wanted = set(keys)
-    try:
-        tree = ast.parse(text)
-    except SyntaxError as err:
-        raise RecipeError(f"cannot parse: {err.msg}", location=f"{path}:{err.lineno}",
-                          hint="fix the syntax error first") from err
     found: list[XfailEntry] = []
-    for list_name, value in named_assignments(tree):
+    for list_name, value in named_assignments(parse_python(text, path, RecipeError, "fix the syntax error first")):
         if not XFAIL_LIST_NAME.match(list_name):
             continue
         items = _items(value)
