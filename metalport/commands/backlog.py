@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from metalport.commands._complete import complete_ops, with_completer
 from metalport.commands._console import add_format_option, output_format, print_table
+from metalport.commands._repo import add_repo_option
 
 
 def _choice_list(allowed: list[str]):
@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     parser = subparsers.add_parser("backlog", help="classify every op by its MPS support",
                                    description="Classify every op of the registry by its MPS support.")
-    parser.add_argument("--repo", type=Path, default=None, help="PyTorch checkout (default: the enclosing one)")
+    add_repo_option(parser)
     parser.add_argument("--status", type=_choice_list([s.value for s in Status]), action="extend",
                         help="only ops with these statuses (comma-separated or repeated)")
     parser.add_argument("--family", type=_choice_list([f.value for f in Family]), action="extend",

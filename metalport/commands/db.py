@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+
+from metalport.commands._repo import add_repo_option, checkout_root
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,19 +19,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     for name, text in (("migrate", "create the tables and copy local runs (records, plans, checkpoints) in"),
                        ("status", "where the database is and how many runs it holds for this repository")):
         action = actions.add_parser(name, help=text)
-        action.add_argument("--repo", type=Path, default=None, help="PyTorch checkout (default: the enclosing one)")
+        add_repo_option(action)
 
 
 def run(args: argparse.Namespace) -> int:
     """Migrate or describe the shared database."""
-    from metalport.checkout import find_checkout
     from metalport.errors import UsageError
     from metalport.store import open_store, safe_url
     from metalport.store.migrate import migrate_local_runs
 
     if args.action is None:
         raise UsageError("name an action", hint="`metalport db migrate` or `metalport db status`")
-    root = find_checkout(args.repo).root
+    root = checkout_root(args)
     store = open_store(root)
     if store is None:
         raise UsageError("no database configured", hint="set METALPORT_DATABASE_URL or `database: url:` in "

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from metalport.commands._complete import complete_ops, with_completer
+from metalport.commands._repo import add_repo_option, checkout_root
 from metalport.commands.backlog import _choice_list
 
 
@@ -39,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     dashboard.add_argument("--out", type=Path, default=None,
                            help="Markdown path; the JSON goes beside it (default: the git dir's metalport/)")
     for action in (status, start, schedule, dashboard):
-        action.add_argument("--repo", type=Path, default=None, help="PyTorch checkout (default: the enclosing one)")
+        add_repo_option(action)
         action.add_argument("--json", action="store_true", help="print JSON")
     for action in (start, schedule):
         action.add_argument("--queue", choices=("mac", "linux"), default="linux", help="capability (default linux)")
@@ -47,12 +48,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Dispatch one fleet action."""
-    from metalport.checkout import find_checkout
     from metalport.errors import UsageError
 
     if args.action is None:
         raise UsageError("name an action", hint="`metalport fleet status`, `fleet start OP` or `fleet schedule`")
-    root = find_checkout(args.repo).root
+    root = checkout_root(args)
     if args.action == "dashboard":
         return _dashboard(root, args)
     return asyncio.run({"status": _status, "start": _start, "schedule": _schedule}[args.action](root, args))

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from metalport.commands._complete import complete_run_ids, with_completer
+from metalport.commands._repo import add_repo_option, checkout_root
 from metalport.commands._sandbox import add_sandbox_flag
 
 
@@ -16,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                "checkpoint, or give a paused run its decision.")
     with_completer(parser.add_argument("run_id", metavar="ID", help="the run id (see `metalport runs`)"),
                    complete_run_ids)
-    parser.add_argument("--repo", type=Path, default=None, help="PyTorch checkout (default: the enclosing one)")
+    add_repo_option(parser)
     decision = parser.add_mutually_exclusive_group()
     decision.add_argument("--approve", action="store_true", help="approve: commit and publish")
     decision.add_argument("--reject", metavar="FEEDBACK", default=None, help="send back to edit with feedback")
@@ -29,13 +29,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Resume the run; exit codes as for `metalport run`."""
-    from metalport.checkout import find_checkout
     from metalport.errors import UsageError
     from metalport.fleet.decide import send_decision
     from metalport.graph import Abort, Approve, Reject, get_run, resume_run
     from metalport.graph.console import conclude, is_interactive, make_progress
 
-    root = find_checkout(args.repo).root
+    root = checkout_root(args)
     if args.reject is not None and not args.reject.strip():
         raise UsageError("--reject needs feedback text", hint='e.g. --reject "register bfloat too"')
     decision = Approve() if args.approve else Abort() if args.abort else (

@@ -15,6 +15,7 @@ from typing import Any
 from metalport.checks.report import counts_text
 from metalport.commands._complete import complete_run_ids, with_completer
 from metalport.commands._console import add_format_option, output_format, print_code, print_table
+from metalport.commands._repo import add_repo_option, checkout_root
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("review", help="review runs waiting at the approval gate",
                                    description="List the runs awaiting review, show one, or approve, reject or "
                                                "abort it.")
-    parser.add_argument("--repo", type=Path, default=None, help="PyTorch checkout (default: the enclosing one)")
+    add_repo_option(parser)
     parser.add_argument("--json", action="store_true", help="list as JSON (same as --format json)")
     add_format_option(parser)
     parser.set_defaults(func=run_command, action="list")
@@ -44,9 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """Dispatch one review action."""
-    from metalport.checkout import find_checkout
-
-    root = find_checkout(args.repo).root
+    root = checkout_root(args)
     if args.action in (None, "list"):
         return _list(root, output_format(args))
     if args.action == "show":

@@ -6,13 +6,14 @@ import argparse
 from pathlib import Path
 
 from metalport.commands._complete import complete_ops, with_completer
+from metalport.commands._repo import add_repo_option, checkout_root
 from metalport.commands._sandbox import add_sandbox_flag
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `run` / `run-migration`."""
     with_completer(parser.add_argument("op", help="the ATen op to port, e.g. aten::heaviside"), complete_ops)
-    parser.add_argument("--repo", type=Path, default=None, help="PyTorch checkout (default: the enclosing one)")
+    add_repo_option(parser)
     parser.add_argument("--model", default="recipe", help="recipe (default) or openai:MODEL")
     parser.add_argument("--executor", choices=("auto", "emulated", "macos", "command"), default="auto",
                         help="where to build and test (default: macos when MPS is available, else emulated)")
@@ -40,7 +41,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Start the run, follow it, handle the gate; exit 0 at the gate or published, 1 when it ended badly."""
-    from metalport.checkout import find_checkout
     from metalport.config import CONFIG_NAME, given_config, load_config
     from metalport.errors import UsageError
     from metalport.graph import RunOptions, resume_run, start_run
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     if args.wall_time_s <= 0:
         raise UsageError(f"--wall-time must be positive, not {args.wall_time_s:g}")
     config = given_config(args.config)
-    root = find_checkout(args.repo).root
+    root = checkout_root(args)
     load_config(config or root / CONFIG_NAME)  # a bad metalport.yaml is an error before any run record
     interactive = is_interactive(args.no_input, args.json)
     options = RunOptions(model=args.model, executor=args.executor, max_attempts=args.max_attempts, base=args.base,

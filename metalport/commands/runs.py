@@ -8,6 +8,7 @@ from pathlib import Path
 
 from metalport.commands._complete import complete_run_ids, with_completer
 from metalport.commands._console import add_format_option, output_format, print_table
+from metalport.commands._repo import add_repo_option, checkout_root
 from metalport.graph.state import PRUNABLE_DEFAULT, TERMINAL_STATUSES
 
 
@@ -16,7 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("runs", help="list migration runs, or show one",
                                    description="List the repository's migration runs (id, op, status, stage, "
                                                "attempts, branch, age), or show one run's plan and evidence.")
-    parser.add_argument("--repo", type=Path, default=None, help="PyTorch checkout (default: the enclosing one)")
+    add_repo_option(parser)
     parser.add_argument("--json", action="store_true", help="print a JSON list (same as --format json)")
     add_format_option(parser)
     parser.set_defaults(func=run, action=None)
@@ -71,9 +72,7 @@ def _duration(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     """List, show or prune runs."""
-    from metalport.checkout import find_checkout
-
-    root = find_checkout(args.repo).root
+    root = checkout_root(args)
     if args.action == "show":
         return _show(root, args.run_id, transcript=args.transcript, as_json=args.json)
     if args.action == "prune":

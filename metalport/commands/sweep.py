@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from metalport.commands._repo import add_repo_option, checkout_root
 from metalport.commands._sandbox import add_sandbox_flag
 from metalport.commands.backlog import _choice_list
 
@@ -22,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "already on, run up to K migrations at once to the approval gate, and write a dashboard. "
                     "Exit 0 when the sweep ran (each op's outcome is in the dashboard), 2 on bad input, "
                     "3 when another sweep holds the repository's lock.")
-    parser.add_argument("--repo", type=Path, default=None, help="PyTorch checkout (default: the enclosing one)")
+    add_repo_option(parser)
     parser.add_argument("--status", type=_choice_list([s.value for s in Status]), action="extend",
                         help="backlog statuses to take (default: missing,mps-graph,mps-graph-stub)")
     parser.add_argument("--family", type=_choice_list([f.value for f in Family]), action="extend",
@@ -70,7 +71,6 @@ def run_command(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from metalport.agent.budget import BudgetLimits
-    from metalport.checkout import find_checkout
     from metalport.config import CONFIG_NAME, given_config, load_config
     from metalport.errors import UsageError
     from metalport.executors import select_executor
@@ -79,7 +79,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     if args.model != "recipe" and not (args.model.startswith("openai:") and args.model[len("openai:"):].strip()):
         raise UsageError(f"unknown model {args.model!r}", hint="use --model recipe or --model openai:MODEL")
-    root = find_checkout(args.repo).root
+    root = checkout_root(args)
     given = given_config(args.config)
     if args.fleet:
         return _fleet(root, args)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+
+from metalport.commands._repo import add_repo_option, checkout_root
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -14,7 +15,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "the emulated executor) and decisions for the runs this machine holds (queue host.NAME). "
                     "Needs METALPORT_TEMPORAL_ADDRESS and METALPORT_DATABASE_URL (or metalport.yaml's fleet:/database:).")
     parser.add_argument("--queue", required=True, choices=("mac", "linux"), help="the capability this machine offers")
-    parser.add_argument("--repo", type=Path, default=None, help="PyTorch checkout (default: the enclosing one)")
+    add_repo_option(parser)
     parser.add_argument("--host", default=None, help="this machine's fleet name (default: METALPORT_HOST, "
                                                        "fleet.host, or the host name)")
     parser.add_argument("--executor", default=None, choices=("emulated", "macos", "command"),
@@ -28,11 +29,10 @@ def run(args: argparse.Namespace) -> int:
     """Run the worker until a signal stops it."""
     import asyncio
 
-    from metalport.checkout import find_checkout
     from metalport.fleet.client import DEFAULT_EXECUTOR
     from metalport.fleet.worker import run_worker
 
-    root = find_checkout(args.repo).root
+    root = checkout_root(args)
     executor = args.executor or DEFAULT_EXECUTOR[args.queue]
     concurrency = args.concurrency or (1 if args.queue == "mac" else 2)
     print(f"metalport worker: queue {args.queue}, executor {executor}, {concurrency} at a time, checkout {root}",
