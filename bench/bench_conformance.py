@@ -13,7 +13,6 @@ Kernels: tests/checks/fixtures/pointwise.metal in a temporary checkout. Target: 
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -23,19 +22,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _cli import repetitions_parser  # noqa: E402
+from metalport.checkout.layout import KERNELS_DIR  # noqa: E402
 from metalport.checks.backend import compile_files  # noqa: E402
 from metalport.checks.cases import build_cases  # noqa: E402
 from metalport.checks.conformance import ConformanceSession, case_generator, resolve_op, run_conformance  # noqa: E402
 from metalport.checks.families import classify  # noqa: E402
 
-KERNELS = Path("aten/src/ATen/native/mps/kernels")
 FIXTURE = ROOT / "tests/checks/fixtures/pointwise.metal"
 
 
 def _torch_time(root: Path, op: str, seed: int, held_out: bool) -> float:
     """Seconds torch needs for the same cases: sample generation plus the CPU op per case."""
     base, packet = resolve_op(op)
-    kernels = compile_files([root / KERNELS / "PointwiseKernel.metal"], root, "emulated")
+    kernels = compile_files([root / KERNELS_DIR / "PointwiseKernel.metal"], root, "emulated")
     family, dtypes = classify(kernels.names, base)  # type: ignore[misc]
     start = time.perf_counter()
     for dtype in dtypes:
@@ -49,17 +49,16 @@ def _torch_time(root: Path, op: str, seed: int, held_out: bool) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = repetitions_parser(__doc__, repetitions=5)
     parser.add_argument("--op", action="append", help="ops to time (default: aten::atan2 and aten::neg)")
-    parser.add_argument("-n", type=int, default=5, help="repetitions (median reported)")
     parser.add_argument("--no-held-out", action="store_true", help="leave the held-out cases out on both sides")
     args = parser.parse_args()
     ops = args.op or ["aten::atan2", "aten::neg"]
     held_out = not args.no_held_out
     with tempfile.TemporaryDirectory(prefix="bench-conformance-") as tmp:
         root = Path(tmp)
-        (root / KERNELS).mkdir(parents=True)
-        (root / KERNELS / "PointwiseKernel.metal").write_text(FIXTURE.read_text())
+        (root / KERNELS_DIR).mkdir(parents=True)
+        (root / KERNELS_DIR / "PointwiseKernel.metal").write_text(FIXTURE.read_text())
         cold = time.perf_counter()
         run_conformance(root, ops[0], backend="emulated", seed=0, include_held_out=held_out)  # warm-up: compile
         cold = time.perf_counter() - cold
@@ -76,7 +75,7 @@ def main() -> int:
                     run_conformance(root, op, backend="emulated", seed=i, include_held_out=held_out, session=session)
                     warm.append(time.perf_counter() - t)
                     theirs.append(_torch_time(root, op, i, held_out))
-                    cases = sum(d.samples + d.held_out_samples for d in report.dtypes)
+                    cases = report.cases
                 rows.append((op, len(report.dtypes), cases, statistics.median(ours), statistics.median(warm),
                              statistics.median(theirs)))
     print(f"first run (compile + imports): {cold:.2f} s; held-out {'on' if held_out else 'off'}; median of {args.n}")

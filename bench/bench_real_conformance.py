@@ -12,7 +12,6 @@ seconds, not minutes.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _cli import repetitions_parser  # noqa: E402
 from metalport.checkout.layout import KERNELS_DIR  # noqa: E402
 from metalport.checks.conformance import run_conformance  # noqa: E402
 from metalport.emulate import checkout_include_dirs, compile_file, find_compiler  # noqa: E402
@@ -32,14 +32,12 @@ def _timed_conformance(tree: Path, op: str, seed: int) -> tuple[float, int]:
     """Seconds for one run_conformance call and the number of cases it judged."""
     start = time.perf_counter()
     report = run_conformance(tree, op, backend="emulated", seed=seed)
-    cases = sum(d.samples + d.held_out_samples for d in report.dtypes)
-    return time.perf_counter() - start, cases
+    return time.perf_counter() - start, report.cases
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = repetitions_parser(__doc__, repetitions=3)
     parser.add_argument("--op", default="aten::hypot", help="an op whose functor the real BinaryKernel.metal registers")
-    parser.add_argument("-n", type=int, default=3, help="repetitions (median reported)")
     parser.add_argument("--no-full", action="store_true", help="skip the cold build of every kernel of the file")
     args = parser.parse_args()
     tree_env = os.environ.get("METALPORT_REAL_TREE")

@@ -129,6 +129,11 @@ class ConformanceReport:
         return self.status == "pass"
 
     @property
+    def cases(self) -> int:
+        """The cases judged over every dtype: OpInfo samples, random draws and held-out cases."""
+        return sum(d.samples + d.held_out_samples for d in self.dtypes)
+
+    @property
     def skipped(self) -> int:
         """Calls and cases left unchecked, over all dtypes."""
         return sum(d.skipped for d in self.dtypes)
