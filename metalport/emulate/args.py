@@ -45,12 +45,33 @@ class BytesBuffer:
 
 
 @dataclass(frozen=True)
+class TensorList:
+    """Tensors passed to one parameter as an array of device addresses (a Metal argument buffer
+    of `device T*`, as multi-tensor kernels take): each tensor becomes its own buffer and the
+    worker writes its address into the array; `writable` tensors are copied back."""
+
+    tensors: tuple[Any, ...]
+    writable: bool = False
+
+    def __init__(self, tensors: Sequence[Any], *, writable: bool = False) -> None:
+        object.__setattr__(self, "tensors", tuple(tensors))
+        object.__setattr__(self, "writable", writable)
+
+
+@dataclass(frozen=True)
+class ListBuffer:
+    """A TensorList bound to a parameter: the tensors' buffers, whose addresses fill the array."""
+
+    tensors: tuple[TensorBuffer, ...]
+
+
+@dataclass(frozen=True)
 class PreparedCall:
     """One kernel call ready for the worker: buffers by buffer index, grid and group sizes."""
 
     kernel: int
     name: str
-    buffers: tuple[TensorBuffer | BytesBuffer | None, ...]
+    buffers: tuple[TensorBuffer | BytesBuffer | ListBuffer | None, ...]
     threads: tuple[int, int, int]
     group: tuple[int, int, int]
 
@@ -132,6 +153,17 @@ def _tensor_buffer(tensor: Any, arg: KernelArg, c_type: str, where: str) -> Tens
                         write_back=arg.address_space == "device")
 
 
+def _list_buffer(value: TensorList, arg: KernelArg, where: str) -> ListBuffer:
+    """Check a TensorList against a parameter that takes an array of addresses."""
+    if not value.tensors:
+        raise KernelArgumentError(f"{where}: an empty TensorList; launch nothing instead")
+    if not arg.is_pointer and arg.address_space != "constant":
+        raise KernelArgumentError(f"{where}: a TensorList needs a pointer or constant reference parameter")
+    holder = KernelArg(arg.name, "?", "device" if value.writable else "constant", True, arg.attribute, arg.index)
+    return ListBuffer(tuple(_tensor_buffer(t, holder, "?", f"{where} tensor {i}")
+                            for i, t in enumerate(value.tensors)))
+
+
 def prepare(kernel: int, info: KernelInfo, param_types: Sequence[str], args: Sequence[Any],
             threads: int | Sequence[int], group_size: int | Sequence[int] | None) -> PreparedCall:
     """Validate a call of kernel `info` and bind its arguments by buffer index."""
@@ -147,7 +179,7 @@ def prepare(kernel: int, info: KernelInfo, param_types: Sequence[str], args: Seq
     if 0 in group or group[0] * group[1] * group[2] > MAX_GROUP_THREADS:
         raise KernelArgumentError(f"{name}: group_size={group_size!r} must be positive and at most "
                                   f"{MAX_GROUP_THREADS} threads in all")
-    slots: dict[int, TensorBuffer | BytesBuffer] = {}
+    slots: dict[int, TensorBuffer | BytesBuffer | ListBuffer] = {}
     largest = 0
     for arg, value in zip(buffers, args):
         c_type = param_types[info.args.index(arg)]
@@ -156,6 +188,9 @@ def prepare(kernel: int, info: KernelInfo, param_types: Sequence[str], args: Seq
         if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
             slots[arg.index or 0] = _tensor_buffer(value, arg, c_type, where)
             largest = max(largest, value.numel())
+        elif isinstance(value, TensorList):
+            slots[arg.index or 0] = _list_buffer(value, arg, where)
+            largest = max(largest, sum(t.numel() for t in value.tensors))
         elif isinstance(value, numbers.Real):
             slots[arg.index or 0] = BytesBuffer(pack_values([_plain(value)], c_type, where=where,
                                                             single=not arg.is_pointer))
@@ -176,7 +211,9 @@ def prepare(kernel: int, info: KernelInfo, param_types: Sequence[str], args: Seq
     tensors = [b for b in slots.values() if isinstance(b, TensorBuffer)]
     # Kernels with atomic buffers (histograms, counters) legitimately run more threads than elements.
     atomic = any("atomic" in a.c_type for a in buffers)
-    if tensors and not info.uses_threadgroup and not atomic and total > largest:
+    # Multi-tensor kernels cut each tensor into whole chunks, so the last chunk of each is padded.
+    chunked = any(isinstance(b, ListBuffer) for b in slots.values())
+    if tensors and not info.uses_threadgroup and not atomic and not chunked and total > largest:
         raise KernelArgumentError(f"{name}: grid of {total} threads {grid} is larger than the data "
                                   f"(largest tensor argument has {largest} elements)")
     width = max(slots, default=-1) + 1

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from metalport.emulate.args import BytesBuffer, PreparedCall, TensorBuffer, prepare
+from metalport.emulate.args import BytesBuffer, ListBuffer, PreparedCall, TensorBuffer, prepare
 from metalport.emulate.build import build, check
 from metalport.emulate.cache import default_cache_dir
 from metalport.emulate.compiler import Compiler, find_compiler
@@ -147,18 +147,30 @@ class ShaderLibrary:
         slots: dict[tuple[int, int] | int, int] = {}
         blobs: list[TensorBuffer | BytesBuffer] = []
         plan: list[list[int | None]] = []
+        # (blob holding an address array, byte position in it, blob whose address goes there)
+        relocations: list[tuple[int, int, int]] = []
+
+        def slot_of(buf: TensorBuffer | BytesBuffer) -> int:
+            key: tuple[int, int] | int = (buf.address, buf.nbytes) if isinstance(buf, TensorBuffer) \
+                else id(buf)
+            if key not in slots:
+                slots[key] = len(blobs)
+                blobs.append(buf)
+            elif isinstance(buf, TensorBuffer) and buf.write_back:
+                blobs[slots[key]] = buf  # a tensor written through any argument is copied back
+            return slots[key]
+
         for call in calls:
             row: list[int | None] = []
             for buf in call.buffers:
                 if buf is None:
                     row.append(None)
-                    continue
-                key: tuple[int, int] | int = (buf.address, buf.nbytes) if isinstance(buf, TensorBuffer) \
-                    else id(buf)
-                if key not in slots:
-                    slots[key] = len(blobs)
-                    blobs.append(buf)
-                row.append(slots[key])
+                elif isinstance(buf, ListBuffer):
+                    table = slot_of(BytesBuffer(bytes(8 * len(buf.tensors))))
+                    relocations += [(table, 8 * i, slot_of(t)) for i, t in enumerate(buf.tensors)]
+                    row.append(table)
+                else:
+                    row.append(slot_of(buf))
             plan.append(row)
         offsets, total = layout([b.nbytes if isinstance(b, TensorBuffer) else len(b.data) for b in blobs])
         if self._shared is None:
@@ -173,6 +185,8 @@ class ShaderLibrary:
         request = {"shm": str(shared.path), "size": shared.size, "workers": self.workers,
                    "calls": [(c.kernel, [None if s is None else offsets[s] for s in row], c.threads, c.group)
                              for c, row in zip(calls, plan)]}
+        if relocations:
+            request["relocations"] = [(offsets[t] + pos, offsets[target]) for t, pos, target in relocations]
         names = ", ".join(dict.fromkeys(c.name for c in calls))
         self._worker.request(request, what=f"kernel {names}")
         for blob, off in zip(blobs, offsets):

@@ -89,6 +89,9 @@ def serve(so_path: str, inp: BinaryIO, out: BinaryIO) -> int:
             return 0
         assert isinstance(request, dict)
         base = shared.attach(request["shm"], request["size"])
+        for where, target in request.get("relocations", ()):
+            # An address array (TensorList): each entry is a buffer's address in this process.
+            ctypes.c_uint64.from_address(base + where).value = base + target
         for kernel, offsets, threads, group in request["calls"]:
             buffers = (ctypes.c_void_p * max(1, len(offsets)))(
                 *[None if off is None else base + off for off in offsets])
