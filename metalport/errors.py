@@ -83,6 +83,12 @@ class RecipeError(MetalportError):
     """A deterministic recipe cannot apply: its anchor is missing or the op is not in the table."""
 
 
+class SpecError(RecipeError):
+    """A launch spec (metalport/port/spec.py) is malformed, disagrees with the op's schema, or its
+    launch would be wrong (threadgroup over the limit, grid larger than the data, a kernel writing
+    outside its output); the message names the spec field."""
+
+
 class AgentError(MetalportError):
     """The LLM endpoint or the model's behaviour ended a run (non-retryable error, loop bound)."""
 
