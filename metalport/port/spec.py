@@ -1,0 +1,442 @@
+"""`LaunchSpec`: how the MPS host launches a custom Metal kernel, as data.
+
+One spec is the single source of truth for a reduction or custom-kernel port: `hostgen` writes the
+`.mm` host function from it, and the emulated host (`metalport.checks.speclaunch`) runs the kernel
+from the same spec, so conformance checks the kernel and its launch geometry together.
+
+A spec is plain data (`load_spec` takes a dict or YAML text, `LaunchSpec.to_dict` gives it back),
+so a model can write one. `load_spec` checks its shape; `check_schema` checks it against the op's
+`func:` schema in native_functions.yaml. Every error is one-line `SpecError` naming the field:
+
+    spec mode: geometry.threadgroup: 2048 threads is over the limit of 1024
+
+Kernel ABI (Note [spec buffers]): the kernel's `[[buffer(n)]]` parameters are, in order, every
+input, every output, then every `params` entry (a scalar, an array or a struct, each in its own
+constant buffer). Host names are `<kernel.name>_<type>_<type>...`, one Metal type per input then
+per output, as listed in `dtypes`.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from metalport.errors import SpecError
+
+MAX_THREADGROUP = 1024  # maxTotalThreadsPerThreadgroup on Apple GPUs
+
+# Metal element types a spec may instantiate, with the torch dtype each stands for.
+METAL_DTYPES: dict[str, str] = {
+    "float": "float32", "half": "float16", "bfloat": "bfloat16", "long": "int64", "int": "int32",
+    "short": "int16", "char": "int8", "uchar": "uint8", "bool": "bool", "float2": "complex64",
+    "half2": "complex32",
+}
+PARAM_TYPES = ("float", "int", "uint", "long", "bool")
+# Values the host derives from the call (usable in params `from:` and geometry `threads:`).
+DERIVED = ("reduce_size", "num_slices", "numel", "output_numel", "ndim")
+DERIVED_ARRAYS = ("sizes", "strides")  # of the first input, innermost first (uint/long arrays)
+
+
+class Layout(enum.Enum):
+    """How the host hands an input tensor to the kernel."""
+
+    CONTIGUOUS = "contiguous"  # a contiguous copy (`self.contiguous()`)
+    REDUCE_LAST = "reduce-last"  # reduced dims moved last, then contiguous: slice s is [s*R, (s+1)*R)
+    STRIDED = "strided"  # as is; the kernel takes `sizes`/`strides` params
+
+
+class Grid(enum.Enum):
+    """Grid geometry: how many threads, and what one thread (or threadgroup) does."""
+
+    PER_OUTPUT_ELEMENT = "per-output-element"  # one thread per output element (1-D)
+    PER_SLICE = "per-slice"  # one threadgroup per reduced slice, reducing in threadgroup memory
+    PER_WINDOW = "per-window"  # one threadgroup per output element, its window reduced cooperatively
+    PER_INPUT_ELEMENT = "per-input-element"  # one thread per element of the first input
+
+
+class OutShape(enum.Enum):
+    """An output's shape rule."""
+
+    SAME = "same"  # the first input's shape
+    REDUCED = "reduced"  # the first input's shape without the reduced dims (kept as 1 with keepdim)
+
+
+_TOP = {"op", "overload", "kind", "opinfo", "host", "kernel", "inputs", "outputs", "reduce", "params",
+        "geometry", "dtypes", "cases"}
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One tensor argument the kernel reads."""
+
+    arg: str  # schema argument name ("self")
+    layout: Layout = Layout.CONTIGUOUS
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """One tensor the kernel writes: its shape and dtype rule."""
+
+    name: str  # the schema's return name, or out0, out1...
+    shape: OutShape = OutShape.REDUCED
+    dtype: str = "same"  # "same" (first input's), "index" (int64), or "arg:<ScalarType? argument>"
+
+
+@dataclass(frozen=True)
+class ParamField:
+    """One scalar value: where it comes from and its Metal type."""
+
+    name: str
+    source: str  # a schema argument, a DERIVED value, or a DERIVED_ARRAYS name
+    type: str  # one of PARAM_TYPES
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One constant buffer: a scalar (one field, no `struct`), an array (`sizes`/`strides`), or a
+    struct of several fields (`struct` names its C++ type)."""
+
+    name: str
+    fields: tuple[ParamField, ...]
+    struct: str | None = None
+
+
+@dataclass(frozen=True)
+class ReduceSpec:
+    """Which schema arguments give the reduced dims and keepdim."""
+
+    dim: str | None = None  # an int, int[] or int[1]? argument; None: every dim
+    keepdim: str | None = None  # a bool argument; None: never kept
+
+
+@dataclass(frozen=True)
+class GeometrySpec:
+    """The grid rule, the threadgroup size, and an optional explicit thread count."""
+
+    grid: Grid
+    threadgroup: int | None = None
+    threads: str | None = None  # an expression over DERIVED names, e.g. "num_slices * 2"
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """A whole launch: see the module docstring; build it with `load_spec`."""
+
+    op: str
+    overload: str
+    kind: str
+    host_function: str
+    host_file: str
+    kernel_file: str
+    kernel_name: str
+    inputs: tuple[InputSpec, ...]
+    outputs: tuple[OutputSpec, ...]
+    params: tuple[ParamSpec, ...]
+    geometry: GeometrySpec
+    dtypes: tuple[tuple[str, ...], ...]
+    reduce: ReduceSpec = field(default_factory=ReduceSpec)
+    opinfo: str | None = None
+    cases: Mapping[str, Any] = field(default_factory=dict)  # extra case knobs for conformance
+
+    @property
+    def host_names(self) -> tuple[str, ...]:
+        """Every kernel host name the instantiations make (`mode_float_float_long`)."""
+        return tuple(self.host_name(types) for types in self.dtypes)
+
+    def host_name(self, types: tuple[str, ...]) -> str:
+        """The host name of one instantiation."""
+        return "_".join((self.kernel_name, *types))
+
+    def instantiation_for(self, input_dtype: str, output_dtypes: tuple[str, ...] | None = None) -> tuple[str, ...] | None:
+        """The instantiation whose first input is `input_dtype` (a torch dtype name) and, if given,
+        whose outputs are `output_dtypes`; None when the spec registers none."""
+        for types in self.dtypes:
+            if METAL_DTYPES[types[0]] != input_dtype:
+                continue
+            outs = types[len(self.inputs):]
+            if output_dtypes is None or tuple(METAL_DTYPES[t] for t in outs) == tuple(output_dtypes):
+                return types
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as plain data (`load_spec(spec.to_dict()) == spec`)."""
+        out: dict[str, Any] = {
+            "op": self.op, "overload": self.overload, "kind": self.kind,
+            "host": {"function": self.host_function, "file": self.host_file},
+            "kernel": {"file": self.kernel_file, "name": self.kernel_name},
+            "inputs": [{"arg": i.arg, "layout": i.layout.value} for i in self.inputs],
+            "outputs": [{"name": o.name, "shape": o.shape.value, "dtype": o.dtype} for o in self.outputs],
+            "params": [_param_dict(p) for p in self.params],
+            "geometry": {k: v for k, v in (("grid", self.geometry.grid.value),
+                                           ("threadgroup", self.geometry.threadgroup),
+                                           ("threads", self.geometry.threads)) if v is not None},
+            "dtypes": [list(t) for t in self.dtypes],
+        }
+        if self.reduce != ReduceSpec():
+            out["reduce"] = {k: v for k, v in (("dim", self.reduce.dim), ("keepdim", self.reduce.keepdim))
+                             if v is not None}
+        if self.opinfo is not None:
+            out["opinfo"] = self.opinfo
+        if self.cases:
+            out["cases"] = dict(self.cases)
+        return out
+
+
+def _param_dict(p: ParamSpec) -> dict[str, Any]:
+    if p.struct is None:
+        f = p.fields[0]
+        return {"name": p.name, "from": f.source, "type": f.type}
+    return {"name": p.name, "struct": p.struct,
+            "fields": [{"name": f.name, "from": f.source, "type": f.type} for f in p.fields]}
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading: shape checks, each error naming its field.
+
+
+def _fail(op: str, where: str, what: str, hint: str | None = None) -> SpecError:
+    return SpecError(f"spec {op}: {where}: {what}", hint=hint)
+
+
+def _take(data: Any, where: str, op: str, known: set[str], required: set[str]) -> dict[str, Any]:
+    if not isinstance(data, Mapping):
+        raise _fail(op, where, f"expected a mapping, got {type(data).__name__}")
+    extra = sorted(set(data) - known)
+    if extra:
+        raise _fail(op, f"{where}.{extra[0]}" if where else extra[0], "unknown field",
+                    hint=f"known fields: {', '.join(sorted(known))}")
+    missing = sorted(required - set(data))
+    if missing:
+        raise _fail(op, f"{where}.{missing[0]}" if where else missing[0], "missing")
+    return dict(data)
+
+
+def _str(value: Any, where: str, op: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise _fail(op, where, f"expected a non-empty string, got {value!r}")
+    return value
+
+
+def _enum(cls: type[enum.Enum], value: Any, where: str, op: str) -> Any:
+    try:
+        return cls(value)
+    except ValueError:
+        choices = ", ".join(m.value for m in cls)  # type: ignore[attr-defined]
+        raise _fail(op, where, f"{value!r} is not one of {choices}") from None
+
+
+def _list(value: Any, where: str, op: str, *, empty: bool = False) -> list[Any]:
+    if not isinstance(value, list) or (not value and not empty):
+        raise _fail(op, where, f"expected a {'' if empty else 'non-empty '}list, got {value!r}")
+    return value
+
+
+def _field(data: Any, where: str, op: str) -> ParamField:
+    d = _take(data, where, op, {"name", "from", "type"}, {"name", "from", "type"})
+    kind = d["type"]
+    if kind not in PARAM_TYPES:
+        raise _fail(op, f"{where}.type", f"{kind!r} is not one of {', '.join(PARAM_TYPES)}")
+    return ParamField(_str(d["name"], f"{where}.name", op), _str(d["from"], f"{where}.from", op), kind)
+
+
+def _param(data: Any, where: str, op: str) -> ParamSpec:
+    if isinstance(data, Mapping) and "struct" in data:
+        d = _take(data, where, op, {"name", "struct", "fields"}, {"name", "struct", "fields"})
+        fields_ = tuple(_field(f, f"{where}.fields[{i}]", op) for i, f in enumerate(_list(d["fields"], f"{where}.fields", op)))
+        return ParamSpec(_str(d["name"], f"{where}.name", op), fields_, _str(d["struct"], f"{where}.struct", op))
+    f = _field(data, where, op)
+    return ParamSpec(f.name, (f,))
+
+
+def _threads_expr(text: Any, where: str, op: str) -> str:
+    """Check that `text` is an integer expression over DERIVED names (+ - * // max min, ints)."""
+    text = _str(text, where, op)
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        raise _fail(op, where, f"{text!r} is not an expression") from None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id not in DERIVED and node.id not in ("max", "min"):
+            raise _fail(op, where, f"unknown name {node.id!r}", hint=f"use {', '.join(DERIVED)}")
+        if not isinstance(node, (ast.Expression, ast.BinOp, ast.Name, ast.Load, ast.Constant, ast.Call,
+                                 ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)):
+            raise _fail(op, where, f"{text!r} uses {type(node).__name__}; only + - * // max min and ints")
+    return text
+
+
+def eval_threads(expr: str, values: Mapping[str, int]) -> int:
+    """The value of a checked `geometry.threads` expression."""
+    tree = ast.parse(expr, mode="eval")
+
+    def ev(node: ast.AST) -> int:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name):
+            return int(values[node.id])
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            args = [ev(a) for a in node.args]
+            return max(args) if node.func.id == "max" else min(args)
+        if isinstance(node, ast.BinOp):
+            a, b = ev(node.left), ev(node.right)
+            ops = {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}
+            return ops[type(node.op)] if type(node.op) in ops else a // b
+        raise ValueError(expr)
+
+    return ev(tree)
+
+
+def load_spec(data: Mapping[str, Any] | str) -> LaunchSpec:
+    """A LaunchSpec from a dict or YAML text; SpecError naming the first bad field.
+
+    This checks the spec's own consistency (field types, threadgroup limit, dtype arity); use
+    `check_schema` for its consistency with the op's schema.
+    """
+    if isinstance(data, str):
+        try:
+            data = yaml.safe_load(data)
+        except yaml.YAMLError as err:
+            raise SpecError(f"spec: not YAML: {str(err).splitlines()[0]}") from None
+    op = str(data.get("op", "?")) if isinstance(data, Mapping) else "?"
+    d = _take(data, "", op, _TOP, {"op", "kind", "host", "kernel", "inputs", "outputs", "geometry", "dtypes"})
+    op = _str(d["op"], "op", op)
+    host = _take(d["host"], "host", op, {"function", "file"}, {"function", "file"})
+    kernel = _take(d["kernel"], "kernel", op, {"file", "name"}, {"file", "name"})
+    inputs = []
+    for i, raw in enumerate(_list(d["inputs"], "inputs", op)):
+        x = _take(raw, f"inputs[{i}]", op, {"arg", "layout"}, {"arg"})
+        inputs.append(InputSpec(_str(x["arg"], f"inputs[{i}].arg", op),
+                                _enum(Layout, x.get("layout", "contiguous"), f"inputs[{i}].layout", op)))
+    outputs = []
+    for i, raw in enumerate(_list(d["outputs"], "outputs", op)):
+        x = _take(raw, f"outputs[{i}]", op, {"name", "shape", "dtype"}, {"name"})
+        dtype = x.get("dtype", "same")
+        if dtype not in ("same", "index") and not (isinstance(dtype, str) and dtype.startswith("arg:")):
+            raise _fail(op, f"outputs[{i}].dtype", f"{dtype!r} is not same, index or arg:<argument>")
+        outputs.append(OutputSpec(_str(x["name"], f"outputs[{i}].name", op),
+                                  _enum(OutShape, x.get("shape", "reduced"), f"outputs[{i}].shape", op), dtype))
+    params = tuple(_param(p, f"params[{i}]", op) for i, p in enumerate(_list(d.get("params", []), "params", op, empty=True)))
+    g = _take(d["geometry"], "geometry", op, {"grid", "threadgroup", "threads"}, {"grid"})
+    grid = _enum(Grid, g["grid"], "geometry.grid", op)
+    group = g.get("threadgroup")
+    if group is not None and (not isinstance(group, int) or isinstance(group, bool) or group < 1):
+        raise _fail(op, "geometry.threadgroup", f"{group!r} is not a positive int")
+    if group is not None and group > MAX_THREADGROUP:
+        raise _fail(op, "geometry.threadgroup", f"{group} threads is over the limit of {MAX_THREADGROUP}",
+                    hint="Apple GPUs run at most 1024 threads per threadgroup")
+    if grid in (Grid.PER_SLICE, Grid.PER_WINDOW) and group is None:
+        raise _fail(op, "geometry.threadgroup", f"a {grid.value} grid needs a threadgroup size")
+    threads = _threads_expr(g["threads"], "geometry.threads", op) if "threads" in g else None
+    types = []
+    for i, raw in enumerate(_list(d["dtypes"], "dtypes", op)):
+        row = tuple(_list(raw, f"dtypes[{i}]", op))
+        if len(row) != len(inputs) + len(outputs):
+            raise _fail(op, f"dtypes[{i}]", f"{len(row)} types for {len(inputs)} input(s) and "
+                        f"{len(outputs)} output(s)", hint="one Metal type per input, then per output")
+        for t in row:
+            if t not in METAL_DTYPES:
+                raise _fail(op, f"dtypes[{i}]", f"unknown Metal type {t!r}",
+                            hint=f"use {', '.join(METAL_DTYPES)}")
+        for o, t in zip(outputs, row[len(inputs):]):
+            if o.dtype == "index" and t != "long":
+                raise _fail(op, f"dtypes[{i}]", f"index output {o.name!r} must be long, not {t!r}")
+            if o.dtype == "same" and t != row[0]:
+                raise _fail(op, f"dtypes[{i}]", f"output {o.name!r} has dtype 'same' but {t!r} is not "
+                            f"the input's {row[0]!r}")
+        if row in types:
+            raise _fail(op, f"dtypes[{i}]", f"{list(row)} is listed twice")
+        types.append(row)
+    red = d.get("reduce", {})
+    r = _take(red, "reduce", op, {"dim", "keepdim"}, set())
+    names = [p.name for p in params]
+    if len(set(names)) != len(names):
+        raise _fail(op, "params", f"duplicate name {next(n for n in names if names.count(n) > 1)!r}")
+    cases = d.get("cases", {})
+    if not isinstance(cases, Mapping):
+        raise _fail(op, "cases", "expected a mapping")
+    return LaunchSpec(
+        op=op, overload=str(d.get("overload", "") or ""), kind=_str(d["kind"], "kind", op),
+        host_function=_str(host["function"], "host.function", op), host_file=_str(host["file"], "host.file", op),
+        kernel_file=_str(kernel["file"], "kernel.file", op), kernel_name=_str(kernel["name"], "kernel.name", op),
+        inputs=tuple(inputs), outputs=tuple(outputs), params=params,
+        geometry=GeometrySpec(grid, group, threads), dtypes=tuple(types),
+        reduce=ReduceSpec(r.get("dim"), r.get("keepdim")),
+        opinfo=d.get("opinfo"), cases=dict(cases))
+
+
+# ---------------------------------------------------------------------------------------------
+# Consistency with the op's schema (native_functions.yaml `func:`).
+
+
+def _schema_args(func: str) -> tuple[dict[str, str], list[str], list[str | None]]:
+    """(argument name -> type text, return types, return names) of a `func:` schema string."""
+    from torchgen.model import FunctionSchema
+
+    schema = FunctionSchema.parse(func)
+    args = {a.name: str(a.type) for a in schema.arguments.flat_all}
+    return args, [str(r.type) for r in schema.returns], [r.name for r in schema.returns]
+
+
+def check_schema(spec: LaunchSpec, func: str) -> None:
+    """Raise SpecError (naming the field) when `spec` does not fit the op's schema `func`
+    (the `func:` text of its native_functions.yaml entry, e.g. `mode(Tensor self, int dim=-1, ...)`)."""
+    op = spec.op
+    name = func.split("(", 1)[0]
+    base, _, overload = name.partition(".")
+    if base != spec.op or overload != spec.overload:
+        raise _fail(op, "overload" if base == spec.op else "op",
+                    f"the spec is for {spec.op}{'.' + spec.overload if spec.overload else ''}, the schema is {name}")
+    args, returns, return_names = _schema_args(func)
+    for i, x in enumerate(spec.inputs):
+        kind = args.get(x.arg)
+        if kind is None:
+            raise _fail(op, f"inputs[{i}].arg", f"{name} has no argument {x.arg!r}",
+                        hint=f"arguments: {', '.join(args)}")
+        if kind.rstrip("?") != "Tensor":
+            raise _fail(op, f"inputs[{i}].arg", f"{x.arg!r} is {kind}, not a Tensor")
+    tensors = [r for r in returns if r.startswith("Tensor")]
+    if len(tensors) != len(spec.outputs) or len(tensors) != len(returns):
+        raise _fail(op, "outputs", f"{len(spec.outputs)} output(s), but {name} returns {len(returns)} "
+                    f"({', '.join(returns)})")
+    for i, (o, rname) in enumerate(zip(spec.outputs, return_names)):
+        if rname is not None and o.name != rname:
+            raise _fail(op, f"outputs[{i}].name", f"{o.name!r}, but {name} calls its return {rname!r}")
+        if o.dtype.startswith("arg:"):
+            arg = o.dtype[4:]
+            if args.get(arg, "").rstrip("?") != "ScalarType":
+                raise _fail(op, f"outputs[{i}].dtype", f"{name} has no ScalarType argument {arg!r}")
+    if spec.reduce.dim is not None:
+        kind = args.get(spec.reduce.dim)
+        if kind is None or kind.rstrip("?").split("[")[0] not in ("int", "SymInt"):
+            raise _fail(op, "reduce.dim", f"{spec.reduce.dim!r} is {kind or 'no argument'} of {name}, not an "
+                        f"int or int[]")
+    if spec.reduce.keepdim is not None and args.get(spec.reduce.keepdim) != "bool":
+        raise _fail(op, "reduce.keepdim", f"{spec.reduce.keepdim!r} is {args.get(spec.reduce.keepdim) or 'no argument'}"
+                    f" of {name}, not a bool")
+    for i, p in enumerate(spec.params):
+        for j, f in enumerate(p.fields):
+            where = f"params[{i}]" + (f".fields[{j}]" if p.struct else "") + ".from"
+            if f.source in DERIVED or f.source in DERIVED_ARRAYS:
+                continue
+            kind = args.get(f.source)
+            if kind is None:
+                raise _fail(op, where, f"{f.source!r} is neither an argument of {name} nor one of "
+                            f"{', '.join(DERIVED + DERIVED_ARRAYS)}")
+            fits = {"Scalar": ("float", "int", "long"), "float": ("float",), "int": ("int", "uint", "long"),
+                    "bool": ("bool",), "SymInt": ("int", "uint", "long")}.get(kind.rstrip("?"), ())
+            if f.type not in fits:
+                raise _fail(op, where, f"{f.source!r} is {kind}; a {f.type} buffer cannot hold it")
+    if any(o.shape is OutShape.REDUCED for o in spec.outputs) and spec.geometry.grid is Grid.PER_INPUT_ELEMENT:
+        raise _fail(op, "geometry.grid", "a per-input-element grid is larger than a reduced output",
+                    hint="use per-output-element or per-slice")
+
+
+__all__ = ["DERIVED", "DERIVED_ARRAYS", "MAX_THREADGROUP", "METAL_DTYPES", "GeometrySpec", "Grid", "InputSpec",
+           "LaunchSpec", "Layout", "OutShape", "OutputSpec", "ParamField", "ParamSpec", "ReduceSpec",
+           "check_schema", "eval_threads", "load_spec"]

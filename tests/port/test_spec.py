@@ -1,0 +1,97 @@
+"""Launch specs: the shipped recipes load and fit their ops' schemas; bad specs fail in one line
+naming the field."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from metalport.errors import SpecError
+from metalport.port.spec import check_schema, eval_threads, load_spec
+from metalport.port.spec_recipes import spec_recipes
+
+MODE = "mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)"
+POWSUM = ("linalg__powsum(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, "
+          "ScalarType? dtype=None) -> Tensor")
+
+
+@pytest.fixture
+def mode() -> dict:
+    return copy.deepcopy(spec_recipes()["mode"].spec.to_dict())
+
+
+def test_shipped_recipes_load_round_trip_and_fit_the_wheel_schema() -> None:
+    recipes = spec_recipes()
+    assert {"mode", "linalg__powsum"} <= set(recipes)
+    for name, schema in (("mode", MODE), ("linalg__powsum", POWSUM)):
+        spec = recipes[name].spec
+        assert load_spec(spec.to_dict()) == spec
+        check_schema(spec, schema)
+    assert recipes["mode"].spec.host_names[0] == "mode_float_float_long"
+
+
+def test_yaml_text_loads() -> None:
+    text = Path(spec_recipes()["mode"].path).read_text()
+    assert load_spec(text).op == "mode"
+
+
+def test_recipe_without_an_instantiation_for_a_dtype_row_is_refused(tmp_path: Path) -> None:
+    src = spec_recipes()["mode"]
+    (tmp_path / "mode.yaml").write_text(src.path.read_text())
+    (tmp_path / "mode.metal").write_text(src.kernel_source.replace("REGISTER_MODE_OP(bool);", ""))
+    with pytest.raises(SpecError, match=r"spec mode: dtypes: mode.metal has no kernel instantiation named "
+                                        r"'mode_bool_bool_long'"):
+        spec_recipes(tmp_path)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["geometry"].update(threadgroup=2048),
+     "spec mode: geometry.threadgroup: 2048 threads is over the limit of 1024"),
+    (lambda d: d["geometry"].update(grid="per-thing"),
+     "spec mode: geometry.grid: 'per-thing' is not one of"),
+    (lambda d: d.update(colour="red"), "spec mode: colour: unknown field"),
+    (lambda d: d["dtypes"].append(["float", "float"]),
+     "spec mode: dtypes[9]: 2 types for 1 input(s) and 2 output(s)"),
+    (lambda d: d["dtypes"].append(["float", "float", "int"]),
+     "spec mode: dtypes[9]: index output 'indices' must be long, not 'int'"),
+    (lambda d: d["dtypes"].append(["float", "half", "long"]),
+     "spec mode: dtypes[9]: output 'values' has dtype 'same' but 'half' is not the input's 'float'"),
+    (lambda d: d["inputs"][0].update(layout="diagonal"), "spec mode: inputs[0].layout: 'diagonal' is not one of"),
+    (lambda d: d["geometry"].update(threads="numel + secret"), "spec mode: geometry.threads: unknown name 'secret'"),
+    (lambda d: d.pop("kernel"), "spec mode: kernel: missing"),
+])
+def test_malformed_spec_is_one_line_naming_the_field(mode: dict, edit, message: str) -> None:
+    edit(mode)
+    with pytest.raises(SpecError) as err:
+        load_spec(mode)
+    assert str(err.value).startswith(message)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["inputs"][0].update(arg="input"), "spec mode: inputs[0].arg: mode has no argument 'input'"),
+    (lambda d: d["inputs"][0].update(arg="dim"), "spec mode: inputs[0].arg: 'dim' is int, not a Tensor"),
+    (lambda d: (d["outputs"].pop(), [t.pop() for t in d["dtypes"]]),
+     "spec mode: outputs: 1 output(s), but mode returns 2"),
+    (lambda d: d["outputs"][1].update(name="index"),
+     "spec mode: outputs[1].name: 'index', but mode calls its return 'indices'"),
+    (lambda d: d["reduce"].update(dim="keepdim"), "spec mode: reduce.dim: 'keepdim' is bool of mode, not an int"),
+    (lambda d: d["reduce"].update(keepdim="dim"), "spec mode: reduce.keepdim: 'dim' is int of mode, not a bool"),
+    (lambda d: d["params"][0].update(**{"from": "self"}), "spec mode: params[0].from: 'self' is Tensor"),
+    (lambda d: d["params"][0].update(**{"from": "nothing"}),
+     "spec mode: params[0].from: 'nothing' is neither an argument of mode"),
+    (lambda d: d["geometry"].update(grid="per-input-element"),
+     "spec mode: geometry.grid: a per-input-element grid is larger than a reduced output"),
+    (lambda d: d.update(overload="values"), "spec mode: overload: the spec is for mode.values, the schema is mode"),
+])
+def test_spec_not_matching_the_schema_fails_naming_the_field(mode: dict, edit, message: str) -> None:
+    edit(mode)
+    with pytest.raises(SpecError) as err:
+        check_schema(load_spec(mode), MODE)
+    assert str(err.value).startswith(message), str(err.value)
+
+
+def test_threads_expression() -> None:
+    assert eval_threads("max(num_slices, 3) * 2 - 1", {"num_slices": 5}) == 9
