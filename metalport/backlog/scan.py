@@ -11,6 +11,8 @@ from metalport.checkout.cpp import split_top_level
 from metalport.checkout.layout import Checkout
 from metalport.checkout.routing import StubRoute
 from metalport.checkout.sources import ImplKind, Sources, XfailEntry, scan_sources
+from metalport.port.functors import recipe_table
+from metalport.port.kinds import classify, entry_comments, porter_for
 from metalport.registry.index import load_registry
 from metalport.registry.model import Op, Registry
 
@@ -74,7 +76,8 @@ def _shared_status(sources: Sources, route: StubRoute | None) -> tuple[Status, s
 
 
 def _classify(op: Op, sources: Sources, xfails: dict[str, list[XfailEntry]], has_sources: bool,
-              checkout: Checkout, registry: Registry) -> BacklogItem | None:
+              checkout: Checkout, registry: Registry, comments: dict[str, str],
+              recipes: frozenset[str]) -> BacklogItem | None:
     mps_lines = [(e, d) for e in op.entries for d in e.dispatch if "MPS" in d.keys]
     host_kernels = [d.kernel for e in op.entries for d in e.dispatch if _HOST & set(d.keys)]
     specific = sorted({d.kernel for _, d in mps_lines if not _HOST & set(d.keys) and d.kernel not in host_kernels})
@@ -90,6 +93,7 @@ def _classify(op: Op, sources: Sources, xfails: dict[str, list[XfailEntry]], has
         status = Status.COMPOSITE
     else:
         return None  # only other backends (sparse, quantized, ...): outside the MPS backlog
+    kind = classify(op, route, sources.stub(route.stub) if route else None, comments=comments)
     registered = None
     if has_sources and route and status in (Status.SHARED, Status.MPS_GRAPH_STUB):
         registered = all(sources.registration(s) is not None for s in route.stubs)
@@ -100,17 +104,19 @@ def _classify(op: Op, sources: Sources, xfails: dict[str, list[XfailEntry]], has
         location=f"{checkout.rel(Path(op.entries[0].span.file))}:{op.entries[0].span.start}",
         stubs=route.stubs if route else (), route=route.describe() if route else None,
         stub_assumed=route.assumed if route else None,
+        kind=kind, porter=porter_for(kind, op.name in recipes),
     )
 
 
 _WORK_ORDER = {Status.MISSING: 0, Status.MPS_GRAPH: 0, Status.MPS_GRAPH_STUB: 0, Status.MPS_UNKNOWN: 1}
 
 
-def _ease_key(item: BacklogItem) -> tuple[int, int, int, str]:
-    """Port candidates first, then by family (pointwise with a declared stub first), then by rows."""
+def _ease_key(item: BacklogItem) -> tuple[int, int, int, int, str]:
+    """Port candidates first, then by family (pointwise with a declared stub first), then by rows;
+    ops that are no candidates last (they are not ranked)."""
     pointwise = item.family in (Family.UNARY, Family.BINARY, Family.TERNARY)
     score = 0 if pointwise and item.stub else 1 if pointwise else 2 if item.family is Family.REDUCTION else 3
-    return (_WORK_ORDER.get(item.status, 2), score, item.rows, item.op)
+    return (not item.candidate, _WORK_ORDER.get(item.status, 2), score, item.rows, item.op)
 
 
 def scan_backlog(checkout: Checkout, registry: Registry | None = None) -> list[BacklogItem]:
@@ -119,8 +125,10 @@ def scan_backlog(checkout: Checkout, registry: Registry | None = None) -> list[B
     sources = scan_sources(checkout)
     has_sources = any(checkout.mps_operations.glob("*.mm"))
     xfails = _xfail_index(sources)
+    comments, recipes = entry_comments(registry), frozenset(recipe_table())
     items = [item for op in registry.ops.values()
-             if (item := _classify(op, sources, xfails, has_sources, checkout, registry)) is not None]
+             if (item := _classify(op, sources, xfails, has_sources, checkout, registry, comments, recipes))
+             is not None]
     items.sort(key=_ease_key)
-    return [replace(item, ease=rank) for rank, item in enumerate(items, start=1)]
+    return [replace(item, ease=rank if item.candidate else None) for rank, item in enumerate(items, start=1)]
 

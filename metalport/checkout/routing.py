@@ -203,13 +203,16 @@ def read_routes(cpp_files: Iterable[Path], root: Path, declared: Iterable[str]) 
 def assumed_route(kernel: str, op: str, declared: dict[str, tuple[str, int]], *,
                   ufunc: bool = False) -> StubRoute | None:
     """A route guessed from names when no kernel body says: `<kernel without _out>_stub`,
-    `<op>_stub`, `<op without special_>_stub`, whichever is declared (`declared`: stub -> file, line).
+    `<op>_stub`, `<op without special_>_stub`, then (linalg's solvers are declared without their
+    prefix: `_linalg_svd` -> `svd_stub`, `linalg_ldl_factor_ex` -> `ldl_factor_stub`) the op
+    without `linalg_` and `_ex`, whichever is declared (`declared`: stub -> file, line).
 
     A ufunc kernel (`add_out`, generated from `ufunc_inner_loop`) calls `<op>_stub` by construction.
     """
     base = _SUFFIXES.sub("", kernel)
+    solver = op.lstrip("_").removeprefix("linalg_").lstrip("_")
     for name in dict.fromkeys([base, op, op.lstrip("_"), op.removeprefix("special_"),
-                               base.removeprefix("special_")]):
+                               base.removeprefix("special_"), solver, solver.removesuffix("_ex")]):
         stub = f"{name}_stub"
         if stub in declared:
             file, line = declared[stub]

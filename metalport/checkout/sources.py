@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from enum import Enum
 from pathlib import Path
@@ -92,11 +92,14 @@ class ShaderOp:
 
 @dataclass(frozen=True)
 class StubDecl:
-    """`DECLARE_DISPATCH(fn_type, name)` in an ATen header."""
+    """`DECLARE_DISPATCH(fn_type, name)` in an ATen header; `params` are the parameters of the
+    function-pointer type (`TensorIterator&, double correction, bool take_sqrt`), None when no
+    scanned header defines `fn_type`."""
 
     name: str
     fn_type: str
     where: Where
+    params: str | None = None
 
 
 @dataclass(frozen=True)
@@ -170,7 +173,9 @@ _REGISTER = re.compile(r"\b(REGISTER_(?:MPS_)?DISPATCH)\s*\(\s*(\w+)\s*,\s*&?\s*
 _EXEC = re.compile(r"\b(exec_(?:unary|binary|ternary)_kernel\w*)\s*\(")
 _STRING = re.compile(r'"(\w+)"')
 _SHADER = re.compile(r"^\s*(REGISTER_\w*OP\w*)\(\s*([^)]*)\)", re.M)
-_DECLARE = re.compile(r"^\s*DECLARE_DISPATCH\(\s*(.+?)\s*,\s*(\w+)\s*\)", re.M)
+_DECLARE = re.compile(r"^\s*DECLARE_DISPATCH\(", re.M)
+_FN_TYPE = re.compile(r"\busing\s+(\w+)\s*=\s*void\s*\(\s*\*\s*\)\s*\(([^;]*)\)\s*;")
+_INLINE_FN = re.compile(r"^void\s*\(\s*\*\s*\)\s*\((.*)\)$", re.S)
 _METAL = re.compile(r"\b(exec_\w+_kernel\w*|mtl_dispatch\w*|mtl_setArgs|getPipelineStateForFunc|MetalShaderLibrary"
                     r"|DynamicMetalShaderLibrary)\b")
 _GRAPH = re.compile(r"\b(MPSGraph\w*|mpsGraph|CachedGraph|runMPSGraph|LookUpOrCreateCachedGraph)\b")
@@ -331,6 +336,32 @@ def _scan_common_mps(text: str, rel: str) -> list[XfailEntry]:
     return out
 
 
+def _fold(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _declarations(text: str, rel: str) -> list[StubDecl]:
+    """Every `DECLARE_DISPATCH(fn_type, name)` of a header; `fn_type` may hold commas of its own."""
+    out = []
+    for m in _DECLARE.finditer(text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += 1 if text[i] == "(" else -1 if text[i] == ")" else 0
+            i += 1
+        inner = text[m.end():i - 1]
+        fn_type, sep, name = inner.rpartition(",")
+        if sep and re.fullmatch(r"\s*\w+\s*", name):
+            start = m.end() + len(inner) - len(inner.lstrip())
+            out.append(StubDecl(name.strip(), _fold(fn_type), Where(rel, _line_of(text, start))))
+    return out
+
+
+def _stub_params(fn_type: str, fn_types: dict[str, str]) -> str | None:
+    """The parameters of a stub's function type: a `using` alias or an inline `void (*)(...)`."""
+    inline = _INLINE_FN.match(fn_type)
+    return inline.group(1).strip() if inline else fn_types.get(fn_type)
+
+
 def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8", errors="replace")
 
@@ -345,14 +376,15 @@ def scan_sources(checkout: Checkout) -> Sources:
             args = tuple(a.strip() for a in m.group(2).split(",") if a.strip())
             if args:
                 shaders.append(ShaderOp(m.group(1), args[0], args[1:], Where(rel, _line_of(text, m.start(1)))))
-    stubs = []
+    stubs, fn_types = [], {}
     for path in sorted(checkout.native_dir.glob("*.h")):
         text = _read(path)
         if "DECLARE_DISPATCH(" not in text:
             continue
         rel = checkout.rel(path)
-        stubs += [StubDecl(m.group(2), m.group(1), Where(rel, _line_of(text, m.start(1))))
-                  for m in _DECLARE.finditer(text)]
+        fn_types |= {m.group(1): _fold(m.group(2)) for m in _FN_TYPE.finditer(text)}
+        stubs += _declarations(text, rel)
+    stubs = [replace(s, params=_stub_params(s.fn_type, fn_types)) for s in stubs]
     cpp = sorted(checkout.native_dir.glob("*.cpp"))
     routes = read_routes(cpp, checkout.root, [s.name for s in stubs])
     xfails = _scan_common_mps(_read(checkout.common_mps), checkout.rel(checkout.common_mps)) \

@@ -45,8 +45,9 @@ def test_wheel_statuses(wheel_items: dict[str, BacklogItem]) -> None:
 
 def test_ease_ranks_port_candidates_first_and_pointwise_with_a_stub_first_among_them(
         wheel_items: dict[str, BacklogItem]) -> None:
-    ranked = sorted(wheel_items.values(), key=lambda i: i.ease)
+    ranked = sorted((i for i in wheel_items.values() if i.ease is not None), key=lambda i: i.ease)
     assert [i.ease for i in ranked] == list(range(1, len(ranked) + 1))
+    assert all(not i.candidate for i in wheel_items.values() if i.ease is None)  # no candidates: not work
     candidates = [i for i in ranked if i.status is Status.MISSING]
     assert ranked[:len(candidates)] == candidates
     easy = [i for i in candidates if i.stub and i.family in (Family.UNARY, Family.BINARY, Family.TERNARY)]
@@ -75,7 +76,9 @@ def test_fixture_checkout_statuses(tmp_path: Path) -> None:
         "rows": 2, "ease": items["hypot"].ease, "stub_registered": None, "mps_kernels": [],
         "location": "aten/src/ATen/native/native_functions.yaml:43", "stubs": ["hypot_stub"],
         "route": "hypot_out calls hypot_stub (assumed: no body of hypot_out in the tree; the stub is named after it)",
-        "stub_assumed": True,
+        "stub_assumed": True, "kind": "pointwise-stub",
+        "kind_reason": "hypot_out reaches hypot_stub through a pointwise TensorIteratorBase",
+        "porter": "llm", "porter_reason": None,
     }
 
 
