@@ -17,9 +17,19 @@ _INT = "::metal::enable_if_t<!::metal::is_floating_point_v<T>, T>"
 _INT_BOOL = "::metal::enable_if_t<!::metal::is_floating_point_v<T>, bool>"
 
 
-def _float_valued_unary(name: str, body: str) -> str:
+def _float_valued_unary(name: str, body: str, complex_body: str = "") -> str:
     """A unary functor whose float branch computes `body` (of `v`, a float) and whose integral
-    branch converts to float first."""
+    branch converts to float first; `complex_body` (statements on `z`, a float2, returning a
+    float2 `r`) adds a `float2`/`half2` branch with the complex helpers (`_COMPLEX_HELPERS`)."""
+    complex_branch = (
+        f"{_COMPLEX_HELPERS}"
+        f"  template <typename T>\n"
+        f"  inline {_COMPLEX} operator()(const T x) {{\n"
+        f"    const float2 z = float2(x);\n"
+        f"{complex_body}"
+        f"    return T(r);\n"
+        f"  }}\n"
+    ) if complex_body else ""
     return (
         f"struct {name}_functor {{\n"
         f"  template <typename T>\n"
@@ -32,8 +42,97 @@ def _float_valued_unary(name: str, body: str) -> str:
         f"    const float v = static_cast<float>(x);\n"
         f"    return {body};\n"
         f"  }}\n"
+        f"{complex_branch}"
         f"}};\n"
     )
+
+
+# Complex helpers kept inside each functor (static members), so every port stays one
+# self-contained block and two ports of one file never define a helper twice. The modulus is
+# taken after scaling by the larger part (no overflow or underflow of |w|^2).
+_COMPLEX_HELPERS = (
+    "  // log|w| + i arg(w).\n"
+    "  static float2 clog(const float2 w) {\n"
+    "    const float m = ::metal::max(::metal::fabs(w.x), ::metal::fabs(w.y));\n"
+    "    if (m == 0.0f) {\n"
+    "      return float2(-INFINITY, ::metal::precise::atan2(w.y, w.x));\n"
+    "    }\n"
+    "    const float2 s = w / m;\n"
+    "    return float2(::metal::precise::log(m) + 0.5f * ::metal::precise::log(::metal::dot(s, s)),\n"
+    "                  ::metal::precise::atan2(w.y, w.x));\n"
+    "  }\n"
+    "  // log(1 + u), keeping the digits of a small u.\n"
+    "  static float2 clog1p(const float2 u) {\n"
+    "    if (::metal::max(::metal::fabs(u.x), ::metal::fabs(u.y)) >= 0.5f) {\n"
+    "      return clog(float2(1.0f + u.x, u.y));\n"
+    "    }\n"
+    "    return float2(0.5f * ::c10::metal::log1p(u.x * (2.0f + u.x) + u.y * u.y),\n"
+    "                  ::metal::precise::atan2(u.y, 1.0f + u.x));\n"
+    "  }\n"
+    "  // The principal square root; the part computed second is a quotient, not a difference.\n"
+    "  static float2 csqrt(const float2 w) {\n"
+    "    const float ax = ::metal::fabs(w.x);\n"
+    "    const float m = ::metal::max(ax, ::metal::fabs(w.y));\n"
+    "    if (m == 0.0f) {\n"
+    "      return float2(0.0f, w.y);\n"
+    "    }\n"
+    "    const float2 s = w / m;\n"
+    "    const float r = m * ::metal::precise::sqrt(::metal::dot(s, s));\n"
+    "    const float t = ::metal::precise::sqrt(0.5f * r + 0.5f * ax);\n"
+    "    if (w.x >= 0.0f) {\n"
+    "      return float2(t, w.y / (2.0f * t));\n"
+    "    }\n"
+    "    return float2(::metal::fabs(w.y) / (2.0f * t), ::metal::copysign(t, w.y));\n"
+    "  }\n"
+)
+
+# acosh(z) = 2 log(sqrt((z + 1) / 2) + sqrt((z - 1) / 2)) (Kahan's form: the right branch on
+# the cut (-inf, 1] for either sign of zero). Near z = 1 the sum is 1 + u with
+# u = h / (a + 1) + b, h = (z - 1) / 2, so log1p keeps u's digits.
+_ACOSH_COMPLEX = (
+    "    const float2 h = float2(0.5f * z.x - 0.5f, 0.5f * z.y);\n"
+    "    const float2 a = csqrt(float2(0.5f * z.x + 0.5f, 0.5f * z.y));\n"
+    "    const float2 b = csqrt(h);\n"
+    "    float2 r;\n"
+    "    if (::metal::max(::metal::fabs(h.x), ::metal::fabs(h.y)) < 0.25f) {\n"
+    "      r = 2.0f * clog1p(::c10::metal::div(h, a + float2(1.0f, 0.0f)) + b);\n"
+    "    } else {\n"
+    "      r = 2.0f * clog(a + b);\n"
+    "    }\n"
+)
+
+# asinh is odd, so it is computed for Re z >= 0 (+0 included) and the sign restored. There
+# log(z + sqrt(1 + z^2)) = log1p(z + z^2 / (sqrt(1 + z^2) + 1)); past |z| = 2^13, where
+# sqrt(1 + z^2) is z to float precision, it is log(2z) (and z^2 would overflow later on).
+_ASINH_COMPLEX = (
+    "    const bool flip = z.x < 0.0f || (z.x == 0.0f && ::metal::signbit(z.x));\n"
+    "    const float2 w = flip ? -z : z;\n"
+    "    float2 r;\n"
+    "    if (::metal::max(::metal::fabs(w.x), ::metal::fabs(w.y)) > 8192.0f) {\n"
+    "      r = clog(w) + float2(M_LN2_F, 0.0f);\n"
+    "    } else {\n"
+    "      const float2 w2 = ::c10::metal::mul(w, w);\n"
+    "      const float2 s = csqrt(float2(1.0f + w2.x, w2.y));\n"
+    "      r = clog1p(w + ::c10::metal::div(w2, s + float2(1.0f, 0.0f)));\n"
+    "    }\n"
+    "    r = flip ? -r : r;\n"
+)
+
+# atanh(z) = (log1p(z) - log1p(-z)) / 2: real part log(n / d) / 4 with n = (1 + x)^2 + y^2 and
+# d = (1 - x)^2 + y^2, written log1p(4x / d) / 4 where 4x / d is small (near 0 and for large
+# |z|, where n and d overflow); imaginary part atan2(2y, (1 - x)(1 + x) - y^2) / 2, both
+# arguments halved so that 2y cannot overflow.
+_ATANH_COMPLEX = (
+    "    const float d = (1.0f - z.x) * (1.0f - z.x) + z.y * z.y;\n"
+    "    const float q = 4.0f * z.x / d;\n"
+    "    float2 r;\n"
+    "    if (::metal::fabs(q) < 0.5f) {\n"
+    "      r.x = 0.25f * ::c10::metal::log1p(q);\n"
+    "    } else {\n"
+    "      r.x = 0.25f * ::metal::precise::log(((1.0f + z.x) * (1.0f + z.x) + z.y * z.y) / d);\n"
+    "    }\n"
+    "    r.y = 0.5f * ::metal::precise::atan2(z.y, 0.5f * ((1.0f - z.x) * (1.0f + z.x) - z.y * z.y));\n"
+)
 
 
 def _float_only(name: str, params: str, body: str, complex_body: str = "") -> str:
@@ -211,9 +310,9 @@ _LOG_NDTR_EVAL = (
 
 
 SOURCES: dict[str, str] = {
-    "acosh": _float_valued_unary("acosh", "::metal::precise::acosh(v)"),
-    "asinh": _float_valued_unary("asinh", "::metal::precise::asinh(v)"),
-    "atanh": _float_valued_unary("atanh", "::metal::precise::atanh(v)"),
+    "acosh": _float_valued_unary("acosh", "::metal::precise::acosh(v)", _ACOSH_COMPLEX),
+    "asinh": _float_valued_unary("asinh", "::metal::precise::asinh(v)", _ASINH_COMPLEX),
+    "atanh": _float_valued_unary("atanh", "::metal::precise::atanh(v)", _ATANH_COMPLEX),
     "special_ndtri": _float_via_eval(
         "special_ndtri", "  // The normal quantile: sqrt(2) * erfinv(2p - 1), and a rational tail in sqrt(-2 log p).\n",
         _NDTRI_EVAL),

@@ -57,8 +57,8 @@ METAL_TYPES: dict[str, str] = {
     "int32": "int", "int16": "short", "int8": "char", "uint8": "uchar", "bool": "bool",
     "complex64": "float2", "complex32": "half2",
 }
-_FLOATING = frozenset({"float", "half", "bfloat"})
 COMPLEX_TYPES = ("float2", "half2")
+_FLOATING = ("float", "half", "bfloat")
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ class FunctorRecipe:
         """The Metal output element type for input `metal_type`."""
         if self.out_dtype is OutDtype.BOOL:
             return "bool"
-        if self.out_dtype is OutDtype.FLOAT_FOR_INTEGRAL and metal_type not in _FLOATING:
+        if self.out_dtype is OutDtype.FLOAT_FOR_INTEGRAL and metal_type not in _FLOATING + COMPLEX_TYPES:
             return "float"
         return metal_type
 
@@ -129,7 +129,8 @@ _SAME, _BOOL, _FLT = OutDtype.SAME, OutDtype.BOOL, OutDtype.FLOAT_FOR_INTEGRAL
 def recipe_table() -> dict[str, FunctorRecipe]:
     """Every op with a deterministic recipe, keyed by op name (built fresh on each call)."""
     entries = (
-        _entry("acosh", _U, _FLT), _entry("asinh", _U, _FLT), _entry("atanh", _U, _FLT),
+        _entry("acosh", _U, _FLT, complex=True), _entry("asinh", _U, _FLT, complex=True),
+        _entry("atanh", _U, _FLT, complex=True),
         _entry("special_ndtri", _U, _FLT, "special.ndtri"),
         _entry("special_log_ndtr", _U, _FLT, "special.log_ndtr"),
         _entry("sign", _U, _SAME), _entry("sgn", _U, _SAME, complex=True), _entry("frac", _U, _SAME, floating_only=True),

@@ -2,7 +2,7 @@
 
 trunc is registered upstream by `REGISTER_MPS_UNARY_STUB(trunc, truncate);` (UnaryOps.mm:181, an
 MPSGraph kernel): a port replaces that registration, and one that adds a second fails. (acosh is
-registered the same way, but MPS runs it for complex today, so its plan refuses.) `sub_out` calls
+registered the same way and MPS runs it for complex today: its plan keeps float2/half2.) `sub_out` calls
 `add_stub` with `-alpha` (BinaryOps.cpp:448), and nothing calls `sub_stub`.
 """
 
@@ -14,7 +14,6 @@ import pytest
 
 from metalport.checkout import Checkout
 from metalport.checks.contract import check_contract
-from metalport.errors import PipelineError
 from metalport.port.port import PortPlan, apply_port, plan_port
 from tests.recipes.porting import clone, read, write
 
@@ -52,9 +51,10 @@ def test_trunc_plan_replaces_the_graph_registration(trunc: PortPlan) -> None:
                                 "(aten/src/ATen/native/UnaryOps.cpp:319)")
 
 
-def test_acosh_plan_refuses_for_complex(real_tree_workspace: Checkout) -> None:
-    with pytest.raises(PipelineError, match="aten::acosh runs on MPS for complex64 today"):
-        plan_port(real_tree_workspace, "acosh")
+def test_acosh_plan_keeps_complex_and_replaces_the_graph_registration(real_tree_workspace: Checkout) -> None:
+    plan = plan_port(real_tree_workspace, "acosh")
+    assert plan.dtypes[-2:] == ("float2", "half2")
+    assert plan.legacy_registrations == ((UNARY_OPS, 176, "REGISTER_MPS_UNARY_STUB(acosh, acosh);"),)
 
 
 def test_trunc_port_keeps_one_registration(real_tree_workspace: Checkout, trunc: PortPlan, tmp_path: Path) -> None:

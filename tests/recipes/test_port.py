@@ -222,7 +222,7 @@ def test_separate_cpu_and_cuda_lines_collapse_into_one_shared_row(wheel_workspac
         ("MPS: signbit_out_mps", "")]
 
 
-@pytest.mark.parametrize("op", ["addcmul", "acosh"])
+@pytest.mark.parametrize("op", ["addcmul"])
 def test_a_port_that_would_drop_complex_is_refused_with_the_reason(wheel_workspace: Checkout, op: str) -> None:
     with pytest.raises(PipelineError) as err:
         plan_port(wheel_workspace, op)
@@ -232,10 +232,12 @@ def test_a_port_that_would_drop_complex_is_refused_with_the_reason(wheel_workspa
             "functor has no complex branch, so the port would drop complex support; port it by hand") in message
 
 
-def test_complex_capable_recipes_keep_complex_registered(wheel_workspace: Checkout) -> None:
-    plan = plan_port(wheel_workspace, "logical_xor")
-    assert plan.registrations[-2:] == ("REGISTER_BINARY_OP(logical_xor, float2, bool);",
-                                       "REGISTER_BINARY_OP(logical_xor, half2, bool);")
+@pytest.mark.parametrize(("op", "out"), [("logical_xor", "bool"), ("acosh", None), ("atanh", None)])
+def test_complex_capable_recipes_keep_complex_registered(wheel_workspace: Checkout, op: str, out: str | None) -> None:
+    plan = plan_port(wheel_workspace, op)
+    macro = "REGISTER_BINARY_OP" if out else "REGISTER_UNARY_OP"
+    assert plan.registrations[-2:] == (f"{macro}({op}, float2, {out or 'float2'});",
+                                       f"{macro}({op}, half2, {out or 'half2'});")
     assert "is_complex_v<T>" in (plan.functor_source or "")
 
 
