@@ -72,13 +72,12 @@ def run_command(args: argparse.Namespace) -> int:
 
     from metalport.agent.budget import BudgetLimits
     from metalport.config import CONFIG_NAME, given_config, load_config
-    from metalport.errors import UsageError
     from metalport.executors import select_executor
+    from metalport.graph.provider import check_model
     from metalport.publish.github import GitHubClient
     from metalport.sweep import SweepOptions, SweepView, default_concurrency, run_sweep
 
-    if args.model != "recipe" and not (args.model.startswith("openai:") and args.model[len("openai:"):].strip()):
-        raise UsageError(f"unknown model {args.model!r}", hint="use --model recipe or --model openai:MODEL")
+    check_model(args.model)
     root = checkout_root(args)
     given = given_config(args.config)
     if args.fleet:

@@ -12,7 +12,7 @@ from typing import Any
 _HOME = {
     "Abort": "records", "Approve": "records", "Decision": "records", "Reject": "records", "RunOptions": "records",
     "RunRecord": "records", "get_run": "records", "list_runs": "records", "run_dir": "records",
-    "prune_runs": "runs", "resume_run": "runs", "start_run": "runs",
+    "prune_runs": "prune", "resume_run": "runs", "start_run": "runs",
 }
 
 __all__ = sorted(_HOME)
