@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,9 +35,9 @@ MAX_THREADGROUP = 1024  # maxTotalThreadsPerThreadgroup on Apple GPUs
 METAL_DTYPES: dict[str, str] = {
     "float": "float32", "half": "float16", "bfloat": "bfloat16", "long": "int64", "int": "int32",
     "short": "int16", "char": "int8", "uchar": "uint8", "bool": "bool", "float2": "complex64",
-    "half2": "complex32",
+    "half2": "complex32", "ulong": "uint64", "uint": "uint32", "ushort": "uint16",
 }
-PARAM_TYPES = ("float", "int", "uint", "long", "bool")
+PARAM_TYPES = ("float", "int", "uint", "long", "ulong", "bool")
 # Values the host derives from the call (usable in params `from:` and geometry `threads:`).
 DERIVED = ("reduce_size", "num_slices", "numel", "output_numel", "ndim")
 DERIVED_ARRAYS = ("sizes", "strides")  # of the first input, innermost first (uint/long arrays)
@@ -57,13 +58,17 @@ class Grid(enum.Enum):
     PER_SLICE = "per-slice"  # one threadgroup per reduced slice, reducing in threadgroup memory
     PER_WINDOW = "per-window"  # one threadgroup per output element, its window reduced cooperatively
     PER_INPUT_ELEMENT = "per-input-element"  # one thread per element of the first input
+    PER_CHUNK = "per-chunk"  # tensor lists: 2-D, x = element in a chunk of `threadgroup`, y = chunk
 
 
 class OutShape(enum.Enum):
-    """An output's shape rule."""
+    """An output's shape rule; LIKE, SIZES and LENGTH name a schema argument (`OutputSpec.shape_arg`)."""
 
     SAME = "same"  # the first input's shape
     REDUCED = "reduced"  # the first input's shape without the reduced dims (kept as 1 with keepdim)
+    LIKE = "like"  # `like:<tensor arg>`: that tensor's shape (take: the index's)
+    SIZES = "sizes"  # `sizes:<int[] arg>`: the first input's shape with its last len(arg) dims replaced
+    LENGTH = "length"  # `length:<int arg>`: 1-D of that many elements (logspace's steps)
 
 
 _TOP = {"op", "overload", "kind", "opinfo", "host", "kernel", "inputs", "outputs", "reduce", "params",
@@ -84,7 +89,16 @@ class OutputSpec:
 
     name: str  # the schema's return name, or out0, out1...
     shape: OutShape = OutShape.REDUCED
-    dtype: str = "same"  # "same" (first input's), "index" (int64), or "arg:<ScalarType? argument>"
+    # "same" (first input's), "index" (int64), a Metal type name ("ulong"), or
+    # "arg:<ScalarType? argument>[:<default Metal type>]" (default: the first input's dtype)
+    dtype: str = "same"
+    shape_arg: str | None = None  # the argument of a like:/sizes:/length: shape
+    fill: str | None = None  # "zero": the host zero-fills the output before the launch
+
+    @property
+    def shape_text(self) -> str:
+        """The shape rule as written (`reduced`, `like:index`)."""
+        return self.shape.value + (f":{self.shape_arg}" if self.shape_arg else "")
 
 
 @dataclass(frozen=True)
@@ -94,6 +108,7 @@ class ParamField:
     name: str
     source: str  # a schema argument, a DERIVED value, or a DERIVED_ARRAYS name
     type: str  # one of PARAM_TYPES
+    length: int | None = None  # a fixed-size array field (`long sizes[5]`), padded with zeros
 
 
 @dataclass(frozen=True)
@@ -152,11 +167,13 @@ class LaunchSpec:
         """The host name of one instantiation."""
         return "_".join((self.kernel_name, *types))
 
-    def instantiation_for(self, input_dtype: str, output_dtypes: tuple[str, ...] | None = None) -> tuple[str, ...] | None:
-        """The instantiation whose first input is `input_dtype` (a torch dtype name) and, if given,
-        whose outputs are `output_dtypes`; None when the spec registers none."""
+    def instantiation_for(self, input_dtypes: str | tuple[str, ...],
+                          output_dtypes: tuple[str, ...] | None = None) -> tuple[str, ...] | None:
+        """The instantiation whose inputs are `input_dtypes` (torch dtype names; one name: the first
+        input's) and, if given, whose outputs are `output_dtypes`; None when the spec registers none."""
+        wanted = (input_dtypes,) if isinstance(input_dtypes, str) else tuple(input_dtypes)
         for types in self.dtypes:
-            if METAL_DTYPES[types[0]] != input_dtype:
+            if tuple(METAL_DTYPES[t] for t in types[:len(wanted)]) != wanted:
                 continue
             outs = types[len(self.inputs):]
             if output_dtypes is None or tuple(METAL_DTYPES[t] for t in outs) == tuple(output_dtypes):
@@ -170,7 +187,8 @@ class LaunchSpec:
             "host": {"function": self.host_function, "file": self.host_file},
             "kernel": {"file": self.kernel_file, "name": self.kernel_name},
             "inputs": [{"arg": i.arg, "layout": i.layout.value} for i in self.inputs],
-            "outputs": [{"name": o.name, "shape": o.shape.value, "dtype": o.dtype} for o in self.outputs],
+            "outputs": [{"name": o.name, "shape": o.shape_text, "dtype": o.dtype,
+                         **({"fill": o.fill} if o.fill else {})} for o in self.outputs],
             "params": [_param_dict(p) for p in self.params],
             "geometry": {k: v for k, v in (("grid", self.geometry.grid.value),
                                            ("threadgroup", self.geometry.threadgroup),
@@ -187,12 +205,14 @@ class LaunchSpec:
         return out
 
 
+def _field_dict(f: ParamField) -> dict[str, Any]:
+    return {"name": f.name, "from": f.source, "type": f.type, **({"length": f.length} if f.length else {})}
+
+
 def _param_dict(p: ParamSpec) -> dict[str, Any]:
     if p.struct is None:
-        f = p.fields[0]
-        return {"name": p.name, "from": f.source, "type": f.type}
-    return {"name": p.name, "struct": p.struct,
-            "fields": [{"name": f.name, "from": f.source, "type": f.type} for f in p.fields]}
+        return _field_dict(p.fields[0])
+    return {"name": p.name, "struct": p.struct, "fields": [_field_dict(f) for f in p.fields]}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -237,11 +257,14 @@ def _list(value: Any, where: str, op: str, *, empty: bool = False) -> list[Any]:
 
 
 def _field(data: Any, where: str, op: str) -> ParamField:
-    d = _take(data, where, op, {"name", "from", "type"}, {"name", "from", "type"})
+    d = _take(data, where, op, {"name", "from", "type", "length"}, {"name", "from", "type"})
     kind = d["type"]
     if kind not in PARAM_TYPES:
         raise _fail(op, f"{where}.type", f"{kind!r} is not one of {', '.join(PARAM_TYPES)}")
-    return ParamField(_str(d["name"], f"{where}.name", op), _str(d["from"], f"{where}.from", op), kind)
+    length = d.get("length")
+    if length is not None and (not isinstance(length, int) or isinstance(length, bool) or length < 1):
+        raise _fail(op, f"{where}.length", f"{length!r} is not a positive int")
+    return ParamField(_str(d["name"], f"{where}.name", op), _str(d["from"], f"{where}.from", op), kind, length)
 
 
 def _param(data: Any, where: str, op: str) -> ParamSpec:
@@ -309,18 +332,32 @@ def load_spec(data: Mapping[str, Any] | str) -> LaunchSpec:
     host = _take(d["host"], "host", op, {"function", "file"}, {"function", "file"})
     kernel = _take(d["kernel"], "kernel", op, {"file", "name"}, {"file", "name"})
     inputs = []
-    for i, raw in enumerate(_list(d["inputs"], "inputs", op)):
+    for i, raw in enumerate(_list(d["inputs"], "inputs", op, empty=True)):
         x = _take(raw, f"inputs[{i}]", op, {"arg", "layout"}, {"arg"})
         inputs.append(InputSpec(_str(x["arg"], f"inputs[{i}].arg", op),
                                 _enum(Layout, x.get("layout", "contiguous"), f"inputs[{i}].layout", op)))
     outputs = []
     for i, raw in enumerate(_list(d["outputs"], "outputs", op)):
-        x = _take(raw, f"outputs[{i}]", op, {"name", "shape", "dtype"}, {"name"})
+        x = _take(raw, f"outputs[{i}]", op, {"name", "shape", "dtype", "fill"}, {"name"})
         dtype = x.get("dtype", "same")
-        if dtype not in ("same", "index") and not (isinstance(dtype, str) and dtype.startswith("arg:")):
-            raise _fail(op, f"outputs[{i}].dtype", f"{dtype!r} is not same, index or arg:<argument>")
-        outputs.append(OutputSpec(_str(x["name"], f"outputs[{i}].name", op),
-                                  _enum(OutShape, x.get("shape", "reduced"), f"outputs[{i}].shape", op), dtype))
+        fixed = dtype in METAL_DTYPES
+        by_arg = isinstance(dtype, str) and dtype.startswith("arg:") and dtype.count(":") <= 2 and \
+            (dtype.count(":") == 1 or dtype.rsplit(":", 1)[1] in METAL_DTYPES)
+        if dtype not in ("same", "index") and not fixed and not by_arg:
+            raise _fail(op, f"outputs[{i}].dtype", f"{dtype!r} is not same, index, a Metal type or "
+                        f"arg:<argument>[:<default Metal type>]")
+        shape_text = str(x.get("shape", "reduced"))
+        rule, _, shape_arg = shape_text.partition(":")
+        shape = _enum(OutShape, rule, f"outputs[{i}].shape", op)
+        if bool(shape_arg) != (shape in (OutShape.LIKE, OutShape.SIZES, OutShape.LENGTH)):
+            raise _fail(op, f"outputs[{i}].shape", f"{shape_text!r}: like, sizes and length take ':<argument>', "
+                        f"same and reduced take none")
+        if x.get("fill") not in (None, "zero"):
+            raise _fail(op, f"outputs[{i}].fill", f"{x['fill']!r} is not 'zero'")
+        if shape in (OutShape.SAME, OutShape.REDUCED, OutShape.SIZES) and not inputs:
+            raise _fail(op, f"outputs[{i}].shape", f"{shape.value} needs an input to take the shape from")
+        outputs.append(OutputSpec(_str(x["name"], f"outputs[{i}].name", op), shape, dtype, shape_arg or None,
+                                  x.get("fill")))
     params = tuple(_param(p, f"params[{i}]", op) for i, p in enumerate(_list(d.get("params", []), "params", op, empty=True)))
     g = _take(d["geometry"], "geometry", op, {"grid", "threadgroup", "threads"}, {"grid"})
     grid = _enum(Grid, g["grid"], "geometry.grid", op)
@@ -346,7 +383,9 @@ def load_spec(data: Mapping[str, Any] | str) -> LaunchSpec:
         for o, t in zip(outputs, row[len(inputs):]):
             if o.dtype == "index" and t != "long":
                 raise _fail(op, f"dtypes[{i}]", f"index output {o.name!r} must be long, not {t!r}")
-            if o.dtype == "same" and t != row[0]:
+            if o.dtype in METAL_DTYPES and t != o.dtype:
+                raise _fail(op, f"dtypes[{i}]", f"output {o.name!r} has dtype {o.dtype!r}, not {t!r}")
+            if o.dtype == "same" and inputs and t != row[0]:
                 raise _fail(op, f"dtypes[{i}]", f"output {o.name!r} has dtype 'same' but {t!r} is not "
                             f"the input's {row[0]!r}")
         if row in types:
@@ -398,7 +437,7 @@ def check_schema(spec: LaunchSpec, func: str) -> None:
         if kind is None:
             raise _fail(op, f"inputs[{i}].arg", f"{name} has no argument {x.arg!r}",
                         hint=f"arguments: {', '.join(args)}")
-        if kind.rstrip("?") != "Tensor":
+        if kind.rstrip("?") not in ("Tensor", "Tensor[]"):
             raise _fail(op, f"inputs[{i}].arg", f"{x.arg!r} is {kind}, not a Tensor")
     tensors = [r for r in returns if r.startswith("Tensor")]
     if len(tensors) != len(spec.outputs) or len(tensors) != len(returns):
@@ -407,8 +446,15 @@ def check_schema(spec: LaunchSpec, func: str) -> None:
     for i, (o, rname) in enumerate(zip(spec.outputs, return_names)):
         if rname is not None and o.name != rname:
             raise _fail(op, f"outputs[{i}].name", f"{o.name!r}, but {name} calls its return {rname!r}")
+        if o.shape_arg is not None:
+            want = {OutShape.LIKE: ("Tensor",), OutShape.LENGTH: ("int", "SymInt"),
+                    OutShape.SIZES: ("int[]", "SymInt[]")}[o.shape]
+            kind = args.get(o.shape_arg, "")
+            if not any(kind.rstrip("?") == w or kind.rstrip("?").startswith(w.rstrip("]")) for w in want):
+                raise _fail(op, f"outputs[{i}].shape", f"{o.shape_arg!r} is {kind or 'no argument'} of {name}, "
+                            f"a {o.shape.value} shape needs {' or '.join(want)}")
         if o.dtype.startswith("arg:"):
-            arg = o.dtype[4:]
+            arg = o.dtype[4:].split(":")[0]
             if args.get(arg, "").rstrip("?") != "ScalarType":
                 raise _fail(op, f"outputs[{i}].dtype", f"{name} has no ScalarType argument {arg!r}")
     if spec.reduce.dim is not None:
@@ -429,7 +475,9 @@ def check_schema(spec: LaunchSpec, func: str) -> None:
                 raise _fail(op, where, f"{f.source!r} is neither an argument of {name} nor one of "
                             f"{', '.join(DERIVED + DERIVED_ARRAYS)}")
             fits = {"Scalar": ("float", "int", "long"), "float": ("float",), "int": ("int", "uint", "long"),
-                    "bool": ("bool",), "SymInt": ("int", "uint", "long")}.get(kind.rstrip("?"), ())
+                    "bool": ("bool",), "SymInt": ("int", "uint", "long"), "int[]": ("int", "uint", "long"),
+                    "SymInt[]": ("int", "uint", "long"),
+                    "ScalarType": ("int",)}.get(re.sub(r"\[\d+\]", "[]", kind.rstrip("?")), ())
             if f.type not in fits:
                 raise _fail(op, where, f"{f.source!r} is {kind}; a {f.type} buffer cannot hold it")
     if any(o.shape is OutShape.REDUCED for o in spec.outputs) and spec.geometry.grid is Grid.PER_INPUT_ELEMENT:

@@ -1,0 +1,275 @@
+"""The emulated MPS host of a launch spec: from one op call, the buffers, constants, grid and
+threadgroups the spec prescribes, run on a compiled kernel library.
+
+It mirrors what `hostgen` writes into the `.mm` host function (Note [spec buffers] in `port.spec`):
+outputs are allocated from the shape and dtype rules, inputs laid out as the spec says, an empty
+output returns early, and calls over more than `index_limit` elements are split into chunks of
+whole slices (the `with_32bit_indexing` split). Every output is poisoned before the run and
+followed by a guard band; a kernel that writes into the band raises SpecError.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from metalport.errors import SpecError
+from metalport.port.spec import METAL_DTYPES, Grid, LaunchSpec, Layout, OutputSpec, OutShape, ParamField, eval_threads
+
+GUARD_ELEMENTS = 64  # poisoned elements after each output
+POISON_BYTE = 0xA5
+INDEX_LIMIT = 2**31 - 1  # elements one launch may address with 32-bit indices
+
+_PACK = {"float": "f", "int": "i", "uint": "I", "long": "q", "ulong": "Q", "bool": "?"}
+# c10::ScalarType numbering of the dtypes a ScalarType argument may carry into a constant buffer.
+_SCALAR_TYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.float32,
+                 torch.float64, torch.complex32, torch.complex64, torch.complex128, torch.bool)
+
+
+class UnlaunchableCall(Exception):
+    """The MPS host would refuse this call (an unregistered dtype, a slice past 32-bit indexing)."""
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One op call bound to the spec: argument values by schema name."""
+
+    values: Mapping[str, Any]
+
+
+def bind_call(func: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Bound:
+    """Argument values by schema name, defaults filled in."""
+    values: dict[str, Any] = {}
+    for i, a in enumerate(func._schema.arguments):
+        if i < len(args) and not a.kwarg_only:
+            values[a.name] = args[i]
+        elif a.name in kwargs:
+            values[a.name] = kwargs[a.name]
+        elif a.has_default_value():
+            values[a.name] = a.default_value
+    return Bound(values)
+
+
+def _reduced_dims(spec: LaunchSpec, bound: Bound, ndim: int) -> list[int]:
+    if spec.reduce.dim is None:
+        return list(range(ndim))
+    raw = bound.values.get(spec.reduce.dim)
+    dims = list(range(ndim)) if raw is None or (isinstance(raw, (list, tuple)) and not raw) else \
+        list(raw) if isinstance(raw, (list, tuple)) else [raw]
+    wrap = max(ndim, 1)
+    out = []
+    for d in dims:
+        if not -wrap <= d < wrap:
+            raise UnlaunchableCall(f"dim {d} out of range for a {ndim}-d input")
+        out.append(d % wrap)
+    return sorted(set(out)) if ndim else []
+
+
+def _out_dtype(rule: str, bound: Bound, x: torch.Tensor | None) -> torch.dtype:
+    if rule == "index":
+        return torch.int64
+    if rule in METAL_DTYPES:
+        return getattr(torch, METAL_DTYPES[rule])
+    if rule.startswith("arg:"):
+        _, name, *default = rule.split(":")
+        chosen = bound.values.get(name)
+        if chosen is not None:
+            return chosen
+        if default:
+            return getattr(torch, METAL_DTYPES[default[0]])
+    if x is None:
+        raise UnlaunchableCall(f"output dtype {rule!r} with no input and no dtype argument")
+    return x.dtype
+
+
+def _out_shape(o: OutputSpec, bound: Bound, x: torch.Tensor | None, dims: list[int],
+               keepdim: bool) -> tuple[int, ...]:
+    if o.shape is OutShape.LIKE:
+        return tuple(bound.values[o.shape_arg].shape)
+    if o.shape is OutShape.LENGTH:
+        return (int(bound.values[o.shape_arg]),)
+    assert x is not None  # load_spec refuses same/reduced/sizes without inputs
+    if o.shape is OutShape.SAME:
+        return tuple(x.shape)
+    if o.shape is OutShape.SIZES:
+        sizes = [int(v) for v in bound.values[o.shape_arg]]
+        return tuple(x.shape[:x.dim() - len(sizes)]) + tuple(sizes)
+    return tuple(1 if d in dims else x.shape[d] for d in range(x.dim()) if keepdim or d not in dims)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Everything the host decided for one call (before the 32-bit split)."""
+
+    host_name: str
+    inputs: tuple[torch.Tensor, ...]
+    outputs: tuple[torch.Tensor, ...]  # the results (views of the guarded buffers)
+    guarded: tuple[torch.Tensor, ...]  # each output's flat buffer, guard band included
+    params: tuple[tuple[str, Any], ...]  # (name, packed bytes or list) per params entry
+    threads: int
+    group: int
+    derived: Mapping[str, int]
+
+
+def _poisoned(shape: Sequence[int], dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    numel = math.prod(shape)
+    flat = torch.empty(numel + GUARD_ELEMENTS, dtype=dtype)
+    flat.view(torch.uint8).fill_(POISON_BYTE)
+    return flat[:numel].view(tuple(shape)), flat
+
+
+def _param_value(f: ParamField, bound: Bound, derived: Mapping[str, Any]) -> Any:
+    source, type_ = f.source, f.type
+    value = derived[source] if source in derived else bound.values.get(source)
+    if isinstance(value, (list, tuple)):
+        values = [float(v) if type_ == "float" else int(v) for v in value]
+        if f.length is not None:
+            if len(values) > f.length:
+                raise UnlaunchableCall(f"{source} has {len(values)} values, the {f.name} field holds {f.length}")
+            values += [0] * (f.length - len(values))
+        return values
+    if isinstance(value, torch.dtype):
+        return int(_SCALAR_TYPES.index(value)) if value in _SCALAR_TYPES else -1
+    if isinstance(value, torch.Tensor):
+        value = value.item()
+    if type_ == "float":
+        return float(value)
+    if type_ == "bool":
+        return bool(value)
+    if isinstance(value, float):
+        raise UnlaunchableCall(f"{source}={value!r} is not an integer")
+    return int(value)
+
+
+def plan_launch(spec: LaunchSpec, bound: Bound) -> Launch:
+    """The buffers, constants and geometry of one call; UnlaunchableCall when MPS would refuse it,
+    SpecError when the spec's grid is larger than the data."""
+    x = bound.values[spec.inputs[0].arg] if spec.inputs else None
+    if x is not None and not isinstance(x, torch.Tensor):
+        raise UnlaunchableCall(f"{spec.inputs[0].arg} is not a tensor")
+    ndim = x.dim() if x is not None else 0
+    dims = _reduced_dims(spec, bound, ndim) if x is not None else []
+    keepdim = bool(bound.values.get(spec.reduce.keepdim, False)) if spec.reduce.keepdim else False
+    kept = [d for d in range(ndim) if d not in dims]
+    reduce_size = math.prod(x.shape[d] for d in dims) if x is not None else 1
+    shapes = [_out_shape(o, bound, x, dims, keepdim) for o in spec.outputs]
+    dtypes = [_out_dtype(o.dtype, bound, x) for o in spec.outputs]
+    in_names = tuple(str(bound.values[i.arg].dtype).removeprefix("torch.") for i in spec.inputs)
+    out_names = tuple(str(d).removeprefix("torch.") for d in dtypes)
+    types = spec.instantiation_for(in_names, out_names)
+    if types is None:
+        raise UnlaunchableCall(f"no {spec.kernel_name} instantiation for {', '.join(in_names) or 'no input'} -> "
+                               f"{', '.join(out_names)}")
+    inputs = []
+    for spec_in in spec.inputs:
+        t = bound.values[spec_in.arg]
+        if spec_in.layout is Layout.REDUCE_LAST:
+            t = t.permute(*kept, *dims).contiguous() if t.dim() else t.contiguous()
+        elif spec_in.layout is Layout.CONTIGUOUS:
+            t = t.contiguous()
+        inputs.append(t)
+    made = [_poisoned(s, d) for s, d in zip(shapes, dtypes)]
+    for o, (view, _) in zip(spec.outputs, made):
+        if o.fill == "zero":
+            view.zero_()
+    numel = x.numel() if x is not None else math.prod(shapes[0])
+    num_slices = math.prod(x.shape[d] for d in kept) if x is not None else math.prod(shapes[0])
+    derived: dict[str, Any] = {"reduce_size": reduce_size, "num_slices": num_slices, "numel": numel,
+                               "output_numel": math.prod(shapes[0]), "ndim": ndim,
+                               "sizes": list(reversed(x.shape)) if x is not None and ndim else [1],
+                               "strides": list(reversed(x.stride())) if x is not None and ndim else [1]}
+    params = tuple((p.name, [_param_value(f, bound, derived) for f in p.fields]) for p in spec.params)
+    if spec.geometry.grid in (Grid.PER_SLICE, Grid.PER_WINDOW):
+        group = spec.geometry.threadgroup or 1
+        threads = num_slices * group
+    else:
+        threads = num_slices if spec.geometry.grid is Grid.PER_OUTPUT_ELEMENT else numel
+        group = spec.geometry.threadgroup or max(1, min(threads, 1024))
+    if spec.geometry.threads is not None:
+        threads = eval_threads(spec.geometry.threads, derived)
+    data = max([numel, *(math.prod(s) for s in shapes)])
+    units = threads // group if spec.geometry.grid in (Grid.PER_SLICE, Grid.PER_WINDOW) else threads
+    limit = math.prod(shapes[0]) if spec.geometry.grid in (Grid.PER_SLICE, Grid.PER_WINDOW) else data
+    if units > max(limit, 1) and data:
+        raise SpecError(f"spec {spec.op}: geometry.{'threads' if spec.geometry.threads else 'grid'}: "
+                        f"{units} {'threadgroups' if units != threads else 'threads'} for {limit} elements: "
+                        f"the grid is larger than the data")
+    return Launch(spec.host_name(types), tuple(inputs), tuple(m[0] for m in made), tuple(m[1] for m in made),
+                  params, threads, group, derived)
+
+
+def _param_arg(spec: LaunchSpec, index: int, values: list[Any]) -> Any:
+    """A params entry as the emulator takes it: a number, a list, or a struct's bytes (uint8 tensor)."""
+    p = spec.params[index]
+    if p.struct is None:
+        return values[0]
+    # Natural alignment as C lays the struct out: every field type here is 1, 4 or 8 bytes.
+    packed = bytearray()
+    for f, v in zip(p.fields, values):
+        size = struct.calcsize(_PACK[f.type])
+        items = v if isinstance(v, list) else [v]
+        packed += bytes(-len(packed) % size) + struct.pack("<" + _PACK[f.type] * len(items), *items)
+    widest = max(struct.calcsize(_PACK[f.type]) for f in p.fields)
+    packed += bytes(-len(packed) % widest)
+    return torch.frombuffer(bytearray(packed), dtype=torch.uint8).clone()
+
+
+def _chunks(launch: Launch, index_limit: int) -> list[tuple[int, int]]:
+    """[start, stop) slice ranges each addressing at most `index_limit` elements."""
+    slices = launch.derived["num_slices"]
+    size = max(launch.derived["reduce_size"], 1)
+    if size > index_limit:
+        raise UnlaunchableCall(f"one slice has {size} elements, more than 32-bit indexing reaches")
+    per = max(1, index_limit // size)
+    return [(s, min(s + per, slices)) for s in range(0, slices, per)] or [(0, 0)]
+
+
+def run_launch(spec: LaunchSpec, library: Any, launch: Launch, *, index_limit: int = INDEX_LIMIT) -> tuple[torch.Tensor, ...]:
+    """Run `launch` on `library` (a compiled ShaderLibrary); the outputs. SpecError when the kernel
+    wrote into an output's guard band."""
+    if launch.outputs and launch.outputs[0].numel() == 0:
+        return launch.outputs  # the host returns before encoding anything
+    split = spec.geometry.grid in (Grid.PER_SLICE, Grid.PER_WINDOW, Grid.PER_OUTPUT_ELEMENT) and \
+        spec.geometry.threads is None and all(o.shape is OutShape.REDUCED for o in spec.outputs) and \
+        all(i.layout is not Layout.STRIDED for i in spec.inputs)
+    ranges = _chunks(launch, index_limit) if split else [(0, launch.derived["num_slices"])]
+    size = launch.derived["reduce_size"]
+    for start, stop in ranges:
+        count = stop - start
+        derived = dict(launch.derived, num_slices=count, numel=count * size, output_numel=count)
+        params = []
+        for i, p in enumerate(spec.params):
+            values = [derived[f.source] if split and f.source in ("num_slices", "numel", "output_numel")
+                      else v for f, v in zip(p.fields, launch.params[i][1])]
+            params.append(_param_arg(spec, i, values))
+        if split:
+            inputs = [t.reshape(-1)[start * size:stop * size] for t in launch.inputs]
+            # Each chunk's outputs run to the end of the guarded buffer, so a write past the last
+            # chunk lands in the (written-back) guard band.
+            outputs = [g[start:] for g in launch.guarded]
+            threads = count * (launch.group if spec.geometry.grid is not Grid.PER_OUTPUT_ELEMENT else 1)
+        else:
+            inputs, outputs, threads = list(launch.inputs), list(launch.guarded), launch.threads
+        library.run(launch.host_name, *inputs, *outputs, *params, threads=threads, group_size=launch.group)
+    for o, g in zip(spec.outputs, launch.guarded):
+        band = g[g.numel() - GUARD_ELEMENTS:].view(torch.uint8)
+        hit = int((band != POISON_BYTE).sum())
+        if hit:
+            raise SpecError(f"spec {spec.op}: outputs: kernel {launch.host_name} writes outside its output "
+                            f"{o.name!r} ({hit} byte(s) of the guard band after it changed)",
+                            hint="bound the kernel's writes by the output's size")
+    return launch.outputs
+
+
+def torch_dtype(metal: str) -> torch.dtype:
+    """The torch dtype of a Metal element type."""
+    return getattr(torch, METAL_DTYPES[metal])
+
+
+__all__ = ["GUARD_ELEMENTS", "INDEX_LIMIT", "Bound", "Launch", "UnlaunchableCall", "bind_call", "plan_launch",
+           "run_launch", "torch_dtype"]
