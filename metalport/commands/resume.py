@@ -6,7 +6,7 @@ import argparse
 
 from metalport.commands._complete import complete_run_ids, with_completer
 from metalport.commands._repo import add_repo_option, checkout_root
-from metalport.commands._sandbox import add_sandbox_flag
+from metalport.commands.run import add_follow_options
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,9 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     decision.add_argument("--approve", action="store_true", help="approve: commit and publish")
     decision.add_argument("--reject", metavar="FEEDBACK", default=None, help="send back to edit with feedback")
     decision.add_argument("--abort", action="store_true", help="drop the run: worktree and branch removed")
-    parser.add_argument("--no-input", action="store_true", help="never prompt at the gate")
-    parser.add_argument("--json", action="store_true", help="print the run record as one JSON object on stdout")
-    add_sandbox_flag(parser)
+    add_follow_options(parser, no_input_help="never prompt at the gate")
     parser.set_defaults(func=run)
 
 

@@ -25,10 +25,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, default=None, help="metalport.yaml (default: <repo>/metalport.yaml)")
     parser.add_argument("--run-id", default=None, help="the run's id (default: <op>-<time>-<random>)")
     parser.add_argument("--force", action="store_true", help="port an op that is already native")
-    parser.add_argument("--no-input", action="store_true", help="never prompt: pause at the gate and exit 0")
+    add_follow_options(parser, no_input_help="never prompt: pause at the gate and exit 0")
+    parser.set_defaults(func=run)
+
+
+def add_follow_options(parser: argparse.ArgumentParser, *, no_input_help: str) -> None:
+    """The options of a command that drives a run to the gate: `--no-input`, `--json`, `--no-sandbox`."""
+    parser.add_argument("--no-input", action="store_true", help=no_input_help)
     parser.add_argument("--json", action="store_true", help="print the run record as one JSON object on stdout")
     add_sandbox_flag(parser)
-    parser.set_defaults(func=run)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
