@@ -1,0 +1,340 @@
+"""`run_spec_conformance`: an emulated `test_output_match` for a spec-launched kernel.
+
+For every instantiation the spec registers, the op's OpInfo samples (recorded at the ATen level),
+random calls and held-out calls (slices crossing the threadgroup size, non-contiguous and empty
+inputs, a forced 32-bit split) run through torch on CPU and through the kernel as the spec's host
+launches it (`speclaunch`): outputs poisoned, guard bands checked. Values are judged exactly for
+integer, bool and index outputs, at test_mps-style tolerances for floating outputs.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from metalport.checks.report import ConformanceReport, DtypeVerdict, Tally
+from metalport.checks.speclaunch import INDEX_LIMIT, UnlaunchableCall, bind_call, plan_launch, run_launch
+from metalport.errors import EmulateError, SpecError, UsageError
+from metalport.failure import Failure
+from metalport.port.spec import METAL_DTYPES, LaunchSpec
+
+_MAX_FAILURES = 5
+# (rtol, atol) for floating outputs: a reduction's summation order differs from CPU's; test_mps
+# keeps fp16 reductions (sum, prod, var) at 1e-2 (FP16_LOW_PRECISION_LIST).
+_TOLERANCE = {torch.float32: (1e-5, 1e-5), torch.float16: (1e-2, 1e-2), torch.bfloat16: (1.6e-2, 1e-2)}
+_SHAPES = ((), (1,), (6,), (3, 7), (4, 1, 5), (2, 3, 4), (5, 0), (2, 3, 1, 2))
+_HELD_OUT_LENGTHS = (1023, 1024, 1025, 2500)
+_SPLIT_LIMIT = 4096  # the index limit held-out split cases use, so 32-bit chunking runs on small data
+
+
+@dataclass(frozen=True)
+class SpecCase:
+    """One call of the op: kind (opinfo, random, held-out), a label, and how to launch it."""
+
+    kind: str
+    label: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    index_limit: int = INDEX_LIMIT
+
+    def describe(self) -> str:
+        parts = [f"{str(a.dtype).removeprefix('torch.')}{list(a.shape)}" if isinstance(a, torch.Tensor)
+                 else repr(a) for a in self.args]
+        parts += [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        return f"({', '.join(parts)})"
+
+
+def _func(spec: LaunchSpec) -> Any:
+    packet = getattr(torch.ops.aten, spec.op, None)
+    if packet is None:
+        raise UsageError(f"unknown op aten::{spec.op}", hint="check the spec's op")
+    return getattr(packet, spec.overload or "default")
+
+
+def _draw(shape: Sequence[int], dtype: torch.dtype, gen: torch.Generator, ties: bool) -> torch.Tensor:
+    """Random values of `dtype`; with `ties`, few distinct values so counts tie."""
+    if dtype == torch.bool:
+        return torch.randint(0, 2, tuple(shape), generator=gen).bool()
+    if ties or not (dtype.is_floating_point or dtype.is_complex):
+        low, high = (-3, 4) if ties else (-100, 101)
+        if dtype == torch.uint8:
+            low, high = (0, 4) if ties else (0, 256)
+        return torch.randint(low, high, tuple(shape), generator=gen).to(dtype)
+    return torch.randn(tuple(shape), generator=gen).to(dtype)
+
+
+def _dims_value(spec: LaunchSpec, func: Any, ndim: int, gen: torch.Generator) -> Any:
+    """A random value for the reduced-dims argument: an int, or a list for int[] arguments."""
+    kind = next(str(a.type) for a in func._schema.arguments if a.name == spec.reduce.dim)
+    wrap = max(ndim, 1)
+    if kind.startswith("int") and "[" not in kind and "List" not in kind:
+        return int(torch.randint(-wrap, wrap, (1,), generator=gen))
+    choice = int(torch.randint(0, 3, (1,), generator=gen))
+    if choice == 0 or ndim == 0:
+        return None if "Optional" in kind or "?" in kind else []
+    count = 1 + int(torch.randint(0, ndim, (1,), generator=gen))
+    return sorted(torch.randperm(ndim, generator=gen)[:count].tolist())
+
+
+def _call(spec: LaunchSpec, func: Any, x: torch.Tensor, types: tuple[str, ...], gen: torch.Generator,
+          k: int, *, dims: Any = "random", keepdim: bool | None = None) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Arguments for one call: the input, reduced dims, keepdim, the spec's scalar choices, and the
+    dtype argument when the instantiation's output differs from the input."""
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    scalars = dict(spec.cases.get("scalars", {}) or {})
+    out_rules = {o.dtype.split(":")[1]: types[len(spec.inputs) + i]
+                 for i, o in enumerate(spec.outputs) if o.dtype.startswith("arg:")}
+    for a in func._schema.arguments:
+        if a.name == spec.inputs[0].arg:
+            value: Any = x
+        elif a.name == spec.reduce.dim:
+            value = _dims_value(spec, func, x.dim(), gen) if dims == "random" else dims
+        elif a.name == spec.reduce.keepdim:
+            value = bool(k % 2) if keepdim is None else keepdim
+        elif a.name in scalars:
+            options = scalars[a.name]
+            value = options[k % len(options)]
+            value = float(value) if isinstance(value, str) else value
+        elif a.name in out_rules:
+            want = getattr(torch, METAL_DTYPES[out_rules[a.name]])
+            value = want if want != x.dtype else None
+        elif a.has_default_value():
+            continue
+        else:
+            raise UsageError(f"spec {spec.op}: conformance cannot make a value for argument {a.name!r}",
+                             hint="give it in the spec's cases.scalars")
+        if a.kwarg_only:
+            if value is not None:
+                kwargs[a.name] = value
+        else:
+            args.append(value)
+    return tuple(args), kwargs
+
+
+def build_spec_cases(spec: LaunchSpec, types: tuple[str, ...], gen: torch.Generator,
+                     include_held_out: bool) -> tuple[list[SpecCase], int]:
+    """(cases, OpInfo calls left out) for one instantiation: OpInfo samples, random, held-out."""
+    func = _func(spec)
+    dtype = getattr(torch, METAL_DTYPES[types[0]])
+    ties = bool(spec.cases.get("ties"))
+    cases: list[SpecCase] = []
+    left_out = 0
+    if spec.opinfo:
+        from metalport.checks.samples import opinfo_calls
+        from torch.testing._internal.common_methods_invocations import op_db
+
+        info = next((o for o in op_db if o.name == spec.opinfo and not o.variant_test_name), None)
+        if info is None:
+            raise SpecError(f"spec {spec.op}: opinfo: no OpInfo named {spec.opinfo!r}")
+        for n, (f, args, kwargs) in enumerate(opinfo_calls(info, func.overloadpacket, dtype)):
+            if f is not func:
+                left_out += 1  # another overload of the op: not what this host function serves
+                continue
+            cases.append(SpecCase("opinfo", f"OpInfo sample {n}", tuple(args), dict(kwargs)))
+    for k, shape in enumerate(_SHAPES * 2):
+        x = _draw(shape, dtype, gen, ties and k % 2 == 0)
+        args, kwargs = _call(spec, func, x, types, gen, k)
+        cases.append(SpecCase("random", f"random case {k}", args, kwargs))
+    if include_held_out:
+        for k, length in enumerate(_HELD_OUT_LENGTHS):
+            x = _draw((3, length), dtype, gen, ties)
+            args, kwargs = _call(spec, func, x, types, gen, k, dims=_last_dim(spec, func), keepdim=bool(k % 2))
+            cases.append(SpecCase("held-out", f"slice of {length}", args, kwargs))
+        x = _draw((40, 6), dtype, gen, ties).t()
+        args, kwargs = _call(spec, func, x, types, gen, 0, dims=_last_dim(spec, func), keepdim=True)
+        cases.append(SpecCase("held-out", "transposed input", args, kwargs))
+        x = _draw((700, 9), dtype, gen, ties)
+        args, kwargs = _call(spec, func, x, types, gen, 1, dims=_last_dim(spec, func), keepdim=False)
+        cases.append(SpecCase("held-out", "many slices, 32-bit split", args, kwargs, index_limit=_SPLIT_LIMIT))
+        x = _draw((0, 5), dtype, gen, ties)
+        args, kwargs = _call(spec, func, x, types, gen, 2, dims=_last_dim(spec, func), keepdim=True)
+        cases.append(SpecCase("held-out", "empty input", args, kwargs))
+    return cases, left_out
+
+
+def _last_dim(spec: LaunchSpec, func: Any) -> Any:
+    kind = next(str(a.type) for a in func._schema.arguments if a.name == spec.reduce.dim)
+    return -1 if "[" not in kind and "List" not in kind else [-1]
+
+
+# Note [repeated mode index]: which occurrence of a repeated value an index output names is
+# unspecified: torch's CPU kernel reports the position its std::sort leaves last, which is the
+# last occurrence only while the sort is a (stable) insertion sort, and libc++ (macOS) and
+# libstdc++ sort differently. A spec with `cases: {index_ties: any-occurrence}` has a differing
+# index accepted (counted as warned) when it names an element equal to the reported value.
+ANY_OCCURRENCE = "the index of a repeated value is unspecified (torch's CPU sort is not stable); the kernel's names an equal element"
+
+
+def _any_occurrence(got: Sequence[torch.Tensor], want: tuple[torch.Tensor, ...], rows: torch.Tensor) -> bool:
+    """Values equal torch's, and each index output points into its slice at an element equal to the value."""
+    values = got[0].reshape(-1)
+    if not torch.equal(got[0], want[0]) or rows.numel() == 0:
+        return False
+    for g in got[1:]:
+        if g.dtype != torch.int64:
+            continue
+        idx = g.reshape(-1)
+        if bool(((idx < 0) | (idx >= rows.shape[1])).any()):
+            return False
+        picked = rows.gather(1, idx.unsqueeze(1)).squeeze(1)
+        if not bool((picked == values).all()):
+            return False
+    return True
+
+
+def _judge(got: Sequence[torch.Tensor], want: Any) -> str | None:
+    """None when the kernel's outputs match torch's, else a one-line reason."""
+    want = (want,) if isinstance(want, torch.Tensor) else tuple(want)
+    for n, (g, w) in enumerate(zip(got, want)):
+        if g.dtype != w.dtype or tuple(g.shape) != tuple(w.shape):
+            return (f"output {n} is {str(g.dtype).removeprefix('torch.')}{list(g.shape)}, torch gives "
+                    f"{str(w.dtype).removeprefix('torch.')}{list(w.shape)}")
+        if w.dtype in _TOLERANCE:
+            rtol, atol = _TOLERANCE[w.dtype]
+            try:
+                torch.testing.assert_close(g, w, rtol=rtol, atol=atol, equal_nan=True)
+            except AssertionError as err:
+                detail = [line.strip() for line in str(err).splitlines() if line.strip()]
+                return f"output {n}: {'; '.join(detail[:3])}"
+        else:
+            bad = g.view(torch.uint8) != w.view(torch.uint8) if w.dtype == torch.bool else g != w
+            if bool(bad.any()):
+                at = tuple(int(i) for i in bad.nonzero()[0])
+                return (f"output {n}: {int(bad.sum())} of {w.numel()} elements differ; at {list(at)}: kernel "
+                        f"{g[at].item()!r}, torch {w[at].item()!r}")
+    return None
+
+
+class _Tallies:
+    def __init__(self, name: str, where: str) -> None:
+        self.name, self.where = name, where
+        self.counts = {k: [0, 0, 0] for k in ("opinfo", "random", "held-out")}
+        self.failures: list[Failure] = []
+        self.held_inputs: list[str] = []
+        self.held_failed = 0
+        self.skipped = 0
+        self.warnings: list[str] = []
+
+    def add(self, case: SpecCase, problem: str | None, accepted: str | None = None) -> None:
+        counts = self.counts[case.kind]
+        counts[0] += 1
+        if problem is None:
+            counts[1] += 1
+        elif accepted is not None:
+            counts[2] += 1
+            self.warnings.append(f"{self.name} {case.label}: {case.describe()}: {problem.split('; at ')[0]}; "
+                                 f"accepted: {accepted}")
+        elif case.kind == "held-out":
+            self.held_failed += 1
+            self.held_inputs.append(f"{case.label}: {case.describe()}: {problem}")
+        elif len(self.failures) < _MAX_FAILURES:
+            self.failures.append(Failure("conformance", self.where, None, None,
+                                         f"{self.name} {case.label}: {case.describe()}: {problem}"))
+
+    def verdict(self) -> DtypeVerdict:
+        failures = list(self.failures)
+        if self.held_failed:
+            failures.append(Failure("held-out", self.where, None, None,
+                                    f"{self.held_failed} of {self.counts['held-out'][0]} held-out cases fail for "
+                                    f"{self.name} (inputs withheld)"))
+        return DtypeVerdict(self.name, {k: Tally(*v) for k, v in self.counts.items()}, None, None, tuple(failures),
+                            tuple(self.warnings), tuple(self.held_inputs), self.skipped)
+
+
+def _row_name(spec: LaunchSpec, types: tuple[str, ...]) -> str:
+    first = METAL_DTYPES[types[0]]
+    outs = [METAL_DTYPES[t] for o, t in zip(spec.outputs, types[len(spec.inputs):]) if o.dtype.startswith("arg:")]
+    differs = [o for o in outs if o != first]
+    return f"{first}->{differs[0]}" if differs else first
+
+
+def run_spec_conformance(checkout_root: Path, spec: LaunchSpec, *, library: Any = None,
+                         include_held_out: bool = True, seed: int | None = None,
+                         dtypes: Sequence[str] | None = None) -> ConformanceReport:
+    """Judge the spec's kernel, launched as the spec says, against torch on CPU for every
+    instantiation (or those whose row name is in `dtypes`).
+
+    `library`: an already compiled ShaderLibrary (tests); else the spec's kernel file under
+    `checkout_root` is compiled with only the spec's kernels. CompileError propagates.
+    """
+    own = library is None
+    if own:
+        from metalport.emulate import checkout_include_dirs, compile_file
+
+        path = Path(checkout_root) / spec.kernel_file
+        if not path.is_file():
+            raise UsageError(f"kernel file {spec.kernel_file} does not exist", hint="apply the port first")
+        library = compile_file(path, include_dirs=checkout_include_dirs(Path(checkout_root)),
+                               filename=spec.kernel_file, kernels=(f"{spec.kernel_name}_*",))
+    seed = int.from_bytes(os.urandom(4), "little") if seed is None else seed
+    try:
+        return _run(spec, library, include_held_out, seed, dtypes)
+    finally:
+        if own:
+            library.close()
+
+
+def _run(spec: LaunchSpec, library: Any, include_held_out: bool, seed: int,
+         dtypes: Sequence[str] | None) -> ConformanceReport:
+    name = f"aten::{spec.op}"
+    func = _func(spec)
+    verdicts = []
+    notes: list[str] = []
+    rows = [t for t in spec.dtypes if dtypes is None or _row_name(spec, t) in dtypes]
+    missing = [h for h in (spec.host_name(t) for t in rows) if h not in library.kernels]
+    if missing:
+        raise SpecError(f"spec {spec.op}: dtypes: the kernel file defines no kernel {missing[0]!r}",
+                        location=spec.kernel_file, hint="instantiate every dtypes row")
+    for i, types in enumerate(rows):
+        gen = torch.Generator().manual_seed(seed + i)
+        row = _row_name(spec, types)
+        tallies = _Tallies(row, spec.kernel_file)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cases, left_out = build_spec_cases(spec, types, gen, include_held_out)
+        if left_out:
+            notes.append(f"{row}: {left_out} OpInfo calls of other overloads left out")
+        for case in cases:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    want = func(*case.args, **case.kwargs)
+                except (RuntimeError, IndexError, ValueError):
+                    continue  # torch refuses the call too: no case
+            try:
+                launch = plan_launch(spec, bind_call(func, case.args, case.kwargs))
+                if launch.host_name != spec.host_name(types):
+                    continue  # the call selects another instantiation (counted in that row)
+                got = run_launch(spec, library, launch, index_limit=case.index_limit)
+            except UnlaunchableCall as err:
+                tallies.skipped += 1
+                notes.append(f"{row} {case.label}: {err}")
+                continue
+            except (SpecError, EmulateError) as err:
+                tallies.add(case, err.message)
+                continue
+            problem = _judge(got, want)
+            accepted = None
+            if problem is not None and spec.cases.get("index_ties") == "any-occurrence" and launch.inputs:
+                rows = launch.inputs[0].reshape(launch.derived["num_slices"], max(launch.derived["reduce_size"], 1))
+                wanted = (want,) if isinstance(want, torch.Tensor) else tuple(want)
+                accepted = ANY_OCCURRENCE if _any_occurrence(got, wanted, rows) else None
+            tallies.add(case, problem, accepted)
+        verdicts.append(tallies.verdict())
+    counted = sum(v.samples + v.held_out_samples for v in verdicts)
+    if not counted:
+        return ConformanceReport(name, "emulated", "no-host-model", tuple(verdicts), "no case reached the kernel", seed)
+    status = "fail" if not all(v.ok for v in verdicts) else "partial" if any(v.skipped for v in verdicts) else "pass"
+    reason = "; ".join(sorted(set(notes))[:3]) + (f" (+{len(set(notes)) - 3} more)" if len(set(notes)) > 3 else "") \
+        if notes else None
+    return ConformanceReport(name, "emulated", status, tuple(verdicts), reason, seed)
+
+
+__all__ = ["SpecCase", "build_spec_cases", "run_spec_conformance"]

@@ -1,0 +1,126 @@
+"""Conformance of spec-launched kernels: the shipped recipes pass over OpInfo samples, random and
+held-out cases; a mutated kernel, a wrong grid, a kernel writing past its output and a grid larger
+than the data fail, each with its one-line reason."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from metalport.checks.speclaunch import bind_call, plan_launch, run_launch
+from metalport.checks.specconformance import run_spec_conformance
+from metalport.emulate import compile_shader
+from metalport.errors import SpecError
+from metalport.port.spec import Grid, load_spec
+from metalport.port.spec_recipes import spec_recipes
+
+HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
+
+
+def _mutant(op: str, name: str, old: str, new: str) -> str:
+    """The recipe's kernel with one edit, its kernel and host names renamed to `name`."""
+    recipe = spec_recipes()[op]
+    source = recipe.kernel_source
+    assert old in source
+    kernel = recipe.spec.kernel_name
+    return source.replace(old, new).replace(f"{kernel}(", f"{name}(").replace(f"{kernel}<", f"{name}<") \
+        .replace(f'"{kernel}_"', f'"{name}_"').replace(f"struct PowSumParams", f"struct PowSumParams_{name}") \
+        .replace("PowSumParams&", f"PowSumParams_{name}&").replace("PowSumParams &", f"PowSumParams_{name} &")
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory: pytest.TempPathFactory) -> object:
+    recipes = spec_recipes()
+    source = HEADER + recipes["mode"].kernel_source + recipes["linalg__powsum"].kernel_source
+    source += _mutant("linalg__powsum", "powsum_sq", "params.ord)", "2.0f)")  # ignores ord
+    source += _mutant("mode", "mode_big", "v < row[best]", "v > row[best]")  # ties to the larger value
+    source += _mutant("mode", "mode_oob", "values[slice] = row[best];", "values[slice + 1] = row[best];")
+    library = compile_shader(source, cache_dir=tmp_path_factory.mktemp("spec-conf"))
+    yield library
+    library.close()
+
+
+def _spec(op: str, **changes: object):
+    data = spec_recipes()[op].spec.to_dict()
+    for key, value in changes.items():
+        if key == "kernel_name":
+            data["kernel"]["name"] = value
+        else:
+            data[key] = value
+    return load_spec(data)
+
+
+@pytest.mark.parametrize("op, rows", [("mode", ("float32", "int64", "bool")),
+                                      ("linalg__powsum", None)])
+def test_shipped_recipe_passes_every_case_kind(lib: object, op: str, rows: tuple[str, ...] | None) -> None:
+    report = run_spec_conformance(None, spec_recipes()[op].spec, library=lib, seed=7, dtypes=rows)
+    assert report.status == "pass", [f.message for d in report.dtypes for f in d.failures]
+    assert report.skipped == 0
+    for verdict in report.dtypes:
+        assert verdict.tally("random").samples >= 12
+        assert verdict.held_out_samples == 7
+    if op == "mode":
+        assert all(d.tally("opinfo").samples >= 7 for d in report.dtypes)
+        assert {d.dtype for d in report.dtypes} == {"float32", "int64", "bool"}
+    else:
+        assert {d.dtype for d in report.dtypes} == {"float32", "float16", "bfloat16", "float16->float32",
+                                                   "bfloat16->float32"}
+
+
+def test_kernel_ignoring_a_scalar_fails(lib: object) -> None:
+    report = run_spec_conformance(None, _spec("linalg__powsum", kernel_name="powsum_sq"), library=lib, seed=3,
+                                  dtypes=("float32",))
+    assert report.status == "fail"
+    assert "output 0" in report.dtypes[0].failures[0].message
+
+
+def test_kernel_breaking_count_ties_the_wrong_way_fails(lib: object) -> None:
+    report = run_spec_conformance(None, _spec("mode", kernel_name="mode_big"), library=lib, seed=3,
+                                  dtypes=("int32",))
+    assert report.status == "fail"
+    assert "output 0" in report.dtypes[0].failures[0].message
+
+
+def test_wrong_grid_fails(lib: object) -> None:
+    # The powsum kernel reduces one slice per threadgroup: one thread per output element misses
+    # every slice element but the first of each thread's group.
+    spec = _spec("linalg__powsum", geometry={"grid": "per-output-element", "threadgroup": 32})
+    report = run_spec_conformance(None, spec, library=lib, seed=3, dtypes=("float32",))
+    assert report.status == "fail"
+
+
+def test_kernel_writing_past_its_output_is_caught_by_the_guard_band(lib: object) -> None:
+    report = run_spec_conformance(None, _spec("mode", kernel_name="mode_oob"), library=lib, seed=3,
+                                  dtypes=("float32",))
+    assert report.status == "fail"
+    message = report.dtypes[0].failures[0].message
+    assert "writes outside its output 'values'" in message
+
+
+def test_grid_larger_than_the_data_is_a_spec_error(lib: object) -> None:
+    spec = _spec("mode", geometry={"grid": "per-output-element", "threads": "numel * 2"})
+    x = torch.arange(12.0).reshape(3, 4)
+    with pytest.raises(SpecError, match=r"^spec mode: geometry.threads: 24 threads for 12 elements: the grid is "
+                                        r"larger than the data$"):
+        plan_launch(spec, bind_call(torch.ops.aten.mode.default, (x, 1), {}))
+
+
+def test_32bit_split_gives_the_same_result(lib: object) -> None:
+    spec = spec_recipes()["linalg__powsum"].spec
+    x = torch.randn(50, 300, generator=torch.Generator().manual_seed(0))
+    call = bind_call(torch.ops.aten.linalg__powsum.default, (x, 3.0, [1]), {})
+    whole = run_launch(spec, lib, plan_launch(spec, call))[0]
+    split = run_launch(spec, lib, plan_launch(spec, call), index_limit=1000)[0]  # 3 slices a launch
+    assert torch.equal(whole, split)
+    torch.testing.assert_close(whole, torch.ops.aten.linalg__powsum(x, 3.0, [1]), rtol=1e-5, atol=1e-5)
+
+
+def test_mode_index_of_a_repeated_value_is_accepted_as_a_warning_only_when_it_names_an_equal_element(
+        lib: object) -> None:
+    report = run_spec_conformance(None, spec_recipes()["mode"].spec, library=lib, seed=5, dtypes=("int32",))
+    verdict = report.dtypes[0]
+    assert verdict.tally("held-out").warned >= 1
+    assert all("index of a repeated value is unspecified" in w for w in verdict.warnings)
+    assert dataclasses.replace(spec_recipes()["mode"].spec).geometry.grid is Grid.PER_OUTPUT_ELEMENT
