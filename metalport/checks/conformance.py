@@ -26,11 +26,12 @@ from metalport.checks.backend import KernelSet, compile_files, pick_backend
 from metalport.checks.families import classify
 from metalport.checks.hostcode import find_host_code
 from metalport.checks.cases import Case, build_cases
-from metalport.checks.hostmodel import MissingKernel
+from metalport.checks.hostmodel import MissingKernel, UnmodelledCall
+from metalport.checks.known import known_references
 from metalport.checks.report import KINDS, NO_HOST_MODEL, ConformanceReport, DtypeVerdict, Tally
 from metalport.checks.runner import (CRASHED, REJECTED, CaseResult, Prepared, dispatch, judge_case, prepare_case,
                                      references)
-from metalport.checks.samples import find_opinfo
+from metalport.checks.samples import Call, Family, find_opinfo
 from metalport.checks.tolerances import strict, tolerance_for
 from metalport.checkout.layout import KERNELS_DIR as LAYOUT_KERNELS_DIR
 from metalport.errors import UnknownOpError, UsageError
@@ -264,6 +265,10 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
         return ConformanceReport(name, chosen, "no-host-model", (),
                                  f"{kernel}'s kernels follow no modelled exec_*_kernel convention; {NO_HOST_MODEL}")
     family, registered = found
+    # add_sub_lerp_template: a call whose alpha is not 1 runs `<kernel>_alpha` (BINARY_ALPHA) when the
+    # library registers it; alpha 1 runs the plain kernel.
+    variant = classify(kernels.names, f"{kernel}_alpha") if family is Family.BINARY else None
+    alpha_kernel = f"{kernel}_alpha" if variant is not None and variant[0] is Family.BINARY_ALPHA else None
     wanted = registered
     if dtypes:
         wanted = parse_dtypes(dtypes)
@@ -276,7 +281,8 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
     unmodelled: list[str] = []
     rejected = 0
     info = find_opinfo(base)
-    built = {dtype: build_cases(family, base, packet, dtype, case_generator(seed, dtype), include_held_out)
+    binding = Family.BINARY_ALPHA if alpha_kernel else family
+    built = {dtype: build_cases(binding, base, packet, dtype, case_generator(seed, dtype), include_held_out)
              for dtype in wanted}
     every = [c.call for cases, _ in built.values() for c in cases]
     outcomes = iter(references(every))  # one guarded child for all dtypes, not one each
@@ -288,10 +294,17 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
         run.unmodelled += skipped
         staged: list[Prepared | CaseResult] = []
         for case in cases:
+            outcome = next(outcomes)
+            if alpha_kernel is not None and isinstance(outcome, torch.Tensor) and _is_zero(case.call.alpha):
+                staged.append(_host_copy(case.call, outcome))  # alpha 0: output.copy_(self), no kernel
+                continue
             try:
                 call = case.call if not negate_alpha or case.call.alpha is None else \
                     dataclasses.replace(case.call, alpha=-case.call.alpha)
-                staged.append(prepare_case(kernels, family, kernel, call, case.force, next(outcomes)))
+                staged.append(prepare_case(kernels, *_route(family, kernel, alpha_kernel, call), case.force,
+                                           outcome))
+            except UnmodelledCall as err:
+                staged.append(CaseResult(True, 0.0, skipped=str(err)))
             except MissingKernel as err:
                 staged.append(CaseResult(False, float("inf"), f"the host would ask for kernel {err.kernel}, which "
                                          f"no kernel file defines (MPS: 'Failed to create function state object')"))
@@ -302,15 +315,50 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
             accepted = None
             if isinstance(item, Prepared):
                 tol = tolerance_for(base, item.expected.dtype, info)
-                item, accepted = judge_case(item, errors[id(item)], tol, beyond_samples=case.kind != "opinfo",
+                beyond = case.kind != "opinfo"
+                known = _known(base, item, case) if beyond else []
+                item, accepted = judge_case(item, errors[id(item)], tol, beyond_samples=beyond,
                                             strict_tol=strict(tol, item.expected.dtype) if case.strict else None,
                                             precise=precise.get(k), overflow=case.overflow,
-                                            operands=case.call.operands())
+                                            operands=case.call.operands(), known=known)
             run.add(item, case, accepted)
         unmodelled += run.unmodelled
         rejected += run.rejected
         verdicts.append(run.verdict())
     return _report(name, chosen, tuple(verdicts), unmodelled, rejected, seed)
+
+
+def _route(family: Family, kernel: str, alpha_kernel: str | None, call: Call) -> tuple[Family, str, Call]:
+    """(family, kernel, call) the host runs: with an alpha variant, alpha 1 goes to the plain kernel
+    and any other alpha (but 0, see `_host_copy`) to `<kernel>_alpha`."""
+    if alpha_kernel is None:
+        return family, kernel, call
+    if call.alpha is None or (not isinstance(call.alpha, complex) and call.alpha == 1):
+        return family, kernel, dataclasses.replace(call, alpha=None)
+    return Family.BINARY_ALPHA, alpha_kernel, call
+
+
+def _is_zero(alpha: object) -> bool:
+    return alpha is not None and not isinstance(alpha, complex) and alpha == 0
+
+
+def _host_copy(call: Call, expected: torch.Tensor) -> Prepared:
+    """add_sub_lerp_template with alpha 0: the host copies self into the output (no kernel runs)."""
+    output = torch.full_like(expected, float("nan") if expected.is_floating_point() or expected.is_complex() else 0)
+    output.copy_(torch.broadcast_to(call.operands()[0], expected.shape))
+    return Prepared(None, output, expected)
+
+
+def _known(base: str, item: Prepared, case: Case) -> list[tuple[str, torch.Tensor]]:
+    """The known upstream divergences (`checks.known`) that could explain this case's output."""
+    call = case.call
+
+    def rerun(operands: Sequence[torch.Tensor]) -> torch.Tensor:
+        values = [call._get(s) for s in call.slots]
+        return call.with_operands([o if isinstance(v, torch.Tensor) else v for o, v in zip(operands, values)]).run()
+
+    kernel = item.launch.kernel if item.launch is not None else None
+    return known_references(base, kernel, call.operands(), item.expected, rerun)
 
 
 _DTYPE_SALT = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 3, torch.int32: 4, torch.int64: 5,

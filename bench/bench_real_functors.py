@@ -1,0 +1,140 @@
+"""Conformance of every upstream functor of a real tree that has a modelled host, over several seeds.
+
+The ops: every aten op whose MPS host code (the stub its CPU kernel calls, its registration, the
+exec_*_kernel call) leads to a kernel a `.metal` file of the tree registers; aliases that reach the
+same kernel (special_erf for erf) count once, under the first name. Ops whose host follows no
+modelled convention are listed apart, never counted as passing. Each op runs `run_conformance` once
+per seed; its verdict is `pass` only when every seed passes, `unstable` when seeds disagree. The
+table gives the worst error over the OpInfo and random cases, the number of accepted divergences
+(warnings) and the first failure. The pass rate is passing ops over ops with a modelled host.
+
+    METALPORT_REAL_TREE=../shared/pytorch-real python bench/bench_real_functors.py [--seeds 5,7,11] [--op erf ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from metalport.checkout import Checkout, init_workspace  # noqa: E402
+from metalport.checkout.sources import scan_sources  # noqa: E402
+from metalport.checks.conformance import ConformanceSession, registering_files, run_conformance  # noqa: E402
+from metalport.checks.hostcode import find_host_code  # noqa: E402
+from metalport.checks.report import ConformanceReport  # noqa: E402
+from metalport.errors import MetalportError  # noqa: E402
+from metalport.registry.index import load_registry  # noqa: E402
+
+
+_HOST_STEM = re.compile(r'host_name\("(\w+?)_(?:dense|strided)_"')
+
+
+def real_checkout(tree: Path, scratch: Path) -> Checkout:
+    """`tree` itself when it is a whole checkout, else its files over a wheel workspace in `scratch`."""
+    if (tree / "aten/src/ATen/native/native_functions.yaml").is_file():
+        return Checkout(tree)
+    checkout = init_workspace(scratch / "real")
+    shutil.copytree(tree, checkout.root, dirs_exist_ok=True)
+    return checkout
+
+
+def modelled_ops(checkout: Checkout) -> tuple[dict[str, str], dict[str, str]]:
+    """({op: kernel} for ops whose host code reaches a registered kernel, {op: why} for the rest)."""
+    sources = scan_sources(checkout)
+    registry = load_registry(checkout.native_functions)
+    names = {k.kernel for k in sources.kernel_calls} | {s.name for s in sources.shader_ops}
+    for path in sorted(checkout.root.glob("aten/src/ATen/native/mps/kernels/*.metal")):
+        names |= set(_HOST_STEM.findall(path.read_text(encoding="utf-8", errors="replace")))
+    for reg in sources.registrations:
+        names.add(reg.stub.removesuffix("_stub"))
+        names |= {re.sub(r"_out$", "", route.kernel) for route in sources.callers(reg.stub)}
+    for name, op in registry.ops.items():
+        try:
+            route = sources.route_op(op, registry)
+        except MetalportError:
+            continue
+        if route is not None and sources.registration(route.stub) is not None:
+            names.add(name)
+    ops: dict[str, str] = {}
+    unmodelled: dict[str, str] = {}
+    for name in sorted(n for n in names if hasattr(torch.ops.aten, n)):
+        host = find_host_code(checkout.root, name)
+        if host.kernel is None or host.unmodelled is not None:
+            unmodelled[name] = host.unmodelled or "no kernel"
+        elif host.kernel not in ops.values() and registering_files(checkout.root, host.kernel):
+            ops[name] = host.kernel
+    return ops, unmodelled
+
+
+def _first_failure(report: ConformanceReport) -> str:
+    for d in report.dtypes:
+        for f in d.failures:
+            return f.message.split("; at [")[0][:110]
+    return (report.reason or "")[:110]
+
+
+def _worst(report: ConformanceReport) -> float:
+    return max((d.worst_error for d in report.dtypes if d.worst_error is not None), default=0.0)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", default="5,7,11", help="comma-separated seeds (default 5,7,11)")
+    parser.add_argument("--op", action="append", help="only these ops (repeatable)")
+    args = parser.parse_args()
+    tree_env = os.environ.get("METALPORT_REAL_TREE")
+    if not tree_env:
+        print("set METALPORT_REAL_TREE to a PyTorch checkout (or ../shared/pytorch-real)", file=sys.stderr)
+        return 2
+    seeds = [int(s) for s in args.seeds.split(",")]
+    with tempfile.TemporaryDirectory(prefix="bench-functors-") as scratch, ConformanceSession() as session:
+        checkout = real_checkout(Path(tree_env).resolve(), Path(scratch))
+        ops, unmodelled = modelled_ops(checkout)
+        if args.op:
+            ops = {o: k for o, k in ops.items() if o in args.op}
+        rows = []
+        start = time.perf_counter()
+        for op in ops:
+            reports = []
+            for seed in seeds:
+                try:
+                    reports.append(run_conformance(checkout.root, op, backend="emulated", seed=seed,
+                                                   session=session))
+                except MetalportError as err:
+                    reports = [ConformanceReport(f"aten::{op}", "emulated", "fail", (), f"error: {err}")]
+                    break
+            statuses = {r.status for r in reports}
+            status = statuses.pop() if len(statuses) == 1 else "unstable"
+            bad = next((r for r in reports if r.status != "pass"), reports[0])
+            rows.append((op, status, max(_worst(r) for r in reports), max(len(r.warnings) for r in reports),
+                         "" if status == "pass" else f"seed {bad.seed}: {_first_failure(bad)}"))
+            print(f"{op:<40} {status:<13} {rows[-1][2]:>9.3g} {rows[-1][3]:>5}  {rows[-1][4]}", flush=True)
+        seconds = time.perf_counter() - start
+    counted = [r for r in rows if r[1] != "no-host-model"]
+    passed = sum(1 for r in counted if r[1] == "pass")
+    print()
+    print(f"{'op':<40} {'verdict':<13} {'worst err':>9} {'warn':>5}  first failure")
+    for op, status, worst, warned, why in rows:
+        print(f"{op:<40} {status:<13} {worst:>9.3g} {warned:>5}  {why}")
+    for op, why in sorted(unmodelled.items()):
+        print(f"{op:<40} {'unmodelled':<13} {'':>9} {'':>5}  {why[:110]}")
+    no_host = [r[0] for r in rows if r[1] == "no-host-model"]
+    print(f"\nseeds {seeds}; {len(rows)} ops with a registered kernel ({len(no_host)} without an emulated host "
+          f"model: {', '.join(no_host) or 'none'}); {len(unmodelled)} unmodelled (MPSGraph and other hosts)")
+    print(f"pass rate: {passed}/{len(counted)} = {100.0 * passed / max(1, len(counted)):.1f}% "
+          f"of the ops with a modelled host; {seconds:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""Divergences of upstream Metal kernels from CPU that are known, named and checked exactly.
+
+Each rule gives a second reference: what the upstream kernel computes by design where it differs
+from torch on CPU. Beyond the OpInfo samples (which always gate), a case whose output misses the
+CPU reference but matches a rule's reference is a warning naming the rule, never a silent pass;
+a kernel that matches neither fails. So a bug in the same op (a wrong sign, trunc for floor, a
+missing special case) still fails: it does not compute the rule's formula either.
+
+Note [known upstream divergences]
+- `quotient-rounding` (fmod, remainder): c10::metal::fmod is Metal's fmod, which the Metal Shading
+  Language specification defines as x - y * trunc(x / y), and c10::metal::remainder computes
+  x - y * floor(x / y), both with x / y rounded to float. Where that quotient is large or lands
+  next to an integer the result is off by multiples of y (C's fmod is exact). The reference is
+  that formula evaluated from the float32 quotient (one rounding for the multiply-subtract).
+- `scalar-at-opmath`: the scalar cast kernels (`*_dense_scalar_cast_*`, c10/metal indexing.h)
+  read a wider 0-dim operand (a float32 scalar with a half tensor) straight into the compute type;
+  CPU rounds it to the result dtype first. The reference computes from the unrounded operands.
+- `lgamma-inf`: c10::metal::log_gamma's asymptotic series evaluates (x - 0.5) * log(x) - x, which
+  is inf - inf = NaN at x = +inf (CPU: +inf). The reference has NaN exactly there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+
+QUOTIENT_ROUNDING = ("quotient-rounding: Metal's fmod is x - y*trunc(x/y) with x/y rounded to float (Metal "
+                     "Shading Language specification; c10::metal::remainder uses floor(x/y) the same way), off "
+                     "by multiples of y where the quotient is large or next to an integer")
+SCALAR_AT_OPMATH = ("scalar-at-opmath: the scalar cast kernel reads the wider 0-dim operand at the compute "
+                    "precision (c10/metal binary_dense_scalar_cast); CPU rounds it to the result dtype first")
+LGAMMA_INF = ("lgamma-inf: c10::metal::log_gamma's asymptotic series computes (x - 0.5)*log(x) - x, "
+              "NaN (inf - inf) at x = +inf")
+
+Rule = Callable[[Sequence[torch.Tensor], torch.Tensor], torch.Tensor | None]
+
+
+def _floating(t: torch.Tensor) -> bool:
+    return t.is_floating_point() and t.dtype != torch.float64
+
+
+def _quotient_formula(rounding: Callable[[torch.Tensor], torch.Tensor]) -> Rule:
+    def rule(operands: Sequence[torch.Tensor], expected: torch.Tensor) -> torch.Tensor | None:
+        if len(operands) != 2 or not _floating(expected):
+            return None
+        x, y = (torch.broadcast_to(t, expected.shape).to(torch.float32) for t in operands)
+        quotient = rounding((x / y).to(torch.float64))  # x / y rounded to float, as the kernel divides
+        return (x.double() - y.double() * quotient).to(expected.dtype)
+    return rule
+
+
+def _lgamma_inf(operands: Sequence[torch.Tensor], expected: torch.Tensor) -> torch.Tensor | None:
+    if len(operands) != 1 or not _floating(expected):
+        return None
+    x = torch.broadcast_to(operands[0], expected.shape)
+    return expected.masked_fill(x == float("inf"), float("nan"))
+
+
+_RULES: dict[str, tuple[str, Rule]] = {
+    "fmod": (QUOTIENT_ROUNDING, _quotient_formula(torch.trunc)),
+    "remainder": (QUOTIENT_ROUNDING, _quotient_formula(torch.floor)),
+    "lgamma": (LGAMMA_INF, _lgamma_inf),
+}
+
+
+def known_references(op: str, kernel: str | None, operands: Sequence[torch.Tensor], expected: torch.Tensor,
+                     call: Callable[[Sequence[torch.Tensor]], torch.Tensor] | None = None
+                     ) -> list[tuple[str, torch.Tensor]]:
+    """(rule, reference) pairs for one case of `op` run by `kernel`; `call` reruns the op on other
+    operands (for `scalar-at-opmath`). Empty when no rule applies."""
+    out: list[tuple[str, torch.Tensor]] = []
+    if op in _RULES:
+        reason, rule = _RULES[op]
+        reference = rule(operands, expected)
+        if reference is not None and reference.shape == expected.shape:
+            out.append((reason, reference))
+    if call is not None and kernel is not None and "_scalar_" in kernel and "_cast_" in kernel \
+            and _floating(expected) and expected.dtype != torch.float32:
+        wider = [t for t in operands if t.dim() == 0 and _floating(t) and t.dtype.itemsize > expected.dtype.itemsize]
+        if wider:
+            try:
+                reference = call([t.to(torch.float32) if _floating(t) else t for t in operands])
+            except (RuntimeError, ValueError, TypeError):
+                reference = None
+            if isinstance(reference, torch.Tensor) and reference.shape == expected.shape:
+                out.append((SCALAR_AT_OPMATH, reference.to(expected.dtype)))
+    return out
+
+
+__all__ = ["LGAMMA_INF", "QUOTIENT_ROUNDING", "SCALAR_AT_OPMATH", "known_references"]
