@@ -1,7 +1,8 @@
 """Conformance of every upstream functor of a real tree that has a modelled host, over several seeds.
 
 The ops: every aten op whose MPS host code (the stub its CPU kernel calls, its registration, the
-exec_*_kernel call) leads to a kernel a `.metal` file of the tree registers; aliases that reach the
+exec_*_kernel call) leads to a kernel a `.metal` file of the tree registers or names (frexp's
+kernels come from their own macro); aliases that reach the
 same kernel (special_erf for erf) count once, under the first name. Ops whose host follows no
 modelled convention are listed apart, never counted as passing. Each op runs `run_conformance` once
 per seed; its verdict is `pass` only when every seed passes, `unstable` when seeds disagree. The
@@ -29,7 +30,8 @@ import torch  # noqa: E402
 
 from metalport.checkout import Checkout, init_workspace  # noqa: E402
 from metalport.checkout.sources import scan_sources  # noqa: E402
-from metalport.checks.conformance import ConformanceSession, registering_files, run_conformance  # noqa: E402
+from metalport.checks.conformance import (ConformanceSession, _mentioned, registering_files,  # noqa: E402
+                                          run_conformance)
 from metalport.checks.hostcode import find_host_code  # noqa: E402
 from metalport.checks.report import ConformanceReport  # noqa: E402
 from metalport.errors import MetalportError  # noqa: E402
@@ -71,7 +73,8 @@ def modelled_ops(checkout: Checkout) -> tuple[dict[str, str], dict[str, str]]:
         host = find_host_code(checkout.root, name)
         if host.kernel is None or host.unmodelled is not None:
             unmodelled[name] = host.unmodelled or "no kernel"
-        elif host.kernel not in ops.values() and registering_files(checkout.root, host.kernel):
+        elif host.kernel not in ops.values() and (registering_files(checkout.root, host.kernel)
+                                                  or _mentioned(checkout.root, host.kernel)):
             ops[name] = host.kernel
     return ops, unmodelled
 

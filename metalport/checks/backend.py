@@ -149,6 +149,8 @@ class KernelSet:
     def _emulated(arg: Buffer | Const, launch: Launch) -> Any:
         if isinstance(arg, Buffer):
             return flat_buffer(launch.tensors[arg.operand])
+        if arg.fields is not None:  # a params struct: its bytes, as a tensor of its field type
+            return torch.tensor(arg.values, dtype=_TENSOR_DTYPE[arg.fields])
         if arg.c_type.endswith("*") or arg.c_type[-1].isdigit():
             return list(arg.values)
         return arg.values[0]
@@ -166,6 +168,8 @@ def _dispatch(launch: Launch) -> dict[str, Any]:
 
 
 def _const_tensor(arg: Const) -> torch.Tensor:
+    if arg.fields is not None:
+        return torch.tensor(arg.values, dtype=_TENSOR_DTYPE[arg.fields]).to("mps")
     base = arg.c_type.rstrip("*").rstrip("234")
     values = list(arg.values)
     if arg.c_type.endswith("3"):

@@ -25,7 +25,7 @@ import torch
 from metalport.checks.hostmodel import UnmodelledCall
 from metalport.checks.numerics import (Numerics, beyond_values, draw, draw_small, grid, numerics_for, tiny_values,
                                        value_set)
-from metalport.checks.samples import Call, Family, bind, find_opinfo, opinfo_calls, schema_template
+from metalport.checks.samples import Call, Family, bind, find_opinfos, opinfo_calls, schema_template
 
 RANDOM_CASES = 4
 OUTSIDE_DOMAIN = "inputs outside the op's domain (OpInfo's domain and reference_numerics_filter)"
@@ -49,13 +49,15 @@ class Case:
 def build_cases(family: Family, base: str, packet: Any, dtype: torch.dtype, gen: torch.Generator,
                 held_out: bool) -> tuple[list[Case], list[str]]:
     """The cases for one dtype (OpInfo, random, then held-out) and why recorded calls were skipped."""
-    info = find_opinfo(base)
+    infos = find_opinfos(base)
+    info = infos[0] if infos else None
     numerics = numerics_for(base, info, family.arity)
     skipped: list[str] = []
     cases: list[Case] = []
     template: Call | None = None
     if info is not None:
-        for k, (func, args, kwargs) in enumerate(opinfo_calls(info, packet, dtype)):
+        recorded = [c for i in infos for c in opinfo_calls(i, packet, dtype)]
+        for k, (func, args, kwargs) in enumerate(recorded):
             try:
                 call = bind(func, args, kwargs, family)
             except UnmodelledCall as err:

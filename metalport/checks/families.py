@@ -1,7 +1,8 @@
 """Which exec_*_kernel convention an op's kernels follow, read from the library's host names.
 
 `REGISTER_UNARY_OP` gives `<op>_dense_scalar_<out>_<in>` (and castout variants),
-`REGISTER_UNARY_ALPHA_OP` `<op>_dense_<out>_<in>_<alpha>`, the binary macros
+`REGISTER_UNARY_ALPHA_OP` `<op>_dense_<out>_<in>_<alpha>` (the alpha may be a params struct,
+`nan_to_num_dense_float_float_NanToNumParams_float`), the binary macros
 `<op>_dense_broadcast_<out>_<in>[_<alpha>]`, the ternary ones `<op>_strided_cast_<out>`.
 Only names of the form `<op>_<flavour>_<metal types>` count, so `add_relu_…` is not `add`.
 """
@@ -27,6 +28,12 @@ def _split(name: str, base: str) -> tuple[str, tuple[str, ...]] | None:
     while k < len(words) and words[k] in _FLAVOUR_WORDS:
         k += 1
     types = tuple(words[k:])
+    params = next((j for j in range(k, len(words)) if words[j].endswith("Params")), None)
+    if params is not None:  # `<out>_<in>_NanToNumParams_float`: a params struct stands for the alpha
+        types = (*words[k:params], "_".join(words[params:]))
+        if k == 0 or len(types) != 3 or not all(t in METAL_DTYPES for t in types[:2]):
+            return None
+        return "_".join(words[:k]), types
     if k == 0 or not all(t in METAL_DTYPES for t in types):
         return None
     return "_".join(words[:k]), types

@@ -15,7 +15,7 @@ Not modelled (callers get UnmodelledCall / MissingKernel, never a guess): the bi
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -123,10 +123,12 @@ class Buffer:
 @dataclass(frozen=True)
 class Const:
     """Bytes the host sets with setBytes: `c_type` is the Metal type (`uint`, `long*`, `uint4`,
-    `float`, ...) and `values` its components."""
+    `float`, ...) and `values` its components. A params struct (`NanToNumParams_float`) names the
+    Metal type of its fields in `fields` (all fields of one type, laid out without padding)."""
 
     c_type: str
     values: tuple[int | float | bool, ...]
+    fields: str | None = None
 
 
 @dataclass(frozen=True)
@@ -170,13 +172,38 @@ def _alpha_const(alpha: int | float | bool, alpha_type: torch.dtype) -> Const:
     return Const(metal_type_name(alpha_type), (value,))
 
 
+def _registered_suffix(names: Container[str], prefix: str) -> str | None:
+    """The one alpha type (or params struct) the library registers after `prefix`, if exactly one."""
+    found = {n[len(prefix):] for n in names if n.startswith(prefix)} if isinstance(names, Iterable) else set()
+    return found.pop() if len(found) == 1 else None
+
+
+_PARAMS_DEFAULTS = ("nan", "posinf", "neginf")
+
+
+def _params_const(fields: tuple[float | None, ...], registered: str | None, out: torch.dtype) -> Const:
+    """A params struct of replacement values, as nan_to_num's host fills NanToNumParams<float>: each
+    field converted to the output's (real) dtype and carried as float; unset ones get 0, the dtype's
+    largest and its lowest finite value."""
+    if registered is None or not registered.endswith("_float") or len(fields) != len(_PARAMS_DEFAULTS):
+        raise UnmodelledCall(f"a params struct {registered or '(none registered)'} with {len(fields)} fields")
+    real = out.to_real() if out.is_complex else out
+    if not real.is_floating_point:
+        raise UnmodelledCall(f"a params struct for {out} outputs")
+    info = torch.finfo(real)
+    defaults = (0.0, info.max, info.min)
+    values = tuple(float(torch.tensor(d if v is None else v, dtype=torch.float64).to(real))
+                   for v, d in zip(fields, defaults))
+    return Const(registered, values, fields="float")
+
+
 def _strided_2d(it: Iteration) -> tuple[int, int]:
     inner = it.geometry.shape[0]
     return (inner, it.geometry.numel // inner)
 
 
 def plan_unary(name: str, names: Container[str], it: Iteration, inp: torch.Tensor, *,
-               alpha: int | float | bool | None = None, alpha_type: torch.dtype | None = None,
+               alpha: int | float | bool | tuple[float | None, ...] | None = None, alpha_type: torch.dtype | None = None,
                force: str | None = None) -> Launch:
     """exec_unary_kernel: dense (ILP or one element per thread), strided (2-D grid), castout fallback.
 
@@ -187,8 +214,16 @@ def plan_unary(name: str, names: Container[str], it: Iteration, inp: torch.Tenso
     o, i = metal_type_name(out.dtype), metal_type_name(inp.dtype)
     tensors = (out, inp)
     if alpha is not None:
-        a = _alpha_const(alpha, alpha_type or inp.dtype)
-        stem = f"{name}_{'dense' if contiguous else 'strided'}_{o}_{i}_{a.c_type}"
+        prefix = f"{name}_{'dense' if contiguous else 'strided'}_{o}_{i}_"
+        registered = _registered_suffix(names, prefix)
+        if isinstance(alpha, tuple):
+            a = _params_const(alpha, registered, out.dtype)
+        else:
+            wanted = alpha_type or inp.dtype
+            if registered in METAL_DTYPES and f"{prefix}{metal_type_name(wanted)}" not in names:
+                wanted = METAL_DTYPES[registered]  # the one type the host passes (polygamma: ScalarType::Int)
+            a = _alpha_const(alpha, wanted)
+        stem = prefix + a.c_type
         if contiguous:
             return Launch(_need(names, stem), (Buffer(0), Buffer(1), a), (g.numel,), tensors)
         return Launch(_need(names, stem), (Buffer(0), Buffer(1), *_unary_strided(g), Const("uint", (g.ndim,)), a),

@@ -47,7 +47,7 @@ class Call:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     slots: tuple[int | str, ...]  # positional index or keyword name of each operand, in order
-    alpha: int | float | bool | None
+    alpha: int | float | bool | tuple[float | None, ...] | None  # a tuple: the fields of a params struct
 
     def operands(self) -> tuple[torch.Tensor, ...]:
         """The operands as the host sees them; Python numbers become 0-dim CPU scalars."""
@@ -114,8 +114,12 @@ def bind(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Family)
             if not present:
                 raise UnmodelledCall(f"{func.name()} without its {a.name} operand")
             operands.append(values[a.name][0])
-        elif kind == "number" and family.has_alpha and alpha is None:
+        elif kind in ("number", "int") and family.has_alpha and alpha is None and (
+                kind == "number" or family is Family.UNARY_ALPHA):
             alpha = values[a.name][1] if present else a.default_value
+        elif kind == "Optional[float]" and family is Family.UNARY_ALPHA and (alpha is None or isinstance(alpha, tuple)):
+            # A params struct (nan_to_num's NanToNumParams): the optional floats, None where defaulted.
+            alpha = (*(alpha or ()), values[a.name][1] if present else None)
         elif present and not (a.has_default_value() and values[a.name][1] == a.default_value):
             raise UnmodelledCall(f"{func.name()} argument {a.name}: {kind}")
         if kind.startswith("Tensor") and kind != "Tensor" and present and values[a.name][1] is not None:
@@ -144,13 +148,22 @@ class _Recorder(TorchDispatchMode):
 
 
 def find_opinfo(base: str) -> Any | None:
-    """The OpInfo (no variant) whose name or aten name is `base`, else None."""
+    """The OpInfo (no variant) whose name or aten name is `base`, else its first variant, else None."""
+    return next(iter(find_opinfos(base)), None)
+
+
+def find_opinfos(base: str) -> list[Any]:
+    """The OpInfo (no variant) whose name or aten name is `base`; when only variants exist (polygamma's
+    polygamma_n_0 .. _n_4, one per order), all of them."""
     from torch.testing._internal.common_methods_invocations import op_db
 
-    exact = [o for o in op_db if not o.variant_test_name and (o.name == base or o.name.replace(".", "_") == base)]
-    if exact:
-        return exact[0]
-    return next((o for o in op_db if not o.variant_test_name and o.aten_name == base), None)
+    for plain in (True, False):
+        named = [o for o in op_db if (not o.variant_test_name) == plain
+                 and (o.name == base or o.name.replace(".", "_") == base)]
+        named = named or [o for o in op_db if (not o.variant_test_name) == plain and o.aten_name == base]
+        if named:
+            return named if not plain else named[:1]
+    return []
 
 
 def opinfo_calls(info: Any, packet: Any, dtype: torch.dtype) -> list[tuple[Any, tuple, dict]]:

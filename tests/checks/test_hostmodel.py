@@ -194,3 +194,25 @@ def test_ternary_strided_cast_packs_all_four_types():
     assert launch.args[4:] == (Const("long*", (4, 3)), Const("long*", (4, 16)), Const("long*", (0, 1)),
                                Const("long*", (4, 16)), Const("long*", (4, 16)), Const("uint", (2,)),
                                Const("uint4", (11, 6, 6, 6)))
+
+
+def test_integer_alpha_goes_as_the_one_type_the_library_registers():
+    # polygamma's host passes n as ScalarType::Int: the library registers `_int` kernels only.
+    names = {"polygamma_dense_float_float_int", "polygamma_strided_float_float_int",
+             "polygamma_dense_float_char_int"}
+    x = torch.ones(5, dtype=torch.float32)
+    launch = plan_unary("polygamma", names, _iter(x), x, alpha=2, alpha_type=torch.float32)
+    assert launch.kernel == "polygamma_dense_float_float_int" and launch.args[2] == Const("int", (2,))
+    c = torch.ones(5, dtype=torch.int8)
+    assert plan_unary("polygamma", names, _iter(c), c, alpha=1, alpha_type=torch.float32).kernel == \
+        "polygamma_dense_float_char_int"
+
+
+def test_params_struct_alpha_carries_the_dtype_defaults_as_float():
+    names = {"nan_to_num_dense_half_half_NanToNumParams_float", "nan_to_num_strided_half_half_NanToNumParams_float"}
+    assert classify(names, "nan_to_num") == (Family.UNARY_ALPHA, [torch.float16])
+    h = torch.ones(4, dtype=torch.float16)
+    launch = plan_unary("nan_to_num", names, _iter(h, out=torch.float16), h, alpha=(None, 1e6, None))
+    assert launch.kernel == "nan_to_num_dense_half_half_NanToNumParams_float"
+    # nan defaults to 0, neginf to the dtype's lowest; a replacement is converted to half first (1e6 -> inf)
+    assert launch.args[2] == Const("NanToNumParams_float", (0.0, float("inf"), -65504.0), fields="float")
