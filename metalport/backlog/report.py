@@ -6,6 +6,7 @@ import json
 from collections import Counter
 
 from metalport.backlog.model import BacklogItem, Family, Status
+from metalport.port.kinds import Kind
 
 
 def _xfail_text(item: BacklogItem) -> str:
@@ -17,29 +18,43 @@ def to_json(items: list[BacklogItem]) -> str:
     return json.dumps([item.to_json() for item in items], indent=2)
 
 
+def _kind(item: BacklogItem) -> str:
+    return item.kind.kind.value if item.kind else ""
+
+
+def _porter(item: BacklogItem) -> str:
+    """`recipe`, `llm`, or `none: <reason>`."""
+    if item.porter is None:
+        return ""
+    return item.porter.porter.value + (f": {item.porter.reason}" if item.porter.reason else "")
+
+
 def to_markdown(items: list[BacklogItem], source: str) -> str:
-    """A report to paste into a tracking issue: counts per status and family, then one row per op."""
+    """A report to paste into a tracking issue: counts per status, family and kind, then one row per op."""
     by_status = Counter(i.status for i in items)
     by_family = Counter(i.family for i in items)
+    by_kind = Counter(_kind(i) for i in items if i.kind)
     lines = [f"## MPS backlog ({len(items)} ops, from `{source}`)", "",
              "| status | ops |", "|---|---|"]
     lines += [f"| {s.value} | {by_status[s]} |" for s in Status if by_status[s]]
     lines += ["", "| family | ops |", "|---|---|"]
     lines += [f"| {f.value} | {by_family[f]} |" for f in Family if by_family[f]]
-    lines += ["", "| ease | op | status | family | stub | MPS implementation | xfail/skip |",
-              "|---|---|---|---|---|---|---|"]
-    lines += [f"| {i.ease} | `{i.op}` | {i.status.value} | {i.family.value} | {i.stub or ''} | "
-              f"{i.mps_impl or ''} | {_xfail_text(i)} |" for i in items]
+    lines += ["", "| kind | ops |", "|---|---|"]
+    lines += [f"| {k.value} | {by_kind[k.value]} |" for k in Kind if by_kind[k.value]]
+    lines += ["", "| ease | op | status | family | kind | porter | stub | MPS implementation | xfail/skip |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {i.ease if i.ease is not None else '-'} | `{i.op}` | {i.status.value} | {i.family.value} | "
+              f"{_kind(i)} | {_porter(i)} | {i.stub or ''} | {i.mps_impl or ''} | {_xfail_text(i)} |" for i in items]
     return "\n".join(lines) + "\n"
 
 
-COLUMNS = ("ease", "op", "status", "family", "stub", "MPS implementation", "xfail/skip")
+COLUMNS = ("ease", "op", "status", "family", "kind", "porter", "stub", "MPS implementation", "xfail/skip")
 
 
 def row(item: BacklogItem) -> tuple[str, ...]:
-    """The table row of one item, in `COLUMNS` order."""
-    return (str(item.ease), item.op, item.status.value, item.family.value, item.stub or "", item.mps_impl or "",
-            _xfail_text(item))
+    """The table row of one item, in `COLUMNS` order; an op that is no candidate has no rank (`-`)."""
+    return (str(item.ease) if item.ease is not None else "-", item.op, item.status.value, item.family.value,
+            _kind(item), _porter(item), item.stub or "", item.mps_impl or "", _xfail_text(item))
 
 
 def status_counts(items: list[BacklogItem]) -> str:

@@ -11,8 +11,7 @@ from metalport.checkout.cpp import split_top_level
 from metalport.checkout.layout import Checkout
 from metalport.checkout.routing import StubRoute
 from metalport.checkout.sources import ImplKind, Sources, XfailEntry, scan_sources
-from metalport.port.functors import recipe_table
-from metalport.port.kinds import classify, entry_comments, porter_for
+from metalport.port.kinds import Porter, PorterVerdict, classify, entry_comments, porter_for, recipe_ops
 from metalport.registry.index import load_registry
 from metalport.registry.model import Op, Registry
 
@@ -104,10 +103,11 @@ def _classify(op: Op, sources: Sources, xfails: dict[str, list[XfailEntry]], has
         location=f"{checkout.rel(Path(op.entries[0].span.file))}:{op.entries[0].span.start}",
         stubs=route.stubs if route else (), route=route.describe() if route else None,
         stub_assumed=route.assumed if route else None,
-        kind=kind, porter=porter_for(kind, op.name in recipes),
+        kind=kind, porter=_ALREADY if status is Status.SHARED else porter_for(kind, op.name in recipes),
     )
 
 
+_ALREADY = PorterVerdict(Porter.NONE, "already native: MPS runs the kernel CPU and CUDA share")
 _WORK_ORDER = {Status.MISSING: 0, Status.MPS_GRAPH: 0, Status.MPS_GRAPH_STUB: 0, Status.MPS_UNKNOWN: 1}
 
 
@@ -125,7 +125,7 @@ def scan_backlog(checkout: Checkout, registry: Registry | None = None) -> list[B
     sources = scan_sources(checkout)
     has_sources = any(checkout.mps_operations.glob("*.mm"))
     xfails = _xfail_index(sources)
-    comments, recipes = entry_comments(registry), frozenset(recipe_table())
+    comments, recipes = entry_comments(registry), recipe_ops()
     items = [item for op in registry.ops.values()
              if (item := _classify(op, sources, xfails, has_sources, checkout, registry, comments, recipes))
              is not None]

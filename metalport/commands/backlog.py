@@ -26,6 +26,7 @@ def _choice_list(allowed: list[str]):
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `backlog` command."""
     from metalport.backlog.model import Family, Status
+    from metalport.port.kinds import Kind, Porter
 
     parser = subparsers.add_parser("backlog", help="classify every op by its MPS support",
                                    description="Classify every op of the registry by its MPS support.")
@@ -34,6 +35,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="only ops with these statuses (comma-separated or repeated)")
     parser.add_argument("--family", type=_choice_list([f.value for f in Family]), action="extend",
                         help="only ops of these families (comma-separated or repeated)")
+    parser.add_argument("--kind", type=_choice_list([k.value for k in Kind]), action="extend",
+                        help="only ops whose port is of these kinds (comma-separated or repeated)")
+    parser.add_argument("--porter", type=_choice_list([p.value for p in Porter]), action="extend",
+                        help="only ops these can port: recipe, llm, or none (comma-separated or repeated)")
     with_completer(parser.add_argument("--op", action="append",
                                        help="only this op (aten::x, x or x.overload; repeatable)"), complete_ops)
     out = parser.add_mutually_exclusive_group()
@@ -55,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
     items = [i for i in scan_backlog(checkout, registry)
              if (not args.status or i.status.value in args.status)
              and (not args.family or i.family.value in args.family)
+             and (not args.kind or (i.kind is not None and i.kind.kind.value in args.kind))
+             and (not args.porter or (i.porter is not None and i.porter.porter.value in args.porter))
              and (not wanted or i.op in wanted)]
     fmt = output_format(args)
     if fmt == "json":

@@ -50,12 +50,12 @@ class FleetSweepOptions:
 
 async def fleet_sweep(root: Path, options: FleetSweepOptions) -> SweepReport:
     """Start a workflow for each candidate of `root`'s backlog that nobody is on; the sweep's report."""
-    from metalport.port.functors import recipe_table
+    from metalport.port.kinds import recipe_ops as covered
     from metalport.sweep.candidates import local_skip
 
     settings, store = fleet_settings(root)
     client = await connect(settings)
-    recipe_ops = frozenset(recipe_table()) if options.model == "recipe" else frozenset()
+    recipe_ops = covered() if options.model == "recipe" else frozenset()
     items = backlog_candidates(root, options.statuses, options.families)
     records = store.list()
     grouped = runs_by_op(records)

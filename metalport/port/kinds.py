@@ -8,9 +8,13 @@ Note [reduction or pointwise]: CPU and CUDA reach a pointwise stub through the s
 own iterator (`structured_inherits: TensorIteratorBase`; the stub takes a `TensorIteratorBase&`),
 and a reduction stub through an iterator built for the reduction (`make_reduction` in
 ReduceOps.cpp; the stub takes a `TensorIterator&`, maybe with a correction or norm scalar) or
-through a kernel that reduces over `dim` itself (`max_stub`, `mode_stub`, `aminmax_stub`: the stub
-takes `int64_t dim, bool keepdim`). So a stub of an op that reduces (the `reduction` tag, or a
-`bool keepdim` argument) makes a reduction-stub port; any other iterator stub a pointwise one.
+through a stub taking tensors whose CUDA kernel builds the reduction iterator itself (`max_stub`,
+`aminmax_stub`: `int64_t dim, bool keepdim`). So an iterator stub of an op that reduces (the
+`reduction` tag, or a `bool keepdim` argument) makes a reduction-stub port, any other iterator stub
+of an elementwise op a pointwise one. A tensor-taking stub has the very signature of one that is
+no reduction (`mode_stub`'s `mode_fn` is `reduce_minmax_fn` to the letter; its kernels sort), so
+there the registry's `reduction` tag decides: `max`, `aminmax` carry it, `mode` does not and is
+a custom kernel wired to its stub.
 A reduction whose stub the tree does not show (a wheel workspace has no ReduceOps.cpp: `std`
 calls `std_var_stub`, `amax` calls `max_values_stub`) is still a reduction-stub, with no stub.
 
@@ -31,7 +35,8 @@ from metalport.checkout.routing import StubRoute
 from metalport.checkout.sources import StubDecl
 from metalport.registry.model import Entry, Op, Registry
 
-__all__ = ["Classification", "Kind", "Porter", "PorterVerdict", "classify", "entry_comments", "porter_for"]
+__all__ = ["Classification", "Kind", "Porter", "PorterVerdict", "classify", "entry_comments", "porter_for",
+           "recipe_ops"]
 
 
 class Kind(Enum):
@@ -221,6 +226,10 @@ def _reduces(op: Op) -> bool:
     return any("reduction" in e.tags or "bool keepdim" in e.func for e in op.entries)
 
 
+def _tagged_reduction(op: Op) -> bool:
+    return any("reduction" in e.tags for e in op.entries)
+
+
 def _pointwise(op: Op) -> bool:
     return any("pointwise" in e.tags or e.structured_inherits == "TensorIteratorBase" for e in op.entries)
 
@@ -265,12 +274,9 @@ def classify(op: Op, route: StubRoute | None = None, stub: StubDecl | None = Non
         if iterator and (_pointwise(op) or not _NOT_ELEMENTWISE.search(params[iterator.end():])):
             return Classification(name, Kind.POINTWISE_STUB,
                                   f"{kernel} reaches {stub_name} through a pointwise {iterator.group(1)}", stub_name)
-        if _DIM_KEEPDIM.search(params) and _reduces(op):
-            return Classification(name, Kind.REDUCTION_STUB,
-                                  f"{kernel} calls {stub_name}, which reduces over dim (keepdim)", stub_name)
-        if _reduces(op):
-            return Classification(name, Kind.REDUCTION_STUB,
-                                  f"{kernel} calls {stub_name} to reduce the whole tensor", stub_name)
+        if _tagged_reduction(op):
+            how = "over dim (keepdim)" if _DIM_KEEPDIM.search(params) else "the whole tensor"
+            return Classification(name, Kind.REDUCTION_STUB, f"{kernel} calls {stub_name} to reduce {how}", stub_name)
         return Classification(name, Kind.CUSTOM_KERNEL,
                               f"{kernel} calls {stub_name}({params}), no TensorIterator: MPS registers it "
                               "with a kernel of its own", stub_name)
@@ -285,6 +291,14 @@ def classify(op: Op, route: StubRoute | None = None, stub: StubDecl | None = Non
     return Classification(name, Kind.CUSTOM_KERNEL,
                           f"CPU and CUDA share {kernel}, which calls no declared stub: MPS gets a kernel of its own",
                           rows=True)
+
+
+def recipe_ops() -> frozenset[str]:
+    """The ops a recipe covers: the pointwise functor table and the spec recipe table."""
+    from metalport.port.functors import recipe_table
+    from metalport.port.spec_recipes import spec_recipes
+
+    return frozenset(recipe_table()) | frozenset(spec_recipes())
 
 
 def porter_for(kind: Classification, covered: bool) -> PorterVerdict:

@@ -97,6 +97,10 @@ class PortPlan:
     # registrations of the route's stubs it removes: (file, line, text of the line).
     stub_registered_at: str | None = None
     legacy_registrations: tuple[tuple[str, int, str], ...] = ()
+    # How the port is made (`port.kinds.Kind` value) and why, in one line: "reduction-stub",
+    # "prod_out reaches prod_stub through a reduction TensorIterator".
+    kind: str = "pointwise-stub"
+    kind_reason: str | None = None
 
     def __post_init__(self) -> None:
         if self.needs_llm != (self.functor_step != "table"):

@@ -31,6 +31,7 @@ from metalport.port.apply import apply_port
 from metalport.port.functors import COMPLEX_TYPES, METAL_TYPES, FunctorRecipe, metal_types_for, recipe_table
 from metalport.port.functors import Family as RecipeFamily
 from metalport.port.decorators import OPINFO_FILES, find_decorators
+from metalport.port.kinds import Classification, Kind
 from metalport.port.metal import fit_functor
 from metalport.port.host import remove_legacy
 from metalport.port.plan import (KERNELS_DIR, NEEDS_LLM, OPERATIONS_DIR, StubDeclaration,
@@ -46,6 +47,8 @@ __all__ = ["PortPlan", "Resolution", "RowChange", "apply_port", "plan_port", "re
 
 _ALREADY_NATIVE = (Status.SHARED, Status.COMPOSITE)
 _MIGRATING = (Status.MPS_GRAPH, Status.MPS_GRAPH_STUB, Status.MPS_UNKNOWN, Status.MPS_METAL)
+# Kinds whose port is a kernel of its own, not a functor in a pointwise kernel file.
+_OWN_KERNEL = (Kind.REDUCTION_STUB, Kind.CUSTOM_KERNEL, Kind.MULTI_TENSOR)
 # Backlog family -> (host template, kernel file, host file, registration macro) for ops the
 # table does not know; the LLM writes the functor.
 _BY_FAMILY = {
@@ -296,13 +299,22 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
     """The plan for porting `op` in `checkout` to a native Metal kernel.
 
     Raises UnknownOpError (with close names), PipelineError "aten::x is already native (shared)"
-    for a shared or composite op unless `force`, and PipelineError when a row has no shared
-    CPU/CUDA kernel. An op outside the recipe table gets `needs_llm=True`.
+    for a shared or composite op unless `force`, PipelineError "aten::x is not a port candidate:
+    <reason>" for a not-a-candidate op (`port.kinds`), and PipelineError when a pointwise row has
+    no shared CPU/CUDA kernel. Reduction-stub, custom-kernel and multi-tensor ops get a plan of
+    their kind (`_kernel_plan`). An op outside the recipe table gets `needs_llm=True`.
     """
     res = resolve_op(checkout, op)
     if res.status in _ALREADY_NATIVE and not force:
         raise PipelineError(f"aten::{res.op} is already native ({res.status.value})",
                             location=res.mps_impl, hint="pass --force to plan it anyway")
+    kind = res.kind
+    if kind is not None and not kind.candidate and res.status is not Status.SHARED:
+        raise PipelineError(f"aten::{res.op} is not a port candidate: {kind.reason}",
+                            location=f"{res.registry.path}:{res.entries[0].span.start}",
+                            hint="pick one with `metalport backlog --porter recipe,llm`")
+    if kind is not None and kind.kind in _OWN_KERNEL:
+        return _kernel_plan(checkout, res, kind)
     rows = plan_rows(res)
     recipe = recipe_table().get(res.op)
     stub = res.route.stub if res.route else recipe.stub if recipe else res.stub
@@ -342,6 +354,32 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
         stub_route=res.route.describe() if res.route else None,
         stub_args=res.route.calls[0].args if res.route else (),
         stub_registered_at=str(kept.where) if kept else None, legacy_registrations=legacy_regs,
+        kind=kind.kind.value if kind else Kind.POINTWISE_STUB.value, kind_reason=kind.reason if kind else None,
+    )
+
+
+def _kernel_plan(checkout: Checkout, res: Resolution, kind: Classification) -> PortPlan:
+    """The plan of a reduction-stub, custom-kernel or multi-tensor port: the rows collapsed onto
+    the shared CPU/CUDA kernel when the port registers its stub (none when it writes `MPS: x_mps`
+    rows), the legacy code and xfails it replaces, and a kernel step that needs a recipe or a model.
+    """
+    try:
+        rows = () if kind.rows or kind.stub is None else plan_rows(res)
+    except PipelineError:
+        rows = ()
+    legacy = tuple((f.where.file, f.name) for f in res.legacy)
+    legacy_regs = _legacy_registrations(checkout, res)
+    allowed = {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs)}
+    stubs = res.route.stubs if res.route and kind.stub else ((kind.stub,) if kind.stub else ())
+    return PortPlan(
+        op=res.op, status=res.status.value, family=res.family.value, rows=rows, kernel_file=None, functor=None,
+        functor_source=None, dtypes=(), registrations=(), host_file=None, register_dispatch=None, kernel_name=None,
+        legacy=legacy[0] if legacy else None, legacy_include=_legacy_include(checkout, res),
+        xfail_keys=res.xfail_keys, allowed_paths=tuple(sorted(allowed)), needs_llm=True,
+        migrate=res.status in _MIGRATING or any(r.deletes for r in rows), functor_step=NEEDS_LLM,
+        stub=kind.stub, stubs=stubs, stub_route=res.route.describe() if res.route and kind.stub else None,
+        stub_args=res.route.calls[0].args if res.route and kind.stub else (), legacy_others=legacy[1:],
+        legacy_registrations=legacy_regs, kind=kind.kind.value, kind_reason=kind.reason,
     )
 
 

@@ -15,6 +15,7 @@ from metalport.checkout.layout import Checkout
 from metalport.checkout.routing import StubRoute
 from metalport.checkout.sources import MpsFunction, Registration, Sources, XfailEntry, scan_sources
 from metalport.errors import UnknownOpError
+from metalport.port.kinds import Classification
 from metalport.registry.index import load_registry
 from metalport.registry.model import DispatchLine, Entry, Registry
 
@@ -39,6 +40,7 @@ class Resolution:
     registry: Registry
     sources: Sources
     route: StubRoute | None = None  # the stubs the op's CPU kernel calls (`sub_out` -> add_stub)
+    kind: Classification | None = None  # how its port is made (`port.kinds`)
 
     @property
     def registrations(self) -> tuple[Registration, ...]:
@@ -56,6 +58,7 @@ class Resolution:
             "legacy": [{"name": f.name, "kind": f.kind.value, "where": str(f.where)} for f in self.legacy],
             "registration": str(self.registration.where) if self.registration else None,
             "route": self.route.describe() if self.route else None,
+            "kind": self.kind.kind.value if self.kind else None, "kind_reason": self.kind.reason if self.kind else None,
             "stubs": list(self.route.stubs) if self.route else [],
             "xfails": [{"list": x.list_name, "key": x.op, "line": x.where.line,
                         "dtypes": list(x.dtypes) if x.dtypes is not None else None} for x in self.xfails],
@@ -102,5 +105,6 @@ def resolve_op(checkout: Checkout, op: str, *, registry: Registry | None = None)
         op=found.name, entries=found.entries, status=item.status, family=item.family, stub=item.stub,
         mps_impl=item.mps_impl, mps_kernels=specific, legacy=legacy, registration=registration,
         xfails=item.xfail, registry=registry, sources=sources, route=sources.route_op(found, registry),
+        kind=item.kind,
     )
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from metalport.agent.budget import BudgetLimits, SweepBudget
 from metalport.errors import BudgetExhausted, FilesystemError, filesystem_error
-from metalport.port.functors import recipe_table
+from metalport.port.kinds import recipe_ops
 from metalport.run_ids import new_run_id
 from metalport.sweep.candidates import (backlog_candidates, local_branches, local_skip, open_pr_skip, runs_by_op,
                                         search_open_prs)
@@ -102,7 +102,7 @@ class _Sweep:
         self.runs = Runs(options.repo_root)
         self.flag = repo_flag(options)
         self.command = RunCommand(options.repo_root, options.model, options.executor, options.run_flags)
-        self.recipe_ops = frozenset(recipe_table())
+        self.recipe_ops = recipe_ops()
         self.outcomes: dict[str, OpOutcome] = {}
         self.inflight: list[RunProcess] = []
         self.started: list[str] = []

@@ -29,7 +29,8 @@ def test_backlog_markdown_counts(tmp_path: Path, capsys: pytest.CaptureFixture[s
     out = capsys.readouterr().out
     assert out.startswith("## MPS backlog (4 ops, from `aten/src/ATen/native/native_functions.yaml`)\n")
     assert "| mps-graph | 1 |" in out and "| binary-pointwise | 4 |" in out
-    assert "| `heaviside` | mps-graph | binary-pointwise | heaviside_stub | " \
+    assert "| pointwise-stub | 4 |" in out
+    assert "| `heaviside` | mps-graph | binary-pointwise | pointwise-stub | recipe | heaviside_stub | " \
            "aten/src/ATen/native/mps/operations/BinaryOps.mm:8 | UNIMPLEMENTED_XFAILLIST |" in out
 
 

@@ -77,7 +77,7 @@ def test_tables_off_a_terminal_are_full_width_or_tsv_or_json(workspace: Path) ->
     backlog = _metalport("backlog", "--repo", str(workspace), "--status", "missing", "--format", "tsv").stdout
     rows = [line.split("\t") for line in backlog.splitlines()]
     assert rows[0][:3] == ["ease", "op", "status"] and len(rows) > 5
-    assert all(len(r) == 7 and r[2] == "missing" for r in rows[1:])
+    assert all(len(r) == 9 and r[2] == "missing" for r in rows[1:])
     wide = _metalport("backlog", "--repo", str(workspace), "--status", "missing").stdout
     for op in (r[1] for r in rows[1:]):  # every op name whole on one line, however long
         assert re.search(rf"│ {re.escape(op)} +│", wide), op

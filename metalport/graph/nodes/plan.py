@@ -21,8 +21,9 @@ def plan(state: PortState) -> dict:
     update: dict = {"stage": "plan", "plan": port.to_dict()}
     if port.needs_llm and state["options"].get("model", "recipe") == "recipe":
         name = state["op"].removeprefix("aten::")
+        what = "its functor" if port.kind == "pointwise-stub" else f"its kernel ({port.kind})"
         update.update(status="needs-llm", reason=(
-            f"aten::{name} is not in the recipe table: its functor needs an LLM; "
+            f"aten::{name} is not in the recipe table: {what} needs an LLM; "
             f"rerun with --model openai:MODEL (e.g. `run-migration aten::{name} --model openai:gpt-4.1"
             f"{repo_arg(state['repo_root'])}`)"))
     return update
