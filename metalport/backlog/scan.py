@@ -7,11 +7,18 @@ from dataclasses import replace
 from pathlib import Path
 
 from metalport.backlog.model import BacklogItem, Family, Status
-from metalport.checkout.cpp import split_top_level
 from metalport.checkout.layout import Checkout
 from metalport.checkout.routing import StubRoute
 from metalport.checkout.sources import ImplKind, Sources, XfailEntry, scan_sources
-from metalport.port.kinds import Porter, PorterVerdict, classify, entry_comments, porter_for, recipe_ops
+from metalport.port.kinds import (
+    Porter,
+    PorterVerdict,
+    classify,
+    entry_comments,
+    porter_for,
+    recipe_ops,
+    schema_arguments,
+)
 from metalport.registry.index import load_registry
 from metalport.registry.model import Op, Registry
 
@@ -22,11 +29,6 @@ _TENSOR_ARG = re.compile(r"^Tensor\??(?:\([a-z]\))?\s")
 _XFAIL_PREFIXES = ("nn.functional.", "_refs.", "ops.aten.")
 
 
-def _args(schema: str) -> list[str]:
-    inner = schema[schema.index("(") + 1: schema.rindex(")", 0, schema.index("->"))]
-    return split_top_level(inner, "([", ")]")
-
-
 def _family(op: Op) -> Family:
     tags = {t for e in op.entries for t in e.tags}
     if "reduction" in tags:
@@ -35,7 +37,7 @@ def _family(op: Op) -> Family:
     if not pointwise:
         return Family.REDUCTION if any("bool keepdim" in e.func for e in op.entries) else Family.OTHER
     functional = [e for e in op.entries if "!)" not in e.func] or list(op.entries)
-    count = max(sum(1 for a in _args(e.func) if _TENSOR_ARG.match(a) and "!" not in a.split()[0])
+    count = max(sum(1 for a in schema_arguments(e.func) if _TENSOR_ARG.match(a) and "!" not in a.split()[0])
                 for e in functional)
     return {1: Family.UNARY, 2: Family.BINARY, 3: Family.TERNARY}.get(count, Family.OTHER)
 

@@ -31,12 +31,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
+from metalport.checkout.cpp import closing, split_top_level
 from metalport.checkout.routing import StubRoute
 from metalport.checkout.sources import StubDecl
 from metalport.registry.model import Entry, Op, Registry
 
 __all__ = ["Classification", "Kind", "Porter", "PorterVerdict", "classify", "entry_comments", "porter_for",
-           "recipe_ops"]
+           "recipe_ops", "schema_arguments"]
 
 
 class Kind(Enum):
@@ -131,19 +132,11 @@ def entry_comments(registry: Registry) -> dict[str, str]:
     return out
 
 
-def _args(func: str) -> list[str]:
-    """The argument declarations of a schema, split at top-level commas (`*` dropped)."""
-    depth, cur, out = 0, "", []
-    for ch in func[func.index("(") + 1:]:
-        depth += 1 if ch in "([" else -1 if ch in ")]" else 0
-        if depth < 0:
-            break
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    return [a for a in (*out, cur.strip()) if a and a != "*"]
+def schema_arguments(func: str) -> list[str]:
+    """The argument declarations of a `func:` schema (`Tensor self`, `Scalar alpha=1`), split at
+    top-level commas; the keyword-only marker `*` is dropped."""
+    start = func.index("(")
+    return [a for a in split_top_level(func[start + 1:closing(func, start)], "([", ")]") if a != "*"]
 
 
 def _host_kernels(op: Op) -> list[tuple[str, str]]:
@@ -215,7 +208,7 @@ def _is_multi_tensor(op: Op) -> bool:
     if "foreach" in op.name.split("_"):
         return True
     for e in op.entries:
-        args = _args(e.func)
+        args = schema_arguments(e.func)
         lists = [a for a in args if _TENSOR_LIST.match(a)]
         if args and _TENSOR_LIST.match(args[0]) and len(lists) >= 2:
             return True
