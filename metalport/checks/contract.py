@@ -7,7 +7,9 @@ MPS exactly once, natively (macro-made registrations count), and no stub nothing
 registered; the host stub's
 kernel name has functors registered for the planned dtypes; the legacy code and its include are
 gone; exactly the planned xfail entries left the test lists; no path off the allow-list changed;
-and added lines carry no CPU fallback, no MPSGraph, no tolerance or test edits.
+and added lines carry no CPU fallback, no MPSGraph, no tolerance or test edits. A spec-recipe
+port (custom kernel) has its rows, host function and kernel names checked by `speccontract`
+instead of the stub checks.
 """
 
 from __future__ import annotations
@@ -355,8 +357,13 @@ def check_contract(base_root: Path, worktree_root: Path, plan: PortPlan) -> list
     base_root, worktree_root = Path(base_root).resolve(), Path(worktree_root).resolve()
     changes = _changes(base_root, worktree_root)
     failures: list[Failure] = []
-    failures += _registry_checks(worktree_root, plan)
-    failures += _stub_checks(worktree_root, plan, changes)
+    if plan.spec is not None:
+        from metalport.checks.speccontract import spec_contract
+
+        failures += spec_contract(worktree_root, plan)
+    else:
+        failures += _registry_checks(worktree_root, plan)
+        failures += _stub_checks(worktree_root, plan, changes)
     failures += _legacy_checks(worktree_root, plan)
     failures += _xfail_checks(base_root, worktree_root, changes, plan)
     failures += _decorator_checks(base_root, worktree_root, changes, plan)

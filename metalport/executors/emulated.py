@@ -123,7 +123,13 @@ def conformance(worktree_root: Path, plan: PortPlan, *, held_out: bool,
 
     root = Path(worktree_root).resolve()
     try:
-        report = run_conformance(root, plan.op, include_held_out=held_out, backend=backend)
+        if plan.spec is not None:
+            from metalport.checks.specconformance import run_spec_conformance
+            from metalport.port.spec import load_spec
+
+            report = run_spec_conformance(root, load_spec(plan.spec), include_held_out=held_out)
+        else:
+            report = run_conformance(root, plan.op, include_held_out=held_out, backend=backend)
     except CompileError as err:
         rel = plan.kernel_file or "kernel"
         return _failed_report(plan, f"compile error: {err.message}", backend), _compile_failures(err, rel)

@@ -17,7 +17,20 @@ def describe_plan(plan: dict) -> list[str]:
              f"{'migrate from MPSGraph' if plan.get('migrate') else 'add native Metal support'}"]
     for row in plan.get("rows", []):
         after = row["after"].strip() or "(line removed)"
+        if not row["before"]:
+            lines.append(f"  registry {row['entry']}: add {after} after line {row['line']}")
+            continue
         lines.append(f"  registry {row['entry']} line {row['line']}: {row['before'].strip()} -> {after}")
+    if plan.get("spec"):
+        from metalport.port.spec import load_spec
+
+        spec = load_spec(plan["spec"])
+        lines.append(f"  {plan.get('kind')}: kernel {spec.kernel_name} in {spec.kernel_file} for "
+                     f"{len(spec.dtypes)} instantiation(s); host {spec.host_function} in {spec.host_file}")
+        lines += ["  launch spec:"] + [f"    {line}" for line in spec_yaml(plan["spec"]).splitlines()]
+        if plan.get("xfail_keys"):
+            lines.append(f"  remove xfail entries {', '.join(plan['xfail_keys'])} from common_mps.py")
+        return lines
     dtypes = ", ".join(plan.get("dtypes", []))
     lines.append(f"  functor {plan.get('functor')} in {plan.get('kernel_file')} for {dtypes}")
     lines.append(f"  host {plan.get('host_file')}: {plan.get('register_dispatch')}")
@@ -29,12 +42,20 @@ def describe_plan(plan: dict) -> list[str]:
     return lines
 
 
+def spec_yaml(spec: dict) -> str:
+    """A launch spec as the YAML a reviewer reads (field order as written)."""
+    import yaml
+
+    return yaml.safe_dump(spec, sort_keys=False, default_flow_style=None, width=100)
+
+
 def commit_evidence(state: Mapping) -> dict[str, str]:
     """The evidence lines of the commit body: what changed, then the verdicts in numbers."""
     plan = state.get("plan", {})
     dtypes = ", ".join(plan.get("dtypes") or ())
-    lines = {"Kernel": f"{plan.get('functor')} in {plan.get('kernel_file')} for {dtypes}",
-             "Host": f"{(plan.get('register_dispatch') or '').rstrip(';')} in {plan.get('host_file')}",
+    host = (plan.get("register_dispatch") or "").rstrip(";") or ((plan.get("spec") or {}).get("host") or {}).get("function")
+    lines = {"Kernel": f"{plan.get('functor') or plan.get('kernel_name')} in {plan.get('kernel_file')} for {dtypes}",
+             "Host": f"{host} in {plan.get('host_file')}",
              "Registry": f"{len(plan.get('rows') or ())} dispatch line(s) changed in native_functions.yaml"}
     removed = [f"{plan['legacy'][1]} ({plan['legacy'][0]})"] if plan.get("legacy") else []
     removed += [f"xfail {key}" for key in plan.get("xfail_keys") or ()]

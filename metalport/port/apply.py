@@ -198,9 +198,15 @@ def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str
     root = Path(worktree_root).resolve()
     guard = PathGuard(root, set(plan.allowed_paths), secret_env=secret_env)
     texts = _Texts(root)
-    texts.texts[NATIVE_FUNCTIONS] = edit_rows(texts.require(NATIVE_FUNCTIONS), plan)
-    _kernel_edit(texts, plan, root, functor_source)
-    _host_edit(texts, plan, root)
+    if plan.spec is not None:
+        from metalport.port.specport import spec_texts
+
+        paths = (NATIVE_FUNCTIONS, plan.kernel_file or "", plan.host_file or "")
+        texts.texts.update(spec_texts(plan, root, {rel: texts.get(rel) for rel in paths}))
+    else:
+        texts.texts[NATIVE_FUNCTIONS] = edit_rows(texts.require(NATIVE_FUNCTIONS), plan)
+        _kernel_edit(texts, plan, root, functor_source)
+        _host_edit(texts, plan, root)
     _legacy_edit(texts, plan)
     if plan.xfail_entries or plan.xfail_narrowed:
         common = remove_planned_xfails(texts.require(COMMON_MPS), plan)

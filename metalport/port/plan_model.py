@@ -25,13 +25,19 @@ class RowChange:
 
     entry: str  # the entry's full name, e.g. "heaviside.out"
     line: int  # 1-based line in the base native_functions.yaml
-    before: str  # the whole line as it reads in the base, without its newline
+    before: str  # the whole line as it reads in the base, without its newline; "" = `after` is a
+    # new line inserted after `line`
     after: str  # the whole line after the port; "" when the line is deleted
 
     @property
     def deletes(self) -> bool:
         """True when the port removes this line (the `MPS: x_mps` half of a collapse)."""
         return self.after == ""
+
+    @property
+    def inserts(self) -> bool:
+        """True when the port adds `after` as a new line after `line` (Note [spec rows])."""
+        return self.before == ""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -101,6 +107,11 @@ class PortPlan:
     # "prod_out reaches prod_stub through a reduction TensorIterator".
     kind: str = "pointwise-stub"
     kind_reason: str | None = None
+    # A spec-recipe port carries its launch spec (`LaunchSpec.to_dict()`), the `func:` schema of
+    # the entry it serves, and its kernel source in `functor_source`; its rows insert lines
+    # (Note [spec rows] in port/specport.py).
+    spec: dict[str, Any] | None = None
+    schema: str | None = None
 
     def __post_init__(self) -> None:
         if self.needs_llm != (self.functor_step != "table"):

@@ -305,6 +305,13 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
     their kind (`_kernel_plan`). An op outside the recipe table gets `needs_llm=True`.
     """
     res = resolve_op(checkout, op)
+    from metalport.port.spec_recipes import spec_recipes
+
+    spec_recipe = spec_recipes().get(res.op)
+    if spec_recipe is not None:
+        from metalport.port.specport import plan_spec_port
+
+        return plan_spec_port(checkout, res, spec_recipe)
     if res.status in _ALREADY_NATIVE and not force:
         raise PipelineError(f"aten::{res.op} is already native ({res.status.value})",
                             location=res.mps_impl, hint="pass --force to plan it anyway")

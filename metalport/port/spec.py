@@ -399,6 +399,11 @@ def load_spec(data: Mapping[str, Any] | str) -> LaunchSpec:
     cases = d.get("cases", {})
     if not isinstance(cases, Mapping):
         raise _fail(op, "cases", "expected a mapping")
+    from metalport.port.kinds import Kind
+
+    kinds = [k.value for k in Kind if k not in (Kind.POINTWISE_STUB, Kind.NOT_A_CANDIDATE)]
+    if d["kind"] not in kinds:
+        raise _fail(op, "kind", f"{d['kind']!r} is not one of {', '.join(kinds)}")
     return LaunchSpec(
         op=op, overload=str(d.get("overload", "") or ""), kind=_str(d["kind"], "kind", op),
         host_function=_str(host["function"], "host.function", op), host_file=_str(host["file"], "host.file", op),

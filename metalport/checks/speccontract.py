@@ -1,0 +1,121 @@
+"""Contract checks of a spec-recipe port (custom-kernel / reduction kinds).
+
+Every entry of the op with a CPU or CUDA kernel dispatches MPS, the spec's entry to the spec's
+host function; the host function is defined exactly once under `operations/` and is the text
+`hostgen` writes from the spec (whitespace aside); the kernel file defines the spec's kernel and
+instantiates every host name the spec lists, and no other `<kernel>_*` host name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from metalport.errors import MetalportError, RegistryError
+from metalport.failure import Failure
+from metalport.port.hostgen import write_host
+from metalport.port.plan_model import NATIVE_FUNCTIONS, PortPlan
+from metalport.port.spec import LaunchSpec, load_spec
+from metalport.port.spec_recipes import _instantiates
+from metalport.registry.validate import validate_registry
+
+_TAGS = "aten/src/ATen/native/tags.yaml"
+_OPERATIONS = "aten/src/ATen/native/mps/operations"
+_BACKENDS = ("CPU", "CUDA")
+
+
+def _fail(check: str, message: str, file: str | None = None, line: int | None = None) -> Failure:
+    return Failure("contract", file, line, None, f"[{check}] {message}")
+
+
+def _row_checks(root: Path, spec: LaunchSpec, plan: PortPlan) -> Iterator[Failure]:
+    try:
+        registry = validate_registry(root / NATIVE_FUNCTIONS, root / _TAGS)
+    except RegistryError as err:
+        where = (err.location or "").rsplit(":", 1)
+        yield _fail("registry", err.message, NATIVE_FUNCTIONS,
+                    int(where[1]) if len(where) == 2 and where[1].isdigit() else None)
+        return
+    try:
+        op = registry.resolve(plan.op)
+    except MetalportError as err:
+        yield _fail("rows", f"aten::{plan.op} is no longer in the registry: {err.message}", NATIVE_FUNCTIONS)
+        return
+    full = f"{spec.op}.{spec.overload}" if spec.overload else spec.op
+    for entry in op.entries:
+        mps = entry.kernel_for("MPS")
+        if entry.full_name == full and (mps is None or mps.kernel != spec.host_function):
+            yield _fail("rows", f"{entry.full_name} does not dispatch MPS to {spec.host_function}"
+                        + (f" (it names {mps.kernel})" if mps else ""), NATIVE_FUNCTIONS, entry.span.start)
+        elif mps is None and any(entry.kernel_for(k) for k in _BACKENDS):
+            yield _fail("rows", f"{entry.full_name} has a CPU/CUDA kernel but no MPS line: route it to the new "
+                        f"kernel too", NATIVE_FUNCTIONS, entry.span.start)
+
+
+def _definitions(root: Path, name: str) -> list[tuple[str, int]]:
+    """(file, line) of every top-level definition of function `name` in the operations .mm files."""
+    pattern = re.compile(rf"^[A-Za-z_][\w:<>,\s]*\b{re.escape(name)}\s*\(")
+    out = []
+    folder = root / _OPERATIONS
+    for path in sorted(folder.glob("*.mm")) if folder.is_dir() else ():
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        rel = path.relative_to(root).as_posix()
+        out += [(rel, i) for i, line in enumerate(lines, 1) if pattern.match(line) and not line.rstrip().endswith(";")]
+    return out
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def _host_checks(root: Path, spec: LaunchSpec, plan: PortPlan) -> Iterator[Failure]:
+    found = _definitions(root, spec.host_function)
+    if not found:
+        yield _fail("host", f"{spec.host_function} is not defined under {_OPERATIONS}", spec.host_file)
+        return
+    if len(found) > 1:
+        where = ", ".join(f"{f}:{n}" for f, n in found)
+        yield _fail("host", f"{spec.host_function} is defined {len(found)} times ({where}); once is the contract",
+                    found[1][0], found[1][1])
+    rel, line = found[0]
+    if rel != spec.host_file:
+        yield _fail("host", f"{spec.host_function} is in {rel}, the spec says {spec.host_file}", rel, line)
+    if plan.schema:
+        body = write_host(spec, plan.schema)
+        start = body.rfind("\n", 0, body.index(f" {spec.host_function}(")) + 1  # the definition line
+        wanted = _squash(body[start:])
+        text = (root / rel).read_text(encoding="utf-8", errors="replace")
+        if wanted not in _squash(text):
+            yield _fail("host", f"{spec.host_function} differs from the host code its launch spec gives "
+                        f"(buffers, constants or geometry edited by hand?)", rel, line)
+
+
+def _kernel_checks(root: Path, spec: LaunchSpec) -> Iterator[Failure]:
+    path = root / spec.kernel_file
+    if not path.is_file():
+        yield _fail("kernel-name", f"{spec.kernel_file} does not exist", spec.kernel_file)
+        return
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if not re.search(rf"\bkernel\s+void\s+{re.escape(spec.kernel_name)}\s*\(", text):
+        yield _fail("kernel-name", f"no 'kernel void {spec.kernel_name}(' in {spec.kernel_file}", spec.kernel_file)
+    for host in spec.host_names:
+        if not _instantiates(text, spec.kernel_name, host):
+            yield _fail("kernel-name", f"the spec's instantiation {host!r} is not registered", spec.kernel_file)
+    listed = set(spec.host_names)
+    for literal in re.findall(rf'"({re.escape(spec.kernel_name)}_\w+)"', text):
+        if literal not in listed:
+            yield _fail("kernel-name", f"kernel {literal!r} is registered but the spec does not list it",
+                        spec.kernel_file)
+
+
+def spec_contract(worktree_root: Path, plan: PortPlan) -> list[Failure]:
+    """The spec-specific contract failures of a spec plan's port (`[]` when they hold)."""
+    if plan.spec is None:
+        return []
+    spec = load_spec(plan.spec)
+    root = Path(worktree_root)
+    return [*_row_checks(root, spec, plan), *_host_checks(root, spec, plan), *_kernel_checks(root, spec)]
+
+
+__all__ = ["spec_contract"]

@@ -1,0 +1,234 @@
+"""`write_host`: the `.mm` host function of a launch spec, in PyTorch's MPS idiom, and the
+registry rows that route the op to it.
+
+The text is deterministic (same spec and schema, same bytes) and mirrors what the emulated host
+(`metalport.checks.speclaunch`) does with the same spec: outputs from the shape/dtype rules, an
+early return for an empty output, the layout of each input, constants in spec order after the
+tensors (Note [spec buffers] in `port.spec`), whole-slice launches of at most 2^31-1 elements
+(`with_32bit_indexing`'s role) with each size narrowed by a checked cast, then `mtl_setArgs`
+and a 1-D dispatch (`mtl_dispatch1DJob`) or one threadgroup per slice, inside
+`dispatch_sync_with_rethrow` on the current MPS stream.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from metalport.errors import SpecError
+from metalport.port.spec import DERIVED_ARRAYS, Grid, LaunchSpec, Layout, OutShape
+
+_C_TYPES = {"float": "float", "int": "int32_t", "uint": "uint32_t", "long": "int64_t", "ulong": "uint64_t",
+            "bool": "bool"}
+_SCALAR_TYPE = {"float": "kFloat", "half": "kHalf", "bfloat": "kBFloat16", "long": "kLong", "int": "kInt",
+                "short": "kShort", "char": "kChar", "uchar": "kByte", "bool": "kBool", "float2": "kComplexFloat",
+                "half2": "kComplexHalf", "ulong": "kUInt64", "uint": "kUInt32", "ushort": "kUInt16"}
+
+
+def _signature(spec: LaunchSpec, func: str) -> tuple[str, list[tuple[str, str]]]:
+    """(the host function's definition line without its body, [(argument, C++ type)])."""
+    from torchgen.api.types import NativeSignature
+    from torchgen.model import FunctionSchema
+
+    sig = NativeSignature(FunctionSchema.parse(func), symint=False)
+    defn = sig.defn(name=spec.host_function).replace("::std::", "std::").replace("at::", "")
+    return defn, [(a.name, a.type.replace("::std::", "std::").replace("at::", "")) for a in sig.arguments()]
+
+
+def _value(source: str, ctype: str, types: dict[str, str]) -> str:
+    """C++ for a param field's value: a derived size, or a schema argument converted."""
+    if source in ("reduce_size", "num_slices", "numel", "output_numel", "ndim"):
+        return source
+    if "Scalar" in types.get(source, ""):
+        return f"{source}.to<{ctype}>()"
+    return f"static_cast<{ctype}>({source})"
+
+
+def write_host(spec: LaunchSpec, func: str) -> str:
+    """The host function of `spec` for the op schema `func` (`mode(Tensor self, ...) -> ...`),
+    with the static library handle; SpecError for a spec shape this writer does not cover."""
+    if spec.geometry.threads is not None or spec.geometry.grid in (Grid.PER_INPUT_ELEMENT, Grid.PER_CHUNK):
+        raise SpecError(f"spec {spec.op}: geometry: hostgen writes per-output-element, per-slice and per-window "
+                        f"launches only", hint="write the host function by hand")
+    if any(i.layout is Layout.STRIDED for i in spec.inputs) or len(spec.inputs) != 1 or \
+            any(o.shape not in (OutShape.REDUCED, OutShape.SAME) for o in spec.outputs):
+        raise SpecError(f"spec {spec.op}: inputs: hostgen writes one reduce-last or contiguous input with "
+                        f"reduced/same outputs only", hint="write the host function by hand")
+    if any(f.length or f.source in DERIVED_ARRAYS for p in spec.params for f in p.fields):
+        raise SpecError(f"spec {spec.op}: params: hostgen writes scalar fields only, not sizes/strides arrays",
+                        hint="write the host function by hand")
+    defn, args = _signature(spec, func)
+    types = dict(args)
+    x = spec.inputs[0].arg
+    lines = [f"{defn} {{", "  using namespace mps;", f"  const int64_t ndim = {x}.dim();"]
+    dim, keepdim = spec.reduce.dim, spec.reduce.keepdim
+    lines.append("  std::vector<bool> reduced(ndim, false);")
+    if dim is None:
+        lines.append("  std::fill(reduced.begin(), reduced.end(), true);")
+    elif "OptionalIntArrayRef" in types[dim] or "IntArrayRef" in types[dim]:
+        opt = "Optional" in types[dim]
+        have = f"{dim}.has_value() && !{dim}->empty()" if opt else f"!{dim}.empty()"
+        each = f"*{dim}" if opt else dim
+        lines += [f"  if ({have}) {{", f"    for (const auto d : {each}) {{",
+                  "      reduced[maybe_wrap_dim(d, ndim)] = true;", "    }", "  } else {",
+                  "    std::fill(reduced.begin(), reduced.end(), true);", "  }"]
+    else:
+        lines += ["  if (ndim > 0) {", f"    reduced[maybe_wrap_dim({dim}, ndim)] = true;", "  }"]
+    keep = f"{keepdim}" if keepdim else "false"
+    lines += ["  std::vector<int64_t> perm;", "  std::vector<int64_t> out_sizes;", "  int64_t reduce_size = 1;",
+              "  for (const auto d : c10::irange(ndim)) {", "    if (!reduced[d]) {", "      perm.push_back(d);",
+              f"      out_sizes.push_back({x}.size(d));", f"    }} else if ({keep}) {{", "      out_sizes.push_back(1);",
+              "    }", "  }", "  for (const auto d : c10::irange(ndim)) {", "    if (reduced[d]) {",
+              "      perm.push_back(d);", f"      reduce_size *= {x}.size(d);", "    }", "  }"]
+    layout = spec.inputs[0].layout
+    lines.append(f"  const Tensor input = {x}.permute(perm).contiguous();" if layout is Layout.REDUCE_LAST
+                 else f"  const Tensor input = {x}.contiguous();")
+    names = []
+    for o in spec.outputs:
+        if o.dtype == "index":
+            dtype = "kLong"
+        elif o.dtype.startswith("arg:"):
+            _, arg, *default = o.dtype.split(":")
+            dtype = f"{arg}.value_or({_SCALAR_TYPE[default[0]] if default else f'{x}.scalar_type()'})"
+        elif o.dtype == "same":
+            dtype = f"{x}.scalar_type()"
+        else:
+            dtype = _SCALAR_TYPE[o.dtype]
+        sizes = "out_sizes" if o.shape is OutShape.REDUCED else f"{x}.sizes()"
+        lines.append(f"  Tensor {o.name} = at::empty({sizes}, {x}.options().dtype({dtype}));")
+        if o.fill == "zero":
+            lines.append(f"  {o.name}.zero_();")
+        names.append(o.name)
+    ret = names[0] if len(names) == 1 else "std::make_tuple(" + ", ".join(names) + ")"
+    lines += [f"  if ({names[0]}.numel() == 0) {{", f"    return {ret};", "  }",
+              f"  const int64_t num_slices = {names[0]}.numel();"]
+    # The kernel name: `<kernel>_<type of each input>_<type of each output>`.
+    parts = " + \"_\" + ".join(f"scalarToMetalTypeString({t})" for t in ["input", *names])
+    lines.append(f"  const std::string kernel = \"{spec.kernel_name}_\" + {parts};")
+    per_group = spec.geometry.grid in (Grid.PER_SLICE, Grid.PER_WINDOW)
+    structs = []
+    for p in spec.params:
+        if p.struct is not None:
+            fields = "".join(f"  {_C_TYPES[f.type]} {f.name}{f'[{f.length}]' if f.length else ''};\n" for f in p.fields)
+            structs.append(f"struct {p.struct} {{\n{fields}}};\n")
+    lines += ["  // Whole slices per launch, so every index the kernel computes stays within 32 bits.",
+              "  const int64_t per_launch = std::max<int64_t>(",
+              "      1, std::numeric_limits<int32_t>::max() / std::max<int64_t>(reduce_size, 1));",
+              "  const Tensor input_flat = input.view(-1);",
+              *[f"  const Tensor {n}_flat = {n}.view(-1);" for n in names],
+              "  MPSStream* stream = getCurrentMPSStream();",
+              "  dispatch_sync_with_rethrow(stream->queue(), ^() {", "    @autoreleasepool {",
+              "      auto encoder = stream->commandEncoder();",
+              "      auto pso = lib.getPipelineStateForFunc(kernel);",
+              "      getMPSProfiler().beginProfileKernel(pso, kernel, {input});",
+              "      [encoder setComputePipelineState:pso];",
+              "      for (int64_t start = 0; start < num_slices; start += per_launch) {",
+              "        const int64_t count = std::min(per_launch, num_slices - start);"]
+    values = []
+    for p in spec.params:
+        if p.struct is None:
+            f = p.fields[0]
+            ctype = _C_TYPES[f.type]
+            expr = _value(f.source, ctype, types)
+            if f.source == "num_slices":
+                expr = "count"
+            lines.append(f"        const auto {p.name}_arg = checked_narrow<{ctype}>({expr}, \"{p.name}\");"
+                         if ctype in ("uint32_t", "int32_t") else f"        const {ctype} {p.name}_arg = {expr};")
+            values.append(f"{p.name}_arg")
+        else:
+            inits = []
+            for f in p.fields:
+                ctype = _C_TYPES[f.type]
+                expr = "count" if f.source == "num_slices" else _value(f.source, ctype, types)
+                inits.append(f"checked_narrow<{ctype}>({expr}, \"{f.name}\")" if ctype in ("uint32_t", "int32_t")
+                             else expr)
+            lines.append(f"        const {p.struct} {p.name}_arg{{{', '.join(inits)}}};")
+            values.append(f"{p.name}_arg")
+    tensors = ["input_flat.narrow(0, start * reduce_size, count * reduce_size)",
+               *[f"{n}_flat.narrow(0, start, count)" for n in names]]
+    lines.append(f"        mtl_setArgs(encoder, {', '.join(tensors + values)});")
+    if per_group:
+        group = spec.geometry.threadgroup
+        lines += ["        [encoder dispatchThreadgroups:MTLSizeMake(count, 1, 1)",
+                  f"                threadsPerThreadgroup:MTLSizeMake({group}, 1, 1)];"]
+    else:
+        lines.append("        mtl_dispatch1DJob(encoder, pso, count);")
+    lines += ["      }", "      getMPSProfiler().endProfileKernel(pso);", "    }", "  });", f"  return {ret};", "}"]
+    header = (f"// {spec.host_function}: aten::{spec.op} on a Metal kernel, written by metalport from its launch spec.\n"
+              + "".join(structs))
+    return header + "\n".join(lines) + "\n"
+
+
+_PREAMBLE = """#define TORCH_ASSERT_ONLY_METHOD_OPERATORS
+#include <ATen/mps/MPSProfiler.h>
+#include <ATen/native/mps/OperationUtils.h>
+#include <c10/util/irange.h>
+#ifndef AT_PER_OPERATOR_HEADERS
+#include <ATen/Functions.h>
+#include <ATen/NativeFunctions.h>
+#else
+#include <ATen/ops/empty.h>
+#include <ATen/ops/{op}_native.h>
+#endif
+
+namespace at::native {{
+#ifndef PYTORCH_JIT_COMPILE_SHADERS
+static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();
+#else
+#include <ATen/native/mps/{stem}_metallib.h>
+#endif
+
+// A size narrowed to the kernel's 32-bit type, refusing values that do not fit.
+template <typename T>
+static T checked_narrow(int64_t value, const char* what) {{
+  TORCH_CHECK(value >= 0 && value <= static_cast<int64_t>(std::numeric_limits<T>::max()),
+              what, " = ", value, " does not fit the kernel's 32-bit index");
+  return static_cast<T>(value);
+}}
+
+"""
+
+
+def host_file_text(spec: LaunchSpec, func: str, existing: str | None) -> str:
+    """The spec's host file after adding its function: a new file (preamble, function, closing
+    namespace), or `existing` with the function inserted before its last `} // namespace`.
+
+    SpecError when `existing` already defines the function (the contract wants it once)."""
+    body = write_host(spec, func)
+    if existing is None:
+        stem = Path(spec.kernel_file).stem
+        return _PREAMBLE.format(op=spec.op, stem=stem) + body + "\n} // namespace at::native\n"
+    if re.search(rf"\b{re.escape(spec.host_function)}\s*\(", existing):
+        raise SpecError(f"spec {spec.op}: host.function: {spec.host_file} already defines {spec.host_function}",
+                        location=spec.host_file, hint="remove the old definition or rename the host function")
+    at = existing.rfind("} // namespace")
+    if at < 0:
+        raise SpecError(f"spec {spec.op}: host.file: {spec.host_file} has no closing '}} // namespace' to insert "
+                        f"before", location=spec.host_file)
+    return existing[:at] + body + "\n" + existing[at:]
+
+
+def kernel_file_text(spec: LaunchSpec, kernel_source: str, existing: str | None) -> str:
+    """The spec's kernel file after adding the recipe's kernel (a new file gets the Metal includes)."""
+    if existing is None:
+        return "#include <metal_stdlib>\nusing namespace metal;\n\n" + kernel_source
+    if re.search(rf"\bkernel\s+void\s+{re.escape(spec.kernel_name)}\s*\(", existing):
+        raise SpecError(f"spec {spec.op}: kernel.name: {spec.kernel_file} already defines kernel {spec.kernel_name}",
+                        location=spec.kernel_file, hint="rename the recipe's kernel")
+    return existing.rstrip("\n") + "\n\n" + kernel_source
+
+
+def registry_row(spec: LaunchSpec, dispatch_lines: list[tuple[int, str]]) -> tuple[int, str]:
+    """(line after which to insert, the new `    MPS: <host function>` line) for the op's entry,
+    given its dispatch lines [(line, text)]; SpecError when the entry already names MPS."""
+    for line, text in dispatch_lines:
+        head = text.split(":", 1)[0]
+        if "MPS" in [k.strip() for k in head.split(",")]:
+            raise SpecError(f"spec {spec.op}: host.function: the row already routes MPS ({text.strip()})",
+                            hint="the op has an MPS kernel; migrate it instead")
+    last, text = dispatch_lines[-1]
+    indent = text[: len(text) - len(text.lstrip())]
+    return last, f"{indent}MPS: {spec.host_function}"
+
+
+__all__ = ["host_file_text", "kernel_file_text", "registry_row", "write_host"]

@@ -1,0 +1,98 @@
+"""The port of an op in the spec recipe table: plan and edits of a custom-kernel port.
+
+Note [spec rows]: the op's CPU/CUDA kernel is not shared with MPS (a custom kernel takes its
+place), so each routed entry gains its own line `MPS: <host function>` right after its last
+dispatch line. Such a `RowChange` has `before == ""`: a line inserted after `line`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from metalport.checkout.layout import Checkout
+from metalport.errors import PipelineError, SpecError
+from metalport.port.cformat import format_snippet
+from metalport.port.hostgen import host_file_text, kernel_file_text, registry_row
+from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan, RowChange
+from metalport.port.resolve import Resolution
+from metalport.port.spec import LaunchSpec, check_schema, load_spec
+from metalport.port.spec_recipes import SpecRecipe
+from metalport.registry.model import Entry
+
+
+def spec_entry(res: Resolution, spec: LaunchSpec) -> Entry:
+    """The registry entry the spec's host function serves; SpecError when the op has none."""
+    full = f"{spec.op}.{spec.overload}" if spec.overload else spec.op
+    entry = next((e for e in res.entries if e.full_name == full), None)
+    if entry is None:
+        raise SpecError(f"spec {spec.op}: overload: native_functions.yaml has no entry {full}",
+                        location=str(res.registry.path), hint=f"entries: {', '.join(e.full_name for e in res.entries)}")
+    return entry
+
+
+def plan_spec_port(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> PortPlan:
+    """The plan of porting `res.op` with `recipe`; SpecError when the spec does not fit the op's
+    schema, PipelineError when the op already has an MPS kernel on the routed entry."""
+    from metalport.port.port import _obsolete_decorators, _opinfo_names, _xfails
+
+    spec = recipe.spec
+    entry = spec_entry(res, spec)
+    try:
+        check_schema(spec, entry.func)
+    except SpecError as err:
+        raise SpecError(err.message, location=f"{res.registry.path}:{entry.span.start}", hint=err.hint) from None
+    if not entry.dispatch or entry.dispatch_line is None:
+        raise PipelineError(f"{entry.full_name} has no dispatch section for an MPS line",
+                            location=f"{res.registry.path}:{entry.span.start}", hint="port it by hand")
+    try:
+        line, after = registry_row(spec, [(d.line, d.text) for d in entry.dispatch])
+    except SpecError as err:
+        raise PipelineError(err.message, location=f"{res.registry.path}:{entry.span.start}", hint=err.hint) from None
+    rows = (RowChange(entry.full_name, line, "", after),)
+    metal = tuple(dict.fromkeys(t[0] for t in spec.dtypes))
+    names = [spec.opinfo] if spec.opinfo else _opinfo_names(res.op, res)
+    xfail_entries, xfail_narrowed = _xfails(res, metal)
+    decorators = _obsolete_decorators(checkout, res.op, names, metal)
+    allowed = {NATIVE_FUNCTIONS, COMMON_MPS, spec.kernel_file, spec.host_file, *(d[0] for d in decorators)}
+    return PortPlan(
+        op=res.op, status=res.status.value, family=res.family.value, rows=rows, kernel_file=spec.kernel_file,
+        functor=None, functor_source=recipe.kernel_source, dtypes=metal, registrations=spec.host_names,
+        host_file=spec.host_file, register_dispatch=None, kernel_name=spec.kernel_name, legacy=None,
+        legacy_include=None,
+        xfail_keys=tuple(dict.fromkeys([k for _, k, _ in xfail_entries] + [k for _, k, _, _ in xfail_narrowed])),
+        allowed_paths=tuple(sorted(allowed)), needs_llm=False, migrate=False, xfail_entries=xfail_entries,
+        xfail_narrowed=xfail_narrowed, decorator_entries=decorators, kind=spec.kind, spec=spec.to_dict(),
+        schema=entry.func)
+
+
+def _insert_rows(text: str, plan: PortPlan) -> str:
+    """The registry with each planned MPS line inserted (Note [spec rows]); present ones kept."""
+    lines = text.splitlines(keepends=True)
+    for change in sorted(plan.rows, key=lambda c: -c.line):
+        if any(line.rstrip("\r\n") == change.after for line in lines):
+            continue
+        if not 1 <= change.line <= len(lines):
+            raise SpecError(f"spec {plan.op}: the registry has no line {change.line}", location=NATIVE_FUNCTIONS,
+                            hint="re-plan the op on the current tree")
+        lines.insert(change.line, change.after + "\n")
+    return "".join(lines)
+
+
+def spec_texts(plan: PortPlan, root: Path, current: dict[str, str | None]) -> dict[str, str]:
+    """New texts of the registry, kernel file and host file for a spec plan. `current` maps each of
+    those paths to its text (None: the file does not exist yet)."""
+    if plan.spec is None or plan.schema is None:
+        raise SpecError(f"plan for {plan.op} has no launch spec")
+    spec = load_spec(plan.spec)
+    out = {NATIVE_FUNCTIONS: _insert_rows(current[NATIVE_FUNCTIONS] or "", plan)}
+    kernel = current.get(spec.kernel_file)
+    if kernel is None or f"kernel void {spec.kernel_name}(" not in kernel:
+        out[spec.kernel_file] = kernel_file_text(spec, plan.functor_source or "", kernel)
+    host = current.get(spec.host_file)
+    if host is None or f" {spec.host_function}(" not in host:
+        text = host_file_text(spec, plan.schema, host)
+        out[spec.host_file] = format_snippet(text, root, spec.host_file) if host is None else text
+    return out
+
+
+__all__ = ["plan_spec_port", "spec_entry", "spec_texts"]
