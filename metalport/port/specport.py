@@ -61,7 +61,8 @@ def plan_spec_port(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> P
         legacy_include=None,
         xfail_keys=tuple(dict.fromkeys([k for _, k, _ in xfail_entries] + [k for _, k, _, _ in xfail_narrowed])),
         allowed_paths=tuple(sorted(allowed)), needs_llm=False, migrate=False, xfail_entries=xfail_entries,
-        xfail_narrowed=xfail_narrowed, decorator_entries=decorators, kind=spec.kind, spec=spec.to_dict(),
+        xfail_narrowed=xfail_narrowed, decorator_entries=decorators, kind=spec.kind,
+        kind_reason=res.kind.reason if res.kind is not None else None, spec=spec.to_dict(),
         schema=entry.func)
 
 
