@@ -149,6 +149,8 @@ def _param_value(f: ParamField, bound: Bound, derived: Mapping[str, Any]) -> Any
 def plan_launch(spec: LaunchSpec, bound: Bound) -> Launch:
     """The buffers, constants and geometry of one call; UnlaunchableCall when MPS would refuse it,
     SpecError when the spec's grid is larger than the data."""
+    if spec.geometry.grid is Grid.PER_CHUNK:
+        return _plan_list_launch(spec, bound)
     x = bound.values[spec.inputs[0].arg] if spec.inputs else None
     if x is not None and not isinstance(x, torch.Tensor):
         raise UnlaunchableCall(f"{spec.inputs[0].arg} is not a tensor")
@@ -232,6 +234,8 @@ def _chunks(launch: Launch, index_limit: int) -> list[tuple[int, int]]:
 def run_launch(spec: LaunchSpec, library: Any, launch: Launch, *, index_limit: int = INDEX_LIMIT) -> tuple[torch.Tensor, ...]:
     """Run `launch` on `library` (a compiled ShaderLibrary); the outputs. SpecError when the kernel
     wrote into an output's guard band."""
+    if spec.geometry.grid is Grid.PER_CHUNK:
+        return _run_list_launch(spec, library, launch)
     if launch.outputs and launch.outputs[0].numel() == 0:
         return launch.outputs  # the host returns before encoding anything
     split = spec.geometry.grid in (Grid.PER_SLICE, Grid.PER_WINDOW, Grid.PER_OUTPUT_ELEMENT) and \
@@ -263,6 +267,63 @@ def run_launch(spec: LaunchSpec, library: Any, launch: Launch, *, index_limit: i
             raise SpecError(f"spec {spec.op}: outputs: kernel {launch.host_name} writes outside its output "
                             f"{o.name!r} ({hit} byte(s) of the guard band after it changed)",
                             hint="bound the kernel's writes by the output's size")
+    return launch.outputs
+
+
+# Note [tensor-list launches]: a per-chunk spec takes its inputs as `Tensor[]` (every list of the
+# same length; the first list's tensors decide shapes and dtype) and returns one list per output,
+# each tensor shaped like the first list's. The host cuts every tensor into chunks of
+# `threadgroup` elements; grid row y is chunk y, described by `chunks` (tensor, first element)
+# and `numels`. Lists reach the kernel as arrays of device addresses (emulate.TensorList), so a
+# Launch holds the tensors of all lists flattened, `derived["lists"]` long each.
+
+
+def _plan_list_launch(spec: LaunchSpec, bound: Bound) -> Launch:
+    """A per-chunk launch over tensor lists (Note [tensor-list launches])."""
+    lists = [bound.values[i.arg] for i in spec.inputs]
+    if not all(isinstance(v, (list, tuple)) for v in lists):
+        raise UnlaunchableCall("a per-chunk spec takes tensor lists")
+    n = len(lists[0])
+    if any(len(v) != n for v in lists):
+        raise UnlaunchableCall("tensor lists of different lengths")
+    first = list(lists[0])
+    dtypes = {t.dtype for v in lists for t in v}
+    if n and len(dtypes) > 1:
+        raise UnlaunchableCall("tensors of several dtypes (the host takes the per-tensor slow path)")
+    dtype_name = str(first[0].dtype).removeprefix("torch.") if n else "float32"
+    out_dtypes = [_out_dtype(o.dtype, bound, first[0] if n else None) for o in spec.outputs]
+    types = spec.instantiation_for(tuple(dtype_name for _ in spec.inputs),
+                                   tuple(str(d).removeprefix("torch.") for d in out_dtypes))
+    if types is None:
+        raise UnlaunchableCall(f"no {spec.kernel_name} instantiation for {dtype_name} lists")
+    inputs = tuple(t.contiguous() for v in lists for t in v)
+    made = [_poisoned(t.shape, d) for d in out_dtypes for t in first]
+    chunk = spec.geometry.threadgroup or 1
+    table = [(j, s) for j, t in enumerate(first) for s in range(0, t.numel(), chunk)]
+    derived: dict[str, Any] = {"lists": n, "num_slices": len(table), "numel": sum(t.numel() for t in first),
+                               "output_numel": sum(t.numel() for t in first), "reduce_size": 1, "ndim": 0,
+                               "chunks": [v for pair in table for v in pair], "numels": [t.numel() for t in first]}
+    params = tuple((p.name, [_param_value(f, bound, derived) for f in p.fields]) for p in spec.params)
+    return Launch(spec.host_name(types), inputs, tuple(m[0] for m in made), tuple(m[1] for m in made),
+                  params, chunk * len(table), chunk, derived)
+
+
+def _run_list_launch(spec: LaunchSpec, library: Any, launch: Launch) -> tuple[torch.Tensor, ...]:
+    """Run a per-chunk launch; the outputs, flattened (every list in order)."""
+    from metalport.emulate import TensorList
+
+    n, chunks = launch.derived["lists"], launch.derived["num_slices"]
+    if chunks == 0:
+        return launch.outputs  # nothing to compute: the host encodes no launch
+    ins = [TensorList(launch.inputs[k * n:(k + 1) * n]) for k in range(len(spec.inputs))]
+    outs = [TensorList(launch.guarded[k * n:(k + 1) * n], writable=True) for k in range(len(spec.outputs))]
+    params = [_param_arg(spec, i, launch.params[i][1]) for i in range(len(spec.params))]
+    library.run(launch.host_name, *ins, *outs, *params, threads=(launch.group, chunks), group_size=(launch.group, 1))
+    for k, o in enumerate(spec.outputs):
+        for g in launch.guarded[k * n:(k + 1) * n]:
+            if bool((g[g.numel() - GUARD_ELEMENTS:].view(torch.uint8) != POISON_BYTE).any()):
+                raise SpecError(f"spec {spec.op}: outputs: kernel {launch.host_name} writes outside an output "
+                                f"of list {o.name!r}", hint="bound the kernel's writes by each tensor's numel")
     return launch.outputs
 
 

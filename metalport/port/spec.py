@@ -41,6 +41,8 @@ PARAM_TYPES = ("float", "int", "uint", "long", "ulong", "bool")
 # Values the host derives from the call (usable in params `from:` and geometry `threads:`).
 DERIVED = ("reduce_size", "num_slices", "numel", "output_numel", "ndim")
 DERIVED_ARRAYS = ("sizes", "strides")  # of the first input, innermost first (uint/long arrays)
+# Of tensor lists (per-chunk grid): (tensor, first element) per chunk, and each tensor's numel.
+LIST_ARRAYS = ("chunks", "numels")
 
 
 class Layout(enum.Enum):
@@ -473,7 +475,7 @@ def check_schema(spec: LaunchSpec, func: str) -> None:
     for i, p in enumerate(spec.params):
         for j, f in enumerate(p.fields):
             where = f"params[{i}]" + (f".fields[{j}]" if p.struct else "") + ".from"
-            if f.source in DERIVED or f.source in DERIVED_ARRAYS:
+            if f.source in DERIVED or f.source in DERIVED_ARRAYS or f.source in LIST_ARRAYS:
                 continue
             kind = args.get(f.source)
             if kind is None:
@@ -490,6 +492,6 @@ def check_schema(spec: LaunchSpec, func: str) -> None:
                     hint="use per-output-element or per-slice")
 
 
-__all__ = ["DERIVED", "DERIVED_ARRAYS", "MAX_THREADGROUP", "METAL_DTYPES", "GeometrySpec", "Grid", "InputSpec",
+__all__ = ["DERIVED", "DERIVED_ARRAYS", "LIST_ARRAYS", "MAX_THREADGROUP", "METAL_DTYPES", "GeometrySpec", "Grid", "InputSpec",
            "LaunchSpec", "Layout", "OutShape", "OutputSpec", "ParamField", "ParamSpec", "ReduceSpec",
            "check_schema", "eval_threads", "load_spec"]
