@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _cli import repetitions_parser  # noqa: E402
+from _cli import real_tree, repetitions_parser  # noqa: E402
 from metalport.checkout.layout import KERNELS_DIR  # noqa: E402
 from metalport.checks.conformance import run_conformance  # noqa: E402
 from metalport.emulate import checkout_include_dirs, compile_file, find_compiler  # noqa: E402
@@ -40,11 +40,9 @@ def main() -> int:
     parser.add_argument("--op", default="aten::hypot", help="an op whose functor the real BinaryKernel.metal registers")
     parser.add_argument("--no-full", action="store_true", help="skip the cold build of every kernel of the file")
     args = parser.parse_args()
-    tree_env = os.environ.get("METALPORT_REAL_TREE")
-    if not tree_env:
-        print("set METALPORT_REAL_TREE to a PyTorch checkout (or ../shared/pytorch-real)", file=sys.stderr)
+    tree = real_tree()
+    if tree is None:
         return 2
-    tree = Path(tree_env).resolve()
     kernel_file = tree / KERNELS_DIR / "BinaryKernel.metal"
     compiler = find_compiler()
     cold, warm, cases = [], [], 0

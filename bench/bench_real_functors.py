@@ -15,7 +15,6 @@ table gives the worst error over the OpInfo and random cases, the number of acce
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import sys
@@ -28,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
+from _cli import real_tree  # noqa: E402
 from metalport.checkout import Checkout, init_workspace  # noqa: E402
 from metalport.checkout.sources import scan_sources  # noqa: E402
 from metalport.checks.conformance import (ConformanceSession, _mentioned, registering_files,  # noqa: E402
@@ -95,13 +95,12 @@ def main() -> int:
     parser.add_argument("--seeds", default="5,7,11", help="comma-separated seeds (default 5,7,11)")
     parser.add_argument("--op", action="append", help="only these ops (repeatable)")
     args = parser.parse_args()
-    tree_env = os.environ.get("METALPORT_REAL_TREE")
-    if not tree_env:
-        print("set METALPORT_REAL_TREE to a PyTorch checkout (or ../shared/pytorch-real)", file=sys.stderr)
+    tree = real_tree()
+    if tree is None:
         return 2
     seeds = [int(s) for s in args.seeds.split(",")]
     with tempfile.TemporaryDirectory(prefix="bench-functors-") as scratch, ConformanceSession() as session:
-        checkout = real_checkout(Path(tree_env).resolve(), Path(scratch))
+        checkout = real_checkout(tree, Path(scratch))
         ops, unmodelled = modelled_ops(checkout)
         if args.op:
             ops = {o: k for o, k in ops.items() if o in args.op}
