@@ -19,8 +19,11 @@ from rich.console import Console
 FORMATS = ("table", "tsv", "json")
 
 
-def add_format_option(parser: argparse.ArgumentParser, *, default: Any = "table") -> None:
-    """Add `--format table|tsv|json` (`--json` stays as the short form of `--format json`)."""
+def add_format_option(parser: argparse._ActionsContainer, *, json_help: str, default: Any = "table") -> None:
+    """Add `--json` (`json_help`) and `--format table|tsv|json` to a parser or group; `--json` is the
+    short form of `--format json` (`output_format`). A `default` of SUPPRESS leaves both unset."""
+    parser.add_argument("--json", action="store_true", help=json_help,
+                        **({"default": default} if default is argparse.SUPPRESS else {}))
     parser.add_argument("--format", choices=FORMATS, default=default, dest="format",
                         help="table (default; full width when not a terminal), tsv or json")
 

@@ -42,9 +42,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     with_completer(parser.add_argument("--op", action="append",
                                        help="only this op (aten::x, x or x.overload; repeatable)"), complete_ops)
     out = parser.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="print a JSON list (same as --format json)")
+    add_format_option(out, json_help="print a JSON list (same as --format json)")
     out.add_argument("--markdown", action="store_true", help="print a Markdown report for a tracking issue")
-    add_format_option(out)
     parser.set_defaults(func=run)
 
 

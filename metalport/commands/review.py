@@ -24,15 +24,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    description="List the runs awaiting review, show one, or approve, reject or "
                                                "abort it.")
     add_repo_option(parser)
-    parser.add_argument("--json", action="store_true", help="list as JSON (same as --format json)")
-    add_format_option(parser)
+    add_format_option(parser, json_help="list as JSON (same as --format json)")
     parser.set_defaults(func=run_command, action="list")
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--repo", type=Path, default=argparse.SUPPRESS, help="PyTorch checkout")
     listing = actions.add_parser("list", parents=[common], help="runs awaiting review (the default)")
-    listing.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
-    add_format_option(listing, default=argparse.SUPPRESS)
+    add_format_option(listing, json_help="print JSON", default=argparse.SUPPRESS)
     for name, text in (("show", "plan, evidence and diff of a run"), ("approve", "approve and publish a run"),
                        ("abort", "drop a run: its worktree and branch are removed, its record kept")):
         with_completer(actions.add_parser(name, parents=[common], help=text).add_argument(

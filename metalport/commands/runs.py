@@ -18,8 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    description="List the repository's migration runs (id, op, status, stage, "
                                                "attempts, branch, age), or show one run's plan and evidence.")
     add_repo_option(parser)
-    parser.add_argument("--json", action="store_true", help="print a JSON list (same as --format json)")
-    add_format_option(parser)
+    add_format_option(parser, json_help="print a JSON list (same as --format json)")
     parser.set_defaults(func=run, action=None)
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     show = actions.add_parser("show", help="one run's plan, verdicts and evidence")
