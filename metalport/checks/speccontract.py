@@ -18,6 +18,7 @@ from metalport.port.hostgen import write_host
 from metalport.port.plan_model import NATIVE_FUNCTIONS, PortPlan
 from metalport.port.spec import LaunchSpec, load_spec
 from metalport.port.spec_recipes import _instantiates
+from metalport.port.specport import routed_entry
 from metalport.registry.validate import validate_registry
 
 _TAGS = "aten/src/ATen/native/tags.yaml"
@@ -43,6 +44,9 @@ def _row_checks(root: Path, spec: LaunchSpec, plan: PortPlan) -> Iterator[Failur
         yield _fail("rows", f"aten::{plan.op} is no longer in the registry: {err.message}", NATIVE_FUNCTIONS)
         return
     full = f"{spec.op}.{spec.overload}" if spec.overload else spec.op
+    named = next((e for e in op.entries if e.full_name == full), None)
+    if named is not None:
+        full = routed_entry(op.entries, named).full_name
     for entry in op.entries:
         mps = entry.kernel_for("MPS")
         if entry.full_name == full and (mps is None or mps.kernel != spec.host_function):
@@ -55,7 +59,7 @@ def _row_checks(root: Path, spec: LaunchSpec, plan: PortPlan) -> Iterator[Failur
 
 def _definitions(root: Path, name: str) -> list[tuple[str, int]]:
     """(file, line) of every top-level definition of function `name` in the operations .mm files."""
-    pattern = re.compile(rf"^[A-Za-z_][\w:<>,\s]*\b{re.escape(name)}\s*\(")
+    pattern = re.compile(rf"^(?:[A-Za-z_][\w:<>,\s]*\b{re.escape(name)}\s*\(|TORCH_IMPL_FUNC\(\s*{re.escape(name)}\s*\))")
     out = []
     folder = root / _OPERATIONS
     for path in sorted(folder.glob("*.mm")) if folder.is_dir() else ():
@@ -83,7 +87,8 @@ def _host_checks(root: Path, spec: LaunchSpec, plan: PortPlan) -> Iterator[Failu
         yield _fail("host", f"{spec.host_function} is in {rel}, the spec says {spec.host_file}", rel, line)
     if plan.schema:
         body = write_host(spec, plan.schema)
-        start = body.rfind("\n", 0, body.index(f" {spec.host_function}(")) + 1  # the definition line
+        at = re.search(rf"[ (]{re.escape(spec.host_function)}[()]", body)
+        start = body.rfind("\n", 0, at.start() if at else 0) + 1  # the definition line
         wanted = _squash(body[start:])
         text = (root / rel).read_text(encoding="utf-8", errors="replace")
         if wanted not in _squash(text):

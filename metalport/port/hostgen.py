@@ -30,9 +30,19 @@ def _signature(spec: LaunchSpec, func: str) -> tuple[str, list[tuple[str, str]]]
     from torchgen.api.types import NativeSignature
     from torchgen.model import FunctionSchema
 
-    sig = NativeSignature(FunctionSchema.parse(func), symint=False)
-    defn = sig.defn(name=spec.host_function).replace("::std::", "std::").replace("at::", "")
-    return defn, [(a.name, a.type.replace("::std::", "std::").replace("at::", "")) for a in sig.arguments()]
+    from torchgen import local
+
+    schema = FunctionSchema.parse(func)
+    sig = NativeSignature(schema, symint=False)
+    with local.parametrize(use_const_ref_for_mutable_tensors=False, use_ilistref_for_tensor_lists=False):
+        args = [(a.name, a.type.replace("::std::", "std::").replace("at::", "")) for a in sig.arguments()]
+        plain = sig.defn(name=spec.host_function)
+    if schema.is_out_fn():
+        # A structured op's out entry (Note [structured host]): the meta function allocated `out`.
+        outs = {a.name for a in schema.arguments.out}
+        args = [(n, "const Tensor &" if n in outs else t) for n, t in args]
+        return f"TORCH_IMPL_FUNC({spec.host_function})\n({', '.join(f'{t} {n}' for n, t in args)})", args
+    return plain.replace("::std::", "std::").replace("at::", ""), args
 
 
 def _value(source: str, ctype: str, types: dict[str, str]) -> str:
@@ -59,6 +69,12 @@ def write_host(spec: LaunchSpec, func: str) -> str:
                         hint="write the host function by hand")
     defn, args = _signature(spec, func)
     types = dict(args)
+    # Note [structured host]: for a structured op the host is the out entry's TORCH_IMPL_FUNC: its
+    # outputs are the `out` arguments the meta function allocated, and it returns nothing.
+    from torchgen.model import FunctionSchema
+
+    parsed = FunctionSchema.parse(func)
+    given = [a.name for a in parsed.arguments.out] if parsed.is_out_fn() else []
     x = spec.inputs[0].arg
     lines = [f"{defn} {{", "  using namespace mps;", f"  const int64_t ndim = {x}.dim();"]
     dim, keepdim = spec.reduce.dim, spec.reduce.keepdim
@@ -95,12 +111,15 @@ def write_host(spec: LaunchSpec, func: str) -> str:
         else:
             dtype = _SCALAR_TYPE[o.dtype]
         sizes = "out_sizes" if o.shape is OutShape.REDUCED else f"{x}.sizes()"
-        lines.append(f"  Tensor {o.name} = at::empty({sizes}, {x}.options().dtype({dtype}));")
+        if given:
+            lines.append(f"  const Tensor& {o.name} = {given[len(names)]};")
+        else:
+            lines.append(f"  Tensor {o.name} = at::empty({sizes}, {x}.options().dtype({dtype}));")
         if o.fill == "zero":
             lines.append(f"  {o.name}.zero_();")
         names.append(o.name)
-    ret = names[0] if len(names) == 1 else "std::make_tuple(" + ", ".join(names) + ")"
-    lines += [f"  if ({names[0]}.numel() == 0) {{", f"    return {ret};", "  }",
+    ret = "" if given else names[0] if len(names) == 1 else "std::make_tuple(" + ", ".join(names) + ")"
+    lines += [f"  if ({names[0]}.numel() == 0) {{", f"    return{' ' * bool(ret)}{ret};", "  }",
               f"  const int64_t num_slices = {names[0]}.numel();"]
     # The kernel name: `<kernel>_<type of each input>_<type of each output>`.
     parts = " + \"_\" + ".join(f"scalarToMetalTypeString({t})" for t in ["input", *names])
@@ -153,7 +172,7 @@ def write_host(spec: LaunchSpec, func: str) -> str:
                   f"                threadsPerThreadgroup:MTLSizeMake({group}, 1, 1)];"]
     else:
         lines.append("        mtl_dispatch1DJob(encoder, pso, count);")
-    lines += ["      }", "      getMPSProfiler().endProfileKernel(pso);", "    }", "  });", f"  return {ret};", "}"]
+    lines += ["      }", "      getMPSProfiler().endProfileKernel(pso);", "    }", "  });", *([f"  return {ret};"] if ret else []), "}"]
     header = (f"// {spec.host_function}: aten::{spec.op} on a Metal kernel, written by metalport from its launch spec.\n"
               + "".join(structs))
     return header + "\n".join(lines) + "\n"

@@ -7,6 +7,7 @@ dispatch line. Such a `RowChange` has `before == ""`: a line inserted after `lin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from metalport.checkout.layout import Checkout
@@ -30,17 +31,27 @@ def spec_entry(res: Resolution, spec: LaunchSpec) -> Entry:
     return entry
 
 
+def routed_entry(entries: Sequence[Entry], entry: Entry) -> Entry:
+    """The entry that gets the MPS line for `entry`: itself, or for a structured op's functional
+    entry its `structured_delegate` (the `.out` entry whose TORCH_IMPL_FUNC the host becomes)."""
+    if not entry.structured_delegate:
+        return entry
+    full = entry.structured_delegate if "." in entry.structured_delegate else f"{entry.name}.{entry.structured_delegate}"
+    return next((e for e in entries if e.full_name == full), entry)
+
+
 def plan_spec_port(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> PortPlan:
     """The plan of porting `res.op` with `recipe`; SpecError when the spec does not fit the op's
     schema, PipelineError when the op already has an MPS kernel on the routed entry."""
     from metalport.port.port import _obsolete_decorators, _opinfo_names, _xfails
 
     spec = recipe.spec
-    entry = spec_entry(res, spec)
+    named = spec_entry(res, spec)
     try:
-        check_schema(spec, entry.func)
+        check_schema(spec, named.func)
     except SpecError as err:
-        raise SpecError(err.message, location=f"{res.registry.path}:{entry.span.start}", hint=err.hint) from None
+        raise SpecError(err.message, location=f"{res.registry.path}:{named.span.start}", hint=err.hint) from None
+    entry = routed_entry(res.entries, named)
     if not entry.dispatch or entry.dispatch_line is None:
         raise PipelineError(f"{entry.full_name} has no dispatch section for an MPS line",
                             location=f"{res.registry.path}:{entry.span.start}", hint="port it by hand")
@@ -96,4 +107,4 @@ def spec_texts(plan: PortPlan, root: Path, current: dict[str, str | None]) -> di
     return out
 
 
-__all__ = ["plan_spec_port", "spec_entry", "spec_texts"]
+__all__ = ["plan_spec_port", "routed_entry", "spec_entry", "spec_texts"]
