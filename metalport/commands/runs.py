@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _prune(root: Path, statuses: tuple[str, ...], older_than_s: float, dry_run: bool) -> int:
-    from metalport.graph.runs import prune_runs
+    from metalport.graph import prune_runs
 
     pruned, kept = prune_runs(root, statuses, older_than_s=older_than_s, dry_run=dry_run)
     verb = "would prune" if dry_run else "pruned"

@@ -9,7 +9,6 @@ worktree and checkpoint and says how to continue once it is fixed.
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import time
 from collections.abc import Callable
@@ -21,10 +20,10 @@ from langgraph.types import StateSnapshot
 
 from metalport.agent.provider import Provider
 from metalport.errors import FilesystemError, MetalportError, filesystem_error, is_filesystem_fault
-from metalport.graph.base import remove_snapshot
 from metalport.graph.context import RunContext, kill_point
 from metalport.graph.finish import finish_run
 from metalport.graph.provider import run_config_path, run_provider
+from metalport.graph.prune import forget_run
 from metalport.graph.records import (
     RunLock,
     RunOptions,
@@ -263,13 +262,6 @@ class RunDriver:
         if self.store is not None:
             share_record(self.store, record, values, self.directory)
         return record
-
-
-def forget_run(root: Path, run_id: str, checkpointer: SqliteSaver) -> None:
-    """Remove a run's base snapshot, checkpoints and folder (record, plan, evidence, lock file)."""
-    remove_snapshot(root, run_id)
-    checkpointer.delete_thread(run_id)
-    shutil.rmtree(run_dir(root, run_id), ignore_errors=True)
 
 
 def _cpu_s() -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import time
 from contextlib import closing
@@ -10,8 +11,17 @@ from pathlib import Path
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from metalport.errors import UsageError
-from metalport.graph.driver import forget_run
-from metalport.graph.records import RunRecord, is_live, list_runs, metalport_dir, repo_arg, repo_top, shared_store
+from metalport.graph.base import remove_snapshot
+from metalport.graph.records import (
+    RunRecord,
+    is_live,
+    list_runs,
+    metalport_dir,
+    repo_arg,
+    repo_top,
+    run_dir,
+    shared_store,
+)
 from metalport.graph.state import PRUNABLE_DEFAULT, TERMINAL_STATUSES
 
 
@@ -49,3 +59,10 @@ def prune_runs(repo_root: Path | str, statuses: tuple[str, ...] = PRUNABLE_DEFAU
                 forget_run(root, record.run_id, saver)
                 pruned.append(record)
     return pruned, kept
+
+
+def forget_run(root: Path, run_id: str, checkpointer: SqliteSaver) -> None:
+    """Remove a run's base snapshot, checkpoints and folder (record, plan, evidence, lock file)."""
+    remove_snapshot(root, run_id)
+    checkpointer.delete_thread(run_id)
+    shutil.rmtree(run_dir(root, run_id), ignore_errors=True)
