@@ -42,7 +42,8 @@ def _signature(spec: LaunchSpec, func: str) -> tuple[str, list[tuple[str, str]]]
         outs = {a.name for a in schema.arguments.out}
         args = [(n, "const Tensor &" if n in outs else t) for n, t in args]
         return f"TORCH_IMPL_FUNC({spec.host_function})\n({', '.join(f'{t} {n}' for n, t in args)})", args
-    return plain.replace("::std::", "std::").replace("at::", ""), args
+    defn = plain.replace("::std::", "std::").replace("at::", "")
+    return re.sub(r"\s*&\s*", "& ", defn).replace(",Tensor", ", Tensor"), args  # PyTorch's `const Tensor& self`
 
 
 def _value(source: str, ctype: str, types: dict[str, str]) -> str:

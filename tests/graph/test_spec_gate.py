@@ -1,0 +1,33 @@
+"""A custom-kernel port from the spec recipe table reaches the gate on the wheel workspace with
+`--model recipe`: plan, edit, contract, emulated build and spec conformance all pass, and the
+reviewer reads the launch spec."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from metalport.cli import main, run_migration
+
+
+def test_powsum_reaches_the_gate_and_shows_its_spec(wheel_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = str(wheel_repo)
+    assert run_migration(["aten::linalg__powsum", "--repo", repo, "--executor", "emulated", "--no-input",
+                          "--run-id", "spec-1"]) == 0
+    err = capsys.readouterr().err
+    for node in ("plan", "edit", "check", "build", "test"):
+        assert f"✓ {node}" in err, err
+    assert "run spec-1 is waiting for review at the gate" in err
+    assert main(["review", "show", "spec-1", "--repo", repo]) == 0
+    shown = capsys.readouterr().out
+    assert "registry linalg__powsum: add MPS: linalg__powsum_mps after line" in shown
+    assert "custom-kernel: kernel powsum in aten/src/ATen/native/mps/kernels/PowSum.metal" in shown
+    assert "launch spec:" in shown and "grid: per-slice" in shown
+    assert "check: passed" in shown
+    assert "test: passed; emulated conformance on 5 dtype(s)" in shown and "0 skipped" in shown
+    assert "+Tensor linalg__powsum_mps(const Tensor& self," in shown
+    assert main(["runs", "--repo", repo, "--json"]) == 0
+    runs = json.loads(capsys.readouterr().out)
+    assert [(r["run_id"], r["status"]) for r in runs] == [("spec-1", "awaiting-review")]

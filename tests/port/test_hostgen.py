@@ -1,0 +1,81 @@
+"""Host code from a launch spec: PyTorch's idiom, deterministic, formatted by the tree's
+.clang-format; specs the writer does not cover are refused in one line."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from metalport.errors import SpecError
+from metalport.port.cformat import format_snippet
+from metalport.port.hostgen import host_file_text, kernel_file_text, registry_row, write_host
+from metalport.port.spec import load_spec
+from metalport.port.spec_recipes import spec_recipes
+
+MODE = "mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)"
+POWSUM = ("linalg__powsum(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, "
+          "ScalarType? dtype=None) -> Tensor")
+
+
+def test_mode_host_function_launches_one_thread_per_slice_with_its_buffers_in_spec_order() -> None:
+    text = write_host(spec_recipes()["mode"].spec, MODE)
+    assert "std::tuple<Tensor, Tensor> mode_mps(const Tensor& self, int64_t dim, bool keepdim) {" in text
+    assert text == write_host(spec_recipes()["mode"].spec, MODE)  # deterministic
+    for idiom in ("dispatch_sync_with_rethrow(stream->queue(), ^() {", "lib.getPipelineStateForFunc(kernel)",
+                  "mtl_dispatch1DJob(encoder, pso, count);", "self.permute(perm).contiguous()",
+                  "if (values.numel() == 0) {", "return std::make_tuple(values, indices);",
+                  'checked_narrow<uint32_t>(reduce_size, "reduce_size")',
+                  "std::numeric_limits<int32_t>::max() / std::max<int64_t>(reduce_size, 1)"):
+        assert idiom in text, idiom
+    order = ["input_flat.narrow", "values_flat.narrow", "indices_flat.narrow", "reduce_size_arg", "num_slices_arg"]
+    call = text[text.index("mtl_setArgs(encoder,"):]
+    assert [call.index(x) for x in order] == sorted(call.index(x) for x in order)
+    assert 'const std::string kernel = "mode_" + scalarToMetalTypeString(input)' in text
+
+
+def test_powsum_host_function_packs_its_struct_and_dispatches_threadgroups() -> None:
+    text = write_host(spec_recipes()["linalg__powsum"].spec, POWSUM)
+    assert "struct PowSumParams {\n  float ord;\n  uint32_t reduce_size;\n};" in text
+    assert "dtype.value_or(self.scalar_type())" in text
+    assert "[encoder dispatchThreadgroups:MTLSizeMake(count, 1, 1)" in text
+    assert "threadsPerThreadgroup:MTLSizeMake(256, 1, 1)];" in text
+    assert "ord.to<float>()" in text
+
+
+def test_new_host_file_is_formatted_with_the_trees_clang_format() -> None:
+    real = os.environ.get("METALPORT_REAL_TREE")
+    if not real:
+        pytest.skip("METALPORT_REAL_TREE is not set: no tree .clang-format to format with")
+    rel = "aten/src/ATen/native/mps/operations/Mode.mm"
+    text = format_snippet(host_file_text(spec_recipes()["mode"].spec, MODE, None), Path(real), rel)
+    assert text.startswith("#define TORCH_ASSERT_ONLY_METHOD_OPERATORS\n")
+    assert "static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();" in text
+    assert text.rstrip().endswith("} // namespace at::native")
+    assert format_snippet(text, Path(real), rel) == text  # already in the tree's format
+    assert max(len(line) for line in text.splitlines()) <= 120
+
+
+def test_existing_host_file_gets_the_function_before_its_namespace_end_once() -> None:
+    spec = spec_recipes()["mode"].spec
+    existing = "namespace at::native {\nint other();\n} // namespace at::native\n"
+    text = host_file_text(spec, MODE, existing)
+    assert text.index("mode_mps(") < text.index("} // namespace at::native")
+    with pytest.raises(SpecError, match=r"Mode.mm: spec mode: host.function: .* already defines mode_mps"):
+        host_file_text(spec, MODE, text)
+    assert kernel_file_text(spec, "kernel void x() {}\n", None).startswith("#include <metal_stdlib>\n")
+
+
+def test_registry_row_is_added_after_the_entry_and_refused_when_mps_is_routed() -> None:
+    spec = spec_recipes()["mode"].spec
+    assert registry_row(spec, [(4175, "    CPU, CUDA: mode")]) == (4175, "    MPS: mode_mps")
+    with pytest.raises(SpecError, match=r"the row already routes MPS \(CPU, CUDA, MPS: mode\)"):
+        registry_row(spec, [(4175, "    CPU, CUDA, MPS: mode")])
+
+
+def test_spec_shapes_the_writer_does_not_cover_are_refused() -> None:
+    data = spec_recipes()["mode"].spec.to_dict()
+    data["geometry"] = {"grid": "per-output-element", "threads": "num_slices * 2"}
+    with pytest.raises(SpecError, match=r"^spec mode: geometry: hostgen writes per-output-element"):
+        write_host(load_spec(data), MODE)
