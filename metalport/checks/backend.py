@@ -143,7 +143,8 @@ class KernelSet:
         moved = [flat_buffer(t).to("mps") for t in launch.tensors]
         args = [moved[a.operand] if isinstance(a, Buffer) else _const_tensor(a) for a in launch.args]
         fn(*args, **_dispatch(launch))
-        flat_buffer(launch.tensors[0]).copy_(moved[0].cpu())
+        for k in range(launch.outputs):
+            flat_buffer(launch.tensors[k]).copy_(moved[k].cpu())
 
     @staticmethod
     def _emulated(arg: Buffer | Const, launch: Launch) -> Any:

@@ -23,11 +23,11 @@ from typing import Any
 import torch
 
 from metalport.checks.backend import KernelSet, compile_files, pick_backend
-from metalport.checks.families import classify
+from metalport.checks.families import classify, classify_two_outputs
 from metalport.checks.hostcode import find_host_code
 from metalport.checks.cases import Case, build_cases
 from metalport.checks.hostmodel import MissingKernel, UnmodelledCall
-from metalport.checks.known import MORE_ACCURATE, float64_reference, known_references
+from metalport.checks.known import MORE_ACCURATE, exact_references, float64_reference, known_references
 from metalport.checks.report import KINDS, NO_HOST_MODEL, ConformanceReport, DtypeVerdict, Tally
 from metalport.checks.runner import (CRASHED, REJECTED, CaseResult, Prepared, dispatch, judge_case, prepare_case,
                                      references)
@@ -108,6 +108,13 @@ def _mentioned(checkout_root: Path, kernel: str) -> bool:
     pattern = re.compile(rf"\b{re.escape(kernel)}_\w+\s*\(|\b{re.escape(kernel)}\b")
     return any(pattern.search(p.read_text(encoding="utf-8", errors="replace"))
                for p in sorted((checkout_root / KERNELS_DIR).glob("*.metal")))
+
+
+def _mentioning_files(checkout_root: Path, kernel: str) -> list[Path]:
+    """Every `.metal` under the kernels directory naming `<kernel>_dense` or `<kernel>_strided`."""
+    pattern = re.compile(rf"\b{re.escape(kernel)}_(?:dense|strided)\b")
+    return [p for p in sorted((checkout_root / KERNELS_DIR).glob("*.metal"))
+            if pattern.search(p.read_text(encoding="utf-8", errors="replace"))]
 
 
 def parse_dtypes(names: Sequence[str]) -> list[torch.dtype]:
@@ -222,15 +229,17 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
     name = f"aten::{base}"
     chosen = pick_backend(backend)
     outputs = _tensor_outputs(packet)
-    if outputs > 1:
+    if outputs > 2:
         return ConformanceReport(name, chosen, "no-host-model", (),
-                                 f"{name} writes {outputs} outputs (a kernel with several output buffers, like "
-                                 f"frexp's mantissa and exponent); {NO_HOST_MODEL}")
+                                 f"{name} writes {outputs} outputs (a kernel with several output buffers); "
+                                 f"{NO_HOST_MODEL}")
     host = find_host_code(checkout_root, base)
     if host.unmodelled is not None or host.kernel is None:
         return ConformanceReport(name, chosen, "no-host-model", (), f"{host.unmodelled}; {NO_HOST_MODEL}")
     kernel = host.kernel
     files = [Path(p) for p in kernel_files] if kernel_files else registering_files(checkout_root, kernel)
+    if not files and outputs == 2:  # two-output kernels have macros of their own (REGISTER_FREXP_OP)
+        files = _mentioning_files(checkout_root, kernel)
     if not files and _mentioned(checkout_root, kernel):
         return ConformanceReport(name, chosen, "no-host-model", (),
                                  f"{kernel}'s kernels are declared without a REGISTER_*_OP({kernel}, ...) macro the "
@@ -248,7 +257,7 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
         # registered kernel then sees it negated, as on MPS.
         negate = any(a.replace(" ", "") == "-alpha" for a in host.stub_args)
         return _run(kernels, name, base, kernel, packet, files, checkout_root, chosen, dtypes, include_held_out,
-                    seed, negate_alpha=negate)
+                    seed, negate_alpha=negate, outputs=outputs)
 
 
 @contextlib.contextmanager
@@ -259,8 +268,14 @@ def _borrowed(session: ConformanceSession) -> Iterator[ConformanceSession]:
 
 def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, files: list[Path],
          checkout_root: Path, chosen: str, dtypes: Sequence[str] | None, include_held_out: bool,
-         seed: int | None, *, negate_alpha: bool = False) -> ConformanceReport:
-    found = classify(kernels.names, kernel)
+         seed: int | None, *, negate_alpha: bool = False, outputs: int = 1) -> ConformanceReport:
+    found = classify(kernels.names, kernel) if outputs == 1 else None
+    if outputs == 2 and classify_two_outputs(kernels.names, kernel):
+        found = Family.UNARY_TWO_OUTPUTS, classify_two_outputs(kernels.names, kernel)
+    if found is None and outputs == 2:
+        return ConformanceReport(name, chosen, "no-host-model", (),
+                                 f"{name} writes 2 outputs and {kernel}'s kernels are no `{kernel}_dense_<T>` / "
+                                 f"`{kernel}_strided_<T>` pair; {NO_HOST_MODEL}")
     if found is None:
         return ConformanceReport(name, chosen, "no-host-model", (),
                                  f"{kernel}'s kernels follow no modelled exec_*_kernel convention; {NO_HOST_MODEL}")
@@ -362,8 +377,9 @@ def _known(base: str, item: Prepared, case: Case, beyond: bool) -> list[tuple[st
         return float64_reference(call.operands(), item.expected, rerun)
 
     kernel = item.launch.kernel if item.launch is not None else None
-    out: list[tuple[str, Any]] = [(MORE_ACCURATE, in_float64)]
-    return out + known_references(base, kernel, call.operands(), item.expected, rerun) if beyond else out
+    out: list[tuple[str, Any]] = [(MORE_ACCURATE, in_float64),
+                                  *exact_references(base, call.operands(), item.expected, call.alpha)]
+    return out + known_references(base, kernel, call.operands(), item.expected, rerun, item.output) if beyond else out
 
 
 _DTYPE_SALT = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 3, torch.int32: 4, torch.int64: 5,

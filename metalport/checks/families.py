@@ -65,3 +65,12 @@ def classify(names: Iterable[str], base: str) -> tuple[Family, list[torch.dtype]
     if castout:
         return Family.UNARY, [d for d in METAL_DTYPES.values() if d in castout]
     return None
+
+
+def classify_two_outputs(names: Iterable[str], base: str) -> list[torch.dtype]:
+    """The input dtypes of a two-output unary kernel pair (`frexp_dense_float` and
+    `frexp_strided_float`: one Metal type each); empty when `base` registers none."""
+    parsed = [p for p in (_split(n, base) for n in names) if p is not None and len(p[1]) == 1]
+    dense = {t[0] for f, t in parsed if f == "dense"}
+    strided = {t[0] for f, t in parsed if f == "strided"}
+    return [d for name, d in METAL_DTYPES.items() if name in dense & strided]

@@ -139,6 +139,7 @@ class Launch:
     args: tuple[Buffer | Const, ...]
     threads: tuple[int, ...]
     tensors: tuple[torch.Tensor, ...]  # operand views, output first, after host-side conversions
+    outputs: int = 1  # how many of `tensors` (from the first) the kernel writes
 
 
 def _host_scalar(t: torch.Tensor) -> torch.Tensor:
@@ -352,3 +353,21 @@ def plan_ternary(name: str, names: Container[str], it: Iteration, a: torch.Tenso
                 Const("uint", (g.ndim,)))
     extra = (Const("uint4", (*codes, scalar_type_code(out.dtype))),) if cast else ()
     return Launch(kernel, (*bufs, *geometry, *extra), (g.numel,), tensors)
+
+
+def plan_two_outputs(name: str, names: Container[str], it: Iteration, second: torch.Tensor,
+                     inp: torch.Tensor) -> Launch:
+    """A unary kernel writing two outputs (frexp: mantissa, exponent), as its kernels declare them:
+    `<name>_dense_<T>(out0, out1, input)` over a dense iterator, else `<name>_strided_<T>(out0, out1,
+    input, sizes, out0 strides, out1 strides, input strides, ndim)` with byte strides, one thread per
+    element. `second` is laid out like `it.output` (TensorIterator gives both outputs one order)."""
+    g, first = it.geometry, it.output
+    t = metal_type_name(inp.dtype)
+    tensors = (first, second, inp)
+    if g.is_contiguous():
+        return Launch(_need(names, f"{name}_dense_{t}"), (Buffer(0), Buffer(1), Buffer(2)), (g.numel,), tensors, 2)
+    scale = second.element_size() / first.element_size()
+    strides1 = tuple(int(s * scale) for s in g.strides[0])
+    args = (Buffer(0), Buffer(1), Buffer(2), Const("long*", g.shape), Const("long*", g.strides[0]),
+            Const("long*", strides1), Const("long*", g.strides[1]), Const("uint", (g.ndim,)))
+    return Launch(_need(names, f"{name}_strided_{t}"), args, (g.numel,), tensors, 2)

@@ -19,12 +19,20 @@ Note [known upstream divergences]
 - `scalar-at-opmath`: the scalar cast kernels (`*_dense_scalar_cast_*`, c10/metal indexing.h)
   read a wider 0-dim operand (a float32 scalar with a half tensor) straight into the compute type;
   CPU rounds it to the result dtype first. The reference computes from the unrounded operands.
+- `polygamma-zeta` (OpInfo samples included): c10::metal::polygamma computes order n >= 1 as
+  +-n! * zeta(n + 1, x); CPU does so for n >= 2 but takes trigamma's own path for n = 1, finite at
+  the poles (negative integers, where zeta is inf) and 0 at +inf (zeta: NaN). The reference is
+  that formula evaluated by CPU's zeta in float64.
+- `zeta-overflow` (special_zeta): for a large order the Euler-Maclaurin terms of c10::metal::zeta
+  overflow float while the power underflows, so inf * 0 = NaN where the value underflows to 0 or
+  overflows to inf. The reference has NaN where CPU's result is 0 or infinite and the kernel wrote NaN.
 - `lgamma-inf`: c10::metal::log_gamma's asymptotic series evaluates (x - 0.5) * log(x) - x, which
   is inf - inf = NaN at x = +inf (CPU: +inf). The reference has NaN exactly there.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import torch
@@ -39,6 +47,12 @@ LGAMMA_INF = ("lgamma-inf: c10::metal::log_gamma's asymptotic series computes (x
 
 MORE_ACCURATE = ("more-accurate: the kernel matches the op computed in float64 where CPU's own float computation "
                  "does not (polygamma near its poles, say); a bug matches neither")
+
+POLYGAMMA_ZETA = ("polygamma-zeta: c10::metal::polygamma computes every order n >= 1 as +-n!*zeta(n+1, x), the "
+                  "formula CPU uses for n >= 2 (CPU's n = 1 path is finite at the poles and 0 at +inf, zeta gives "
+                  "inf and NaN)")
+ZETA_OVERFLOW = ("zeta-overflow: where zeta underflows to 0 or overflows to inf, c10::metal::zeta multiplies a "
+                  "term that underflowed by one that overflowed float (inf * 0), giving NaN")
 
 Rule = Callable[[Sequence[torch.Tensor], torch.Tensor], torch.Tensor | None]
 
@@ -80,6 +94,22 @@ def float64_reference(operands: Sequence[torch.Tensor], expected: torch.Tensor,
     return reference.to(expected.dtype)
 
 
+def _polygamma_zeta(operands: Sequence[torch.Tensor], expected: torch.Tensor, order: object) -> torch.Tensor | None:
+    if not isinstance(order, int) or isinstance(order, bool) or order < 1 or len(operands) != 1 \
+            or not _floating(expected):
+        return None
+    x = torch.broadcast_to(operands[0], expected.shape).to(torch.float64)
+    sign = 1.0 if order % 2 else -1.0
+    return (sign * math.gamma(order + 1) * torch.special.zeta(torch.full_like(x, order + 1.0), x)).to(expected.dtype)
+
+
+def _zeta_overflow(operands: Sequence[torch.Tensor], expected: torch.Tensor,
+                   output: torch.Tensor | None) -> torch.Tensor | None:
+    if len(operands) != 2 or not _floating(expected) or output is None or output.shape != expected.shape:
+        return None
+    return expected.masked_fill(output.isnan() & ((expected == 0) | expected.isinf()), float("nan"))
+
+
 _RULES: dict[str, tuple[str, Rule]] = {
     "fmod": (QUOTIENT_ROUNDING, _quotient_formula(torch.trunc)),
     "remainder": (QUOTIENT_ROUNDING, _quotient_formula(torch.floor)),
@@ -87,12 +117,26 @@ _RULES: dict[str, tuple[str, Rule]] = {
 }
 
 
+def exact_references(op: str, operands: Sequence[torch.Tensor], expected: torch.Tensor,
+                     alpha: object = None) -> list[tuple[str, torch.Tensor]]:
+    """The rules that hold for every case, OpInfo samples included (`polygamma-zeta`)."""
+    if op != "polygamma":
+        return []
+    reference = _polygamma_zeta(operands, expected, alpha)
+    return [] if reference is None else [(POLYGAMMA_ZETA, reference)]
+
+
 def known_references(op: str, kernel: str | None, operands: Sequence[torch.Tensor], expected: torch.Tensor,
-                     call: Callable[[Sequence[torch.Tensor]], torch.Tensor] | None = None
-                     ) -> list[tuple[str, torch.Tensor]]:
-    """(rule, reference) pairs for one case of `op` run by `kernel`; `call` reruns the op on other
-    operands (for `scalar-at-opmath`). Empty when no rule applies."""
+                     call: Callable[[Sequence[torch.Tensor]], torch.Tensor] | None = None,
+                     output: torch.Tensor | None = None) -> list[tuple[str, torch.Tensor]]:
+    """(rule, reference) pairs for one case of `op` run by `kernel` beyond the OpInfo samples; `call`
+    reruns the op on other operands (for `scalar-at-opmath`); `output` is the kernel's output (for
+    `zeta-overflow`). Empty when no rule applies."""
     out: list[tuple[str, torch.Tensor]] = []
+    if op == "special_zeta":  # NaN allowed only where the kernel wrote NaN (`output`, after the run)
+        reference = _zeta_overflow(operands, expected, output)
+        if reference is not None:
+            out.append((ZETA_OVERFLOW, reference))
     if op in _RULES:
         reason, rule = _RULES[op]
         reference = rule(operands, expected)
@@ -111,5 +155,5 @@ def known_references(op: str, kernel: str | None, operands: Sequence[torch.Tenso
     return out
 
 
-__all__ = ["LGAMMA_INF", "MORE_ACCURATE", "QUOTIENT_ROUNDING", "SCALAR_AT_OPMATH", "float64_reference",
-           "known_references"]
+__all__ = ["LGAMMA_INF", "MORE_ACCURATE", "POLYGAMMA_ZETA", "QUOTIENT_ROUNDING", "SCALAR_AT_OPMATH",
+           "ZETA_OVERFLOW", "exact_references", "float64_reference", "known_references"]

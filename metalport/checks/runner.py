@@ -10,7 +10,7 @@ import torch
 from metalport.checks.backend import KernelSet
 from metalport.checks.guard import Crashed, Outcome, Refused, needs_guard, run_guarded
 from metalport.checks.hostmodel import (Launch, MissingKernel, UnmodelledCall, plan_binary, plan_ternary,
-                                        plan_unary)
+                                        plan_two_outputs, plan_unary)
 from metalport.checks.iteration import build_iteration, flat_buffer
 from metalport.checks.poison import poisoned, unwritten
 from metalport.checks.samples import Call, Family
@@ -41,15 +41,25 @@ def _common(call: Call, out_dtype: torch.dtype) -> torch.dtype:
     return common
 
 
-def plan(kernels: KernelSet, family: Family, name: str, call: Call, expected: torch.Tensor,
-         force: str | None) -> tuple[Launch | None, torch.Tensor]:
-    """The launch the host would make (None for an empty iterator) and the poisoned output view."""
+def plan(kernels: KernelSet, family: Family, name: str, call: Call, expected: torch.Tensor, force: str | None,
+         second: torch.dtype | None = None) -> tuple[Launch | None, torch.Tensor, torch.Tensor | None]:
+    """The launch the host would make (None for an empty iterator), the poisoned output view and,
+    for a two-output kernel, the second output (of dtype `second`), laid out like the first."""
     operands = call.operands()
     it = build_iteration(operands, expected.dtype, poisoned)
+    out = it.output
+    other = None
+    if second is not None:  # same element layout over a buffer of its own dtype
+        n = max(out.untyped_storage().nbytes() // out.element_size(), 1)
+        other = poisoned(n, second).as_strided(out.shape, out.stride(), out.storage_offset())
     if it.geometry.numel == 0:
-        return None, it.output
+        return None, out, other
     names = kernels.names
-    if family in (Family.UNARY, Family.UNARY_ALPHA):
+    if family is Family.UNARY_TWO_OUTPUTS:
+        if other is None:
+            raise UnmodelledCall(f"{call.func.name()} returns one tensor, its kernel writes two")
+        launch = plan_two_outputs(name, names, it, other, operands[0])
+    elif family in (Family.UNARY, Family.UNARY_ALPHA):
         launch = plan_unary(name, names, it, operands[0], alpha=call.alpha,
                             alpha_type=_common(call, expected.dtype) if call.alpha is not None else None,
                             force=force)
@@ -62,7 +72,7 @@ def plan(kernels: KernelSet, family: Family, name: str, call: Call, expected: to
     if declared is not None and declared != len(launch.args):
         raise UnmodelledCall(f"kernel {launch.kernel} declares {declared} buffers, the modelled host passes "
                              f"{len(launch.args)}")
-    return launch, it.output
+    return launch, out, other
 
 
 def _describe_mismatch(actual: torch.Tensor, expected: torch.Tensor, err: float, tol: Tolerance) -> str:
@@ -83,6 +93,7 @@ class Prepared:
     launch: Launch | None
     output: torch.Tensor
     expected: torch.Tensor
+    extra: tuple[tuple[torch.Tensor, torch.Tensor], ...] = ()  # (output, reference) of further outputs
 
 
 _FLUSHED = (torch.float32, torch.bfloat16, torch.complex64)
@@ -114,15 +125,20 @@ def prepare_case(kernels: KernelSet, family: Family, name: str, call: Call, forc
         return CaseResult(True, 0.0, skipped=f"{REJECTED} ({expected.kind})")
     if isinstance(expected, Crashed):
         return CaseResult(True, 0.0, skipped=f"{CRASHED} ({expected.how})")
+    rest: tuple[torch.Tensor, ...] = ()
+    if family is Family.UNARY_TWO_OUTPUTS and isinstance(expected, tuple) and len(expected) == 2 \
+            and all(isinstance(t, torch.Tensor) for t in expected):
+        expected, rest = expected[0], tuple(expected[1:])
     if not isinstance(expected, torch.Tensor):
         return CaseResult(True, 0.0, skipped=f"{call.func.name()} returns no single tensor")
     if expected.dtype in _NO_MPS_DTYPES or any(t.dtype in _NO_MPS_DTYPES and t.dim() > 0 for t in call.operands()):
         return CaseResult(True, 0.0, skipped="float64 operands (MPS has no float64)")
     try:
-        launch, output = plan(kernels, family, name, call, expected, force)
+        launch, output, second = plan(kernels, family, name, call, expected, force,
+                                      rest[0].dtype if rest else None)
     except UnmodelledCall as err:
         return CaseResult(True, 0.0, skipped=str(err))
-    return Prepared(launch, output, expected)
+    return Prepared(launch, output, expected, () if second is None else ((second, rest[0]),))
 
 
 def references(calls: Sequence[Call]) -> list[Outcome]:
@@ -143,6 +159,9 @@ def references(calls: Sequence[Call]) -> list[Outcome]:
     return out
 
 
+_FURTHER = "output "  # how a mismatch of a further output (frexp's exponent) starts
+
+
 def judge(prepared: Prepared, failure: str | None, tol: Tolerance) -> CaseResult:
     """Compare a dispatched case's output with the reference at `tol` (`failure`: the dispatch error, if any)."""
     kernel = prepared.launch.kernel if prepared.launch else "(no launch)"
@@ -156,6 +175,13 @@ def judge(prepared: Prepared, failure: str | None, tol: Tolerance) -> CaseResult
     if holes:
         return CaseResult(False, float("inf"), f"{holes} of {output.numel()} output elements never written "
                           f"by {kernel}")
+    for k, (more, reference) in enumerate(prepared.extra, start=1):
+        exact = Tolerance(0.0, 0.0) if not (reference.is_floating_point() or reference.is_complex()) else tol
+        more_err, more_ok = compare(more, reference, exact)
+        if not more_ok:
+            shown = _describe_mismatch(more, reference, more_err, exact) if more.shape == reference.shape else \
+                f"shape {list(more.shape)} for {list(reference.shape)}"
+            return CaseResult(False, max(err, more_err), f"{_FURTHER}{k}: {shown}; kernel {kernel}")
     if ok:
         return CaseResult(True, err)
     return CaseResult(False, err, f"{_describe_mismatch(output, expected, err, tol)}; kernel {kernel}")
@@ -188,6 +214,10 @@ def judge_case(prepared: Prepared, failure: str | None, tol: Tolerance, *, beyon
     `known`: (rule, reference or a function making it) pairs of the op's known upstream divergences
     (`checks.known`); an output that misses the CPU reference but matches one of them, at the same
     tolerance, is that rule's warning (the caller passes only rules that hold for the case's kind)."""
+    if prepared.extra and failure is None:  # a further output (frexp's exponent) is judged exactly, no rule
+        extra = judge(prepared, None, tol)
+        if not extra.ok and (extra.message or "").startswith(_FURTHER):
+            return extra, None
     result, accepted = _judge_case(prepared, failure, tol, beyond_samples=beyond_samples, strict_tol=strict_tol,
                                    precise=precise, overflow=overflow, operands=operands)
     if result.ok or accepted is not None or failure is not None or "never written" in (result.message or ""):

@@ -29,10 +29,12 @@ class Family(Enum):
     BINARY = "binary"
     BINARY_ALPHA = "binary-alpha"
     TERNARY = "ternary"
+    UNARY_TWO_OUTPUTS = "unary-two-outputs"  # frexp: mantissa and exponent from one input
 
     @property
     def arity(self) -> int:
-        return {"unary": 1, "unary-alpha": 1, "binary": 2, "binary-alpha": 2, "ternary": 3}[self.value]
+        return {"unary": 1, "unary-alpha": 1, "binary": 2, "binary-alpha": 2, "ternary": 3,
+                "unary-two-outputs": 1}[self.value]
 
     @property
     def has_alpha(self) -> bool:
