@@ -16,6 +16,7 @@ from metalport.commands.backlog import _choice_list
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `sweep` command."""
     from metalport.backlog.model import Family, Status
+    from metalport.port.kinds import Kind
 
     parser = subparsers.add_parser(
         "sweep", help="start port runs for backlog candidates and leave them at the review gate",
@@ -28,6 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="backlog statuses to take (default: missing,mps-graph,mps-graph-stub)")
     parser.add_argument("--family", type=_choice_list([f.value for f in Family]), action="extend",
                         help="only ops of these families (comma-separated)")
+    parser.add_argument("--kind", type=_choice_list([k.value for k in Kind if k is not Kind.NOT_A_CANDIDATE]),
+                        action="extend", help="only ops whose port is of these kinds (comma-separated)")
     parser.add_argument("--limit", type=_positive, default=None, help="start at most N runs")
     parser.add_argument("--concurrency", "-K", type=_positive, default=None,
                         help="runs at once (default: 1 with the macOS executor, else 2)")
@@ -95,7 +98,7 @@ def run_command(args: argparse.Namespace) -> int:
         github = GitHubClient.from_env(args.github_api, args.github_repo, os.environ)
     options = SweepOptions(
         repo_root=root, statuses=tuple(args.status or SweepOptions.statuses), families=tuple(args.family or ()),
-        limit=args.limit, concurrency=args.concurrency or default_concurrency(args.executor),
+        kinds=tuple(args.kind or ()), limit=args.limit, concurrency=args.concurrency or default_concurrency(args.executor),
         max_open=args.max_open, model=args.model, executor=args.executor, retry_rejected=args.retry_rejected,
         retry_failed=args.retry_failed, resume_interrupted=not args.no_resume,
         dashboard=args.dashboard.resolve() if args.dashboard else None,

@@ -9,6 +9,7 @@ import pytest
 
 from metalport.checkout import Checkout
 from metalport.cli import main
+from metalport.port.kinds import recipe_ops
 from tests.fixture_repo import make_fixture_checkout
 
 
@@ -95,3 +96,37 @@ def test_backlog_rejects_an_unknown_status_in_a_list(wheel_workspace: Checkout,
         main(["backlog", "--repo", str(wheel_workspace.root), "--status", "missing,nope"])
     assert exit_.value.code == 2
     assert "invalid choice nope" in capsys.readouterr().err
+
+
+def test_backlog_kind_and_porter_columns_and_filters(wheel_workspace: Checkout,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    repo = ["backlog", "--repo", str(wheel_workspace.root)]
+    assert main([*repo, "--status", "missing", "--kind", "reduction-stub", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["op"], r["kind"], r["stub"]) for r in rows] == [
+        ("linalg__powsum", "reduction-stub", "powsum_stub"), ("hash_tensor", "reduction-stub", None)]
+    covered = recipe_ops()  # the recipe tables grow; the porter follows them
+    assert [r["porter"] for r in rows] == ["recipe" if r["op"] in covered else "llm" for r in rows]
+    assert rows[1]["kind_reason"] == "a reduction CPU and CUDA share (hash_tensor_out); the tree does not show its stub"
+
+    assert main([*repo, "--status", "missing", "--porter", "none", "--format", "tsv"]) == 0
+    lines = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert lines[0] == ["ease", "op", "status", "family", "kind", "porter", "stub", "MPS implementation",
+                        "xfail/skip"]
+    assert len(lines) == 1 + 118  # the not-a-candidate ops among the 258 missing ones
+    assert all(r[0] == "-" and r[4] == "not-a-candidate" and r[5].startswith("none: ") for r in lines[1:])
+    cslt = next(r for r in lines[1:] if r[1] == "_cslt_compress")
+    assert cslt[5] == "none: cuSPARSELt (a CUDA library): MPS has no counterpart"
+
+    assert main([*repo, "--kind", "multi-tensor", "--porter", "llm,recipe", "--op", "_foreach_add",
+                 "--op", "cudnn_convolution", "--json"]) == 0
+    assert [r["op"] for r in json.loads(capsys.readouterr().out)] == ["_foreach_add"]
+
+
+def test_backlog_unknown_kind_or_porter_is_a_usage_error(wheel_workspace: Checkout,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["backlog", "--repo", str(wheel_workspace.root), "--porter", "maybe"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "metalport backlog: error: argument --porter: invalid choice maybe (choose from recipe, llm, none)")
