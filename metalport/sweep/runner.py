@@ -117,7 +117,8 @@ class _Sweep:
         self.report = SweepReport(
             repo=str(options.repo_root), started_at=_now(), finished_at=None, outcomes=(),
             options={"status": ",".join(options.statuses), "family": ",".join(options.families),
-                     "kind": ",".join(options.kinds) or None, "limit": options.limit, "concurrency": options.concurrency, "max-open": options.max_open,
+                     "kind": ",".join(options.kinds) or None, "limit": options.limit,
+                     "concurrency": options.concurrency, "max-open": options.max_open,
                      "model": options.model, "executor": options.executor,
                      "retry-rejected": options.retry_rejected or None,
                      "retry-failed": options.retry_failed or None},
@@ -137,7 +138,6 @@ class _Sweep:
                 # A run a killed sweep (or process) left mid-way: continue it from its checkpoint first.
                 resumes.append((item, skip.run_id))
                 skip = replace(skip, outcome=CANDIDATE, skip=None, reason=f"{skip.reason}; waiting to resume it")
-            skip = skip or self._unportable(item)
             self.outcomes[item.op] = skip or OpOutcome(op=item.op, outcome=CANDIDATE, ease=item.ease,
                                                        reason="waiting for a free run slot")
             if skip is None:
@@ -169,7 +169,7 @@ class _Sweep:
                 item, resume = queue.pop(0)
                 if resume is not None:
                     self._launch(item, resume=resume)
-                elif not self._pr_skip(item):
+                elif not self._pr_skip(item) and not self._unportable(item):
                     self._launch(item)
             for proc in list(self.inflight):
                 code = proc.poll(self.runs.get)
@@ -211,15 +211,16 @@ class _Sweep:
             return False
         return True
 
-    def _unportable(self, item: Any) -> OpOutcome | None:
-        """With the recipe model, the skip (spending no --limit) of an op no recipe covers: its run
-        could only end needs-llm. None when the op may start."""
+    def _unportable(self, item: Any) -> bool:
+        """With the recipe model, skip (without spending --limit) an op no recipe covers (the
+        functor table or the spec recipes): its run could only end needs-llm."""
         if self.o.model != "recipe" or item.op in self.recipe_ops:
-            return None
-        return OpOutcome(
+            return False
+        self.outcomes[item.op] = OpOutcome(
             op=item.op, outcome=SKIPPED, ease=item.ease, skip="needs-llm",
             reason=f"aten::{item.op} has no recipe in the recipe table (it needs an LLM); sweep with "
                    "--model openai:MODEL to port it")
+        return True
 
     def _pr_skip(self, item: Any) -> bool:
         if self.o.github is None:
