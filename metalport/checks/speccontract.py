@@ -59,7 +59,7 @@ def _row_checks(root: Path, spec: LaunchSpec, plan: PortPlan) -> Iterator[Failur
 
 def _definitions(root: Path, name: str) -> list[tuple[str, int]]:
     """(file, line) of every top-level definition of function `name` in the operations .mm files."""
-    pattern = re.compile(rf"^(?:[A-Za-z_][\w:<>,\s]*\b{re.escape(name)}\s*\(|TORCH_IMPL_FUNC\(\s*{re.escape(name)}\s*\))")
+    pattern = re.compile(rf"^(?:[A-Za-z_][\w:<>,\s&*]*\b{re.escape(name)}\s*\(|TORCH_IMPL_FUNC\(\s*{re.escape(name)}\s*\))")
     out = []
     folder = root / _OPERATIONS
     for path in sorted(folder.glob("*.mm")) if folder.is_dir() else ():

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from metalport.errors import SpecError
+from metalport.port.hostgen_elementwise import covers, write_elementwise_host
 from metalport.port.spec import DERIVED_ARRAYS, Grid, LaunchSpec, Layout, OutShape
 
 _C_TYPES = {"float": "float", "int": "int32_t", "uint": "uint32_t", "long": "int64_t", "ulong": "uint64_t",
@@ -58,6 +59,8 @@ def _value(source: str, ctype: str, types: dict[str, str]) -> str:
 def write_host(spec: LaunchSpec, func: str) -> str:
     """The host function of `spec` for the op schema `func` (`mode(Tensor self, ...) -> ...`),
     with the static library handle; SpecError for a spec shape this writer does not cover."""
+    if covers(spec):
+        return write_elementwise_host(spec, func)
     if spec.geometry.threads is not None or spec.geometry.grid in (Grid.PER_INPUT_ELEMENT, Grid.PER_CHUNK):
         raise SpecError(f"spec {spec.op}: geometry: hostgen writes per-output-element, per-slice and per-window "
                         f"launches only", hint="write the host function by hand")

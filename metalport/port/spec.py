@@ -159,6 +159,10 @@ class LaunchSpec:
     reduce: ReduceSpec = field(default_factory=ReduceSpec)
     opinfo: str | None = None
     cases: Mapping[str, Any] = field(default_factory=dict)  # extra case knobs for conformance
+    # The host functions of the op's `.out` and in-place entries, when the port routes those too
+    # (hostgen_elementwise writes them around the same launch).
+    host_out_function: str | None = None
+    host_inplace_function: str | None = None
 
     @property
     def host_names(self) -> tuple[str, ...]:
@@ -186,7 +190,9 @@ class LaunchSpec:
         """The spec as plain data (`load_spec(spec.to_dict()) == spec`)."""
         out: dict[str, Any] = {
             "op": self.op, "overload": self.overload, "kind": self.kind,
-            "host": {"function": self.host_function, "file": self.host_file},
+            "host": {"function": self.host_function, "file": self.host_file,
+                     **({"out_function": self.host_out_function} if self.host_out_function else {}),
+                     **({"inplace_function": self.host_inplace_function} if self.host_inplace_function else {})},
             "kernel": {"file": self.kernel_file, "name": self.kernel_name},
             "inputs": [{"arg": i.arg, "layout": i.layout.value} for i in self.inputs],
             "outputs": [{"name": o.name, "shape": o.shape_text, "dtype": o.dtype,
@@ -331,7 +337,8 @@ def load_spec(data: Mapping[str, Any] | str) -> LaunchSpec:
     op = str(data.get("op", "?")) if isinstance(data, Mapping) else "?"
     d = _take(data, "", op, _TOP, {"op", "kind", "host", "kernel", "inputs", "outputs", "geometry", "dtypes"})
     op = _str(d["op"], "op", op)
-    host = _take(d["host"], "host", op, {"function", "file"}, {"function", "file"})
+    host = _take(d["host"], "host", op, {"function", "file", "out_function", "inplace_function"},
+                 {"function", "file"})
     kernel = _take(d["kernel"], "kernel", op, {"file", "name"}, {"file", "name"})
     inputs = []
     for i, raw in enumerate(_list(d["inputs"], "inputs", op, empty=True)):
@@ -409,6 +416,9 @@ def load_spec(data: Mapping[str, Any] | str) -> LaunchSpec:
     return LaunchSpec(
         op=op, overload=str(d.get("overload", "") or ""), kind=_str(d["kind"], "kind", op),
         host_function=_str(host["function"], "host.function", op), host_file=_str(host["file"], "host.file", op),
+        host_out_function=_str(host["out_function"], "host.out_function", op) if "out_function" in host else None,
+        host_inplace_function=_str(host["inplace_function"], "host.inplace_function", op)
+        if "inplace_function" in host else None,
         kernel_file=_str(kernel["file"], "kernel.file", op), kernel_name=_str(kernel["name"], "kernel.name", op),
         inputs=tuple(inputs), outputs=tuple(outputs), params=params,
         geometry=GeometrySpec(grid, group, threads), dtypes=tuple(types),

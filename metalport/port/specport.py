@@ -20,6 +20,8 @@ from metalport.port.spec import LaunchSpec, check_schema, load_spec
 from metalport.port.spec_recipes import SpecRecipe
 from metalport.registry.model import Entry
 
+_BACKENDS = ("CPU", "CUDA")
+
 
 def spec_entry(res: Resolution, spec: LaunchSpec) -> Entry:
     """The registry entry the spec's host function serves; SpecError when the op has none."""
@@ -34,16 +36,54 @@ def spec_entry(res: Resolution, spec: LaunchSpec) -> Entry:
 def routed_entry(entries: Sequence[Entry], entry: Entry) -> Entry:
     """The entry that gets the MPS line for `entry`: itself, or for a structured op's functional
     entry its `structured_delegate` (the `.out` entry whose TORCH_IMPL_FUNC the host becomes)."""
-    if not entry.structured_delegate:
-        return entry
-    full = entry.structured_delegate if "." in entry.structured_delegate else f"{entry.name}.{entry.structured_delegate}"
-    return next((e for e in entries if e.full_name == full), entry)
+    if entry.structured_delegate:
+        full = entry.structured_delegate if "." in entry.structured_delegate else \
+            f"{entry.name}.{entry.structured_delegate}"
+        return next((e for e in entries if e.full_name == full), entry)
+    if not any(entry.kernel_for(k) for k in _BACKENDS):
+        # A composite functional entry (logspace) reaches the backends through its `.out` entry.
+        out = next((e for e in entries if e.full_name == f"{entry.name}.out"), None)
+        if out is not None and any(out.kernel_for(k) for k in _BACKENDS):
+            return out
+    return entry
+
+
+def extra_rows(entries: Sequence[Entry], spec: LaunchSpec) -> list[tuple[Entry, str]]:
+    """(entry, host function) of the `.out` and in-place entries a spec routes besides its own."""
+    base = spec.op
+    wanted = ((f"{base}.out", spec.host_out_function), (f"{base}_", spec.host_inplace_function))
+    out = []
+    for full, host in wanted:
+        entry = next((e for e in entries if e.full_name == full), None)
+        if host and entry is not None and entry.dispatch and entry.dispatch_line is not None:
+            out.append((entry, host))
+    return out
+
+
+def _spec_xfails(res: Resolution, metal: tuple[str, ...], names: list[str]
+                 ) -> tuple[tuple[tuple[str, str, int], ...], tuple[tuple[str, str, int, tuple[str, ...]], ...]]:
+    """The xfail edits of a spec port: as for pointwise, except that an entry meaning every dtype
+    (`"logspace": None`) is narrowed to the OpInfo dtypes MPS could hold that the spec does not
+    register (a recipe may leave some out), instead of removed."""
+    from metalport.port.functors import METAL_TYPES
+    from metalport.port.port import _xfails
+    from metalport.torch_facts import opinfo_facts
+
+    removed, narrowed = _xfails(res, metal)
+    facts = opinfo_facts()
+    cpu = next((facts[n].cpu_dtypes for n in names if n in facts), ())
+    left = tuple(d for d in cpu if d in METAL_TYPES and METAL_TYPES[d] not in metal)
+    if not left:
+        return removed, narrowed
+    every = {(x.list_name, x.op, x.where.line) for x in res.xfails if x.dtypes is None}
+    return (tuple(r for r in removed if r not in every),
+            narrowed + tuple((lst, key, line, left) for lst, key, line in removed if (lst, key, line) in every))
 
 
 def plan_spec_port(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> PortPlan:
     """The plan of porting `res.op` with `recipe`; SpecError when the spec does not fit the op's
     schema, PipelineError when the op already has an MPS kernel on the routed entry."""
-    from metalport.port.port import _obsolete_decorators, _opinfo_names, _xfails
+    from metalport.port.port import _obsolete_decorators, _opinfo_names
 
     spec = recipe.spec
     named = spec_entry(res, spec)
@@ -59,14 +99,18 @@ def plan_spec_port(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> P
         line, after = registry_row(spec, [(d.line, d.text) for d in entry.dispatch])
     except SpecError as err:
         raise PipelineError(err.message, location=f"{res.registry.path}:{entry.span.start}", hint=err.hint) from None
-    rows = (RowChange(entry.full_name, line, "", after),)
+    rows = [RowChange(entry.full_name, line, "", after)]
+    for extra, host in extra_rows(res.entries, spec):
+        last, text = extra.dispatch[-1].line, extra.dispatch[-1].text
+        indent = text[: len(text) - len(text.lstrip())]
+        rows.append(RowChange(extra.full_name, last, "", f"{indent}MPS: {host}"))
     metal = tuple(dict.fromkeys(t[0] for t in spec.dtypes))
     names = [spec.opinfo] if spec.opinfo else _opinfo_names(res.op, res)
-    xfail_entries, xfail_narrowed = _xfails(res, metal)
+    xfail_entries, xfail_narrowed = _spec_xfails(res, metal, names)
     decorators = _obsolete_decorators(checkout, res.op, names, metal)
     allowed = {NATIVE_FUNCTIONS, COMMON_MPS, spec.kernel_file, spec.host_file, *(d[0] for d in decorators)}
     return PortPlan(
-        op=res.op, status=res.status.value, family=res.family.value, rows=rows, kernel_file=spec.kernel_file,
+        op=res.op, status=res.status.value, family=res.family.value, rows=tuple(rows), kernel_file=spec.kernel_file,
         functor=None, functor_source=recipe.kernel_source, dtypes=metal, registrations=spec.host_names,
         host_file=spec.host_file, register_dispatch=None, kernel_name=spec.kernel_name, legacy=None,
         legacy_include=None,
@@ -107,4 +151,4 @@ def spec_texts(plan: PortPlan, root: Path, current: dict[str, str | None]) -> di
     return out
 
 
-__all__ = ["plan_spec_port", "routed_entry", "spec_entry", "spec_texts"]
+__all__ = ["extra_rows", "plan_spec_port", "routed_entry", "spec_entry", "spec_texts"]

@@ -1,0 +1,252 @@
+"""Host code for element-wise launch specs: one thread per output element (`threads:`), strided
+inputs with sizes/strides arrays, outputs shaped like an argument (`like:`, `sizes:`, `length:`),
+factories (no input), and per-chunk launches over tensor lists. `hostgen.write_host` hands these
+specs here; the reduction shapes stay there.
+
+Note [element-wise host functions]: the launch is written once, into an `out` tensor, as the host
+function of the entry the spec routes (a `.out` entry takes its `out` argument, resized; a
+functional entry allocates it from the spec's shape and dtype rules). With `host.out_function`
+the functional host allocates and calls the out host; with `host.inplace_function` (tensor
+lists) the in-place host launches with its inputs as outputs. A non-contiguous `out` gets a
+contiguous result copied back.
+"""
+
+from __future__ import annotations
+
+from metalport.errors import SpecError
+from metalport.port.spec import LIST_ARRAYS, Grid, LaunchSpec, Layout, OutShape
+
+_C_TYPES = {"float": "float", "int": "int32_t", "uint": "uint32_t", "long": "int64_t", "ulong": "uint64_t",
+            "bool": "bool"}
+_SCALAR_TYPE = {"float": "kFloat", "half": "kHalf", "bfloat": "kBFloat16", "long": "kLong", "int": "kInt",
+                "short": "kShort", "char": "kChar", "uchar": "kByte", "bool": "kBool", "float2": "kComplexFloat",
+                "half2": "kComplexHalf", "ulong": "kUInt64"}
+
+
+def covers(spec: LaunchSpec) -> bool:
+    """Whether this writer (rather than hostgen's reduction writer) writes `spec`'s host."""
+    return spec.geometry.grid is Grid.PER_CHUNK or spec.geometry.threads == "output_numel" or not spec.inputs
+
+
+def _signature(name: str, func: str) -> tuple[str, list[tuple[str, str]], list[str]]:
+    """(definition line, [(argument, C++ type)], out argument names) of `func` named `name`."""
+    from torchgen import local
+    from torchgen.api.types import NativeSignature
+    from torchgen.model import FunctionSchema
+
+    schema = FunctionSchema.parse(func)
+    sig = NativeSignature(schema, symint=False)
+    with local.parametrize(use_const_ref_for_mutable_tensors=False, use_ilistref_for_tensor_lists=False):
+        args = [(a.name, a.type.replace("::std::", "std::").replace("at::", "")) for a in sig.arguments()]
+        defn = sig.defn(name=name).replace("::std::", "std::").replace("at::", "")
+    return defn, args, [a.name for a in schema.arguments.out]
+
+
+def _out_schema(func: str) -> str:
+    """The `.out` schema of a functional schema returning one Tensor."""
+    head, rest = func.split("(", 1)
+    params, ret = rest.rsplit(") ->", 1)
+    if ret.strip() != "Tensor":
+        raise SpecError(f"hostgen: {head} returns {ret.strip()}; an out_function needs one Tensor")
+    sep = ", " if "*" in params else ", *, "
+    return f"{head}.out({params}{sep}Tensor(a!) out) -> Tensor(a!)"
+
+
+def _shape_expr(spec: LaunchSpec) -> str:
+    """C++ for the output's sizes (a std::vector<int64_t>) from the spec's shape rule."""
+    o = spec.outputs[0]
+    x = spec.inputs[0].arg if spec.inputs else None
+    if o.shape is OutShape.LIKE:
+        return f"{o.shape_arg}.sizes().vec()"
+    if o.shape is OutShape.LENGTH:
+        return f"std::vector<int64_t>{{{o.shape_arg}}}"
+    if o.shape is OutShape.SIZES:
+        return (f"[&] {{ auto s = {x}.sizes().vec(); s.resize(s.size() - {o.shape_arg}.size()); "
+                f"s.insert(s.end(), {o.shape_arg}.begin(), {o.shape_arg}.end()); return s; }}()")
+    if o.shape is OutShape.SAME:
+        return f"{x}.sizes().vec()"
+    raise SpecError(f"spec {spec.op}: outputs[0].shape: {o.shape_text} is a reduction; hostgen_elementwise "
+                    f"writes like/sizes/length/same outputs")
+
+
+def _dtype_expr(spec: LaunchSpec) -> str:
+    o = spec.outputs[0]
+    x = spec.inputs[0].arg if spec.inputs else None
+    if o.dtype.startswith("arg:"):
+        _, arg, *default = o.dtype.split(":")
+        fallback = _SCALAR_TYPE[default[0]] if default else f"{x}.scalar_type()"
+        return f"{arg}.value_or({fallback})"
+    if o.dtype == "same" and x is not None:
+        return f"{x}.scalar_type()"
+    if o.dtype in _SCALAR_TYPE:
+        return _SCALAR_TYPE[o.dtype]
+    raise SpecError(f"spec {spec.op}: outputs[0].dtype: {o.dtype!r} needs an input")
+
+
+def _param_lines(spec: LaunchSpec, types: dict[str, str]) -> tuple[list[str], list[str]]:
+    """(declarations, argument names) of the spec's params, in buffer order."""
+    x = spec.inputs[0].arg if spec.inputs else None
+    lines, names = [], []
+    for p in spec.params:
+        if p.struct is not None:
+            raise SpecError(f"spec {spec.op}: params[{p.name}]: hostgen_elementwise writes no structs")
+        f = p.fields[0]
+        ctype = _C_TYPES[f.type]
+        src = f.source
+        if src in ("sizes", "strides"):
+            getter = "size" if src == "sizes" else "stride"
+            lines.append(f"  std::vector<{ctype}> {p.name}_arg;")
+            lines.append(f"  for (int64_t d = {x}.dim() - 1; d >= 0; --d) {{")
+            lines.append(f"    {p.name}_arg.push_back({x}.{getter}(d));")
+            lines.append("  }")
+            lines.append(f"  if ({p.name}_arg.empty()) {{")
+            lines.append(f"    {p.name}_arg.push_back(1);")
+            lines.append("  }")
+        elif src == "numel":
+            lines.append(f"  const {ctype} {p.name}_arg = {x}.numel();")
+        elif src == "ndim":
+            lines.append(f"  const {ctype} {p.name}_arg = {x}.dim();")
+        elif src == "output_numel":
+            lines.append(f"  const {ctype} {p.name}_arg = out.numel();")
+        elif src in LIST_ARRAYS:
+            continue  # the per-chunk writer makes these
+        elif "ArrayRef" in types.get(src, ""):
+            lines.append(f"  const std::vector<{ctype}> {p.name}_arg({src}.begin(), {src}.end());")
+        elif "Scalar" in types.get(src, ""):
+            lines.append(f"  const {ctype} {p.name}_arg = {src}.to<{ctype}>();")
+        else:
+            lines.append(f"  const {ctype} {p.name}_arg = static_cast<{ctype}>({src});")
+        names.append(f"{p.name}_arg")
+    return lines, names
+
+
+def _kernel_name(spec: LaunchSpec, tensors: list[str]) -> str:
+    parts = " + \"_\" + ".join(f"scalarToMetalTypeString({t})" for t in tensors)
+    return f"  const std::string kernel = \"{spec.kernel_name}_\" + {parts};"
+
+
+def _launch_body(spec: LaunchSpec, types: dict[str, str]) -> list[str]:
+    """Statements that fill `out` (contiguous, sized) from the inputs, one thread per element."""
+    decls, params = _param_lines(spec, types)
+    inputs = []
+    for i in spec.inputs:
+        if i.layout is Layout.STRIDED:
+            inputs.append(i.arg)
+        else:
+            decls.append(f"  const Tensor {i.arg}_in = {i.arg}.contiguous();")
+            inputs.append(f"{i.arg}_in")
+    return [*decls, _kernel_name(spec, [*inputs, "out"]),
+            "  MPSStream* stream = getCurrentMPSStream();",
+            "  dispatch_sync_with_rethrow(stream->queue(), ^() {", "    @autoreleasepool {",
+            "      auto encoder = stream->commandEncoder();",
+            "      auto pso = lib.getPipelineStateForFunc(kernel);",
+            f"      getMPSProfiler().beginProfileKernel(pso, kernel, {{{', '.join(inputs) or 'out'}}});",
+            "      [encoder setComputePipelineState:pso];",
+            f"      mtl_setArgs(encoder, {', '.join([*inputs, 'out', *params])});",
+            "      mtl_dispatch1DJob(encoder, pso, out.numel());",
+            "      getMPSProfiler().endProfileKernel(pso);", "    }", "  });"]
+
+
+def _element_hosts(spec: LaunchSpec, func: str) -> list[str]:
+    """The out host (the launch) and, with `host.out_function`, the functional host calling it."""
+    from torchgen.model import FunctionSchema
+
+    is_out = FunctionSchema.parse(func).is_out_fn()
+    first = spec.inputs[0].arg if spec.inputs else None
+    options = f"{first}.options()" if first else "TensorOptions()"
+    if not is_out and spec.host_out_function is None:
+        defn, args, _ = _signature(spec.host_function, func)
+        return [f"{defn} {{", "  using namespace mps;",
+                f"  Tensor out = at::empty({_shape_expr(spec)}, {options}.dtype({_dtype_expr(spec)}));",
+                "  if (out.numel() == 0) {", "    return out;", "  }",
+                *_launch_body(spec, dict(args)), "  return out;", "}"]
+    out_func = func if is_out else _out_schema(func)
+    out_name = spec.host_function if is_out else spec.host_out_function
+    defn, args, outs = _signature(out_name, out_func)
+    types = dict(args)
+    out = outs[0]
+    lines = [f"{defn} {{", "  using namespace mps;", f"  at::native::resize_output({out}, {_shape_expr(spec)});",
+             f"  if ({out}.numel() == 0) {{", f"    return {out};", "  }",
+             f"  Tensor result = {out}.is_contiguous() ? {out} : at::empty({out}.sizes(), {out}.options());",
+             "  {", "    const Tensor& out = result;",
+             *("  " + line for line in _launch_body(spec, types)), "  }",
+             f"  if (!result.is_same({out})) {{", f"    {out}.copy_(result);", "  }", f"  return {out};", "}"]
+    if is_out:
+        return lines
+    fdefn, fargs, _ = _signature(spec.host_function, func)
+    call = ", ".join([n for n, _ in fargs] + ["out"])
+    functional = [f"{fdefn} {{", f"  Tensor out = at::empty({_shape_expr(spec)}, {options}.dtype({_dtype_expr(spec)}));",
+                  f"  {out_name}({call});", "  return out;", "}"]
+    return lines + ["", *functional]
+
+
+def _chunk_hosts(spec: LaunchSpec, func: str) -> list[str]:
+    """Tensor-list hosts: the functional one (allocating outputs) and the in-place one; both fall
+    back to the per-tensor slow path for lists the kernel does not take."""
+    x = spec.inputs[0].arg
+    chunk = spec.geometry.threadgroup or 256
+    metal = sorted({t[0] for t in spec.dtypes})
+    allowed = " || ".join(f"dtype == {_SCALAR_TYPE[t]}" for t in metal)
+    slow = spec.op.removeprefix("_foreach_")
+    launch = ["static void {launch}(TensorList inputs, TensorList outputs) {",
+              "  using namespace mps;",
+              "  std::vector<int64_t> chunks;",
+              "  std::vector<int64_t> numels;",
+              "  for (const auto t : c10::irange(inputs.size())) {",
+              "    numels.push_back(inputs[t].numel());",
+              f"    for (int64_t start = 0; start < inputs[t].numel(); start += {chunk}) {{",
+              "      chunks.push_back(static_cast<int64_t>(t));",
+              "      chunks.push_back(start);", "    }", "  }",
+              "  if (chunks.empty()) {", "    return;", "  }",
+              "  // The lists as arrays of device addresses (Metal 3 argument buffers of `device T*`).",
+              "  std::vector<uint64_t> in_addresses;", "  std::vector<uint64_t> out_addresses;",
+              "  for (const auto t : c10::irange(inputs.size())) {",
+              "    in_addresses.push_back([getMTLBufferStorage(inputs[t]) gpuAddress] + "
+              "inputs[t].storage_offset() * inputs[t].element_size());",
+              "    out_addresses.push_back([getMTLBufferStorage(outputs[t]) gpuAddress] + "
+              "outputs[t].storage_offset() * outputs[t].element_size());", "  }",
+              _kernel_name(spec, ["inputs[0]", "outputs[0]"]),
+              "  MPSStream* stream = getCurrentMPSStream();",
+              "  dispatch_sync_with_rethrow(stream->queue(), ^() {", "    @autoreleasepool {",
+              "      auto encoder = stream->commandEncoder();",
+              "      auto pso = lib.getPipelineStateForFunc(kernel);",
+              "      [encoder setComputePipelineState:pso];",
+              "      for (const auto t : c10::irange(inputs.size())) {",
+              "        [encoder useResource:getMTLBufferStorage(inputs[t]) usage:MTLResourceUsageRead];",
+              "        [encoder useResource:getMTLBufferStorage(outputs[t]) usage:MTLResourceUsageWrite];", "      }",
+              "      mtl_setArgs(encoder, in_addresses, out_addresses, chunks, numels);",
+              f"      [encoder dispatchThreads:MTLSizeMake({chunk}, chunks.size() / 2, 1)",
+              f"          threadsPerThreadgroup:MTLSizeMake({chunk}, 1, 1)];", "    }", "  });", "}"]
+    name = f"{spec.host_function}_launch"
+    check = [f"static bool {spec.host_function}_fast(TensorList {x}) {{",
+             f"  if ({x}.empty()) {{", "    return false;", "  }",
+             f"  const auto dtype = {x}[0].scalar_type();",
+             f"  for (const auto& t : {x}) {{",
+             "    if (t.scalar_type() != dtype || !t.is_mps() || !t.is_contiguous()) {",
+             "      return false;", "    }", "  }", f"  return {allowed};", "}"]
+    defn, _, _ = _signature(spec.host_function, func)
+    functional = [f"{defn} {{", f"  if (!{spec.host_function}_fast({x})) {{",
+                  f"    return at::native::foreach_tensor_{slow}_slow({x});", "  }",
+                  "  std::vector<Tensor> outputs;", f"  for (const auto& t : {x}) {{",
+                  "    outputs.push_back(at::empty_like(t));", "  }",
+                  f"  {name}({x}, outputs);", "  return outputs;", "}"]
+    out = [line.replace("{launch}", name) for line in launch] + ["", *check, "", *functional]
+    if spec.host_inplace_function:
+        inplace_func = func.split("(", 1)[0] + "_(" + func.split("(", 1)[1].replace("Tensor[] ", "Tensor(a!)[] ", 1)
+        inplace_func = inplace_func.rsplit("->", 1)[0] + "-> ()"
+        idefn, _, _ = _signature(spec.host_inplace_function, inplace_func)
+        out += ["", f"{idefn} {{", f"  if (!{spec.host_function}_fast({x})) {{",
+                f"    return at::native::foreach_tensor_{slow}_slow_({x});", "  }",
+                f"  {name}({x}, {x});", "}"]
+    return out
+
+
+def write_elementwise_host(spec: LaunchSpec, func: str) -> str:
+    """The host function(s) of an element-wise or tensor-list spec for the routed entry's schema
+    `func` (Note [element-wise host functions])."""
+    body = _chunk_hosts(spec, func) if spec.geometry.grid is Grid.PER_CHUNK else _element_hosts(spec, func)
+    header = f"// {spec.host_function}: aten::{spec.op} on a Metal kernel, written by metalport from its launch spec.\n"
+    return header + "\n".join(body) + "\n"
+
+
+__all__ = ["covers", "write_elementwise_host"]
