@@ -143,10 +143,11 @@ def _rel(path: Path, root: Path) -> str:
         return str(path)
 
 
-class _DtypeRun:
-    """Accumulates one dtype's case results into a DtypeVerdict."""
+class DtypeRun:
+    """Accumulates one dtype's case results into a DtypeVerdict (`name`: the dtype's, or a row's
+    like `float16->float32`)."""
 
-    def __init__(self, dtype: torch.dtype, where: tuple[str, int | None]) -> None:
+    def __init__(self, dtype: torch.dtype | str, where: tuple[str, int | None]) -> None:
         self.dtype, self.where = dtype, where
         self.name = str(dtype).removeprefix("torch.")
         self.counts = {kind: [0, 0, 0] for kind in KINDS}  # samples, passed, warned
@@ -167,23 +168,31 @@ class _DtypeRun:
             self.skipped += 1
             self.unmodelled.append(result.skipped)
             return
-        counts = self.counts[case.kind]
-        counts[0] += 1
         if case.kind != "held-out" and (self.worst is None or result.error > self.worst[0]):
             self.worst = (result.error, f"{case.label}: {case.call.describe()}")
-        if result.ok:
+        held = (f"{result.message}; inputs: "
+                f"{[t.tolist() if t.numel() <= 64 else 'large' for t in case.call.operands()]}")
+        self.record(case.kind, f"{case.label}: {case.call.describe()}", None if result.ok else result.message or "differs",
+                    None if accepted is None else f"PyTorch accepts this divergence: {accepted}", held)
+
+    def record(self, kind: str, described: str, problem: str | None, accepted: str | None = None,
+               held_detail: str | None = None) -> None:
+        """Count one judged case of `kind` (`described`: its label and call): a pass when `problem` is
+        None, else a warning when `accepted` (a note) is given, else a held-out failure (its detail
+        kept apart) or a regular failure (the first few kept)."""
+        counts = self.counts[kind]
+        counts[0] += 1
+        if problem is None:
             counts[1] += 1
         elif accepted is not None:
             counts[2] += 1
-            self.warnings.append(f"{self.name} {case.label}: {case.call.describe()}: {_count_only(result.message)}; "
-                                 f"PyTorch accepts this divergence: {accepted}")
-        elif case.kind == "held-out":
+            self.warnings.append(f"{self.name} {described}: {_count_only(problem)}; {accepted}")
+        elif kind == "held-out":
             self.held_failed += 1
-            self.held_inputs.append(f"{case.label}: {case.call.describe()}: {result.message}; inputs: "
-                                    f"{[t.tolist() if t.numel() <= 64 else 'large' for t in case.call.operands()]}")
+            self.held_inputs.append(f"{described}: {held_detail or problem}")
         elif len(self.failures) < _MAX_FAILURES:
             self.failures.append(Failure("conformance", self.where[0], self.where[1], None,
-                                         f"{self.name} {case.label}: {case.call.describe()}: {result.message}"))
+                                         f"{self.name} {described}: {problem}"))
 
     def verdict(self) -> DtypeVerdict:
         failures = list(self.failures)
@@ -304,7 +313,7 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
     for dtype, (cases, skipped) in built.items():
         metal = {v: k for k, v in _metal_names().items()}[dtype]
         where_file = next((f for f in files if _register_line(f, kernel, metal)), files[0])
-        run = _DtypeRun(dtype, (_rel(where_file, checkout_root), _register_line(where_file, kernel, metal)))
+        run = DtypeRun(dtype, (_rel(where_file, checkout_root), _register_line(where_file, kernel, metal)))
         run.skipped += len(skipped)
         run.unmodelled += skipped
         staged: list[Prepared | CaseResult] = []

@@ -30,6 +30,7 @@ from metalport.checkout.layout import KERNELS_DIR, Checkout
 from metalport.checkout.sources import ImplKind, Registration, Sources, named_assignments, scan_sources
 from metalport.errors import MetalportError, RegistryError
 from metalport.failure import Failure
+from metalport.registry.model import Op
 from metalport.registry.validate import validate_registry
 
 _TAGS = "aten/src/ATen/native/tags.yaml"
@@ -104,19 +105,25 @@ def _base_text(base_root: Path, changes: _Changes, rel: str) -> str | None:
         return None
 
 
-def _registry_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
-    yaml_path = worktree_root / NATIVE_FUNCTIONS
+def registry_op(worktree_root: Path, plan: PortPlan) -> tuple[Op | None, list[Failure]]:
+    """The plan's op in the worktree's registry after torchgen validates it, or (None, the failure)."""
     try:
-        registry = validate_registry(yaml_path, worktree_root / _TAGS)
+        registry = validate_registry(worktree_root / NATIVE_FUNCTIONS, worktree_root / _TAGS)
     except RegistryError as err:
         where = (err.location or "").rsplit(":", 1)
         line = int(where[1]) if len(where) == 2 and where[1].isdigit() else None
-        yield _fail("registry", err.message, NATIVE_FUNCTIONS, line)
-        return
+        return None, [_fail("registry", err.message, NATIVE_FUNCTIONS, line)]
     try:
-        op = registry.resolve(plan.op)
+        return registry.resolve(plan.op), []
     except MetalportError as err:
-        yield _fail("rows", f"aten::{plan.op} is no longer in the registry: {err.message}", NATIVE_FUNCTIONS)
+        return None, [_fail("rows", f"aten::{plan.op} is no longer in the registry: {err.message}",
+                            NATIVE_FUNCTIONS)]
+
+
+def _registry_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
+    op, failures = registry_op(worktree_root, plan)
+    yield from failures
+    if op is None:
         return
     changed = {r.entry for r in plan.rows}
     for entry in op.entries:

@@ -18,14 +18,13 @@ from typing import Any
 
 import torch
 
-from metalport.checks.report import ConformanceReport, DtypeVerdict, Tally
+from metalport.checks.conformance import DtypeRun
+from metalport.checks.report import ConformanceReport
 from metalport.checks.speccases import explicit_calls
 from metalport.checks.speclaunch import INDEX_LIMIT, UnlaunchableCall, bind_call, plan_launch, run_launch
 from metalport.errors import EmulateError, SpecError, UsageError
-from metalport.failure import Failure
 from metalport.port.spec import METAL_DTYPES, LaunchSpec
 
-_MAX_FAILURES = 5
 # (rtol, atol) for floating outputs: a reduction's summation order differs from CPU's; test_mps
 # keeps fp16 reductions (sum, prod, var) at 1e-2 (FP16_LOW_PRECISION_LIST).
 _TOLERANCE = {torch.float32: (1e-5, 1e-5), torch.float16: (1e-2, 1e-2), torch.bfloat16: (1.6e-2, 1e-2)}
@@ -264,42 +263,6 @@ def _judge(got: Sequence[torch.Tensor], want: Any) -> str | None:
     return None
 
 
-class _Tallies:
-    def __init__(self, name: str, where: str) -> None:
-        self.name, self.where = name, where
-        self.counts = {k: [0, 0, 0] for k in ("opinfo", "random", "held-out")}
-        self.failures: list[Failure] = []
-        self.held_inputs: list[str] = []
-        self.held_failed = 0
-        self.skipped = 0
-        self.warnings: list[str] = []
-
-    def add(self, case: SpecCase, problem: str | None, accepted: str | None = None) -> None:
-        counts = self.counts[case.kind]
-        counts[0] += 1
-        if problem is None:
-            counts[1] += 1
-        elif accepted is not None:
-            counts[2] += 1
-            self.warnings.append(f"{self.name} {case.label}: {case.describe()}: {problem.split('; at ')[0]}; "
-                                 f"accepted: {accepted}")
-        elif case.kind == "held-out":
-            self.held_failed += 1
-            self.held_inputs.append(f"{case.label}: {case.describe()}: {problem}")
-        elif len(self.failures) < _MAX_FAILURES:
-            self.failures.append(Failure("conformance", self.where, None, None,
-                                         f"{self.name} {case.label}: {case.describe()}: {problem}"))
-
-    def verdict(self) -> DtypeVerdict:
-        failures = list(self.failures)
-        if self.held_failed:
-            failures.append(Failure("held-out", self.where, None, None,
-                                    f"{self.held_failed} of {self.counts['held-out'][0]} held-out cases fail for "
-                                    f"{self.name} (inputs withheld)"))
-        return DtypeVerdict(self.name, {k: Tally(*v) for k, v in self.counts.items()}, None, None, tuple(failures),
-                            tuple(self.warnings), tuple(self.held_inputs), self.skipped)
-
-
 def _row_name(spec: LaunchSpec, types: tuple[str, ...]) -> str:
     first = METAL_DTYPES[types[0]]
     outs = [METAL_DTYPES[t] for o, t in zip(spec.outputs, types[len(spec.inputs):]) if o.dtype.startswith("arg:")]
@@ -348,7 +311,7 @@ def _run(spec: LaunchSpec, library: Any, include_held_out: bool, seed: int,
     for i, types in enumerate(rows):
         gen = torch.Generator().manual_seed(seed + i)
         row = _row_name(spec, types)
-        tallies = _Tallies(row, spec.kernel_file)
+        tallies = DtypeRun(row, (spec.kernel_file, None))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             cases, left_out = build_spec_cases(spec, types, gen, include_held_out, include_large)
@@ -371,7 +334,7 @@ def _run(spec: LaunchSpec, library: Any, include_held_out: bool, seed: int,
                 notes.append(f"{row} {case.label}: {err}")
                 continue
             except (SpecError, EmulateError) as err:
-                tallies.add(case, err.message)
+                tallies.record(case.kind, f"{case.label}: {case.describe()}", err.message)
                 continue
             problem = _judge(got, want)
             accepted = None
@@ -381,7 +344,8 @@ def _run(spec: LaunchSpec, library: Any, include_held_out: bool, seed: int,
                 accepted = ANY_OCCURRENCE if _any_occurrence(got, wanted, rows) else None
             if problem is not None and accepted is None and _matches_float64(func, case, got, want):
                 accepted = LOW_PRECISION_CPU
-            tallies.add(case, problem, accepted)
+            tallies.record(case.kind, f"{case.label}: {case.describe()}", problem,
+                           None if accepted is None else f"PyTorch accepts this divergence: {accepted}")
         verdicts.append(tallies.verdict())
     counted = sum(v.samples + v.held_out_samples for v in verdicts)
     if not counted:

@@ -12,16 +12,13 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from metalport.errors import MetalportError, RegistryError
 from metalport.failure import Failure
 from metalport.port.hostgen import write_host
 from metalport.port.plan_model import NATIVE_FUNCTIONS, PortPlan
 from metalport.port.spec import LaunchSpec, load_spec
 from metalport.port.spec_recipes import _instantiates
 from metalport.port.specport import routed_entry
-from metalport.registry.validate import validate_registry
 
-_TAGS = "aten/src/ATen/native/tags.yaml"
 _OPERATIONS = "aten/src/ATen/native/mps/operations"
 _BACKENDS = ("CPU", "CUDA")
 
@@ -31,17 +28,11 @@ def _fail(check: str, message: str, file: str | None = None, line: int | None = 
 
 
 def _row_checks(root: Path, spec: LaunchSpec, plan: PortPlan) -> Iterator[Failure]:
-    try:
-        registry = validate_registry(root / NATIVE_FUNCTIONS, root / _TAGS)
-    except RegistryError as err:
-        where = (err.location or "").rsplit(":", 1)
-        yield _fail("registry", err.message, NATIVE_FUNCTIONS,
-                    int(where[1]) if len(where) == 2 and where[1].isdigit() else None)
-        return
-    try:
-        op = registry.resolve(plan.op)
-    except MetalportError as err:
-        yield _fail("rows", f"aten::{plan.op} is no longer in the registry: {err.message}", NATIVE_FUNCTIONS)
+    from metalport.checks.contract import registry_op
+
+    op, failures = registry_op(root, plan)
+    yield from failures
+    if op is None:
         return
     full = f"{spec.op}.{spec.overload}" if spec.overload else spec.op
     named = next((e for e in op.entries if e.full_name == full), None)
