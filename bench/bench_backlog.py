@@ -48,12 +48,35 @@ def main() -> None:
                 str(copies[i] / "native_functions.yaml"), str(copies[i] / "tags.yaml")))),
             ("metalport load_registry", _median_s(lambda i: load_registry(checkout.native_functions))),
             ("metalport scan_backlog (full)", _median_s(lambda i: scan_backlog(checkout))),
+            *_kind_rows(checkout),
         ]
         rows += _real_tree_rows(Path(tmp))
     base = rows[0][1]
     print(f"{'step':32} {'median_s':>9} {'ratio':>7}")
     for name, median in rows:
         print(f"{name:32} {median:9.3f} {median / base:6.2f}x")
+
+
+def _kind_rows(checkout: object) -> list[tuple[str, float]]:
+    """The share of the scan that port kinds take: classifying every op (routes read beforehand:
+    the scan needs them anyway) and reading the recipe tables for the porter column."""
+    from metalport.checkout.sources import scan_sources
+    from metalport.port.kinds import classify, entry_comments, recipe_ops
+    from metalport.registry import load_registry
+
+    registry = load_registry(checkout.native_functions)
+    sources = scan_sources(checkout)
+    stubs = {s.name: s for s in reversed(sources.stubs)}
+
+    routes = [(op, sources.route_op(op, registry)) for op in registry.ops.values()]
+
+    def kinds(_: int) -> None:
+        comments = entry_comments(registry)
+        for op, route in routes:
+            classify(op, route, stubs.get(route.stub) if route else None, comments=comments)
+
+    return [("  of which: kinds of every op", _median_s(kinds)),
+            ("  of which: recipe tables", _median_s(lambda i: recipe_ops()))]
 
 
 def _real_tree_rows(tmp: Path) -> list[tuple[str, float]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from metalport.backlog.model import BacklogItem, Family, Status
 from metalport.checkout.layout import Checkout
 from metalport.checkout.routing import StubRoute
-from metalport.checkout.sources import ImplKind, Sources, XfailEntry, scan_sources
+from metalport.checkout.sources import ImplKind, Sources, StubDecl, XfailEntry, scan_sources
 from metalport.port.kinds import (
     Porter,
     PorterVerdict,
@@ -78,7 +78,7 @@ def _shared_status(sources: Sources, route: StubRoute | None) -> tuple[Status, s
 
 def _classify(op: Op, sources: Sources, xfails: dict[str, list[XfailEntry]], has_sources: bool,
               checkout: Checkout, registry: Registry, comments: dict[str, str],
-              recipes: frozenset[str]) -> BacklogItem | None:
+              recipes: frozenset[str], stubs: dict[str, StubDecl]) -> BacklogItem | None:
     mps_lines = [(e, d) for e in op.entries for d in e.dispatch if "MPS" in d.keys]
     host_kernels = [d.kernel for e in op.entries for d in e.dispatch if _HOST & set(d.keys)]
     specific = sorted({d.kernel for _, d in mps_lines if not _HOST & set(d.keys) and d.kernel not in host_kernels})
@@ -94,7 +94,7 @@ def _classify(op: Op, sources: Sources, xfails: dict[str, list[XfailEntry]], has
         status = Status.COMPOSITE
     else:
         return None  # only other backends (sparse, quantized, ...): outside the MPS backlog
-    kind = classify(op, route, sources.stub(route.stub) if route else None, comments=comments)
+    kind = classify(op, route, stubs.get(route.stub) if route else None, comments=comments)
     registered = None
     if has_sources and route and status in (Status.SHARED, Status.MPS_GRAPH_STUB):
         registered = all(sources.registration(s) is not None for s in route.stubs)
@@ -128,8 +128,9 @@ def scan_backlog(checkout: Checkout, registry: Registry | None = None) -> list[B
     has_sources = any(checkout.mps_operations.glob("*.mm"))
     xfails = _xfail_index(sources)
     comments, recipes = entry_comments(registry), recipe_ops()
+    stubs = {s.name: s for s in reversed(sources.stubs)}  # the first declaration wins, as `Sources.stub`
     items = [item for op in registry.ops.values()
-             if (item := _classify(op, sources, xfails, has_sources, checkout, registry, comments, recipes))
+             if (item := _classify(op, sources, xfails, has_sources, checkout, registry, comments, recipes, stubs))
              is not None]
     items.sort(key=_ease_key)
     return [replace(item, ease=rank if item.candidate else None) for rank, item in enumerate(items, start=1)]
