@@ -1,20 +1,26 @@
 """The custom-kernel spec recipes of issue 13 (hash_tensor: all-reduce with threadgroup memory and
 simd collectives; _adaptive_avg_pool3d: windowed; take: gather; logspace: factory; _foreach_exp:
-one launch over a tensor list): each fits the wheel's schema and passes emulated conformance for
-every dtype it registers (OpInfo samples, random and held-out cases); one mutated kernel per
-recipe fails it. The held-out case past 2^31 elements runs in its own test."""
+one launch over a tensor list), each ported on a wheel workspace: plan, apply (rows, kernel and
+host files), contract, emulated build of the applied kernel file and conformance for every dtype
+it registers (OpInfo samples, random and held-out cases). One mutated kernel per recipe fails
+conformance. The held-out case past 2^31 elements runs in its own test."""
 
 from __future__ import annotations
 
 import re
+import subprocess
 from collections.abc import Iterator
 
 import pytest
 import torch
 
+from metalport.checkout import Checkout
+from metalport.checks.contract import check_contract
 from metalport.checks.specconformance import LOW_PRECISION_CPU, run_spec_conformance
 from metalport.emulate import ShaderLibrary, compile_shader
-from metalport.port.spec import LaunchSpec, check_schema, load_spec
+from metalport.port.plan_model import NATIVE_FUNCTIONS
+from metalport.port.port import apply_port, plan_port
+from metalport.port.spec import METAL_DTYPES, LaunchSpec, load_spec
 from metalport.port.spec_recipes import spec_recipes
 
 HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
@@ -53,50 +59,63 @@ def _mutant_spec(op: str) -> LaunchSpec:
 
 
 @pytest.fixture(scope="session")
-def recipe_library(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShaderLibrary]:
-    """Every recipe and every mutant in one library (one compile)."""
-    recipes = spec_recipes()
-    source = HEADER + "".join(recipes[op].kernel_source for op in RECIPES)
-    source += "".join(_mutant_source(op) for op in RECIPES)
-    library = compile_shader(source, cache_dir=tmp_path_factory.mktemp("recipes13"), filename="recipes.metal")
+def mutant_library(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShaderLibrary]:
+    """Every recipe's mutant, and take as shipped (for the large case), in one library."""
+    source = HEADER + spec_recipes()["take"].kernel_source + "".join(_mutant_source(op) for op in RECIPES)
+    library = compile_shader(source, cache_dir=tmp_path_factory.mktemp("recipes13"), filename="mutants.metal")
     yield library
     library.close()
 
 
+@pytest.fixture(scope="session")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Checkout:
+    """A wheel workspace the ports branch from (one git worktree per op)."""
+    from metalport.checkout import init_workspace
+
+    return init_workspace(tmp_path_factory.mktemp("recipes13-ws") / "workspace")
+
+
 @pytest.mark.parametrize("op", RECIPES)
-def test_recipe_fits_the_schema_and_passes_conformance_for_every_dtype(recipe_library: ShaderLibrary,
-                                                                        op: str) -> None:
+def test_recipe_ports_keeps_the_contract_builds_and_passes_conformance_for_every_dtype(
+        workspace: Checkout, op: str) -> None:
     spec = spec_recipes()[op].spec
-    func = getattr(getattr(torch.ops.aten, op), spec.overload or "default")
-    check_schema(spec, str(func._schema).removeprefix("aten::"))
-    report = run_spec_conformance(None, spec, library=recipe_library, seed=13, include_large=False)
+    plan = plan_port(workspace, f"aten::{op}")
+    assert not plan.needs_llm and plan.spec == spec.to_dict()
+    worktree = workspace.root.parent / f"port-{op}"
+    subprocess.run(["git", "worktree", "add", "-q", "-b", f"port-{op}", str(worktree)], cwd=workspace.root,
+                   check=True, capture_output=True)
+    changed = apply_port(plan, worktree)
+    assert {NATIVE_FUNCTIONS, spec.kernel_file, spec.host_file} <= set(changed)
+    registry = (worktree / NATIVE_FUNCTIONS).read_text()
+    assert f"MPS: {spec.host_function}\n" in registry
+    for extra in (spec.host_out_function, spec.host_inplace_function):
+        assert extra is None or f"MPS: {extra}\n" in registry
+    assert [f.message for f in check_contract(workspace.root, worktree, plan)] == []
+    # The emulated build compiles the applied kernel file; conformance launches it from the spec.
+    report = run_spec_conformance(worktree, spec, seed=13, include_large=False)
     assert report.status == "pass", [f.message for d in report.dtypes for f in d.failures]
     assert report.skipped == 0
-    assert {d.dtype for d in report.dtypes} == {dict(float="float32", half="float16", bfloat="bfloat16",
-                                                     long="int64", int="int32", short="int16", char="int8",
-                                                     uchar="uint8", bool="bool", float2="complex64")[t[0]]
-                                                for t in spec.dtypes}
+    assert [d.dtype for d in report.dtypes] == [METAL_DTYPES[t[0]] for t in spec.dtypes]
     for verdict in report.dtypes:
-        assert verdict.tallies["opinfo"].samples > 0, verdict.dtype
-        assert verdict.tallies["random"].samples > 0, verdict.dtype
-        assert verdict.tallies["held-out"].samples > 0, verdict.dtype
+        for kind in ("opinfo", "random", "held-out"):
+            assert verdict.tallies[kind].samples > 0, (verdict.dtype, kind)
         # The only accepted divergence is torch's own low-precision CPU result (bfloat16 pooling).
         assert all(LOW_PRECISION_CPU in w for w in verdict.warnings), verdict.warnings
 
 
 @pytest.mark.parametrize("op", RECIPES)
-def test_mutated_kernel_fails_conformance(recipe_library: ShaderLibrary, op: str) -> None:
+def test_mutated_kernel_fails_conformance(mutant_library: ShaderLibrary, op: str) -> None:
     row = MUTANTS[op][0]
-    report = run_spec_conformance(None, _mutant_spec(op), library=recipe_library, seed=13, dtypes=[row],
+    report = run_spec_conformance(None, _mutant_spec(op), library=mutant_library, seed=13, dtypes=[row],
                                   include_large=False)
     assert report.status == "fail"
     failures = [f.message for d in report.dtypes for f in d.failures]
     assert failures and all(row in m for m in failures), failures
 
 
-def test_take_reads_past_two_to_the_31_elements(recipe_library: ShaderLibrary) -> None:
+def test_take_reads_past_two_to_the_31_elements(mutant_library: ShaderLibrary) -> None:
     spec = spec_recipes()["take"].spec
-    report = run_spec_conformance(None, spec, library=recipe_library, seed=13, dtypes=["bool"])
+    report = run_spec_conformance(None, spec, library=mutant_library, seed=13, dtypes=["bool"])
     assert report.status == "pass", [f.message for d in report.dtypes for f in d.failures]
     held = report.dtypes[0].tallies["held-out"]
     assert held.samples == held.passed == 3  # two small held-out cases and the large one
