@@ -15,6 +15,8 @@ def describe_plan(plan: dict) -> list[str]:
     """A plan (`PortPlan.to_dict()`), one line per step: registry rows, functor, host, removals."""
     lines = [f"{plan.get('op')} ({plan.get('status')}, {plan.get('family')}): "
              f"{'migrate from MPSGraph' if plan.get('migrate') else 'add native Metal support'}"]
+    if plan.get("kind_reason"):
+        lines.append(f"  kind {plan.get('kind')}: {plan['kind_reason']}")
     for row in plan.get("rows", []):
         after = row["after"].strip() or "(line removed)"
         if not row["before"]:

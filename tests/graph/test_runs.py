@@ -83,7 +83,8 @@ def test_fixture_migration_removes_legacy_code_and_abort_leaves_nothing(fixture_
     decision = ask_decision(Console(file=screen, width=200), fixture_repo, record, stream=answers)
     shown = screen.getvalue()
     assert decision == Abort()
-    for text in ("plan:", "registry heaviside.out line", "remove legacy heaviside_out_mps", "files changed",
+    for text in ("plan:", "kind pointwise-stub: heaviside_out reaches heaviside_stub through a pointwise",
+                 "registry heaviside.out line", "remove legacy heaviside_out_mps", "files changed",
                  "test: passed; emulated conformance on", "held-out", "attempts: 1; elapsed:", "cost: $0.0000",
                  "+struct heaviside_functor {", "a rejection needs feedback"):
         assert text in shown, text
