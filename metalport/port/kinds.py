@@ -82,10 +82,6 @@ class Classification:
         """False for not-a-candidate ops."""
         return self.kind is not Kind.NOT_A_CANDIDATE
 
-    def to_dict(self) -> dict[str, object]:
-        """A JSON-ready dict."""
-        return {"kind": self.kind.value, "kind_reason": self.reason, "kind_stub": self.stub, "rows": self.rows}
-
 
 @dataclass(frozen=True)
 class PorterVerdict:
