@@ -30,6 +30,8 @@ def describe_plan(plan: dict) -> list[str]:
         lines.append(f"  {plan.get('kind')}: kernel {spec.kernel_name} in {spec.kernel_file} for "
                      f"{len(spec.dtypes)} instantiation(s); host {spec.host_function} in {spec.host_file}")
         lines += ["  launch spec:"] + [f"    {line}" for line in spec_yaml(plan["spec"]).splitlines()]
+        for file, name in ([plan["legacy"]] if plan.get("legacy") else []) + list(plan.get("legacy_others") or []):
+            lines.append(f"  remove legacy {name} in {file}")
         if plan.get("xfail_keys"):
             lines.append(f"  remove xfail entries {', '.join(plan['xfail_keys'])} from common_mps.py")
         return lines

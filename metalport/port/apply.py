@@ -201,13 +201,14 @@ def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str
     if plan.spec is not None:
         from metalport.port.specport import spec_texts
 
+        _legacy_edit(texts, plan)  # first: the host function may take the legacy one's place and file
         paths = (NATIVE_FUNCTIONS, plan.kernel_file or "", plan.host_file or "")
         texts.texts.update(spec_texts(plan, root, {rel: texts.get(rel) for rel in paths}))
     else:
         texts.texts[NATIVE_FUNCTIONS] = edit_rows(texts.require(NATIVE_FUNCTIONS), plan)
         _kernel_edit(texts, plan, root, functor_source)
         _host_edit(texts, plan, root)
-    _legacy_edit(texts, plan)
+        _legacy_edit(texts, plan)
     if plan.xfail_entries or plan.xfail_narrowed:
         common = remove_planned_xfails(texts.require(COMMON_MPS), plan)
         texts.texts[COMMON_MPS] = narrow_planned_xfails(common, plan)

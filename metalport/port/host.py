@@ -233,7 +233,7 @@ def has_legacy(text: str, legacy: str) -> bool:
         return True
     if re.search(rf"^[A-Z_][A-Z0-9_]*\(\s*{re.escape(legacy)}\s*[,)]", text, re.MULTILINE):
         return True
-    for m in re.finditer(rf"^[A-Za-z_][\w:<>&* ]*\b{re.escape(legacy)}\s*\(", text, re.MULTILINE):
+    for m in re.finditer(rf"^[A-Za-z_][\w:<>&*, ]*\b{re.escape(legacy)}\s*\(", text, re.MULTILINE):
         brace = text.find("{", m.end())
         if brace >= 0 and ";" not in text[m.end():brace]:
             return True
@@ -250,7 +250,7 @@ def remove_legacy(text: str, op: str, legacy: str, *, path: str = "host.mm",
     """
     impl = re.search(rf"^TORCH_IMPL_FUNC\(\s*{re.escape(legacy)}\s*\)", text, re.MULTILINE)
     plain = None
-    for m in re.finditer(rf"^[A-Za-z_][\w:<>&* ]*\b{re.escape(legacy)}\s*\(", text, re.MULTILINE):
+    for m in re.finditer(rf"^[A-Za-z_][\w:<>&*, ]*\b{re.escape(legacy)}\s*\(", text, re.MULTILINE):
         brace = text.find("{", m.end())
         if brace >= 0 and ";" not in text[m.end():brace]:  # a definition, not a prototype
             plain = m

@@ -83,7 +83,7 @@ def _spec_xfails(res: Resolution, metal: tuple[str, ...], names: list[str]
 def plan_spec_port(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> PortPlan:
     """The plan of porting `res.op` with `recipe`; SpecError when the spec does not fit the op's
     schema, PipelineError when the op already has an MPS kernel on the routed entry."""
-    from metalport.port.port import _obsolete_decorators, _opinfo_names
+    from metalport.port.port import _legacy_include, _legacy_registrations, _obsolete_decorators, _opinfo_names
 
     spec = recipe.spec
     named = spec_entry(res, spec)
@@ -95,11 +95,14 @@ def plan_spec_port(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> P
     if not entry.dispatch or entry.dispatch_line is None:
         raise PipelineError(f"{entry.full_name} has no dispatch section for an MPS line",
                             location=f"{res.registry.path}:{entry.span.start}", hint="port it by hand")
-    try:
-        line, after = registry_row(spec, [(d.line, d.text) for d in entry.dispatch])
-    except SpecError as err:
-        raise PipelineError(err.message, location=f"{res.registry.path}:{entry.span.start}", hint=err.hint) from None
-    rows = [RowChange(entry.full_name, line, "", after)]
+    legacy_rows = _legacy_rows(res, entry, spec)
+    if not legacy_rows:
+        try:
+            line, after = registry_row(spec, [(d.line, d.text) for d in entry.dispatch])
+        except SpecError as err:
+            raise PipelineError(err.message, location=f"{res.registry.path}:{entry.span.start}",
+                                hint=err.hint) from None
+    rows = legacy_rows or [RowChange(entry.full_name, line, "", after)]
     for extra, host in extra_rows(res.entries, spec):
         last, text = extra.dispatch[-1].line, extra.dispatch[-1].text
         indent = text[: len(text) - len(text.lstrip())]
@@ -108,23 +111,54 @@ def plan_spec_port(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> P
     names = [spec.opinfo] if spec.opinfo else _opinfo_names(res.op, res)
     xfail_entries, xfail_narrowed = _spec_xfails(res, metal, names)
     decorators = _obsolete_decorators(checkout, res.op, names, metal)
-    allowed = {NATIVE_FUNCTIONS, COMMON_MPS, spec.kernel_file, spec.host_file, *(d[0] for d in decorators)}
+    legacy = tuple((f.where.file, f.name) for f in res.legacy)
+    legacy_regs = _legacy_registrations(checkout, res)
+    allowed = {NATIVE_FUNCTIONS, COMMON_MPS, spec.kernel_file, spec.host_file, *(d[0] for d in decorators),
+               *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs)}
     return PortPlan(
         op=res.op, status=res.status.value, family=res.family.value, rows=tuple(rows), kernel_file=spec.kernel_file,
         functor=None, functor_source=recipe.kernel_source, dtypes=metal, registrations=spec.host_names,
-        host_file=spec.host_file, register_dispatch=None, kernel_name=spec.kernel_name, legacy=None,
-        legacy_include=None,
+        host_file=spec.host_file, register_dispatch=None, kernel_name=spec.kernel_name,
+        legacy=legacy[0] if legacy else None, legacy_others=legacy[1:],
+        legacy_include=_legacy_include(checkout, res) if legacy else None, legacy_registrations=legacy_regs,
         xfail_keys=tuple(dict.fromkeys([k for _, k, _ in xfail_entries] + [k for _, k, _, _ in xfail_narrowed])),
-        allowed_paths=tuple(sorted(allowed)), needs_llm=False, migrate=False, xfail_entries=xfail_entries,
+        allowed_paths=tuple(sorted(allowed)), needs_llm=False, migrate=bool(legacy_rows or legacy), xfail_entries=xfail_entries,
         xfail_narrowed=xfail_narrowed, decorator_entries=decorators, kind=spec.kind,
         kind_reason=res.kind.reason if res.kind is not None else None, spec=spec.to_dict(),
         schema=entry.func)
 
 
+def _legacy_rows(res: Resolution, entry: Entry, spec: LaunchSpec) -> list[RowChange]:
+    """Note [spec migration]: an entry whose MPS line names an MPS-only kernel (MPSGraph or an older
+    Metal port, `MPS: x_mps`) has that line point at the spec's host function instead (a second
+    MPS-only line is deleted); the legacy function goes with the plan's `legacy` removal."""
+    from metalport.port.resolve import mps_only_lines
+
+    lines = res.registry.text.splitlines()
+    rows = []
+    for n, d in enumerate(mps_only_lines(entry)):
+        before = lines[d.line - 1]
+        indent = before[: len(before) - len(before.lstrip())]
+        after = f"{indent}MPS: {spec.host_function}" if n == 0 else ""
+        if before != after:
+            rows.append(RowChange(entry.full_name, d.line, before, after))
+    return rows
+
+
 def _insert_rows(text: str, plan: PortPlan) -> str:
-    """The registry with each planned MPS line inserted (Note [spec rows]); present ones kept."""
+    """The registry with each planned MPS line inserted (Note [spec rows]) or replaced (Note [spec
+    migration]); lines already as planned are kept."""
     lines = text.splitlines(keepends=True)
     for change in sorted(plan.rows, key=lambda c: -c.line):
+        if not change.inserts:
+            at = [i for i, line in enumerate(lines) if line.rstrip("\r\n") == change.before]
+            if at:
+                i = min(at, key=lambda k: abs(k + 1 - change.line))
+                if change.after:
+                    lines[i] = change.after + "\n"
+                else:
+                    del lines[i]
+            continue
         if any(line.rstrip("\r\n") == change.after for line in lines):
             continue
         if not 1 <= change.line <= len(lines):

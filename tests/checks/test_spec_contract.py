@@ -73,3 +73,47 @@ def test_broken_spec_port_fails_each_named_check(ported: tuple[Path, Path, objec
     for _, _, _, expected in BREAKAGES:
         assert any(m.startswith(expected) for m in messages), (expected, messages)
     assert _messages(ported) == []
+
+
+LEGACY = "aten/src/ATen/native/mps/operations/ModeGraph.mm"
+LEGACY_SOURCE = """\
+// Our stand-in for an MPSGraph implementation of mode (the shape of an upstream legacy file).
+#include <ATen/native/mps/OperationUtils.h>
+#include <ATen/ops/mode_native.h>
+
+namespace at::native {
+
+std::tuple<Tensor, Tensor> mode_mps_graph(const Tensor& self, int64_t dim, bool keepdim) {
+  MPSGraph* graph = make_mps_graph();
+  return std::make_tuple(self, self);
+}
+
+} // namespace at::native
+"""
+
+
+def test_spec_port_of_an_mpsgraph_op_replaces_its_row_and_removes_the_legacy_code(tmp_path: Path) -> None:
+    from metalport.checkout import init_workspace
+
+    checkout = init_workspace(tmp_path / "workspace")
+    root = checkout.root
+    registry = root / NATIVE_FUNCTIONS
+    registry.write_text(registry.read_text().replace("    CPU, CUDA: mode\n", "    CPU, CUDA: mode\n    MPS: mode_mps_graph\n", 1))
+    (root / LEGACY).write_text(LEGACY_SOURCE)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qam", "mode on MPSGraph"],
+                   cwd=root, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@localhost", "add", LEGACY], cwd=root, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qm", "legacy"],
+                   cwd=root, check=True)
+    plan = plan_port(checkout, "aten::mode")
+    assert plan.migrate and plan.legacy == (LEGACY, "mode_mps_graph")
+    assert [(r.before.strip(), r.after.strip()) for r in plan.rows] == [("MPS: mode_mps_graph", "MPS: mode_mps")]
+    worktree = tmp_path / "port"
+    subprocess.run(["git", "worktree", "add", "-q", "-b", "port", str(worktree)], cwd=root, check=True)
+    apply_port(plan, worktree)
+    assert "mode_mps_graph" not in (worktree / NATIVE_FUNCTIONS).read_text()
+    assert "mode_mps_graph" not in (worktree / LEGACY).read_text()
+    assert [f.message for f in check_contract(root, worktree, plan)] == []
+    (worktree / LEGACY).write_text(LEGACY_SOURCE)  # the legacy code put back
+    messages = [f.message for f in check_contract(root, worktree, plan)]
+    assert "[legacy] legacy implementation mode_mps_graph is still defined" in messages
