@@ -240,6 +240,18 @@ def _matches_float64(func: Any, case: SpecCase, got: Sequence[torch.Tensor], wan
     return _judge(got, tuple(p.to(w.dtype) for p, w in zip(precise, wanted))) is None
 
 
+def _abs_error(got: Sequence[torch.Tensor], want: Any) -> float:
+    """The largest absolute difference over the finite elements of floating outputs (0 for others)."""
+    want = (want,) if isinstance(want, torch.Tensor) else tuple(want)
+    worst = 0.0
+    for g, w in zip(got, want):
+        if w.dtype in _TOLERANCE and g.shape == w.shape and g.dtype == w.dtype and w.numel():
+            finite = torch.isfinite(w) & torch.isfinite(g)
+            if bool(finite.any()):
+                worst = max(worst, float((g.double() - w.double()).abs()[finite].max()))
+    return worst
+
+
 def _judge(got: Sequence[torch.Tensor], want: Any) -> str | None:
     """None when the kernel's outputs match torch's, else a one-line reason."""
     want = (want,) if isinstance(want, torch.Tensor) else tuple(want)
@@ -337,6 +349,9 @@ def _run(spec: LaunchSpec, library: Any, include_held_out: bool, seed: int,
                 tallies.record(case.kind, f"{case.label}: {case.describe()}", err.message)
                 continue
             problem = _judge(got, want)
+            error = _abs_error(got, want)
+            if case.kind != "held-out" and (tallies.worst is None or error > tallies.worst[0]):
+                tallies.worst = (error, f"{case.label}: {case.describe()}")
             accepted = None
             if problem is not None and spec.cases.get("index_ties") == "any-occurrence" and launch.inputs:
                 rows = launch.inputs[0].reshape(launch.derived["num_slices"], max(launch.derived["reduce_size"], 1))
