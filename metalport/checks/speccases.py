@@ -10,7 +10,7 @@ first input (gathers, windows, factories, tensor lists), from the spec's `cases`
            index: {index_into: self, shape: [2000], tail: 4096}}
 
 A tensor argument is `{shape, transposed?, channels_last?, large?}` drawn in the row's dtype
-(`large`: zeros with a random tail of 4096 elements, so no 64-bit temporary is made), an index
+(`large`: zeros with 4096 random elements at each end, so no 64-bit temporary is made), an index
 argument `{index_into: <arg>, shape, tail?}` int64 in [-numel, numel) (`tail`: only the last
 `tail` elements), a list argument `{list: [shape, ...]}`; other values are literal. The ScalarType
 argument of an `arg:` output dtype rule gets the row's type. Entries marked `large: true` anywhere
@@ -46,7 +46,9 @@ def _tensor(desc: Mapping[str, Any], dtype: torch.dtype, gen: torch.Generator) -
     if desc.get("large"):
         t = torch.zeros(shape, dtype=dtype)
         flat = t.view(-1)
-        flat[max(0, flat.numel() - _TAIL):] = _draw((min(_TAIL, flat.numel()),), dtype, gen)
+        n = min(_TAIL, flat.numel())
+        flat[:n] = _draw((n,), dtype, gen)
+        flat[flat.numel() - n:] = _draw((n,), dtype, gen)
         return t
     if desc.get("transposed") and len(shape) >= 2:
         return _draw(shape[::-1], dtype, gen).permute(*reversed(range(len(shape))))
