@@ -266,8 +266,10 @@ def classify(op: Op, route: StubRoute | None = None, stub: StubDecl | None = Non
         if _tagged_reduction(op):
             how = "over dim (keepdim)" if _DIM_KEEPDIM.search(params) else "the whole tensor"
             return Classification(name, Kind.REDUCTION_STUB, f"{kernel} calls {stub_name} to reduce {how}", stub_name)
+        how = ("its iterator is not element-wise (the stub takes more operands)" if iterator
+               else "no TensorIterator")
         return Classification(name, Kind.CUSTOM_KERNEL,
-                              f"{kernel} calls {stub_name}({params}), no TensorIterator: MPS registers it "
+                              f"{kernel} calls {stub_name}({params}), {how}: MPS registers it "
                               "with a kernel of its own", stub_name)
     if _reduces(op):
         return Classification(name, Kind.REDUCTION_STUB,

@@ -124,7 +124,7 @@ def plan_spec_port(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> P
         xfail_keys=tuple(dict.fromkeys([k for _, k, _ in xfail_entries] + [k for _, k, _, _ in xfail_narrowed])),
         allowed_paths=tuple(sorted(allowed)), needs_llm=False, migrate=bool(legacy_rows or legacy), xfail_entries=xfail_entries,
         xfail_narrowed=xfail_narrowed, decorator_entries=decorators, kind=spec.kind,
-        kind_reason=res.kind.reason if res.kind is not None else None, spec=spec.to_dict(),
+        kind_reason=_kind_reason(res, spec), spec=spec.to_dict(),
         schema=entry.func)
 
 
@@ -186,3 +186,14 @@ def spec_texts(plan: PortPlan, root: Path, current: dict[str, str | None]) -> di
 
 
 __all__ = ["extra_rows", "plan_spec_port", "routed_entry", "spec_entry", "spec_texts"]
+
+
+def _kind_reason(res: Resolution, spec: LaunchSpec) -> str | None:
+    """Why the port has the spec's kind; says so when the spec overrides the registry's classification
+    (a reduction whose stub the tree does not show is ported as its own `MPS:` kernel)."""
+    if res.kind is None:
+        return None
+    if res.kind.kind.value == spec.kind:
+        return res.kind.reason
+    return (f"its spec recipe ports it as {spec.kind} with its own MPS host function {spec.host_function} "
+            f"(the registry alone says {res.kind.kind.value}: {res.kind.reason})")

@@ -42,8 +42,8 @@ REAL = {
              "mode calls mode_stub(Tensor&, Tensor&, const Tensor&, int64_t, bool), no TensorIterator: "
              "MPS registers it with a kernel of its own"),
     "take": (Kind.CUSTOM_KERNEL, "take_stub", False,
-             "take_out calls take_stub(TensorIterator & iter, const TensorBase& input), no TensorIterator: "
-             "MPS registers it with a kernel of its own"),
+             "take_out calls take_stub(TensorIterator & iter, const TensorBase& input), its iterator is not "
+             "element-wise (the stub takes more operands): MPS registers it with a kernel of its own"),
     "heaviside": (Kind.POINTWISE_STUB, "heaviside_stub", False,
                   "heaviside_out reaches heaviside_stub through a pointwise TensorIteratorBase"),
     "adaptive_avg_pool3d_backward": (
