@@ -2,15 +2,16 @@
 
 Covers the library helpers `exec_unary_kernel` (plain and with an alpha scalar),
 `exec_binary_kernel` (plain and alpha; dense, ILP, scalar-operand, broadcast, strided and their
-`_cast` variants) and `exec_ternary_kernel`: which `[[host_name]]` the host asks for, the arguments
-in buffer-index order (sizes and byte strides innermost first, ndim, numel, alpha, packed
-ScalarType codes) and the grid. Written from reading the conventions of `OperationUtils.mm` and
+`_cast` variants), `exec_ternary_kernel`, `exec_unary_kernel_with_params` (a params struct as
+the alpha, nan_to_num) and a two-output unary kernel pair (frexp): which `[[host_name]]` the host
+asks for, the arguments in buffer-index order (sizes and byte strides innermost first, ndim,
+numel, alpha, packed ScalarType codes) and the grid. Written from reading the conventions of `OperationUtils.mm` and
 `c10/metal/indexing.h`; the iterator geometry itself lives in `iteration.py`.
 
 Not modelled (callers get UnmodelledCall / MissingKernel, never a guess): the binary
 `_strided_castout_` path (an `out=` dtype differing from the kernel's natural output), newer
 `inner_contiguous` kernels (the strided kernel is what the host's strided flavour override runs),
-64-bit index splitting of huge iterators, and per-op host code beyond the exec_*_kernel helpers.
+64-bit index splitting of huge iterators, and other per-op host code (div's rounding modes).
 """
 
 from __future__ import annotations
@@ -204,7 +205,8 @@ def _strided_2d(it: Iteration) -> tuple[int, int]:
 
 
 def plan_unary(name: str, names: Container[str], it: Iteration, inp: torch.Tensor, *,
-               alpha: int | float | bool | tuple[float | None, ...] | None = None, alpha_type: torch.dtype | None = None,
+               alpha: int | float | bool | tuple[float | None, ...] | None = None,
+               alpha_type: torch.dtype | None = None,
                force: str | None = None) -> Launch:
     """exec_unary_kernel: dense (ILP or one element per thread), strided (2-D grid), castout fallback.
 
