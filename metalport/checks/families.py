@@ -3,7 +3,9 @@
 `REGISTER_UNARY_OP` gives `<op>_dense_scalar_<out>_<in>` (and castout variants),
 `REGISTER_UNARY_ALPHA_OP` `<op>_dense_<out>_<in>_<alpha>` (the alpha may be a params struct,
 `nan_to_num_dense_float_float_NanToNumParams_float`), the binary macros
-`<op>_dense_broadcast_<out>_<in>[_<alpha>]`, the ternary ones `<op>_strided_cast_<out>`.
+`<op>_dense_broadcast_<out>_<in>[_<alpha>]`, the ternary ones `<op>_strided_cast_<out>`, and
+ternary kernels with a scalar (Note [ternary alpha kernels], metalport/port/_sources.py)
+`<op>_dense_<out>_<in>_<alpha>` with `<op>_strided_cast_<out>_<alpha>`.
 Only names of the form `<op>_<flavour>_<metal types>` count, so `add_relu_…` is not `add`.
 """
 
@@ -53,8 +55,11 @@ def classify(names: Iterable[str], base: str) -> tuple[Family, list[torch.dtype]
         (Family.UNARY, "dense_scalar", 2),
         (Family.UNARY_ALPHA, "dense", 3),
     )
+    ternary_alpha = any(f == "strided_cast" and len(t) == 2 for f, t in parsed)
     for family, flavour, arity in rules:
         got = inputs(flavour, arity)
+        if got and family is Family.UNARY_ALPHA and ternary_alpha:
+            return Family.TERNARY_ALPHA, got
         if got:
             return family, got
     if any(f == "strided_cast" and len(t) == 1 for f, t in parsed):

@@ -2,8 +2,9 @@
 
 Covers the library helpers `exec_unary_kernel` (plain and with an alpha scalar),
 `exec_binary_kernel` (plain and alpha; dense, ILP, scalar-operand, broadcast, strided and their
-`_cast` variants), `exec_ternary_kernel`, `exec_unary_kernel_with_params` (a params struct as
-the alpha, nan_to_num) and a two-output unary kernel pair (frexp): which `[[host_name]]` the host
+`_cast` variants), `exec_ternary_kernel`, the port's own `exec_ternary_kernel_with_alpha` (Note
+[ternary alpha kernels], metalport/port/host.py), `exec_unary_kernel_with_params` (a params struct
+as the alpha, nan_to_num) and a two-output unary kernel pair (frexp): which `[[host_name]]` the host
 asks for, the arguments in buffer-index order (sizes and byte strides innermost first, ndim,
 numel, alpha, packed ScalarType codes) and the grid. Written from reading the conventions of `OperationUtils.mm` and
 `c10/metal/indexing.h`; the iterator geometry itself lives in `iteration.py`.
@@ -373,3 +374,27 @@ def plan_two_outputs(name: str, names: Container[str], it: Iteration, second: to
     args = (Buffer(0), Buffer(1), Buffer(2), Const("long*", g.shape), Const("long*", g.strides[0]),
             Const("long*", strides1), Const("long*", g.strides[1]), Const("uint", (g.ndim,)))
     return Launch(_need(names, f"{name}_strided_{t}"), args, (g.numel,), tensors, 2)
+
+
+def opmath_dtype(dtype: torch.dtype) -> torch.dtype:
+    """at::toOpMathType: the precision a scalar argument reaches a kernel at."""
+    return {torch.float16: torch.float32, torch.bfloat16: torch.float32,
+            torch.complex32: torch.complex64}.get(dtype, dtype)
+
+
+def plan_ternary_alpha(name: str, names: Container[str], it: Iteration, a: torch.Tensor, b: torch.Tensor,
+                       c: torch.Tensor, *, common: torch.dtype, alpha: int | float | bool | complex) -> Launch:
+    """exec_ternary_kernel_with_alpha (the port's PointwiseOps.mm): `alpha` at opmath precision after
+    the operands; `dense` for contiguous operands of the output's dtype, else `strided_cast`."""
+    g, out = it.geometry, it.output
+    a, b, c = _host_scalar(a), _host_scalar(b), _host_scalar(c)
+    al = _alpha_const(alpha, opmath_dtype(common))
+    o = metal_type_name(out.dtype)
+    bufs = (Buffer(0), Buffer(1), Buffer(2), Buffer(3))
+    tensors = (out, a, b, c)
+    if g.is_contiguous() and a.dtype == b.dtype == c.dtype == out.dtype:
+        return Launch(_need(names, f"{name}_dense_{o}_{o}_{al.c_type}"), (*bufs, al), (g.numel,), tensors)
+    geometry = (Const("long*", g.shape), *(Const("long*", g.strides[k]) for k in range(4)),
+                Const("uint4", (g.ndim, *(scalar_type_code(t.dtype) for t in (a, b, c)))))
+    return Launch(_need(names, f"{name}_strided_cast_{o}_{al.c_type}"), (*bufs, al, *geometry), (g.numel,),
+                  tensors)

@@ -10,7 +10,7 @@ import torch
 from metalport.checks.backend import KernelSet
 from metalport.checks.guard import Crashed, Outcome, Refused, needs_guard, run_guarded
 from metalport.checks.hostmodel import (Launch, MissingKernel, UnmodelledCall, plan_binary, plan_ternary,
-                                        plan_two_outputs, plan_unary)
+                                        output_spec, plan_ternary_alpha, plan_two_outputs, plan_unary)
 from metalport.checks.iteration import build_iteration, flat_buffer
 from metalport.checks.poison import poisoned, unwritten
 from metalport.checks.samples import Call, Family
@@ -33,9 +33,12 @@ class CaseResult:
 
 def _common(call: Call, out_dtype: torch.dtype) -> torch.dtype:
     values = [call._get(s) for s in call.slots]
-    common = values[0].dtype if len(values) == 1 else torch.result_type(values[0], values[1])
-    for v in values[2:]:
-        common = torch.promote_types(common, v.dtype if isinstance(v, torch.Tensor) else common)
+    if len(values) > 2 and all(isinstance(v, torch.Tensor) for v in values):
+        common = output_spec(*values).dtype  # a 0-dim operand promotes only across categories
+    else:
+        common = values[0].dtype if len(values) == 1 else torch.result_type(values[0], values[1])
+        for v in values[2:]:
+            common = torch.promote_types(common, v.dtype if isinstance(v, torch.Tensor) else common)
     if (out_dtype.is_floating_point or out_dtype.is_complex) and not (common.is_floating_point or common.is_complex):
         return out_dtype
     return common
@@ -66,6 +69,9 @@ def plan(kernels: KernelSet, family: Family, name: str, call: Call, expected: to
     elif family in (Family.BINARY, Family.BINARY_ALPHA):
         launch = plan_binary(name, names, it, operands[0], operands[1], common=_common(call, expected.dtype),
                              alpha=call.alpha, force=force)
+    elif family is Family.TERNARY_ALPHA:
+        launch = plan_ternary_alpha(name, names, it, *operands, common=_common(call, expected.dtype),
+                                    alpha=call.alpha)
     else:
         launch = plan_ternary(name, names, it, *operands)
     declared = kernels.arg_count(launch.kernel)

@@ -30,15 +30,16 @@ class Family(Enum):
     BINARY_ALPHA = "binary-alpha"
     TERNARY = "ternary"
     UNARY_TWO_OUTPUTS = "unary-two-outputs"  # frexp: mantissa and exponent from one input
+    TERNARY_ALPHA = "ternary-alpha"
 
     @property
     def arity(self) -> int:
         return {"unary": 1, "unary-alpha": 1, "binary": 2, "binary-alpha": 2, "ternary": 3,
-                "unary-two-outputs": 1}[self.value]
+                "unary-two-outputs": 1, "ternary-alpha": 3}[self.value]
 
     @property
     def has_alpha(self) -> bool:
-        return self in (Family.UNARY_ALPHA, Family.BINARY_ALPHA)
+        return self in (Family.UNARY_ALPHA, Family.BINARY_ALPHA, Family.TERNARY_ALPHA)
 
 
 @dataclass(frozen=True)

@@ -412,26 +412,27 @@ SOURCES: dict[str, str] = {
         "    const float t = ::metal::precise::tanh(::c10::metal::log1p(::metal::exp(v)));\n"
         "    const float s = 1.0f / (1.0f + ::metal::exp(-v));\n"
         "    return static_cast<T>(static_cast<float>(grad) * (t + v * s * (1.0f - t * t)));\n"),
-    # REGISTER_TERNARY_OP (not the opmath variant) hands the functor the inputs converted to T,
-    # as CPU casts every input to the common dtype; the float math below then matches CPU's,
-    # which computes half and bfloat16 in float.
+    # REGISTER_TERNARY_ALPHA_OP (TERNARY_ALPHA_KERNELS) hands the functor the operands at opmath
+    # precision (float for half and bfloat16, as CPU computes them) and `value` as the host sent it,
+    # at the same precision; c10::metal::mul/div serve real and complex types alike.
     "addcmul": (
         "struct addcmul_functor {\n"
-        "  // self + t1 * t2 in float, unfused as on CPU; the host stub has already folded `value`\n"
-        "  // into t1, as CPU evaluates (value * t1) * t2.\n"
-        "  template <typename T>\n"
-        f"  inline {_FLOAT} operator()(const T self, const T t1, const T t2) {{\n"
-        "    return static_cast<T>(static_cast<float>(self) + static_cast<float>(t1) * static_cast<float>(t2));\n"
-        "  }\n"
-        "  template <typename T>\n"
-        f"  inline {_INT} operator()(const T self, const T t1, const T t2) {{\n"
-        "    return static_cast<T>(self + t1 * t2);\n"
+        "  // self + (value * t1) * t2, unfused and in CPU's order.\n"
+        "  template <typename T, typename A>\n"
+        "  inline T operator()(const T self, const T t1, const T t2, const A value) {\n"
+        "    const T scaled = ::c10::metal::mul(static_cast<T>(value), t1);\n"
+        "    return self + ::c10::metal::mul(scaled, t2);\n"
         "  }\n"
         "};\n"),
-    "addcdiv": _float_only(
-        "addcdiv", "const T self, const T t1, const T t2",
-        "    // self + t1 / t2 in float; `value` is folded into t1 by the host stub.\n"
-        "    return static_cast<T>(static_cast<float>(self) + static_cast<float>(t1) / static_cast<float>(t2));\n"),
+    "addcdiv": (
+        "struct addcdiv_functor {\n"
+        "  // self + (value * t1) / t2, in CPU's order.\n"
+        "  template <typename T, typename A>\n"
+        "  inline T operator()(const T self, const T t1, const T t2, const A value) {\n"
+        "    const T scaled = ::c10::metal::mul(static_cast<T>(value), t1);\n"
+        "    return self + ::c10::metal::div(scaled, t2);\n"
+        "  }\n"
+        "};\n"),
     "sub": (
         "struct sub_functor {\n"
         "  // self - alpha * other; alpha arrives in the input's own type.\n"
@@ -449,3 +450,95 @@ SOURCES: dict[str, str] = {
         "  }\n"
         "};\n"),
 }
+
+
+TERNARY_ALPHA_MACRO = "REGISTER_TERNARY_ALPHA_OP"
+
+# Note [ternary alpha kernels]: this PyTorch's c10/metal has ternary kernels without a scalar, and
+# its exec_ternary_kernel passes none. Ops with one (addcmul's and addcdiv's `value`) get these two
+# kernels in their own kernel file, launched by the host file's exec_ternary_kernel_with_alpha
+# (host.py): `dense` when every operand is contiguous and of the output's type, else `strided_cast`,
+# which reads each input at its own type and strides. Host names: <op>_dense_<out>_<in>_<alpha> and
+# <op>_strided_cast_<out>_<alpha>.
+TERNARY_ALPHA_KERNELS = (
+    "// Ternary kernels taking a scalar argument (`value`), given to the functor with the\n"
+    "// operands at opmath precision. c10/metal's ternary kernels take no scalar.\n"
+    "template <typename T, typename A, typename F>\n"
+    "kernel void ternary_alpha_dense(\n"
+    "    device T* output [[buffer(0)]],\n"
+    "    constant T* input [[buffer(1)]],\n"
+    "    constant T* other1 [[buffer(2)]],\n"
+    "    constant T* other2 [[buffer(3)]],\n"
+    "    constant A& alpha [[buffer(4)]],\n"
+    "    uint tid [[thread_position_in_grid]]) {\n"
+    "  using om_t = ::c10::metal::opmath_t<T>;\n"
+    "  F f;\n"
+    "  output[tid] = static_cast<T>(\n"
+    "      f(om_t(input[tid]), om_t(other1[tid]), om_t(other2[tid]), alpha));\n"
+    "}\n"
+    "\n"
+    "template <typename T, typename A, typename F>\n"
+    "kernel void ternary_alpha_strided_cast(\n"
+    "    device void* output [[buffer(0)]],\n"
+    "    constant void* input [[buffer(1)]],\n"
+    "    constant void* other1 [[buffer(2)]],\n"
+    "    constant void* other2 [[buffer(3)]],\n"
+    "    constant A& alpha [[buffer(4)]],\n"
+    "    constant long* sizes [[buffer(5)]],\n"
+    "    constant long* output_strides [[buffer(6)]],\n"
+    "    constant long* input_strides [[buffer(7)]],\n"
+    "    constant long* other1_strides [[buffer(8)]],\n"
+    "    constant long* other2_strides [[buffer(9)]],\n"
+    "    constant uint4& ndim_types [[buffer(10)]],\n"
+    "    uint tid [[thread_position_in_grid]]) {\n"
+    "  using om_t = ::c10::metal::opmath_t<T>;\n"
+    "  using ::c10::metal::ScalarType;\n"
+    "  F f;\n"
+    "  const uint ndim = ndim_types.x;\n"
+    "  int pos[::c10::metal::max_ndim];\n"
+    "  ::c10::metal::pos_from_thread_index(int(tid), pos, sizes, ndim);\n"
+    "  const auto a = ::c10::metal::val_at_offs<om_t>(\n"
+    "      input,\n"
+    "      ::c10::metal::offset_from_coord(pos, input_strides, ndim),\n"
+    "      static_cast<ScalarType>(ndim_types.y));\n"
+    "  const auto b = ::c10::metal::val_at_offs<om_t>(\n"
+    "      other1,\n"
+    "      ::c10::metal::offset_from_coord(pos, other1_strides, ndim),\n"
+    "      static_cast<ScalarType>(ndim_types.z));\n"
+    "  const auto c = ::c10::metal::val_at_offs<om_t>(\n"
+    "      other2,\n"
+    "      ::c10::metal::offset_from_coord(pos, other2_strides, ndim),\n"
+    "      static_cast<ScalarType>(ndim_types.w));\n"
+    "  ::c10::metal::ref_at_offs<T>(\n"
+    "      output, ::c10::metal::offset_from_coord(pos, output_strides, ndim)) =\n"
+    "      static_cast<T>(f(a, b, c, alpha));\n"
+    "}\n"
+    "\n"
+    "#define REGISTER_TERNARY_ALPHA_OP(NAME, DTYPEI, DTYPEA, DTYPEO)             \\\n"
+    "  static_assert(::metal::is_same_v<DTYPEI, DTYPEO>,                         \\\n"
+    "                \"ternary ops with a scalar keep the input type\");          \\\n"
+    "  template [[host_name(#NAME \"_dense_\" #DTYPEO \"_\" #DTYPEI                \\\n"
+    "                             \"_\" #DTYPEA)]] kernel void                     \\\n"
+    "  ternary_alpha_dense<DTYPEI, DTYPEA, NAME##_functor>(                      \\\n"
+    "      device DTYPEI * output,                                               \\\n"
+    "      constant DTYPEI * input,                                              \\\n"
+    "      constant DTYPEI * other1,                                             \\\n"
+    "      constant DTYPEI * other2,                                             \\\n"
+    "      constant DTYPEA & alpha,                                              \\\n"
+    "      uint tid);                                                            \\\n"
+    "  template [[host_name(#NAME \"_strided_cast_\" #DTYPEO \"_\" #DTYPEA)]] kernel \\\n"
+    "      void                                                                  \\\n"
+    "      ternary_alpha_strided_cast<DTYPEI, DTYPEA, NAME##_functor>(           \\\n"
+    "          device void* output,                                              \\\n"
+    "          constant void* input,                                             \\\n"
+    "          constant void* other1,                                            \\\n"
+    "          constant void* other2,                                            \\\n"
+    "          constant DTYPEA& alpha,                                           \\\n"
+    "          constant long* sizes,                                             \\\n"
+    "          constant long* output_strides,                                    \\\n"
+    "          constant long* input_strides,                                     \\\n"
+    "          constant long* other1_strides,                                    \\\n"
+    "          constant long* other2_strides,                                    \\\n"
+    "          constant uint4& ndim_types,                                       \\\n"
+    "          uint tid)\n"
+)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from metalport.port._sources import TERNARY_ALPHA_KERNELS, TERNARY_ALPHA_MACRO
 from metalport.port.cformat import format_snippet
 from metalport.port.decorators import find_decorators, remove_lines
-from metalport.port.host import HostStub, has_legacy, insert_stub, remove_legacy
+from metalport.port.host import HostStub, drop_empty_namespaces, has_legacy, insert_stub, remove_legacy
 from metalport.port.metal import ensure_includes, file_style, insert_functor, needed_includes
 from metalport.port.plan import NEEDS_LLM
 from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
@@ -123,6 +124,8 @@ def _kernel_edit(texts: _Texts, plan: PortPlan, root: Path, functor_source: str 
                           hint=f"name the functor {plan.functor}")
     regs = regs or plan.registrations
     text = texts.get(plan.kernel_file)
+    if plan.macro == TERNARY_ALPHA_MACRO and f"#define {TERNARY_ALPHA_MACRO}(" not in (text or ""):
+        code = f"{TERNARY_ALPHA_KERNELS}\n{code}"  # the file's first ternary op with a scalar brings the kernels
     if text is None:
         new = insert_functor(None, plan.functor, code, regs, path=plan.kernel_file)
         texts.texts[plan.kernel_file] = format_snippet(new, root, plan.kernel_file)
@@ -167,7 +170,7 @@ def _legacy_edit(texts: _Texts, plan: PortPlan) -> None:
     for rel, name in plan.legacy_all:
         text = texts.require(rel)
         if has_legacy(text, name):
-            text = remove_legacy(text, plan.op, name, path=rel, drop_include=False)
+            text = drop_empty_namespaces(remove_legacy(text, plan.op, name, path=rel, drop_include=False))
         if plan.legacy_include:
             text = "".join(line for line in text.splitlines(keepends=True)
                            if line.rstrip("\r\n").strip() != plan.legacy_include)

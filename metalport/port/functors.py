@@ -11,7 +11,7 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from metalport.port._sources import SOURCES
+from metalport.port._sources import SOURCES, TERNARY_ALPHA_MACRO
 from metalport.errors import RecipeError
 
 
@@ -21,7 +21,7 @@ class Family(enum.Enum):
     UNARY = "unary"
     BINARY = "binary"
     ALPHA = "alpha"
-    TERNARY = "ternary"
+    TERNARY_ALPHA = "ternary_alpha"  # a scalar (`value`) passed to the kernel (Note [ternary alpha kernels])
 
 
 class OutDtype(enum.Enum):
@@ -36,19 +36,19 @@ _MACRO = {
     Family.UNARY: "REGISTER_UNARY_OP",
     Family.BINARY: "REGISTER_BINARY_OP",
     Family.ALPHA: "REGISTER_BINARY_ALPHA_OP",
-    Family.TERNARY: "REGISTER_TERNARY_OP",
+    Family.TERNARY_ALPHA: TERNARY_ALPHA_MACRO,
 }
 _KERNEL_FILE = {
     Family.UNARY: "UnaryKernel.metal",
     Family.BINARY: "BinaryKernel.metal",
     Family.ALPHA: "BinaryKernel.metal",
-    Family.TERNARY: "TernaryKernel.metal",
+    Family.TERNARY_ALPHA: "PointwiseOps.metal",  # upstream's file for addcmul and addcdiv
 }
 _HOST_FILE = {
     Family.UNARY: "UnaryKernel.mm",
     Family.BINARY: "BinaryKernel.mm",
     Family.ALPHA: "BinaryKernel.mm",
-    Family.TERNARY: "TernaryKernel.mm",
+    Family.TERNARY_ALPHA: "PointwiseOps.mm",
 }
 
 # torch dtype name -> Metal element type; float64 and complex128 are left out (MPS has neither).
@@ -59,6 +59,8 @@ METAL_TYPES: dict[str, str] = {
 }
 COMPLEX_TYPES = ("float2", "half2")
 _FLOATING = ("float", "half", "bfloat")
+# The Metal type of at::toOpMathType: the precision a scalar argument reaches the kernel at.
+OPMATH_TYPES: dict[str, str] = {"half": "float", "bfloat": "float", "half2": "float2"}
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,8 @@ class FunctorRecipe:
             out = self.output_type(t)
             if self.family is Family.ALPHA:
                 lines.append(f"{self.macro}({self.op}, {t}, {t}, {out});")
+            elif self.family is Family.TERNARY_ALPHA:
+                lines.append(f"{self.macro}({self.op}, {t}, {OPMATH_TYPES.get(t, t)}, {out});")
             else:
                 lines.append(f"{self.macro}({self.op}, {t}, {out});")
         return tuple(lines)
@@ -122,7 +126,7 @@ def _entry(op: str, family: Family, out: OutDtype, opinfo: str | None = None, *,
     return FunctorRecipe(op, family, out, opinfo or op, SOURCES[op], floating_only, complex)
 
 
-_U, _B, _A, _T = Family.UNARY, Family.BINARY, Family.ALPHA, Family.TERNARY
+_U, _B, _A, _TA = Family.UNARY, Family.BINARY, Family.ALPHA, Family.TERNARY_ALPHA
 _SAME, _BOOL, _FLT = OutDtype.SAME, OutDtype.BOOL, OutDtype.FLOAT_FOR_INTEGRAL
 
 
@@ -143,8 +147,8 @@ def recipe_table() -> dict[str, FunctorRecipe]:
         _entry("tanh_backward", _B, _SAME, "tanh", floating_only=True, complex=True),
         _entry("mish_backward", _B, _SAME, "nn.functional.mish", floating_only=True),
         _entry("sub", _A, _SAME, complex=True),
-        _entry("addcmul", _T, _SAME),
-        _entry("addcdiv", _T, _SAME, floating_only=True),
+        _entry("addcmul", _TA, _SAME, complex=True),
+        _entry("addcdiv", _TA, _SAME, floating_only=True, complex=True),
     )
     return {e.op: e for e in entries}
 

@@ -14,7 +14,66 @@ from metalport.port.metal import ensure_includes
 from metalport.errors import RecipeError
 
 _EXEC = {"unary": "exec_unary_kernel", "binary": "exec_binary_kernel",
-         "alpha": "exec_binary_kernel", "ternary": "exec_ternary_kernel"}
+         "alpha": "exec_binary_kernel", "ternary": "exec_ternary_kernel",
+         "ternary_alpha": "exec_ternary_kernel_with_alpha"}
+# The file-local launcher of Note [ternary alpha kernels] (clang-formatted in PyTorch's style).
+TERNARY_ALPHA_HELPER = """\
+// Note [ternary alpha kernels]: this library's exec_ternary_kernel takes no scalar, so ternary ops
+// with one (addcmul's and addcdiv's `value`) launch their kernels here. `value` reaches the kernel
+// at opmath precision (float for half and bfloat16, as CPU computes them); no operand is rescaled
+// on the host. Contiguous operands of the output's type run `<name>_dense_<out>_<out>_<alpha>`,
+// anything else `<name>_strided_cast_<out>_<alpha>`, which reads each input at its own type.
+static void exec_ternary_kernel_with_alpha(TensorIteratorBase& iter, const std::string& name, const Scalar& alpha) {
+  using namespace mps;
+  TORCH_CHECK(iter.common_dtype() != kDouble, "float64 is not supported on MPS");
+  if (iter.numel() == 0) {
+    return;
+  }
+  if (!iter.can_use_32bit_indexing()) {
+    for (auto&& sub_iter : iter.with_32bit_indexing()) {
+      exec_ternary_kernel_with_alpha(sub_iter, name, alpha);
+    }
+    return;
+  }
+  // A 0-dim double or complex double operand is bound as float (mtl_setBuffer).
+  auto type_of = [&](int arg) {
+    const auto type = iter.dtype(arg);
+    return type == kDouble ? kFloat : type == kComplexDouble ? kComplexFloat : type;
+  };
+  const auto out_type = iter.dtype(0);
+  const std::array<ScalarType, 3> types = {type_of(1), type_of(2), type_of(3)};
+  const bool strided = !iter.is_contiguous() || types[0] != out_type || types[1] != out_type || types[2] != out_type;
+  const auto alpha_type = toOpMathType(iter.common_dtype());
+  const auto out_name = scalarToMetalTypeString(out_type);
+  const auto alpha_name = scalarToMetalTypeString(alpha_type);
+  const auto kernel = strided ? fmt::format("{}_strided_cast_{}_{}", name, out_name, alpha_name)
+                              : fmt::format("{}_dense_{}_{}_{}", name, out_name, out_name, alpha_name);
+  const auto value = getMPSScalar(alpha, alpha_type);
+  const std::array<uint32_t, 4> ndim_types = {static_cast<uint32_t>(iter.ndim()),
+                                              static_cast<uint32_t>(types[0]),
+                                              static_cast<uint32_t>(types[1]),
+                                              static_cast<uint32_t>(types[2])};
+  auto stream = getCurrentMPSStream();
+  dispatch_sync_with_rethrow(stream->queue(), ^() {
+    @autoreleasepool {
+      auto encoder = stream->commandEncoder();
+      auto pso = lib.getPipelineStateForFunc(kernel);
+      getMPSProfiler().beginProfileKernel(pso, kernel, {iter.input(0), iter.input(1), iter.input(2)});
+      [encoder setComputePipelineState:pso];
+      bind_iter_tensors(encoder, iter);
+      mtl_setBytes(encoder, value, 4);
+      if (strided) {
+        mtl_setArgs<5>(
+            encoder, iter.shape(), iter.strides(0), iter.strides(1), iter.strides(2), iter.strides(3), ndim_types);
+      }
+      mtl_dispatch1DJob(encoder, pso, iter.numel());
+      getMPSProfiler().endProfileKernel(pso);
+    }
+  });
+}
+"""
+_HELPER_DEF = "static void exec_ternary_kernel_with_alpha("
+_LIBRARY = "getBundledLibrary()"
 _NAMESPACE_END = re.compile(r"^\} // namespace at::native[^\n]*$", re.MULTILINE)
 _MACRO_DEF = re.compile(r"^#define (REGISTER_\w+)\((\w+)\)((?:[^\n]*\\\n)*[^\n]*)$", re.MULTILINE)
 _STATIC_FN = re.compile(r"^static void \w+\(", re.MULTILINE)
@@ -34,7 +93,7 @@ class HostStub:
     """The host side of a pointwise op: kernel name, stub and the header declaring the stub."""
 
     op: str
-    family: str  # "unary" | "binary" | "alpha" | "ternary"
+    family: str  # "unary" | "binary" | "alpha" | "ternary" | "ternary_alpha"
     stub: str
     stub_header: str  # e.g. "ATen/native/BinaryOps.h"
     params: str = "TensorIteratorBase& iter"  # the stub's function-pointer parameters, named
@@ -66,16 +125,22 @@ class HostStub:
 
     def source(self) -> str:
         """The static stub function and its registration."""
-        if self.family == "ternary" and self.scalar:
-            return self._folding_source(self.scalar)
         return f"{self.function_source()}\n{self.register_line}\n"
 
     def function_source(self) -> str:
         """The static stub function alone."""
-        alpha = f", {self.scalar or 'alpha'}" if self.family == "alpha" else ""
-        return (f"static void {self.function}({self.params}) {{\n"
-                f'  lib.{_EXEC[self.family]}(iter, "{self.kernel or self.op}"{alpha});\n'
-                f"}}\n")
+        if self.family == "ternary_alpha":
+            call = f'{_EXEC[self.family]}(iter, "{self.kernel or self.op}", {self.scalar or "value"})'
+        else:
+            alpha = f", {self.scalar or 'alpha'}" if self.family == "alpha" else ""
+            call = f'lib.{_EXEC[self.family]}(iter, "{self.kernel or self.op}"{alpha})'
+        return f"static void {self.function}({self.params}) {{\n  {call};\n}}\n"
+
+    @property
+    def includes(self) -> tuple[str, ...]:
+        """The `#include` lines the stub's code needs."""
+        extra = ("#include <ATen/OpMathType.h>",) if self.family == "ternary_alpha" else ()
+        return (f"#include <{self.stub_header}>", *extra)
 
     def macro_line(self, text: str) -> str | None:
         """`MACRO(op);` when `text` defines a registration macro this stub fits (Note [host idiom])."""
@@ -87,40 +152,33 @@ class HostStub:
                 return f"{name}({self.kernel or self.op});"
         return None
 
-    def _folding_source(self, scalar: str) -> str:
-        # Note [ternary scalar]: the library's exec_ternary_kernel takes no scalar, so a stub
-        # like addcmul's (iter, value) multiplies `value` into the second operand on the device
-        # and runs the three-operand functor on a rebuilt iterator: CPU's (value * t1) * t2 order.
-        kernel = f'"{self.op}"'
-        return (f"static void {self.function}({self.params}) {{\n"
-                f"  if ({scalar}.equal(1)) {{\n"
-                f"    lib.exec_ternary_kernel(iter, {kernel});\n"
-                f"    return;\n"
-                f"  }}\n"
-                f"  auto folded = TensorIteratorConfig()\n"
-                f"                    .add_output(iter.output(0))\n"
-                f"                    .add_const_input(iter.input(0))\n"
-                f"                    .add_const_input(iter.input(1).mul({scalar}))\n"
-                f"                    .add_const_input(iter.input(2))\n"
-                f"                    .promote_inputs_to_common_dtype(true)\n"
-                f"                    .enforce_safe_casting_to_output(false)\n"
-                f"                    .build();\n"
-                f"  lib.exec_ternary_kernel(folded, {kernel});\n"
-                f"}}\n\n{self.register_line}\n")
+
+def _library(kernel_basename: str) -> str:
+    """The file's shader library: bundled, or compiled from `kernel_basename` at run time."""
+    return ("#ifndef PYTORCH_JIT_COMPILE_SHADERS\n"
+            "static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();\n"
+            "#else\n"
+            f"#include <ATen/native/mps/{kernel_basename}_metallib.h>\n"
+            "#endif\n")
+
+
+def _helpers(stub: HostStub, text: str) -> str:
+    """What `stub` needs in a file reading `text` before its own code: the launcher of Note
+    [ternary alpha kernels] when the file has none ("" otherwise)."""
+    if stub.family != "ternary_alpha" or _HELPER_DEF in text:
+        return ""
+    return TERNARY_ALPHA_HELPER + "\n"
 
 
 def new_host_file(stub: HostStub, kernel_basename: str) -> str:
     """A new `.mm` file holding `stub`, built against the shader library `kernel_basename`."""
+    includes = "".join(f"{inc}\n" for inc in sorted(stub.includes))
     return ("#define TORCH_ASSERT_ONLY_METHOD_OPERATORS\n"
-            f"#include <{stub.stub_header}>\n"
-            + ("#include <ATen/TensorIterator.h>\n" if stub.family == "ternary" and stub.scalar else "")
-            + "#include <ATen/native/mps/OperationUtils.h>\n\n"
+            f"{includes}"
+            "#include <ATen/native/mps/OperationUtils.h>\n\n"
             "namespace at::native {\n"
-            "#ifndef PYTORCH_JIT_COMPILE_SHADERS\n"
-            "static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();\n"
-            "#else\n"
-            f"#include <ATen/native/mps/{kernel_basename}_metallib.h>\n"
-            "#endif\n\n"
+            f"{_library(kernel_basename)}\n"
+            f"{_helpers(stub, '')}"
             f"{stub.source()}\n"
             "} // namespace at::native\n")
 
@@ -135,7 +193,10 @@ def insert_stub(text: str | None, stub: HostStub, *, kernel_basename: str,
         return new_host_file(stub, kernel_basename)
     if re.search(rf"REGISTER_DISPATCH\(\s*{re.escape(stub.stub)}\s*,", text):
         return text
-    macro = stub.macro_line(text)
+    helpers = _helpers(stub, text)
+    if helpers and _LIBRARY not in text:
+        helpers = f"{_library(kernel_basename)}\n{helpers}"
+    macro = None if helpers else stub.macro_line(text)
     if macro is not None:
         if macro in text:
             return text
@@ -143,10 +204,10 @@ def insert_stub(text: str | None, stub: HostStub, *, kernel_basename: str,
         uses = list(re.finditer(rf"^{name}\(\w+\);[^\n]*$", text, re.MULTILINE))
         if uses:
             out = _insert_line(text, uses[-1].end(), macro)
-            return ensure_includes(out, [f"#include <{stub.stub_header}>"], path=path)
-    placed = _insert_beside(text, stub, path)
+            return ensure_includes(out, stub.includes, path=path)
+    placed = None if helpers else _insert_beside(text, stub, path)
     if placed is not None:
-        return ensure_includes(placed, [f"#include <{stub.stub_header}>"], path=path)
+        return ensure_includes(placed, stub.includes, path=path)
     ends = list(_NAMESPACE_END.finditer(text))
     if not ends:
         raise RecipeError("no '} // namespace at::native' to insert the stub before",
@@ -154,8 +215,8 @@ def insert_stub(text: str | None, stub: HostStub, *, kernel_basename: str,
                           hint="close the namespace with that exact comment, then rerun")
     at = ends[-1].start()
     gap = "" if text[:at].endswith("\n\n") or at == 0 else "\n"
-    out = f"{text[:at]}{gap}{stub.source()}\n{text[at:]}"
-    return ensure_includes(out, [f"#include <{stub.stub_header}>"], path=path)
+    out = f"{text[:at]}{gap}{helpers}{stub.source()}\n{text[at:]}"
+    return ensure_includes(out, stub.includes, path=path)
 
 
 def _insert_line(text: str, at: int, line: str) -> str:
@@ -272,3 +333,13 @@ def remove_legacy(text: str, op: str, legacy: str, *, path: str = "host.mm",
     if header:
         out = out[:header.start()] + out[header.end():]
     return out
+
+
+_EMPTY_NAMESPACE = re.compile(r"(?:^//[^\n]*\n)*^namespace (\w+) \{\n(?:[ \t]*(?://[^\n]*)?\n)*\} // namespace \1[^\n]*\n\n?",
+                              re.MULTILINE)
+
+
+def drop_empty_namespaces(text: str) -> str:
+    """`text` without `namespace x { ... } // namespace x` blocks holding nothing but blank lines and
+    comments (left behind when their last function was removed), with the comment lines above them."""
+    return _EMPTY_NAMESPACE.sub("", text)

@@ -16,6 +16,10 @@ operand count (an alpha op also looks at `<op>_alpha_functor`, as `sub_functor` 
 and `sub_alpha_functor` three in BinaryKernel.metal). A same-named functor of another arity is
 never reused or shadowed: the plan refuses.
 
+Note [legacy helpers]: MPSGraph ops of one family often share a helper (`addc_mul_div_out_mps`
+serves `addcmul_out_mps` and `addcdiv_out_mps`). A port removes the helper with its last user: the
+first port of the family keeps it, the port that removes its last caller removes it too.
+
 Note [why rows collapse]: a native Metal port registers the op's dispatch stub for MPS, so the
 structured CPU/CUDA kernel (`heaviside_out`) serves MPS too. `CPU, CUDA: x_out` + `MPS: x_out_mps`
 becomes `CPU, CUDA, MPS: x_out`; a row left on `x_out_mps` would keep calling the legacy code.
@@ -341,6 +345,7 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
                     if parts.stub and parts.host_file else None)
     legacy_regs = _legacy_registrations(checkout, res)
     legacy = tuple((f.where.file, f.name) for f in res.legacy)
+    legacy += _orphaned_helpers(checkout, res, legacy)
     xfail_entries, xfail_narrowed = _xfails(res, parts.dtypes)
     decorators = _obsolete_decorators(checkout, res.op, names, parts.dtypes)
     allowed = {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs)}
@@ -390,7 +395,7 @@ def _kernel_plan(checkout: Checkout, res: Resolution, kind: Classification) -> P
     )
 
 
-_ARITY = {RecipeFamily.UNARY: 1, RecipeFamily.BINARY: 2, RecipeFamily.ALPHA: 3, RecipeFamily.TERNARY: 3}
+_ARITY = {RecipeFamily.UNARY: 1, RecipeFamily.BINARY: 2, RecipeFamily.ALPHA: 3, RecipeFamily.TERNARY_ALPHA: 4}
 
 
 def _fit_functor(checkout: Checkout, res: Resolution, recipe: FunctorRecipe, parts: _Parts) -> _Parts:
@@ -420,6 +425,32 @@ def _fit_functor(checkout: Checkout, res: Resolution, recipe: FunctorRecipe, par
     raise PipelineError(f"{res.route.describe() if res.route else parts.stub}: the recipe's {recipe.functor} computes "
                         f"{recipe.op}, and {parts.kernel_file} has no {base} functor taking {arity} operands",
                         location=parts.kernel_file, hint="port the op by hand")
+
+
+def _orphaned_helpers(checkout: Checkout, res: Resolution,
+                      legacy: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """(file, name) of each helper function the removed legacy code was the last user of (Note
+    [legacy helpers]): defined in the same `.mm` file, called by the removed code, and named
+    nowhere else in any `.mm` file once that code is gone."""
+    gone = {name for _, name in legacy}
+    found: list[tuple[str, str]] = []
+    for rel in dict.fromkeys(f for f, _ in legacy):
+        before = (checkout.root / rel).read_text(encoding="utf-8")
+        after = before
+        for name in (n for f, n in legacy if f == rel):
+            after = remove_legacy(after, res.op, name, path=rel, drop_include=False)
+        others = "\n".join(p.read_text(encoding="utf-8", errors="replace")
+                           for p in sorted(checkout.mps_operations.glob("*.mm")) if p != checkout.root / rel)
+        for fn in res.sources.functions:
+            if fn.where.file != rel or fn.impl_func or fn.name in gone:
+                continue
+            word = re.compile(rf"\b{re.escape(fn.name)}\b")
+            if len(word.findall(before)) == len(word.findall(after)):
+                continue  # the removed code did not call it
+            rest = remove_legacy(after, res.op, fn.name, path=rel, drop_include=False)
+            if not word.search(rest) and not word.search(others):
+                found.append((rel, fn.name))
+    return tuple(found)
 
 
 def _legacy_registrations(checkout: Checkout, res: Resolution) -> tuple[tuple[str, int, str], ...]:

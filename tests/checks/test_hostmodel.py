@@ -3,7 +3,8 @@ import torch
 
 from metalport.checks.families import classify
 from metalport.checks.hostmodel import (Buffer, Const, MissingKernel, OutputSpec, metal_type_name, output_spec,
-                                        plan_binary, plan_ternary, plan_unary, strided_args)
+                                        plan_binary, plan_ternary, plan_ternary_alpha, plan_unary,
+                                        strided_args)
 from metalport.checks.iteration import build_iteration
 from metalport.checks.poison import poisoned
 from metalport.checks.samples import Family
@@ -216,3 +217,36 @@ def test_params_struct_alpha_carries_the_dtype_defaults_as_float():
     assert launch.kernel == "nan_to_num_dense_half_half_NanToNumParams_float"
     # nan defaults to 0, neginf to the dtype's lowest; a replacement is converted to half first (1e6 -> inf)
     assert launch.args[2] == Const("NanToNumParams_float", (0.0, float("inf"), -65504.0), fields="float")
+
+
+_ADDCMUL = {"addcmul_dense_half_half_float", "addcmul_strided_cast_half_float",
+            "addcmul_dense_half2_half2_float2", "addcmul_strided_cast_half2_float2"}
+
+
+@pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")
+def test_ternary_alpha_goes_to_the_kernel_at_opmath_precision():
+    h = torch.ones(2, 3, dtype=torch.float16)
+    dense = plan_ternary_alpha("addcmul", _ADDCMUL, _iter(h, h, h, out=torch.float16), h, h, h,
+                               common=torch.float16, alpha=1e-8)
+    assert dense.kernel == "addcmul_dense_half_half_float"  # 1e-8 is 0 in half, not in float
+    assert dense.args == (Buffer(0), Buffer(1), Buffer(2), Buffer(3), Const("float", (1e-8,))) and dense.threads == (6,)
+    z = torch.ones(4, dtype=torch.complex32)
+    cplx = plan_ternary_alpha("addcmul", _ADDCMUL, _iter(z, z, z, out=torch.complex32), z, z, z, common=torch.complex32, alpha=2j)
+    assert cplx.kernel == "addcmul_dense_half2_half2_float2" and cplx.args[4] == Const("float2", (0.0, 2.0))
+
+
+def test_ternary_alpha_strided_cast_reads_each_input_at_its_type():
+    h = torch.ones(3, 4, dtype=torch.float16)
+    s = torch.tensor(0.5, dtype=torch.float64)  # a 0-dim double operand is bound as float
+    launch = plan_ternary_alpha("addcmul", _ADDCMUL, _iter(h, h, s, out=torch.float16), h, h, s, common=torch.float16, alpha=3)
+    assert launch.kernel == "addcmul_strided_cast_half_float"
+    assert launch.args[4:] == (Const("float", (3.0,)), Const("long*", (12,)), Const("long*", (2,)),
+                               Const("long*", (2,)), Const("long*", (2,)), Const("long*", (0,)),
+                               Const("uint4", (1, 5, 5, 6)))
+    with pytest.raises(MissingKernel, match="addcmul_strided_cast_float_float"):
+        f = torch.ones(3)
+        plan_ternary_alpha("addcmul", _ADDCMUL, _iter(f, f, f[:1]), f, f, f[:1], common=torch.float32, alpha=1)
+
+
+def test_ternary_alpha_family_from_host_names():
+    assert classify(_ADDCMUL, "addcmul") == (Family.TERNARY_ALPHA, [torch.float16, torch.complex32])

@@ -187,3 +187,40 @@ def test_legacy_presence_follows_definitions_not_calls() -> None:
     assert has_legacy(LEGACY, "wobble_out_mps") and has_legacy(LEGACY, "jiggle_out_mps")
     calls_only = "void f() {\n  jiggle_out_mps(x, y);\n}\nTensor& jiggle_out_mps(const Tensor& self, Tensor& out);\n"
     assert not has_legacy(calls_only, "jiggle_out_mps")
+
+
+MUL = HostStub("addcmul", "ternary_alpha", "addcmul_stub", "ATen/native/PointwiseOps.h",
+               "TensorIteratorBase& iter, const Scalar& value")
+DIV = HostStub("addcdiv", "ternary_alpha", "addcdiv_stub", "ATen/native/PointwiseOps.h",
+               "TensorIteratorBase& iter, const Scalar& value")
+GRAPH_ONLY = """#include <ATen/native/mps/OperationUtils.h>
+
+namespace at::native {
+TORCH_IMPL_FUNC(addcdiv_out_mps)
+(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value, const Tensor& out) {
+  run_graph(self, t1, t2, value, out);
+}
+
+} // namespace at::native
+"""
+
+
+def test_a_ternary_scalar_goes_to_the_kernel_and_both_ops_share_one_launcher() -> None:
+    first = insert_stub(None, MUL, kernel_basename="PointwiseOps", path="PointwiseOps.mm")
+    both = insert_stub(first, DIV, kernel_basename="PointwiseOps", path="PointwiseOps.mm")
+    assert both.count("static void exec_ternary_kernel_with_alpha(") == 1
+    assert '  exec_ternary_kernel_with_alpha(iter, "addcmul", value);\n' in both
+    assert '  exec_ternary_kernel_with_alpha(iter, "addcdiv", value);\n' in both
+    assert "mtl_setBytes(encoder, value, 4);" in both and "toOpMathType(iter.common_dtype())" in both
+    assert ".mul(" not in both and "TensorIteratorConfig" not in both  # no host-side temporary
+    assert both.index("REGISTER_DISPATCH(addcmul_stub") < both.index("REGISTER_DISPATCH(addcdiv_stub")
+    assert "#include <ATen/OpMathType.h>\n#include <ATen/native/PointwiseOps.h>\n" in both
+
+
+def test_a_host_file_without_a_shader_library_gets_one_before_the_launcher() -> None:
+    out = insert_stub(GRAPH_ONLY, DIV, kernel_basename="PointwiseOps", path="PointwiseOps.mm")
+    assert out.count("getBundledLibrary()") == 1
+    assert "#include <ATen/native/mps/PointwiseOps_metallib.h>" in out
+    assert out.index("getBundledLibrary()") < out.index("static void exec_ternary_kernel_with_alpha(") \
+        < out.index("static void addcdiv_mps_kernel(") < out.index("} // namespace at::native")
+    assert GRAPH_ONLY.split("} // namespace")[0] in out  # the legacy code is the remover's job

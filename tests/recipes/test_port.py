@@ -222,19 +222,30 @@ def test_separate_cpu_and_cuda_lines_collapse_into_one_shared_row(wheel_workspac
         ("MPS: signbit_out_mps", "")]
 
 
-@pytest.mark.parametrize("op", ["addcmul"])
-def test_a_port_that_would_drop_complex_is_refused_with_the_reason(wheel_workspace: Checkout, op: str) -> None:
+def test_a_port_that_would_drop_complex_is_refused_with_the_reason(wheel_workspace: Checkout,
+                                                                   tmp_path: Path) -> None:
+    # Every recipe MPS runs for complex has a complex branch now; signbit's has none, so a tree that
+    # runs signbit for complex on MPS refuses its port.
+    repo = clone(wheel_workspace, tmp_path / "repo")
+    write(repo, COMMON, read(repo, COMMON).replace("SUPPORTED_COMPLEX_OPS = {\n",
+                                                   'SUPPORTED_COMPLEX_OPS = {\n            "signbit",\n', 1))
+    commit_all(repo, "MPS runs signbit for complex")
     with pytest.raises(PipelineError) as err:
-        plan_port(wheel_workspace, op)
+        plan_port(Checkout(repo), "signbit")
     message = str(err.value)
-    assert message.startswith("torch/testing/_internal/common_mps.py:")
-    assert (f"aten::{op} runs on MPS for complex64 today ('{op}' is in SUPPORTED_COMPLEX_OPS) and the recipe's "
+    assert message.startswith(f"{COMMON}:23: ")
+    assert ("aten::signbit runs on MPS for complex64 today ('signbit' is in SUPPORTED_COMPLEX_OPS) and the recipe's "
             "functor has no complex branch, so the port would drop complex support; port it by hand") in message
 
 
-@pytest.mark.parametrize(("op", "out"), [("logical_xor", "bool"), ("acosh", None), ("atanh", None)])
+@pytest.mark.parametrize(("op", "out"), [("logical_xor", "bool"), ("acosh", None), ("atanh", None),
+                                         ("addcdiv", None)])
 def test_complex_capable_recipes_keep_complex_registered(wheel_workspace: Checkout, op: str, out: str | None) -> None:
     plan = plan_port(wheel_workspace, op)
+    if op == "addcdiv":  # `value` goes to the kernel as float2 for complex32 too (at::toOpMathType)
+        assert plan.registrations == tuple(f"REGISTER_TERNARY_ALPHA_OP(addcdiv, {t}, {a}, {t});" for t, a in (
+            ("float", "float"), ("half", "float"), ("bfloat", "float"), ("float2", "float2"), ("half2", "float2")))
+        return
     macro = "REGISTER_BINARY_OP" if out else "REGISTER_UNARY_OP"
     assert plan.registrations[-2:] == (f"{macro}({op}, float2, {out or 'float2'});",
                                        f"{macro}({op}, half2, {out or 'half2'});")

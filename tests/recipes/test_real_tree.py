@@ -19,7 +19,6 @@ import pytest
 
 from metalport.checkout import Checkout, init_workspace
 from metalport.checks.contract import check_contract
-from metalport.errors import PipelineError
 from metalport.executors import emulated
 from metalport.port import recipe_table
 from metalport.port.cformat import clang_format_executable
@@ -32,9 +31,6 @@ REAL = os.environ.get("METALPORT_REAL_TREE")
 pytestmark = pytest.mark.skipif(not REAL, reason="METALPORT_REAL_TREE is unset (real PyTorch files to port on)")
 KERNELS = "aten/src/ATen/native/mps/kernels"
 OPERATIONS = "aten/src/ATen/native/mps/operations"
-# MPS runs these for complex today and their recipes have no complex branch: the plan refuses
-# (Note [no dtype regression]), so they cannot reach the gate yet.
-REFUSED = {"addcmul", "addcdiv"}
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +54,8 @@ def _in_corpus(base: Checkout, op: str) -> bool:
     return (base.root / KERNELS / recipe.kernel_file).is_file() or (base.root / OPERATIONS / recipe.host_file).is_file()
 
 
-def _names(refused: bool) -> list[str]:
-    return sorted(op for op in recipe_table() if (op in REFUSED) == refused)
+def _names() -> list[str]:
+    return sorted(recipe_table())
 
 
 def _port(base: Checkout, op: str, root: Path) -> PortPlan:
@@ -136,7 +132,7 @@ def _assert_shape(base: Checkout, root: Path, plan: PortPlan) -> None:
             assert len(mps) == 1 and {"CPU", "CUDA", "MPS"} <= set(mps[0].keys), f"{entry.full_name}: {mps[0].text}"
 
 
-@pytest.mark.parametrize("op", _names(refused=False))
+@pytest.mark.parametrize("op", _names())
 def test_port_reaches_the_gate_and_its_commit_applies_on_the_base(real_base: Checkout, tmp_path: Path,
                                                                   op: str) -> None:
     if not _in_corpus(real_base, op):
@@ -155,15 +151,9 @@ def test_port_reaches_the_gate_and_its_commit_applies_on_the_base(real_base: Che
     assert sum(v.skipped for v in report.dtypes) == 0
 
 
-@pytest.mark.parametrize("op", _names(refused=True))
-def test_a_port_that_would_drop_complex_is_refused(real_base: Checkout, op: str) -> None:
-    with pytest.raises(PipelineError, match=rf"aten::{op} runs on MPS for complex64 today"):
-        plan_port(real_base, op)
-
-
 @pytest.mark.parametrize("kernel_file", ["UnaryKernel.metal", "BinaryKernel.metal"])
 def test_ports_of_one_file_stack_and_apply_together(real_base: Checkout, tmp_path: Path, kernel_file: str) -> None:
-    ops = [op for op in _names(refused=False) if recipe_table()[op].kernel_file == kernel_file]
+    ops = [op for op in _names() if recipe_table()[op].kernel_file == kernel_file]
     root = tmp_path / "stack"
     git(tmp_path, "clone", "-q", str(real_base.root), str(root))
     for op in ops:
@@ -178,3 +168,36 @@ def test_ports_of_one_file_stack_and_apply_together(real_base: Checkout, tmp_pat
     for op in ops:
         assert f"struct {op}_functor" in (tmp_path / "am" / KERNELS / kernel_file).read_text(encoding="utf-8") \
             or op in ("logical_not", "sub")
+
+
+def test_addcmul_and_addcdiv_share_pointwise_ops_and_their_patches_apply_together(real_base: Checkout,
+                                                                                   tmp_path: Path) -> None:
+    host = f"{OPERATIONS}/PointwiseOps.mm"
+    root = tmp_path / "stack"
+    git(tmp_path, "clone", "-q", str(real_base.root), str(root))
+    plans = []
+    for op in ("addcmul", "addcdiv"):
+        before = tmp_path / f"before-{op}"
+        git(tmp_path, "clone", "-q", str(root), str(before))
+        plan = plan_port(Checkout(root), op)
+        apply_port(plan, root)
+        assert check_contract(before, root, plan) == []
+        commit_all(root, f"[MPS] Migrate {op} to native Metal")
+        _assert_shape(Checkout(before), root, plan)
+        plans.append(plan)
+        text = (root / host).read_text(encoding="utf-8")
+        assert f'exec_ternary_kernel_with_alpha(iter, "{op}", scalar);' in text
+        # The MPSGraph helper goes with its last user: addcdiv_out_mps still calls it after addcmul's port.
+        assert ("void addc_mul_div_out_mps(" in text) == (op == "addcmul")
+    assert {p.kernel_file for p in plans} == {f"{KERNELS}/PointwiseOps.metal"} and {p.host_file for p in plans} == {host}
+    text = (root / host).read_text(encoding="utf-8")
+    assert text.count("static void exec_ternary_kernel_with_alpha(") == 1 and "namespace mps {" not in text
+    assert "MPSGraph" not in text and ".mul(" not in text
+    patches = git(root, "format-patch", "-o", str(tmp_path / "patches"), "HEAD~2").split()
+    am = tmp_path / "am"
+    _am(real_base, [Path(p) for p in patches], am)
+    assert git(am, "rev-parse", "HEAD^{tree}") == git(root, "rev-parse", "HEAD^{tree}")
+    for plan in plans:
+        assert emulated.build(am, plan) == []
+        report, failures = emulated.test(am, plan, held_out=False)
+        assert (report.status, [str(f) for f in failures], report.skipped) == ("pass", [], 0)
