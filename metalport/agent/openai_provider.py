@@ -23,12 +23,12 @@ import pydantic
 
 from metalport.agent.budget import Budget, BudgetLimits
 from metalport.agent.capped_http import ReplyTooLarge, capped_client
-from metalport.agent.provider import (FixRequest, FixResult, FunctorRequest, FunctorResult, PlanRequest,
-                                      PlanResult, PrRequest)
+from metalport.agent.provider import (FixRequest, FixResult, FunctorRequest, FunctorResult, KernelRequest,
+                                      KernelResult, PlanRequest, PlanResult, PrRequest)
 from metalport.agent.tools import ToolBox
 from metalport.agent.transcript import Redactor, Transcript, read_transcript
 from metalport.config import AgentConfig
-from metalport.errors import AgentError, UsageError
+from metalport.errors import AgentError, SpecError, UsageError
 from metalport.prompts import render_prompt
 
 _RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
@@ -40,6 +40,15 @@ class FunctorAnswer(pydantic.BaseModel):
 
     model_config = pydantic.ConfigDict(extra="forbid")
     functor_source: str = pydantic.Field(min_length=1)
+    summary: str
+
+
+class KernelAnswer(pydantic.BaseModel):
+    """The structured final answer of `write_kernel`: the launch spec as YAML and the kernel."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+    spec_yaml: str = pydantic.Field(min_length=1)
+    kernel_source: str = pydantic.Field(min_length=1)
     summary: str
 
 
@@ -73,6 +82,8 @@ _REGISTER = re.compile(r"REGISTER_DISPATCH\(\s*\w+\s*,\s*&\w+\s*\)")
 # Planning and writing a functor only read: the functor comes back as JSON and deterministic code
 # inserts it, so editing, checking or finishing there would act on a tree without it.
 READ_ONLY_TOOLS = frozenset({"read_file", "grep", "show_op", "show_examples"})
+# Writing a kernel reads too, with the tree's kernels of the same kind instead of pointwise functors.
+KERNEL_TOOLS = frozenset({"read_file", "grep", "show_op", "show_kernels"})
 
 
 def _check_plan(request: PlanRequest) -> Callable[[PlanAnswer], str | None]:
@@ -91,6 +102,20 @@ def _check_plan(request: PlanRequest) -> Callable[[PlanAnswer], str | None]:
             return f"rows name unknown entries {unknown}; the op's entries are {list(request.entries)}"
         if any("MPSGraph" in r.after or r.after.rstrip().endswith("_mps") for r in plan.rows):
             return "a row still names an MPS-only kernel; every row must reach the shared kernel"
+        return None
+    return check
+
+
+def _check_kernel(request: KernelRequest) -> Callable[[KernelAnswer], str | None]:
+    """A validator of kernel answers: the spec's one-line SpecError (Note [model specs]), or None."""
+    from metalport.port.specport import model_spec_recipe
+
+    def check(answer: KernelAnswer) -> str | None:
+        try:
+            model_spec_recipe(request.op.removeprefix("aten::"), dict(request.schemas), answer.spec_yaml,
+                              answer.kernel_source)
+        except SpecError as err:
+            return err.message
         return None
     return check
 
@@ -166,6 +191,17 @@ class OpenAIProvider:
         answer = self._loop(messages, tools, FunctorAnswer, offered=READ_ONLY_TOOLS)
         return FunctorResult(functor_source=answer.functor_source, summary=answer.summary,
                              usage=self.budget.usage())
+
+    def write_kernel(self, request: KernelRequest, tools: ToolBox) -> KernelResult:
+        """Run the read-only tool loop until the model answers with a kernel and a launch spec that
+        pass `model_spec_recipe`; each refusal goes back as one line and costs a turn."""
+        shown, omitted = select_diagnostics(request.diagnostics)
+        messages = self._start("write_kernel", op=request.op, kind=request.kind, kind_reason=request.kind_reason,
+                               schemas=request.schemas, plan_summary=request.plan_summary,
+                               feedback=request.feedback, diagnostics=shown, omitted=omitted)
+        answer = self._loop(messages, tools, KernelAnswer, validate=_check_kernel(request), offered=KERNEL_TOOLS)
+        return KernelResult(spec_text=answer.spec_yaml, kernel_source=answer.kernel_source, summary=answer.summary,
+                            usage=self.budget.usage())
 
     def fix(self, request: FixRequest, tools: ToolBox) -> FixResult:
         """Run the tool loop until `finish` is accepted (which needs a passing `check()`)."""

@@ -37,6 +37,31 @@ class FunctorResult:
 
 
 @dataclass(frozen=True)
+class KernelRequest:
+    """An op outside both recipe tables whose port writes its own kernel (reduction-stub,
+    custom-kernel, multi-tensor): the model writes the kernel and its launch spec."""
+
+    op: str
+    kind: str  # port.kinds value, e.g. "custom-kernel"
+    kind_reason: str
+    schemas: tuple[tuple[str, str], ...]  # (entry full name, `func:` schema) of every entry of the op
+    plan_summary: str
+    feedback: str = ""
+    diagnostics: tuple[dict, ...] = ()
+
+
+@dataclass(frozen=True)
+class KernelResult:
+    """The model's launch spec (YAML text) and kernel source, already validated (`spec_text` passed
+    `port.specport.model_spec_recipe`), and its notes."""
+
+    spec_text: str
+    kernel_source: str
+    summary: str
+    usage: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class FixRequest:
     """A failed attempt to fix in place: the op, what failed, and the files that may change."""
 
@@ -96,6 +121,10 @@ class Provider(Protocol):
 
     def write_functor(self, request: FunctorRequest, tools: ToolBox) -> FunctorResult:
         """Return the functor source for `request`; may read the tree through `tools`."""
+        ...
+
+    def write_kernel(self, request: KernelRequest, tools: ToolBox) -> KernelResult:
+        """Return a kernel and launch spec for `request` that pass `model_spec_recipe`."""
         ...
 
     def fix(self, request: FixRequest, tools: ToolBox) -> FixResult:

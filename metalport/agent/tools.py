@@ -21,6 +21,7 @@ from metalport.sandbox.guard import PathGuard
 
 ToolFn = Callable[[], Any]  # check: dict or list[Failure]; conformance: dict or ConformanceReport
 LookupFn = Callable[[str], dict]
+KindLookupFn = Callable[[str, str | None], dict]  # show_kernels(kind, op)
 
 _SPECS: dict[str, tuple[str, dict]] = {
     "read_file": ("Read lines start..end (1-based, inclusive) of a file in the checkout.",
@@ -31,6 +32,9 @@ _SPECS: dict[str, tuple[str, dict]] = {
                 {"op": {"type": "string"}}),
     "show_examples": ("Already-native functors and stubs of a family in this tree.",
                       {"family": {"type": "string"}}),
+    "show_kernels": ("The tree's own kernels of a port kind: the spec recipes of that kind (name one with `op` "
+                     "for its launch spec YAML and kernel source) and the kernels/*.metal files.",
+                     {"kind": {"type": "string"}, "op": {"type": "string"}}),
     "propose_edit": ("Replace the exact text `search` by `replace` in an allow-listed file.",
                      {"path": {"type": "string"}, "search": {"type": "string"},
                       "replace": {"type": "string"}}),
@@ -39,16 +43,18 @@ _SPECS: dict[str, tuple[str, dict]] = {
     "finish": ("End the attempt with a summary; refused while checks fail.",
                {"summary": {"type": "string"}}),
 }
-_REQUIRED = {"read_file": ["path"], "grep": ["pattern"], "show_op": ["op"], "show_examples": ["family"],
+_REQUIRED = {"read_file": ["path"], "grep": ["pattern"], "show_op": ["op"], "show_examples": ["family"], "show_kernels": ["kind"],
              "propose_edit": ["path", "search", "replace"], "finish": ["summary"]}
 _TYPES = {"string": str, "integer": int}
+_OPTIONAL = frozenset({"show_kernels"})  # offered only when the run gives its function
 
 
 class ToolBox:
     """Dispatches the model's tool calls; tracks whether the last check passed for `finish`."""
 
     def __init__(self, root: Path, allowed: Iterable[str], *, check: ToolFn, conformance: ToolFn,
-                 show_op: LookupFn, show_examples: LookupFn, redactor: Redactor | None = None,
+                 show_op: LookupFn, show_examples: LookupFn, show_kernels: KindLookupFn | None = None,
+                 redactor: Redactor | None = None,
                  max_result_chars: int = 8000, max_read_lines: int = 400,
                  max_grep_files: int = 5000) -> None:
         self.root = Path(root).resolve()
@@ -56,7 +62,7 @@ class ToolBox:
         self.redactor = redactor or Redactor()
         self._guard = PathGuard(self.root, set(self.allowed), secret_env=self.redactor.secret_env)
         self._fns = {"check": check, "conformance": conformance, "show_op": show_op,
-                     "show_examples": show_examples}
+                     "show_examples": show_examples, "show_kernels": show_kernels}
         self.max_result_chars = max_result_chars
         self.max_read_lines = max_read_lines
         self.max_grep_files = max_grep_files
@@ -70,18 +76,18 @@ class ToolBox:
             "name": name, "description": doc,
             "parameters": {"type": "object", "properties": props, "required": _REQUIRED.get(name, []),
                            "additionalProperties": False}}}
-                for name, (doc, props) in _SPECS.items() if offered is None or name in offered]
+                for name, (doc, props) in _SPECS.items() if name in self.names() and (offered is None or name in offered)]
 
     def names(self) -> list[str]:
-        """Every tool's name."""
-        return sorted(_SPECS)
+        """Every tool's name (an optional tool only when this run has its function)."""
+        return sorted(n for n in _SPECS if n not in _OPTIONAL or self._fns.get(n) is not None)
 
     def call(self, name: str, arguments: str, *, offered: frozenset[str] | None = None) -> dict:
         """Run one tool call from its name and JSON-string arguments; never raises on bad input.
 
         `offered` restricts the tools of this step (e.g. read-only while planning).
         """
-        names = sorted(n for n in _SPECS if offered is None or n in offered)
+        names = [n for n in self.names() if offered is None or n in offered]
         if name not in names:
             near = difflib.get_close_matches(name, names, n=1)
             hint = f"; did you mean {near[0]!r}?" if near else ""
@@ -157,6 +163,9 @@ class ToolBox:
 
     def _show_examples(self, family: str) -> dict:
         return self._fns["show_examples"](family)
+
+    def _show_kernels(self, kind: str, op: str | None = None) -> dict:
+        return self._fns["show_kernels"](kind, op)
 
     def _propose_edit(self, path: str, search: str, replace: str) -> dict:
         if path not in self.allowed:

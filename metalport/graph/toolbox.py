@@ -53,8 +53,38 @@ def make_toolbox(ctx: RunContext, state: PortState, plan: Any, worktree: Worktre
             return {"ok": False, "error": f"unknown family {family!r}", "families": sorted(_MACROS)}
         return {"ok": True, "examples": _examples(root / KERNELS_DIR, macro)}
 
+    own_kernel = plan.kind != "pointwise-stub"
     return ToolBox(root, plan.allowed_paths, check=check, conformance=conformance, show_op=show_op,
-                   show_examples=show_examples, redactor=Redactor(secret_env=ctx.secret_env()))
+                   show_examples=show_examples, show_kernels=(lambda kind, op: show_kernels(root, kind, op))
+                   if own_kernel else None, redactor=Redactor(secret_env=ctx.secret_env()))
+
+
+def show_kernels(root: Path, kind: str, op: str | None = None) -> dict:
+    """The tree's kernels of a port kind: the spec recipes of `kind` (each one's launch in a line;
+    with `op`, that recipe's launch spec YAML and kernel source) and the checkout's kernels/*.metal."""
+    from metalport.port.kinds import Kind
+    from metalport.port.spec_recipes import spec_recipes
+
+    kinds = sorted(k.value for k in Kind if k is not Kind.NOT_A_CANDIDATE)
+    if kind not in kinds:
+        return {"ok": False, "error": f"unknown kind {kind!r}", "kinds": kinds}
+    recipes = spec_recipes()
+    if op is not None:
+        recipe = recipes.get(op.removeprefix("aten::"))
+        if recipe is None:
+            return {"ok": False, "error": f"no spec recipe for {op!r}", "recipes": sorted(recipes)}
+        return {"ok": True, "op": recipe.spec.op, "kind": recipe.spec.kind,
+                "spec_yaml": recipe.path.read_text(encoding="utf-8"), "kernel_source": recipe.kernel_source}
+    same = [r for r in recipes.values() if r.spec.kind == kind]
+    listed = [{"op": r.spec.op, "kind": r.spec.kind, "grid": r.spec.geometry.grid.value,
+               "inputs": [f"{i.arg} ({i.layout.value})" for i in r.spec.inputs],
+               "outputs": [f"{o.name} ({o.shape_text}, {o.dtype})" for o in r.spec.outputs],
+               "kernel": r.spec.kernel_name} for r in (same or recipes.values())]
+    kernels = root / KERNELS_DIR
+    files = sorted(f"{KERNELS_DIR}/{f.name}" for f in kernels.glob("*.metal")) if kernels.is_dir() else []
+    note = "" if same else f"no spec recipe is of kind {kind!r}; all recipes are listed. "
+    return {"ok": True, "recipes": listed, "kernel_files": files,
+            "note": note + "show_kernels(kind, op) gives one recipe's spec YAML and kernel; read_file reads a kernel file"}
 
 
 def _examples(kernels: Path, macro: str, limit: int = 5) -> list[dict]:

@@ -7,10 +7,11 @@ dispatch line. Such a `RowChange` has `before == ""`: a line inserted after `lin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from metalport.checkout.layout import Checkout
+from metalport.checkout.layout import KERNELS_DIR, OPERATIONS_DIR, Checkout
 from metalport.errors import PipelineError, SpecError
 from metalport.port.cformat import format_snippet
 from metalport.port.hostgen import host_file_text, kernel_file_text, registry_row
@@ -185,9 +186,6 @@ def spec_texts(plan: PortPlan, root: Path, current: dict[str, str | None]) -> di
     return out
 
 
-__all__ = ["extra_rows", "plan_spec_port", "routed_entry", "spec_entry", "spec_texts"]
-
-
 def _kind_reason(res: Resolution, spec: LaunchSpec) -> str | None:
     """Why the port has the spec's kind; says so when the spec overrides the registry's classification
     (a reduction whose stub the tree does not show is ported as its own `MPS:` kernel)."""
@@ -197,3 +195,54 @@ def _kind_reason(res: Resolution, spec: LaunchSpec) -> str | None:
         return res.kind.reason
     return (f"its spec recipe ports it as {spec.kind} with its own MPS host function {spec.host_function} "
             f"(the registry alone says {res.kind.kind.value}: {res.kind.reason})")
+
+
+_INCLUDE = re.compile(r"^\s*#\s*include\s*[<\"]([^>\"]*)[>\"]", re.MULTILINE)
+_SOURCE_NAME = "<model>"
+
+
+def model_spec_recipe(op: str, schemas: Mapping[str, str], spec_text: str, kernel_source: str) -> SpecRecipe:
+    """A recipe from a model's launch spec (YAML) and kernel source, checked before anything uses
+    them (Note [model specs]); SpecError, one line naming the field, for the first problem.
+
+    `schemas` maps each registry entry of `op` (`_aminmax.dim`) to its `func:` schema.
+
+    Note [model specs]: a model's spec is untrusted data. Besides `load_spec` and `check_schema`
+    (against the entry the spec names), it must be about the run's op, keep its kernel and host
+    files under the MPS kernels/ and operations/ folders (they join the plan's allow-list), and
+    its kernel may include only c10/metal headers (the port adds metal_stdlib); every dtypes row
+    must be instantiated, as for a recipe of the table, and the host writer must be able to write
+    its launch (`hostgen.host_file_text`).
+    """
+    spec = load_spec(spec_text)
+    if spec.op != op:
+        raise SpecError(f"spec {spec.op}: op: this port is about {op}, not {spec.op}")
+    full = f"{op}.{spec.overload}" if spec.overload else op
+    if full not in schemas:
+        raise SpecError(f"spec {op}: overload: native_functions.yaml has no entry {full}",
+                        hint=f"entries: {', '.join(schemas)}")
+    check_schema(spec, schemas[full])
+    for name, path, folder, ext in (("kernel.file", spec.kernel_file, KERNELS_DIR, ".metal"),
+                                    ("host.file", spec.host_file, OPERATIONS_DIR, ".mm")):
+        parts = path.split("/")
+        if ".." in parts or not path.startswith(folder + "/") or len(parts) != folder.count("/") + 2 \
+                or not path.endswith(ext):
+            raise SpecError(f"spec {op}: {name}: {path!r} must be a {ext} file directly under {folder}/")
+    bad = next((m for m in _INCLUDE.finditer(kernel_source) if not m.group(1).startswith("c10/metal/")), None)
+    if bad is not None:
+        line = kernel_source.count("\n", 0, bad.start()) + 1
+        raise SpecError(f"spec {op}: kernel_source: line {line}: #include <{bad.group(1)}> is not allowed",
+                        hint="include only c10/metal headers; the port adds metal_stdlib")
+    if f"kernel void {spec.kernel_name}" not in re.sub(r"\s+", " ", kernel_source):
+        raise SpecError(f"spec {op}: kernel.name: kernel_source defines no `kernel void {spec.kernel_name}`")
+    host_file_text(spec, schemas[full], None)  # a launch the host writer cannot write is refused here too
+    return SpecRecipe(spec, kernel_source, Path(f"{_SOURCE_NAME}/{op}.yaml"))
+
+
+def entry_schemas(res: Resolution) -> dict[str, str]:
+    """Each registry entry of the resolved op, by full name, with its `func:` schema."""
+    return {e.full_name: e.func for e in res.entries}
+
+
+__all__ = ["entry_schemas", "extra_rows", "model_spec_recipe", "plan_spec_port", "routed_entry", "spec_entry",
+           "spec_texts"]

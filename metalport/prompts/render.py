@@ -10,7 +10,7 @@ import jinja2
 from metalport.errors import MetalportError
 
 PROMPT_DIR = Path(__file__).parent
-PROMPT_NAMES = ("system", "plan", "write_functor", "fix_failure", "pr_description", "correction")
+PROMPT_NAMES = ("system", "plan", "write_functor", "write_kernel", "fix_failure", "pr_description", "correction")
 
 
 def _environment() -> jinja2.Environment:

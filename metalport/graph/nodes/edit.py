@@ -5,9 +5,9 @@ from __future__ import annotations
 import git
 from langgraph.runtime import Runtime
 
-from metalport.agent.provider import FixRequest, FunctorRequest
+from metalport.agent.provider import FixRequest, FunctorRequest, KernelRequest
 from metalport.port.plan_model import PortPlan
-from metalport.errors import AgentError, BudgetExhausted, RecipeError
+from metalport.errors import AgentError, BudgetExhausted, PipelineError, RecipeError
 from metalport.failure import Failure
 from metalport.graph.context import RunContext
 from metalport.graph.nodes._common import first_failure, load_plan, load_worktree
@@ -34,9 +34,13 @@ def edit(state: PortState, runtime: Runtime[RunContext]) -> dict:
 
             ctx.provider.fix(_fix_request(state, port, rejected), make_toolbox(ctx, state, port, worktree))
         else:
-            _apply_fresh(ctx, state, port, worktree)
+            planned = _apply_fresh(ctx, state, port, worktree)
+            if planned is not port:
+                update["plan"] = planned.to_dict()
     except BudgetExhausted as err:
         return {**update, "status": "budget-exhausted", "reason": str(err), "usage": ctx.total_usage(err.usage)}
+    except PipelineError as err:  # a model's spec that the deterministic plan cannot place
+        return {**update, "status": "failed", "reason": str(err), "usage": ctx.total_usage(ctx.provider.usage())}
     except (RecipeError, AgentError) as err:
         update["usage"] = ctx.total_usage(ctx.provider.usage())
         if rejected:
@@ -53,12 +57,18 @@ def edit(state: PortState, runtime: Runtime[RunContext]) -> dict:
     return {**update, "failures": [], "failure_stage": "", "usage": ctx.total_usage(ctx.provider.usage())}
 
 
-def _apply_fresh(ctx: RunContext, state: PortState, port: PortPlan, worktree: Worktree) -> None:
+def _apply_fresh(ctx: RunContext, state: PortState, port: PortPlan, worktree: Worktree) -> PortPlan:
+    """Apply the plan in a clean worktree; returns the plan applied (a model-written spec port's
+    replaces a kernel plan that had none)."""
     from metalport.port.port import apply_port
 
     repo = git.Repo(worktree.path)
     repo.git.reset("-q", "--hard", "HEAD")
     repo.git.clean("-fdq")
+    if port.spec is None and port.needs_llm and port.kind != "pointwise-stub":
+        port = _model_spec_plan(ctx, state, port, worktree)
+        apply_port(port, worktree.path, secret_env=ctx.secret_env())
+        return port
     functor_source = None
     # The recipe model is asked too (its table is the source of truth, and can be overridden);
     # an LLM is asked only when the table has no functor for the op. A spec recipe's plan carries
@@ -70,11 +80,35 @@ def _apply_fresh(ctx: RunContext, state: PortState, port: PortPlan, worktree: Wo
         answer = ctx.provider.write_functor(_functor_request(state, port), make_toolbox(ctx, state, port, worktree))
         functor_source = answer.functor_source
     apply_port(port, worktree.path, functor_source=functor_source, secret_env=ctx.secret_env())
+    return port
+
+
+def _model_spec_plan(ctx: RunContext, state: PortState, port: PortPlan, worktree: Worktree) -> PortPlan:
+    """Note [model kernels]: an op whose port writes its own kernel and that no spec recipe covers
+    gets its kernel and launch spec from the model, validated like a recipe's (`model_spec_recipe`,
+    refusals go back to the model), then planned exactly as a spec recipe (`plan_spec_port`): the
+    same registry row, host code, allow-list, contract, build and conformance judge it."""
+    from pathlib import Path
+
+    from metalport.checkout import find_checkout
+    from metalport.graph.toolbox import make_toolbox
+    from metalport.port.resolve import resolve_op
+    from metalport.port.specport import entry_schemas, model_spec_recipe, plan_spec_port
+
+    checkout = find_checkout(Path(state.get("base_root") or state["repo_root"]))
+    res = resolve_op(checkout, state["op"])
+    schemas = entry_schemas(res)
+    request = KernelRequest(op=state["op"], kind=port.kind, kind_reason=port.kind_reason or "",
+                            schemas=tuple(schemas.items()), plan_summary=_plan_summary(port),
+                            feedback=state.get("feedback") or "")
+    answer = ctx.provider.write_kernel(request, make_toolbox(ctx, state, port, worktree))
+    recipe = model_spec_recipe(res.op, schemas, answer.spec_text, answer.kernel_source)
+    return plan_spec_port(checkout, res, recipe)
 
 
 def _plan_summary(port: PortPlan) -> str:
     data = port.to_dict()
-    keys = ("op", "family", "kernel_file", "functor", "dtypes", "host_file", "register_dispatch", "legacy",
+    keys = ("op", "family", "kind", "kernel_file", "functor", "dtypes", "host_file", "register_dispatch", "legacy",
             "xfail_keys", "migrate")
     return "\n".join(f"{k}: {data.get(k)}" for k in keys)
 

@@ -1,0 +1,105 @@
+"""End to end with `--model openai:scripted-model` for ops whose port writes its own kernel and that no
+spec recipe covers: the reduction `argmin` (a reduction-stub whose MPS row names an MPS-only
+kernel the wheel does not ship: the port repoints that row) and the custom kernel `channel_shuffle`
+(missing), on a wheel workspace of the installed registry. The scripted model reads the tree's
+kernels of the same kind, answers first with a launch spec that must be refused (one line naming
+the field, one more call on the budget), then with a correct kernel and spec (tests/agent/kernel_answers.py);
+the same contract, emulated build and spec conformance judge it, and the run waits at the gate."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from metalport.agent.openai_provider import KERNEL_TOOLS
+from metalport.checkout import init_workspace
+from metalport.graph.runs import RunOptions, run_dir, start_run
+from tests.agent.kernel_answers import (ARGMIN_BAD_SPEC, ARGMIN_KERNEL, ARGMIN_SPEC, SHUFFLE_BAD_SPEC,
+                                        SHUFFLE_KERNEL, SHUFFLE_SPEC)
+from tests.llm_server import ScriptedLLM, json_reply, tool_reply
+
+SECRETS = {"OPENAI_API_KEY": "sk-kernel-e2e-key-0123456789", "VAULT_PASS": "vault-kernel-e2e-13579"}
+NATIVE = "aten/src/ATen/native/native_functions.yaml"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    return init_workspace(tmp_path / "workspace").root
+
+
+def _options(tmp_path: Path, server: ScriptedLLM) -> RunOptions:
+    config = tmp_path / "metalport.yaml"
+    config.write_text(f"provider:\n  model: ignored\n  base_url: {server.base_url}\n  timeout_s: 30\n"
+                      "secret_env: [VAULT_PASS]\n")
+    return RunOptions(model="openai:scripted-model", executor="emulated", config_path=str(config))
+
+
+def _answer(spec: str, kernel: str) -> dict:
+    return json_reply({"spec_yaml": spec, "kernel_source": kernel, "summary": "one launch from the spec"})
+
+
+def _tool_results(request: dict) -> list[dict]:
+    return [json.loads(m["content"]) for m in request["messages"] if m["role"] == "tool"]
+
+
+def _run(workspace: Path, tmp_path: Path, op: str, script: list[dict]) -> tuple:
+    with ScriptedLLM(script) as server:
+        record = start_run(workspace, f"aten::{op}", _options(tmp_path, server))
+    return record, server
+
+
+def _assert_at_the_gate(record, server: ScriptedLLM, workspace: Path, refusal: str) -> None:
+    assert (record.status, record.attempts) == ("awaiting-review", 1), record.reason
+    assert record.verdicts["check"]["ok"] and record.verdicts["build"]["ok"] and record.verdicts["test"]["ok"], \
+        record.verdicts
+    # The bad spec went back as one line naming the field, and cost one more call on the budget.
+    assert server.requests[-1]["messages"][-1] == {"role": "user", "content": refusal}
+    assert record.usage["calls"] == len(server.requests) == 4
+    # Writing a kernel only reads: nothing offered edits, runs a command, commits or approves.
+    assert all({t["function"]["name"] for t in r["tools"]} == KERNEL_TOOLS for r in server.requests)
+    sent = server.prompt_text()
+    for value in SECRETS.values():
+        assert value not in sent
+        assert value not in (run_dir(workspace, record.run_id) / "transcript.jsonl").read_text()
+    head = subprocess.run(["git", "rev-parse", "HEAD", record.branch], cwd=workspace, capture_output=True,
+                          text=True, check=True).stdout.split()
+    assert head[0] == head[1]  # nothing committed before approval
+
+
+def test_a_reduction_outside_the_table_gets_its_kernel_and_spec_from_the_model(workspace: Path,
+                                                                                 tmp_path: Path) -> None:
+    script = [tool_reply(("show_op", {"op": "aten::argmin"}), ("show_kernels", {"kind": "reduction-stub"})),
+              tool_reply(("show_kernels", {"kind": "custom-kernel", "op": "mode"})),
+              _answer(ARGMIN_BAD_SPEC, ARGMIN_KERNEL), _answer(ARGMIN_SPEC, ARGMIN_KERNEL)]
+    record, server = _run(workspace, tmp_path, "argmin", script)
+    _assert_at_the_gate(record, server, workspace, "your KernelAnswer is refused: spec argmin: "
+                        "geometry.threadgroup: 2048 threads is over the limit of 1024")
+    listed = _tool_results(server.requests[1])[-1]
+    assert "mode" in {r["op"] for r in listed["recipes"]} and "no spec recipe is of kind" in listed["note"]
+    shown = _tool_results(server.requests[2])[-1]
+    assert "dtype: index" in shown["spec_yaml"] and "kernel void mode" in shown["kernel_source"]
+    tree = Path(record.worktree)
+    assert "    MPS: argmin_out_metal\n" in (tree / NATIVE).read_text()
+    assert "MPS: argmin_out_mps" not in (tree / NATIVE).read_text()
+    assert 'host_name("argmin_" #T "_long")' in (tree / "aten/src/ATen/native/mps/kernels/ArgMin.metal").read_text()
+    assert "TORCH_IMPL_FUNC(argmin_out_metal)" in (tree / "aten/src/ATen/native/mps/operations/ArgMin.mm").read_text()
+
+
+def test_a_custom_kernel_outside_the_table_gets_its_kernel_and_spec_from_the_model(workspace: Path,
+                                                                                     tmp_path: Path) -> None:
+    script = [tool_reply(("show_kernels", {"kind": "custom-kernel"})),
+              tool_reply(("show_kernels", {"kind": "custom-kernel", "op": "take"})),
+              _answer(SHUFFLE_BAD_SPEC, SHUFFLE_KERNEL), _answer(SHUFFLE_SPEC, SHUFFLE_KERNEL)]
+    record, server = _run(workspace, tmp_path, "channel_shuffle", script)
+    _assert_at_the_gate(record, server, workspace, "your KernelAnswer is refused: spec channel_shuffle: "
+                        "params[0].from: 'group' is neither an argument of channel_shuffle nor one of "
+                        "reduce_size, num_slices, numel, output_numel, ndim, sizes, strides")
+    tree = Path(record.worktree)
+    assert "MPS: channel_shuffle_mps" in (tree / NATIVE).read_text()
+    assert "channel_shuffle_mps(" in (tree / "aten/src/ATen/native/mps/operations/ChannelShuffle.mm").read_text()
