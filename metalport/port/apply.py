@@ -174,6 +174,7 @@ def _legacy_edit(texts: _Texts, plan: PortPlan) -> None:
         if plan.legacy_include:
             text = "".join(line for line in text.splitlines(keepends=True)
                            if line.rstrip("\r\n").strip() != plan.legacy_include)
+            text = re.sub(r"^#else[ \t]*\n(?=#endif)", "", text, flags=re.MULTILINE)  # its #else emptied
         texts.texts[rel] = text
 
 

@@ -192,6 +192,7 @@ def test_addcmul_and_addcdiv_share_pointwise_ops_and_their_patches_apply_togethe
     assert {p.kernel_file for p in plans} == {f"{KERNELS}/PointwiseOps.metal"} and {p.host_file for p in plans} == {host}
     text = (root / host).read_text(encoding="utf-8")
     assert text.count("static void exec_ternary_kernel_with_alpha(") == 1 and "namespace mps {" not in text
+    assert "#else\n#endif" not in text  # the per-op includes left with their ops
     assert "MPSGraph" not in text and ".mul(" not in text
     patches = git(root, "format-patch", "-o", str(tmp_path / "patches"), "HEAD~2").split()
     am = tmp_path / "am"
