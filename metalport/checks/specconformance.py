@@ -9,6 +9,7 @@ integer, bool and index outputs, at test_mps-style tolerances for floating outpu
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from collections.abc import Sequence
@@ -21,7 +22,8 @@ import torch
 from metalport.checks.conformance import DtypeRun
 from metalport.checks.report import ConformanceReport
 from metalport.checks.speccases import explicit_calls
-from metalport.checks.speclaunch import INDEX_LIMIT, UnlaunchableCall, bind_call, plan_launch, run_launch
+from metalport.checks.speclaunch import (INDEX_LIMIT, HostCheckFailed, UnlaunchableCall, bind_call, plan_launch,
+                                         run_launch)
 from metalport.errors import EmulateError, SpecError, UsageError
 from metalport.port.spec import METAL_DTYPES, LaunchSpec
 
@@ -275,6 +277,52 @@ def _judge(got: Sequence[torch.Tensor], want: Any) -> str | None:
     return None
 
 
+# Note [refused calls]: a call torch's CPU kernel refuses must be refused by the port's host too,
+# with torch's message (the spec's `checks:`, Note [spec checks] in port.spec); a port computing a
+# result for it would hand users a silently wrong answer. Calls the MPS host refuses for its own
+# reasons (an unregistered dtype, a dim out of range) are no case, as before.
+def _refusal_problem(refused: str | None, message: str) -> str | None:
+    """None when the host's refusal `message` matches torch's (`refused`), else a one-line reason."""
+    if refused is None:
+        return f"the host refuses the call ({message}), torch computes it"
+    if refused != message:
+        return f"torch refuses the call with {refused!r}, the host with {message!r}"
+    return None
+
+
+def _meta_refuses(spec: LaunchSpec, func: Any, case: SpecCase, refused: str) -> bool:
+    """Whether a structured op's meta function (which runs before the MPS host as before CPU's)
+    refuses the call with torch's message: then the port refuses it without a check of its own."""
+    if not _structured(spec.op, spec.overload):
+        return False
+
+    def meta(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
+        if isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) for v in value):
+            return [meta(v) for v in value]
+        return value
+
+    try:
+        func(*[meta(a) for a in case.args], **{k: meta(v) for k, v in case.kwargs.items()})
+    except (RuntimeError, IndexError, ValueError) as err:
+        return (str(err).strip().splitlines() or [type(err).__name__])[0] == refused
+    return False
+
+
+@functools.cache
+def _structured(op: str, overload: str) -> bool:
+    """Whether the op's entry is structured (or delegates to a structured entry) in the wheel's
+    native_functions.yaml: its meta function is shared by every backend."""
+    from metalport.checkout.workspace import _wheel_paths
+    from metalport.registry.index import load_registry
+
+    registry = load_registry(_wheel_paths()[0] / "native_functions.yaml")
+    full = f"{op}.{overload}" if overload else op
+    entry = next((e for e in registry.entries if e.full_name == full), None)
+    return entry is not None and bool(entry.structured_delegate or entry.structured)
+
+
 def _row_name(spec: LaunchSpec, types: tuple[str, ...]) -> str:
     first = METAL_DTYPES[types[0]]
     outs = [METAL_DTYPES[t] for o, t in zip(spec.outputs, types[len(spec.inputs):]) if o.dtype.startswith("arg:")]
@@ -330,23 +378,38 @@ def _run(spec: LaunchSpec, library: Any, include_held_out: bool, seed: int,
         if left_out:
             notes.append(f"{row}: {left_out} OpInfo calls of other overloads left out")
         for case in cases:
+            refused = None  # torch's error, first line (Note [refused calls])
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 try:
                     want = func(*case.args, **case.kwargs)
-                except (RuntimeError, IndexError, ValueError):
-                    continue  # torch refuses the call too: no case
+                except (RuntimeError, IndexError, ValueError) as err:
+                    refused = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            label = f"{case.label}: {case.describe()}"
             try:
                 launch = plan_launch(spec, bind_call(func, case.args, case.kwargs))
                 if launch.host_name != spec.host_name(types):
                     continue  # the call selects another instantiation (counted in that row)
                 got = run_launch(spec, library, launch, index_limit=case.index_limit)
+            except HostCheckFailed as err:
+                if refused is None or refused == str(err) or not _meta_refuses(spec, func, case, refused):
+                    tallies.record(case.kind, label, _refusal_problem(refused, str(err)))
+                continue  # (a meta function refusing first leaves the host's check unreached)
             except UnlaunchableCall as err:
+                if refused is not None:
+                    continue  # torch and the MPS host both refuse it: no case
                 tallies.skipped += 1
                 notes.append(f"{row} {case.label}: {err}")
                 continue
             except (SpecError, EmulateError) as err:
-                tallies.record(case.kind, f"{case.label}: {case.describe()}", err.message)
+                if refused is None:
+                    tallies.record(case.kind, label, err.message)
+                continue
+            if refused is not None and _meta_refuses(spec, func, case, refused):
+                continue  # the structured meta function refuses it before the MPS host: no case
+            if refused is not None:
+                tallies.record(case.kind, label, f"torch refuses the call ({refused}), the host computes a result: "
+                               f"add a `checks:` entry to the spec")
                 continue
             problem = _judge(got, want)
             error = _abs_error(got, want)

@@ -19,7 +19,8 @@ from typing import Any
 import torch
 
 from metalport.errors import SpecError
-from metalport.port.spec import METAL_DTYPES, Grid, LaunchSpec, Layout, OutputSpec, OutShape, ParamField, eval_threads
+from metalport.port.spec import (METAL_DTYPES, Grid, LaunchSpec, Layout, OutputSpec, OutShape, ParamField, check_holds,
+                                 check_message, eval_threads)
 
 GUARD_ELEMENTS = 64  # poisoned elements after each output
 POISON_BYTE = 0xA5
@@ -33,6 +34,11 @@ _SCALAR_TYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
 
 class UnlaunchableCall(Exception):
     """The MPS host would refuse this call (an unregistered dtype, a slice past 32-bit indexing)."""
+
+
+class HostCheckFailed(Exception):
+    """One of the spec's argument checks refused the call (the host's TORCH_CHECK); the message is
+    the check's, as the generated host would raise it (Note [spec checks] in port.spec)."""
 
 
 @dataclass(frozen=True)
@@ -148,7 +154,15 @@ def _param_value(f: ParamField, bound: Bound, derived: Mapping[str, Any]) -> Any
 
 def plan_launch(spec: LaunchSpec, bound: Bound) -> Launch:
     """The buffers, constants and geometry of one call; UnlaunchableCall when MPS would refuse it,
-    SpecError when the spec's grid is larger than the data."""
+    SpecError when the spec's grid is larger than the data, HostCheckFailed when one of the spec's
+    argument checks refuses the call (before anything else, as the generated host does)."""
+    for check in spec.checks:
+        try:
+            holds = check_holds(check, bound.values)
+        except (IndexError, RuntimeError) as err:  # `self.size(dim)` of a dim out of range throws in C++ too
+            raise HostCheckFailed((str(err).strip().splitlines() or [type(err).__name__])[0]) from None
+        if not holds:
+            raise HostCheckFailed(check_message(check, bound.values))
     if spec.geometry.grid is Grid.PER_CHUNK:
         return _plan_list_launch(spec, bound)
     x = bound.values[spec.inputs[0].arg] if spec.inputs else None
@@ -332,5 +346,5 @@ def torch_dtype(metal: str) -> torch.dtype:
     return getattr(torch, METAL_DTYPES[metal])
 
 
-__all__ = ["GUARD_ELEMENTS", "INDEX_LIMIT", "Bound", "Launch", "UnlaunchableCall", "bind_call", "plan_launch",
+__all__ = ["GUARD_ELEMENTS", "INDEX_LIMIT", "Bound", "HostCheckFailed", "Launch", "UnlaunchableCall", "bind_call", "plan_launch",
            "run_launch", "torch_dtype"]

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from metalport.errors import SpecError
-from metalport.port.hostgen_elementwise import covers, write_elementwise_host
+from metalport.port.hostgen_elementwise import check_lines, covers, write_elementwise_host
 from metalport.port.spec import DERIVED_ARRAYS, Grid, LaunchSpec, Layout, OutShape
 
 _C_TYPES = {"float": "float", "int": "int32_t", "uint": "uint32_t", "long": "int64_t", "ulong": "uint64_t",
@@ -80,7 +80,7 @@ def write_host(spec: LaunchSpec, func: str) -> str:
     parsed = FunctionSchema.parse(func)
     given = [a.name for a in parsed.arguments.out] if parsed.is_out_fn() else []
     x = spec.inputs[0].arg
-    lines = [f"{defn} {{", "  using namespace mps;", f"  const int64_t ndim = {x}.dim();"]
+    lines = [f"{defn} {{", "  using namespace mps;", *check_lines(spec.checks), f"  const int64_t ndim = {x}.dim();"]
     dim, keepdim = spec.reduce.dim, spec.reduce.keepdim
     lines.append("  std::vector<bool> reduced(ndim, false);")
     if dim is None:

@@ -14,7 +14,10 @@ contiguous result copied back.
 from __future__ import annotations
 
 from metalport.errors import SpecError
-from metalport.port.spec import LIST_ARRAYS, Grid, LaunchSpec, Layout, OutShape
+import ast
+import string
+
+from metalport.port.spec import LIST_ARRAYS, CheckSpec, Grid, LaunchSpec, Layout, OutShape
 
 _C_TYPES = {"float": "float", "int": "int32_t", "uint": "uint32_t", "long": "int64_t", "ulong": "uint64_t",
             "bool": "bool"}
@@ -241,12 +244,62 @@ def _chunk_hosts(spec: LaunchSpec, func: str) -> list[str]:
     return out
 
 
+_CPP_OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+
+
+def _cpp_condition(node: ast.AST) -> str:
+    """C++ for a validated check condition (Note [spec checks] in port.spec)."""
+    if isinstance(node, ast.Expression):
+        return _cpp_condition(node.body)
+    if isinstance(node, ast.Constant):
+        return str(int(node.value)) if isinstance(node.value, bool) else repr(node.value)
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Call):
+        args = ", ".join(_cpp_condition(a) for a in node.args)
+        if isinstance(node.func, ast.Name):  # wrap(d, n)
+            return f"maybe_wrap_dim({args})"
+        assert isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+        return f"{node.func.value.id}.{node.func.attr}({args})"
+    if isinstance(node, ast.UnaryOp):
+        return ("!" if isinstance(node.op, ast.Not) else "-") + f"({_cpp_condition(node.operand)})"
+    if isinstance(node, ast.BoolOp):
+        joint = " && " if isinstance(node.op, ast.And) else " || "
+        return "(" + joint.join(_cpp_condition(v) for v in node.values) + ")"
+    if isinstance(node, ast.Compare):
+        sides = [node.left, *node.comparators]
+        parts = [f"{_cpp_condition(a)} {_CPP_OPS[type(o)]} {_cpp_condition(b)}"
+                 for a, o, b in zip(sides, node.ops, sides[1:])]
+        return parts[0] if len(parts) == 1 else "(" + " && ".join(parts) + ")"
+    raise SpecError(f"hostgen: cannot write {ast.dump(node)} as C++")
+
+
+def check_lines(checks: tuple[CheckSpec, ...], indent: str = "  ") -> list[str]:
+    """`TORCH_CHECK(<condition>, <message parts>);` for each of a spec's argument checks."""
+    out = []
+    for c in checks:
+        body = ast.parse(c.require, mode="eval").body
+        cond = _cpp_condition(body)
+        if isinstance(body, (ast.BoolOp, ast.Compare)) and cond.startswith("("):
+            cond = cond[1:-1]  # the outermost parentheses are TORCH_CHECK's
+        parts = []
+        for text, name, _, _ in string.Formatter().parse(c.message):
+            if text:
+                parts.append('"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"')
+            if name:
+                parts.append(_cpp_condition(ast.parse(name.strip(), mode="eval")))
+        out.append(f"{indent}TORCH_CHECK({cond}, {', '.join(parts)});")
+    return out
+
+
 def write_elementwise_host(spec: LaunchSpec, func: str) -> str:
     """The host function(s) of an element-wise or tensor-list spec for the routed entry's schema
-    `func` (Note [element-wise host functions])."""
+    `func` (Note [element-wise host functions]); each function's argument checks come first."""
     body = _chunk_hosts(spec, func) if spec.geometry.grid is Grid.PER_CHUNK else _element_hosts(spec, func)
+    checks = check_lines(spec.checks)
+    body = [part for line in body for part in ([line, *checks] if line == "  using namespace mps;" else [line])]
     header = f"// {spec.host_function}: aten::{spec.op} on a Metal kernel, written by metalport from its launch spec.\n"
     return header + "\n".join(body) + "\n"
 
 
-__all__ = ["covers", "write_elementwise_host"]
+__all__ = ["check_lines", "covers", "write_elementwise_host"]

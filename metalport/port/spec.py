@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import enum
 import re
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,7 +75,7 @@ class OutShape(enum.Enum):
 
 
 _TOP = {"op", "overload", "kind", "opinfo", "host", "kernel", "inputs", "outputs", "reduce", "params",
-        "geometry", "dtypes", "cases"}
+        "geometry", "dtypes", "cases", "checks"}
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,31 @@ class ReduceSpec:
 
 
 @dataclass(frozen=True)
+class CheckSpec:
+    """An argument check the host makes before anything else (Note [spec checks]): `require` is a
+    condition over scalar schema arguments (`mode == 0`), `message` the error text when it fails,
+    `{arg}` standing for an argument's value (`Unknown hash_tensor mode: {mode}`)."""
+
+    require: str
+    message: str
+
+    @property
+    def names(self) -> tuple[tuple[str, bool], ...]:
+        """(argument, whether it is queried as a tensor) for every argument the condition and the
+        message name, in order of appearance."""
+        found: list[tuple[str, bool]] = []
+        texts = [self.require, *(name for _, name, _, _ in string.Formatter().parse(self.message) if name)]
+        for text in texts:
+            tree = ast.parse(text.strip(), mode="eval")
+            receivers = {id(n.func.value) for n in ast.walk(tree) if isinstance(n, ast.Call)
+                         and isinstance(n.func, ast.Attribute)}
+            callees = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+            found += [(n.id, id(n) in receivers) for n in ast.walk(tree)
+                      if isinstance(n, ast.Name) and id(n) not in callees]
+        return tuple(dict.fromkeys(found))
+
+
+@dataclass(frozen=True)
 class GeometrySpec:
     """The grid rule, the threadgroup size, and an optional explicit thread count."""
 
@@ -163,6 +189,7 @@ class LaunchSpec:
     # (hostgen_elementwise writes them around the same launch).
     host_out_function: str | None = None
     host_inplace_function: str | None = None
+    checks: tuple[CheckSpec, ...] = ()
 
     @property
     def host_names(self) -> tuple[str, ...]:
@@ -210,6 +237,8 @@ class LaunchSpec:
             out["opinfo"] = self.opinfo
         if self.cases:
             out["cases"] = dict(self.cases)
+        if self.checks:
+            out["checks"] = [{"require": c.require, "message": c.message} for c in self.checks]
         return out
 
 
@@ -298,6 +327,113 @@ def _threads_expr(text: Any, where: str, op: str) -> str:
                                  ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)):
             raise _fail(op, where, f"{text!r} uses {type(node).__name__}; only + - * // max min and ints")
     return text
+
+
+# Note [spec checks]: `checks:` entries are the argument checks of the host function, run before
+# any allocation: hostgen writes each as `TORCH_CHECK(<require>, <message parts>)` and the emulated
+# host (speclaunch) raises HostCheckFailed with the same message, so conformance can demand that a
+# call torch's CPU kernel refuses is refused by the port too, with torch's words. A condition is
+# written in the common subset of Python and C++: comparisons, and/or/not, numbers, scalar
+# arguments, a Tensor argument's `dim()`, `numel()` and `size(d)`, and `wrap(d, n)` (a dim wrapped
+# into [0, n), `maybe_wrap_dim`); a message's `{...}` parts are such expressions too.
+_CHECK_NODES = (ast.Expression, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Name, ast.Load, ast.Constant, ast.And,
+                ast.Or, ast.Not, ast.USub, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Call,
+                ast.Attribute)
+CHECK_TENSOR_METHODS = ("dim", "numel", "size")
+
+
+def _check_expr(text: str, where: str, op: str) -> ast.Expression:
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        raise _fail(op, where, f"{text!r} is not an expression") from None
+    for node in ast.walk(tree):
+        bad = not isinstance(node, _CHECK_NODES) or \
+            (isinstance(node, ast.Constant) and not isinstance(node.value, (int, float))) or \
+            (isinstance(node, ast.Call) and (bool(node.keywords) or not (
+                (isinstance(node.func, ast.Name) and node.func.id == "wrap" and len(node.args) == 2) or
+                (isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+                 and node.func.attr in CHECK_TENSOR_METHODS)))) or \
+            (isinstance(node, ast.Attribute) and node.attr not in CHECK_TENSOR_METHODS)
+        if bad:
+            raise _fail(op, where, f"{text!r} uses {type(node).__name__}",
+                        hint="only comparisons, and/or/not, numbers, arguments, t.dim() t.numel() t.size(d), "
+                             "wrap(d, n)")
+    return tree
+
+
+def _check_parts(message: str) -> list[tuple[str, str | None]]:
+    """(text, expression or None) pieces of a check message."""
+    return [(text, name) for text, name, _, _ in string.Formatter().parse(message)]
+
+
+def _check(data: Any, where: str, op: str) -> CheckSpec:
+    d = _take(data, where, op, {"require", "message"}, {"require", "message"})
+    require, message = _str(d["require"], f"{where}.require", op), _str(d["message"], f"{where}.message", op)
+    _check_expr(require, f"{where}.require", op)
+    try:
+        parts = list(string.Formatter().parse(message))
+    except ValueError as err:
+        raise _fail(op, f"{where}.message", f"{message!r}: {err}") from None
+    for _, name, spec_, conv in parts:
+        if name is not None and (spec_ or conv or not name.strip()):
+            raise _fail(op, f"{where}.message", f"{{{name}}} is not a plain {{expression}}")
+        if name:
+            _check_expr(name, f"{where}.message", op)
+    return CheckSpec(require, message)
+
+
+def _check_value(tree: ast.AST, values: Mapping[str, Any]) -> Any:
+    """The value of a validated check expression for argument `values`."""
+
+    def ev(node: ast.AST) -> Any:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            return values[node.id]
+        if isinstance(node, ast.Call):
+            args = [ev(x) for x in node.args]
+            if isinstance(node.func, ast.Name):  # wrap(d, n)
+                d, n = args
+                return d % n if n else d
+            assert isinstance(node.func, ast.Attribute)
+            return int(getattr(ev(node.func.value), node.func.attr)(*args))
+        if isinstance(node, ast.UnaryOp):
+            return (not ev(node.operand)) if isinstance(node.op, ast.Not) else -ev(node.operand)
+        if isinstance(node, ast.BoolOp):
+            parts = (bool(ev(v)) for v in node.values)
+            return all(parts) if isinstance(node.op, ast.And) else any(parts)
+        if isinstance(node, ast.Compare):
+            left = ev(node.left)
+            for op_, right_node in zip(node.ops, node.comparators):
+                right = ev(right_node)
+                ok = {ast.Eq: left == right, ast.NotEq: left != right, ast.Lt: left < right,
+                      ast.LtE: left <= right, ast.Gt: left > right, ast.GtE: left >= right}[type(op_)]
+                if not ok:
+                    return False
+                left = right
+            return True
+        raise ValueError(ast.dump(node))
+
+    return ev(tree)
+
+
+def check_holds(check: CheckSpec, values: Mapping[str, Any]) -> bool:
+    """Whether the call with argument `values` passes `check` (a validated CheckSpec)."""
+    return bool(_check_value(ast.parse(check.require, mode="eval"), values))
+
+
+def check_message(check: CheckSpec, values: Mapping[str, Any]) -> str:
+    """The check's message for argument `values`, each value streamed as C++ would (bools as 1/0)."""
+    out = []
+    for text, name in _check_parts(check.message):
+        out.append(text)
+        if name:
+            value = _check_value(ast.parse(name.strip(), mode="eval"), values)
+            out.append(str(int(value) if isinstance(value, bool) else value))
+    return "".join(out)
 
 
 def eval_threads(expr: str, values: Mapping[str, int]) -> int:
@@ -408,6 +544,7 @@ def load_spec(data: Mapping[str, Any] | str) -> LaunchSpec:
     cases = d.get("cases", {})
     if not isinstance(cases, Mapping):
         raise _fail(op, "cases", "expected a mapping")
+    checks = tuple(_check(c, f"checks[{i}]", op) for i, c in enumerate(_list(d.get("checks", []), "checks", op, empty=True)))
     from metalport.port.kinds import Kind
 
     kinds = [k.value for k in Kind if k not in (Kind.POINTWISE_STUB, Kind.NOT_A_CANDIDATE)]
@@ -423,7 +560,7 @@ def load_spec(data: Mapping[str, Any] | str) -> LaunchSpec:
         inputs=tuple(inputs), outputs=tuple(outputs), params=params,
         geometry=GeometrySpec(grid, group, threads), dtypes=tuple(types),
         reduce=ReduceSpec(r.get("dim"), r.get("keepdim")),
-        opinfo=d.get("opinfo"), cases=dict(cases))
+        opinfo=d.get("opinfo"), cases=dict(cases), checks=checks)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -497,11 +634,17 @@ def check_schema(spec: LaunchSpec, func: str) -> None:
                     "ScalarType": ("int",)}.get(re.sub(r"\[\d+\]", "[]", kind.rstrip("?")), ())
             if f.type not in fits:
                 raise _fail(op, where, f"{f.source!r} is {kind}; a {f.type} buffer cannot hold it")
+    for i, c in enumerate(spec.checks):
+        for arg, queried in c.names:
+            kind = args.get(arg, "")
+            if kind.rstrip("?") not in (("Tensor",) if queried else ("int", "SymInt", "bool", "float")):
+                raise _fail(op, f"checks[{i}]", f"{arg!r} is {kind or 'no argument'} of {name}; a check reads "
+                            f"int, bool and float arguments, and a Tensor's dim(), numel(), size(d)")
     if any(o.shape is OutShape.REDUCED for o in spec.outputs) and spec.geometry.grid is Grid.PER_INPUT_ELEMENT:
         raise _fail(op, "geometry.grid", "a per-input-element grid is larger than a reduced output",
                     hint="use per-output-element or per-slice")
 
 
-__all__ = ["DERIVED", "DERIVED_ARRAYS", "LIST_ARRAYS", "MAX_THREADGROUP", "METAL_DTYPES", "GeometrySpec", "Grid", "InputSpec",
+__all__ = ["DERIVED", "DERIVED_ARRAYS", "LIST_ARRAYS", "MAX_THREADGROUP", "METAL_DTYPES", "CheckSpec", "GeometrySpec", "Grid", "InputSpec",
            "LaunchSpec", "Layout", "OutShape", "OutputSpec", "ParamField", "ParamSpec", "ReduceSpec",
-           "check_schema", "eval_threads", "load_spec"]
+           "check_holds", "check_message", "check_schema", "eval_threads", "load_spec"]

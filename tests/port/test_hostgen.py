@@ -79,3 +79,18 @@ def test_spec_shapes_the_writer_does_not_cover_are_refused() -> None:
     data["geometry"] = {"grid": "per-output-element", "threads": "num_slices * 2"}
     with pytest.raises(SpecError, match=r"^spec mode: geometry: hostgen writes per-output-element"):
         write_host(load_spec(data), MODE)
+
+
+HASH_OUT = ("hash_tensor.out(Tensor self, int[1] dim=[], *, bool keepdim=False, int mode=0, Tensor(a!) out) "
+            "-> Tensor(a!)")
+
+
+def test_argument_checks_open_the_host_function_as_torch_checks() -> None:
+    text = write_host(spec_recipes()["hash_tensor"].spec, HASH_OUT)
+    head = text.split("{", 1)[1].lstrip().splitlines()
+    assert head[:2] == ["using namespace mps;", '  TORCH_CHECK(mode == 0, "Unknown hash_tensor mode: ", mode);']
+    data = spec_recipes()["logspace"].spec.to_dict()
+    data["checks"] = [{"require": "steps >= 0 and not (base < 0)", "message": "number of steps must be non-negative"}]
+    text = write_host(load_spec(data), "logspace(Scalar start, Scalar end, int steps, float base=10.0, *, "
+                      "ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")
+    assert '  TORCH_CHECK(steps >= 0 && !(base < 0), "number of steps must be non-negative");' in text

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from metalport.errors import SpecError
-from metalport.port.spec import check_schema, eval_threads, load_spec
+from metalport.port.spec import check_holds, check_message, check_schema, eval_threads, load_spec
 from metalport.port.spec_recipes import spec_recipes
 
 MODE = "mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)"
@@ -61,6 +61,15 @@ def test_recipe_without_an_instantiation_for_a_dtype_row_is_refused(tmp_path: Pa
     (lambda d: d["inputs"][0].update(layout="diagonal"), "spec mode: inputs[0].layout: 'diagonal' is not one of"),
     (lambda d: d["geometry"].update(threads="numel + secret"), "spec mode: geometry.threads: unknown name 'secret'"),
     (lambda d: d.pop("kernel"), "spec mode: kernel: missing"),
+    (lambda d: d.update(checks=[{"require": "dim.bit_length() < 3", "message": "m"}]),
+     "spec mode: checks[0].require: 'dim.bit_length() < 3' uses Call"),
+    (lambda d: d.update(checks=[{"require": "self.stride(0) > 0", "message": "m"}]),
+     "spec mode: checks[0].require: 'self.stride(0) > 0' uses Call"),
+    (lambda d: d.update(checks=[{"require": "dim ==", "message": "m"}]),
+     "spec mode: checks[0].require: 'dim ==' is not an expression"),
+    (lambda d: d.update(checks=[{"require": "dim == 0", "message": "bad {dim:x}"}]),
+     "spec mode: checks[0].message: {dim} is not a plain {expression}"),
+    (lambda d: d.update(checks=[{"require": "dim == 0"}]), "spec mode: checks[0].message: missing"),
 ])
 def test_malformed_spec_is_one_line_naming_the_field(mode: dict, edit, message: str) -> None:
     edit(mode)
@@ -85,6 +94,12 @@ def test_malformed_spec_is_one_line_naming_the_field(mode: dict, edit, message: 
     (lambda d: d["geometry"].update(grid="per-input-element"),
      "spec mode: geometry.grid: a per-input-element grid is larger than a reduced output"),
     (lambda d: d.update(overload="values"), "spec mode: overload: the spec is for mode.values, the schema is mode"),
+    (lambda d: d.update(checks=[{"require": "self == 0", "message": "m"}]),
+     "spec mode: checks[0]: 'self' is Tensor of mode; a check reads int, bool and float arguments"),
+    (lambda d: d.update(checks=[{"require": "dim == 0", "message": "bad {mood}"}]),
+     "spec mode: checks[0]: 'mood' is no argument of mode"),
+    (lambda d: d.update(checks=[{"require": "dim.size(0) == 0", "message": "m"}]),
+     "spec mode: checks[0]: 'dim' is int of mode"),
 ])
 def test_spec_not_matching_the_schema_fails_naming_the_field(mode: dict, edit, message: str) -> None:
     edit(mode)
@@ -95,3 +110,26 @@ def test_spec_not_matching_the_schema_fails_naming_the_field(mode: dict, edit, m
 
 def test_threads_expression() -> None:
     assert eval_threads("max(num_slices, 3) * 2 - 1", {"num_slices": 5}) == 9
+
+
+def test_argument_checks_evaluate_and_format_as_the_host_streams_them(mode: dict) -> None:
+    mode["checks"] = [{"require": "not keepdim or (dim >= -1 and dim != 3)", "message": "no {dim} with keepdim={keepdim}"}]
+    spec = load_spec(mode)
+    check_schema(spec, MODE)
+    assert load_spec(spec.to_dict()) == spec
+    (check,) = spec.checks
+    assert check_holds(check, {"dim": 3, "keepdim": False})
+    assert check_holds(check, {"dim": 0, "keepdim": True})
+    assert not check_holds(check, {"dim": 3, "keepdim": True})
+    assert not check_holds(check, {"dim": -2, "keepdim": True})
+    assert check_message(check, {"dim": 3, "keepdim": True}) == "no 3 with keepdim=1"
+
+
+def test_checks_query_tensor_shapes_and_wrap_dims_as_the_host_does() -> None:
+    import torch
+
+    (check,) = spec_recipes()["mode"].spec.checks
+    empty = torch.empty(5, 0)
+    assert not check_holds(check, {"self": empty, "dim": -1})
+    assert check_message(check, {"self": empty, "dim": -1}) == "mode(): Expected reduction dim 1 to have non-zero size."
+    assert check_holds(check, {"self": empty, "dim": 0}) and check_holds(check, {"self": torch.tensor(1.0), "dim": 0})

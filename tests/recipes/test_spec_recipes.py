@@ -7,6 +7,7 @@ conformance. The held-out case past 2^31 elements runs in its own test."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 from collections.abc import Iterator
@@ -16,11 +17,12 @@ import torch
 
 from metalport.checkout import Checkout
 from metalport.checks.contract import check_contract
+from metalport.checks.speclaunch import HostCheckFailed, bind_call, plan_launch
 from metalport.checks.specconformance import LOW_PRECISION_CPU, run_spec_conformance
 from metalport.emulate import ShaderLibrary, compile_shader
 from metalport.port.plan_model import NATIVE_FUNCTIONS
 from metalport.port.port import apply_port, plan_port
-from metalport.port.spec import METAL_DTYPES, LaunchSpec, load_spec
+from metalport.port.spec import METAL_DTYPES, CheckSpec, LaunchSpec, load_spec
 from metalport.port.spec_recipes import spec_recipes
 
 HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
@@ -60,8 +62,10 @@ def _mutant_spec(op: str) -> LaunchSpec:
 
 @pytest.fixture(scope="session")
 def mutant_library(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShaderLibrary]:
-    """Every recipe's mutant, and take as shipped (for the large case), in one library."""
-    source = HEADER + spec_recipes()["take"].kernel_source + "".join(_mutant_source(op) for op in RECIPES)
+    """Every recipe's mutant, and take (for the large case) and hash_tensor (for refused calls) as
+    shipped, in one library."""
+    source = HEADER + spec_recipes()["take"].kernel_source + spec_recipes()["hash_tensor"].kernel_source
+    source += "".join(_mutant_source(op) for op in RECIPES)
     library = compile_shader(source, cache_dir=tmp_path_factory.mktemp("recipes13"), filename="mutants.metal")
     yield library
     library.close()
@@ -119,3 +123,30 @@ def test_take_reads_past_two_to_the_31_elements(mutant_library: ShaderLibrary) -
     assert report.status == "pass", [f.message for d in report.dtypes for f in d.failures]
     held = report.dtypes[0].tallies["held-out"]
     assert held.samples == held.passed == 3  # two small held-out cases and the large one
+
+
+def test_hash_tensor_refuses_unknown_modes_with_torchs_message(mutant_library: ShaderLibrary) -> None:
+    spec = spec_recipes()["hash_tensor"].spec
+    report = run_spec_conformance(None, spec, library=mutant_library, seed=13, dtypes=["int64"], include_large=False)
+    assert report.status == "pass", [f.message for d in report.dtypes for f in d.failures]
+    shipped = report.dtypes[0].tallies["held-out"]
+    assert shipped.samples == shipped.passed >= 2  # the two refused modes among them
+    # Without its check the kernel computes mode 0 for any mode: a silently wrong result, failed
+    # (held-out inputs are withheld, so the two refused modes show as a count).
+    report = run_spec_conformance(None, dataclasses.replace(spec, checks=()), library=mutant_library, seed=13,
+                                  dtypes=["int64"], include_large=False)
+    held = report.dtypes[0].tallies["held-out"]
+    assert report.status == "fail" and (held.samples, held.passed) == (shipped.samples, shipped.samples - 2)
+    # The same calls as random cases show their reasons; a check worded unlike torch fails too.
+    refused = {"random": [{"self": {"shape": [3, 4]}, "dim": [1], "mode": 1},
+                          {"self": {"shape": [5]}, "mode": -1}]}
+    for checks, reason in [((), "torch refuses the call (Unknown hash_tensor mode: 1), the host computes a result"),
+                           ((CheckSpec("mode == 0", "bad mode {mode}"),),
+                            "torch refuses the call with 'Unknown hash_tensor mode: -1', the host with 'bad mode -1'")]:
+        probe = dataclasses.replace(spec, checks=checks, cases=refused)
+        report = run_spec_conformance(None, probe, library=mutant_library, seed=13, dtypes=["int64"],
+                                      include_held_out=False)
+        failures = [f.message for d in report.dtypes for f in d.failures]
+        assert report.status == "fail" and any(reason in m for m in failures), failures
+    with pytest.raises(HostCheckFailed, match="^Unknown hash_tensor mode: 2$"):
+        plan_launch(spec, bind_call(torch.ops.aten.hash_tensor.default, (torch.ones(3),), {"mode": 2}))
