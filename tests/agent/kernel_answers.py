@@ -136,3 +136,6 @@ kernel void channel_shuffle(
 REGISTER_CHANNEL_SHUFFLE_OP(float);
 REGISTER_CHANNEL_SHUFFLE_OP(int);
 """
+
+# The line a repair puts back when the scripted model's first kernel gathers from the wrong channel.
+SHUFFLE_FIX = "const long c_in = (c_out % groups) * per_group + c_out / groups;"

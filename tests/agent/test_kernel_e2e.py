@@ -3,8 +3,9 @@ spec recipe covers: the reduction `argmin` (a reduction-stub whose MPS row names
 kernel the wheel does not ship: the port repoints that row) and the custom kernel `channel_shuffle`
 (missing), on a wheel workspace of the installed registry. The scripted model reads the tree's
 kernels of the same kind, answers first with a launch spec that must be refused (one line naming
-the field, one more call on the budget), then with a correct kernel and spec (tests/agent/kernel_answers.py);
-the same contract, emulated build and spec conformance judge it, and the run waits at the gate."""
+the field, one more call on the budget), then with a kernel and spec (tests/agent/kernel_answers.py);
+the same contract, emulated build and spec conformance judge it (a wrong channel_shuffle kernel is
+repaired through the repair loop), and the run waits at the gate."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from metalport.agent.openai_provider import KERNEL_TOOLS
 from metalport.checkout import init_workspace
 from metalport.graph.runs import RunOptions, run_dir, start_run
 from tests.agent.kernel_answers import (ARGMIN_BAD_SPEC, ARGMIN_KERNEL, ARGMIN_SPEC, SHUFFLE_BAD_SPEC,
-                                        SHUFFLE_KERNEL, SHUFFLE_SPEC)
+                                        SHUFFLE_FIX, SHUFFLE_KERNEL, SHUFFLE_SPEC)
 from tests.llm_server import ScriptedLLM, json_reply, tool_reply
 
 SECRETS = {"OPENAI_API_KEY": "sk-kernel-e2e-key-0123456789", "VAULT_PASS": "vault-kernel-e2e-13579"}
@@ -54,15 +55,16 @@ def _run(workspace: Path, tmp_path: Path, op: str, script: list[dict]) -> tuple:
     return record, server
 
 
-def _assert_at_the_gate(record, server: ScriptedLLM, workspace: Path, refusal: str) -> None:
-    assert (record.status, record.attempts) == ("awaiting-review", 1), record.reason
+def _assert_at_the_gate(record, server: ScriptedLLM, workspace: Path, refusal: str, *, attempts: int = 1,
+                        calls: int = 4) -> None:
+    assert (record.status, record.attempts) == ("awaiting-review", attempts), record.reason
     assert record.verdicts["check"]["ok"] and record.verdicts["build"]["ok"] and record.verdicts["test"]["ok"], \
         record.verdicts
     # The bad spec went back as one line naming the field, and cost one more call on the budget.
-    assert server.requests[-1]["messages"][-1] == {"role": "user", "content": refusal}
-    assert record.usage["calls"] == len(server.requests) == 4
+    assert server.requests[3]["messages"][-1] == {"role": "user", "content": refusal}
+    assert record.usage["calls"] == len(server.requests) == calls
     # Writing a kernel only reads: nothing offered edits, runs a command, commits or approves.
-    assert all({t["function"]["name"] for t in r["tools"]} == KERNEL_TOOLS for r in server.requests)
+    assert all({t["function"]["name"] for t in r["tools"]} == KERNEL_TOOLS for r in server.requests[:4])
     sent = server.prompt_text()
     for value in SECRETS.values():
         assert value not in sent
@@ -91,15 +93,25 @@ def test_a_reduction_outside_the_table_gets_its_kernel_and_spec_from_the_model(w
     assert "TORCH_IMPL_FUNC(argmin_out_metal)" in (tree / "aten/src/ATen/native/mps/operations/ArgMin.mm").read_text()
 
 
-def test_a_custom_kernel_outside_the_table_gets_its_kernel_and_spec_from_the_model(workspace: Path,
-                                                                                     tmp_path: Path) -> None:
+def test_a_custom_kernel_outside_the_table_gets_its_kernel_and_spec_from_the_model_and_repairs_it(
+        workspace: Path, tmp_path: Path) -> None:
+    kernel_file = "aten/src/ATen/native/mps/kernels/ChannelShuffle.metal"
+    broken = SHUFFLE_KERNEL.replace(SHUFFLE_FIX, "const long c_in = c_out;")
     script = [tool_reply(("show_kernels", {"kind": "custom-kernel"})),
               tool_reply(("show_kernels", {"kind": "custom-kernel", "op": "take"})),
-              _answer(SHUFFLE_BAD_SPEC, SHUFFLE_KERNEL), _answer(SHUFFLE_SPEC, SHUFFLE_KERNEL)]
+              _answer(SHUFFLE_BAD_SPEC, broken), _answer(SHUFFLE_SPEC, broken),
+              # conformance fails; the repair loop hands the failure back with the kernel file editable
+              tool_reply(("propose_edit", {"path": kernel_file, "search": "const long c_in = c_out;",
+                                           "replace": SHUFFLE_FIX})),
+              tool_reply(("check", {})), tool_reply(("finish", {"summary": "gather from the shuffled channel"}))]
     record, server = _run(workspace, tmp_path, "channel_shuffle", script)
     _assert_at_the_gate(record, server, workspace, "your KernelAnswer is refused: spec channel_shuffle: "
                         "params[0].from: 'group' is neither an argument of channel_shuffle nor one of "
-                        "reduce_size, num_slices, numel, output_numel, ndim, sizes, strides")
+                        "reduce_size, num_slices, numel, output_numel, ndim, sizes, strides", attempts=2, calls=7)
+    assert "failed at the test stage" in server.requests[4]["messages"][1]["content"]
+    assert kernel_file in server.requests[4]["messages"][1]["content"]  # the allow-list names the kernel
+    assert _tool_results(server.requests[5])[-1]["ok"] and _tool_results(server.requests[6])[-1]["ok"]
     tree = Path(record.worktree)
+    assert SHUFFLE_FIX in (tree / kernel_file).read_text()
     assert "MPS: channel_shuffle_mps" in (tree / NATIVE).read_text()
     assert "channel_shuffle_mps(" in (tree / "aten/src/ATen/native/mps/operations/ChannelShuffle.mm").read_text()
