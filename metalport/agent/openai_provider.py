@@ -23,12 +23,12 @@ import pydantic
 
 from metalport.agent.budget import Budget, BudgetLimits
 from metalport.agent.capped_http import ReplyTooLarge, capped_client
-from metalport.agent.provider import (FixRequest, FixResult, FunctorRequest, FunctorResult, KernelRequest,
-                                      KernelResult, PlanRequest, PlanResult, PrRequest)
+from metalport.agent.provider import (FixRequest, FixResult, FunctorRequest, FunctorResult, KernelCheck,
+                                      KernelRequest, KernelResult, PlanRequest, PlanResult, PrRequest)
 from metalport.agent.tools import ToolBox
 from metalport.agent.transcript import Redactor, Transcript, read_transcript
 from metalport.config import AgentConfig
-from metalport.errors import AgentError, SpecError, UsageError
+from metalport.errors import AgentError, UsageError
 from metalport.prompts import render_prompt
 
 _RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
@@ -106,20 +106,6 @@ def _check_plan(request: PlanRequest) -> Callable[[PlanAnswer], str | None]:
     return check
 
 
-def _check_kernel(request: KernelRequest) -> Callable[[KernelAnswer], str | None]:
-    """A validator of kernel answers: the spec's one-line SpecError (Note [model specs]), or None."""
-    from metalport.port.specport import model_spec_recipe
-
-    def check(answer: KernelAnswer) -> str | None:
-        try:
-            model_spec_recipe(request.op.removeprefix("aten::"), dict(request.schemas), answer.spec_yaml,
-                              answer.kernel_source)
-        except SpecError as err:
-            return err.message
-        return None
-    return check
-
-
 @dataclass(frozen=True)
 class _ToolCall:
     """One tool call of a reply, normalized: a custom (non-function) call or a missing name is data,
@@ -192,14 +178,15 @@ class OpenAIProvider:
         return FunctorResult(functor_source=answer.functor_source, summary=answer.summary,
                              usage=self.budget.usage())
 
-    def write_kernel(self, request: KernelRequest, tools: ToolBox) -> KernelResult:
+    def write_kernel(self, request: KernelRequest, tools: ToolBox, accept: KernelCheck) -> KernelResult:
         """Run the read-only tool loop until the model answers with a kernel and a launch spec that
-        pass `model_spec_recipe`; each refusal goes back as one line and costs a turn."""
+        `accept` takes; each refusal goes back as one line and costs a turn."""
         shown, omitted = select_diagnostics(request.diagnostics)
         messages = self._start("write_kernel", op=request.op, kind=request.kind, kind_reason=request.kind_reason,
                                schemas=request.schemas, plan_summary=request.plan_summary,
                                feedback=request.feedback, diagnostics=shown, omitted=omitted)
-        answer = self._loop(messages, tools, KernelAnswer, validate=_check_kernel(request), offered=KERNEL_TOOLS)
+        answer = self._loop(messages, tools, KernelAnswer, offered=KERNEL_TOOLS,
+                            validate=lambda a: accept(a.spec_yaml, a.kernel_source))
         return KernelResult(spec_text=answer.spec_yaml, kernel_source=answer.kernel_source, summary=answer.summary,
                             usage=self.budget.usage())
 

@@ -7,6 +7,7 @@ through `tools.call("propose_edit", ...)`; it must return the same result types,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -50,10 +51,15 @@ class KernelRequest:
     diagnostics: tuple[dict, ...] = ()
 
 
+# Judges a kernel answer (spec YAML, kernel source) before the loop accepts it: None, or the one-line
+# reason sent back to the model (the graph checks the spec and plans the port with it).
+KernelCheck = Callable[[str, str], str | None]
+
+
 @dataclass(frozen=True)
 class KernelResult:
-    """The model's launch spec (YAML text) and kernel source, already validated (`spec_text` passed
-    `port.specport.model_spec_recipe`), and its notes."""
+    """The model's launch spec (YAML text) and kernel source, accepted by the run's `KernelCheck`,
+    and its notes."""
 
     spec_text: str
     kernel_source: str
@@ -123,8 +129,8 @@ class Provider(Protocol):
         """Return the functor source for `request`; may read the tree through `tools`."""
         ...
 
-    def write_kernel(self, request: KernelRequest, tools: ToolBox) -> KernelResult:
-        """Return a kernel and launch spec for `request` that pass `model_spec_recipe`."""
+    def write_kernel(self, request: KernelRequest, tools: ToolBox, accept: KernelCheck) -> KernelResult:
+        """Return a kernel and launch spec for `request` that `accept` takes."""
         ...
 
     def fix(self, request: FixRequest, tools: ToolBox) -> FixResult:

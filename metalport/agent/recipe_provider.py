@@ -10,8 +10,8 @@ from pathlib import Path
 
 import jinja2
 
-from metalport.agent.provider import (FixRequest, FixResult, FunctorRequest, FunctorResult, KernelRequest,
-                                      KernelResult, PrRequest)
+from metalport.agent.provider import (FixRequest, FixResult, FunctorRequest, FunctorResult, KernelCheck,
+                                      KernelRequest, KernelResult, PrRequest)
 from metalport.port.functors import FunctorRecipe, recipe_table
 from metalport.agent.tools import ToolBox
 from metalport.errors import RecipeError
@@ -40,7 +40,7 @@ class RecipeProvider:
         return FunctorResult(functor_source=recipe.source, summary=f"{recipe.functor} from the recipe table",
                              usage=dict(NO_USAGE))
 
-    def write_kernel(self, request: KernelRequest, tools: ToolBox) -> KernelResult:
+    def write_kernel(self, request: KernelRequest, tools: ToolBox, accept: KernelCheck) -> KernelResult:
         """The spec table plans its ops itself, so an op asked for here has no recipe: RecipeError."""
         raise RecipeError(f"aten::{request.op.removeprefix('aten::')} is not in the spec recipe table: its kernel "
                           f"({request.kind}) needs an LLM", hint="rerun with --model openai:MODEL")

@@ -55,16 +55,18 @@ def _run(workspace: Path, tmp_path: Path, op: str, script: list[dict]) -> tuple:
     return record, server
 
 
-def _assert_at_the_gate(record, server: ScriptedLLM, workspace: Path, refusal: str, *, attempts: int = 1,
+def _assert_at_the_gate(record, server: ScriptedLLM, workspace: Path, *refusals: str, attempts: int = 1,
                         calls: int = 4) -> None:
     assert (record.status, record.attempts) == ("awaiting-review", attempts), record.reason
     assert record.verdicts["check"]["ok"] and record.verdicts["build"]["ok"] and record.verdicts["test"]["ok"], \
         record.verdicts
-    # The bad spec went back as one line naming the field, and cost one more call on the budget.
-    assert server.requests[3]["messages"][-1] == {"role": "user", "content": refusal}
+    # Each bad spec went back as one line naming the field, and cost one more call on the budget.
+    writes = 3 + len(refusals)
+    for n, refusal in enumerate(refusals, start=3):
+        assert server.requests[n]["messages"][-1] == {"role": "user", "content": refusal}
     assert record.usage["calls"] == len(server.requests) == calls
     # Writing a kernel only reads: nothing offered edits, runs a command, commits or approves.
-    assert all({t["function"]["name"] for t in r["tools"]} == KERNEL_TOOLS for r in server.requests[:4])
+    assert all({t["function"]["name"] for t in r["tools"]} == KERNEL_TOOLS for r in server.requests[:writes])
     sent = server.prompt_text()
     for value in SECRETS.values():
         assert value not in sent
@@ -78,10 +80,16 @@ def test_a_reduction_outside_the_table_gets_its_kernel_and_spec_from_the_model(w
                                                                                  tmp_path: Path) -> None:
     script = [tool_reply(("show_op", {"op": "aten::argmin"}), ("show_kernels", {"kind": "reduction-stub"})),
               tool_reply(("show_kernels", {"kind": "custom-kernel", "op": "mode"})),
-              _answer(ARGMIN_BAD_SPEC, ARGMIN_KERNEL), _answer(ARGMIN_SPEC, ARGMIN_KERNEL)]
+              _answer(ARGMIN_BAD_SPEC, ARGMIN_KERNEL),
+              # a host function named as the row's MPS-only kernel: the plan cannot repoint the row
+              _answer(ARGMIN_SPEC.replace("argmin_out_metal", "argmin_out_mps"), ARGMIN_KERNEL),
+              _answer(ARGMIN_SPEC, ARGMIN_KERNEL)]
     record, server = _run(workspace, tmp_path, "argmin", script)
     _assert_at_the_gate(record, server, workspace, "your KernelAnswer is refused: spec argmin: "
-                        "geometry.threadgroup: 2048 threads is over the limit of 1024")
+                        "geometry.threadgroup: 2048 threads is over the limit of 1024; Apple GPUs run at most "
+                        "1024 threads per threadgroup",
+                        "your KernelAnswer is refused: spec argmin: host.function: the row already routes MPS "
+                        "(MPS: argmin_out_mps); the op has an MPS kernel; migrate it instead", calls=5)
     listed = _tool_results(server.requests[1])[-1]
     assert "mode" in {r["op"] for r in listed["recipes"]} and "no spec recipe is of kind" in listed["note"]
     shown = _tool_results(server.requests[2])[-1]

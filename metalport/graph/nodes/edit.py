@@ -7,7 +7,7 @@ from langgraph.runtime import Runtime
 
 from metalport.agent.provider import FixRequest, FunctorRequest, KernelRequest
 from metalport.port.plan_model import PortPlan
-from metalport.errors import AgentError, BudgetExhausted, PipelineError, RecipeError
+from metalport.errors import AgentError, BudgetExhausted, PipelineError, RecipeError, SpecError
 from metalport.failure import Failure
 from metalport.graph.context import RunContext
 from metalport.graph.nodes._common import first_failure, load_plan, load_worktree
@@ -85,9 +85,10 @@ def _apply_fresh(ctx: RunContext, state: PortState, port: PortPlan, worktree: Wo
 
 def _model_spec_plan(ctx: RunContext, state: PortState, port: PortPlan, worktree: Worktree) -> PortPlan:
     """Note [model kernels]: an op whose port writes its own kernel and that no spec recipe covers
-    gets its kernel and launch spec from the model, validated like a recipe's (`model_spec_recipe`,
-    refusals go back to the model), then planned exactly as a spec recipe (`plan_spec_port`): the
-    same registry row, host code, allow-list, contract, build and conformance judge it."""
+    gets its kernel and launch spec from the model. An answer is accepted only when it passes
+    `model_spec_recipe` and plans as a spec recipe (`plan_spec_port`); otherwise the one-line
+    SpecError/PipelineError goes back to the model. The same registry row, host code, allow-list,
+    contract, build and conformance as for a recipe then judge it."""
     from pathlib import Path
 
     from metalport.checkout import find_checkout
@@ -98,12 +99,22 @@ def _model_spec_plan(ctx: RunContext, state: PortState, port: PortPlan, worktree
     checkout = find_checkout(Path(state.get("base_root") or state["repo_root"]))
     res = resolve_op(checkout, state["op"])
     schemas = entry_schemas(res)
+
+    def plan_with(spec_text: str, kernel_source: str) -> PortPlan:
+        return plan_spec_port(checkout, res, model_spec_recipe(res.op, schemas, spec_text, kernel_source))
+
+    def accept(spec_text: str, kernel_source: str) -> str | None:
+        try:
+            plan_with(spec_text, kernel_source)
+        except (SpecError, PipelineError) as err:
+            return f"{err.message}; {err.hint}" if err.hint else err.message  # no location: paths stay ours
+        return None
+
     request = KernelRequest(op=state["op"], kind=port.kind, kind_reason=port.kind_reason or "",
                             schemas=tuple(schemas.items()), plan_summary=_plan_summary(port),
                             feedback=state.get("feedback") or "")
-    answer = ctx.provider.write_kernel(request, make_toolbox(ctx, state, port, worktree))
-    recipe = model_spec_recipe(res.op, schemas, answer.spec_text, answer.kernel_source)
-    return plan_spec_port(checkout, res, recipe)
+    answer = ctx.provider.write_kernel(request, make_toolbox(ctx, state, port, worktree), accept)
+    return plan_with(answer.spec_text, answer.kernel_source)
 
 
 def _plan_summary(port: PortPlan) -> str:
