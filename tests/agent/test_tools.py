@@ -124,3 +124,21 @@ def test_check_failures_become_structured_diagnostics(tmp_path: Path) -> None:
     failures.clear()
     assert _call(box, "check") == {"ok": True, "diagnostics": []}
     assert _call(box, "finish", summary="x")["ok"] is True
+
+
+def test_show_kernels_is_offered_only_to_ports_that_write_their_own_kernel(tmp_path: Path) -> None:
+    from metalport.agent.tools import ToolBox
+    from metalport.graph.toolbox import show_kernels
+
+    plain = ToolBox(tmp_path, [], check=dict, conformance=dict, show_op=lambda o: {}, show_examples=lambda f: {})
+    assert "show_kernels" not in plain.names()
+    assert _call(plain, "show_kernels", kind="custom-kernel")["error"].startswith("not offered in this step 'show_kernels'")
+    box = ToolBox(tmp_path, [], check=dict, conformance=dict, show_op=lambda o: {}, show_examples=lambda f: {},
+                  show_kernels=lambda kind, op: show_kernels(tmp_path, kind, op))
+    assert "show_kernels" in {s["function"]["name"] for s in box.specs()}
+    assert _call(box, "show_kernels", kind="reduction")["error"] == "unknown kind 'reduction'"
+    assert _call(box, "show_kernels", kind="custom-kernel", op="modes")["error"] == "no spec recipe for 'modes'"
+    listed = _call(box, "show_kernels", kind="custom-kernel")
+    assert listed["ok"] and {"mode", "take"} <= {r["op"] for r in listed["recipes"]} and listed["kernel_files"] == []
+    shown = _call(box, "show_kernels", kind="custom-kernel", op="aten::take")
+    assert shown["op"] == "take" and "grid: per-output-element" in shown["spec_yaml"]
