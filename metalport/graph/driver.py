@@ -218,7 +218,7 @@ class RunDriver:
             if node == "__interrupt__":
                 return True
             values.update(update or {})
-            if node == "plan" and update.get("plan"):
+            if node in ("plan", "edit") and update.get("plan"):  # edit: a model-written spec's plan
                 write_json(self.directory / "plan.json", update["plan"])
             self._write(values)
             wall0, cpu0 = self._started.pop(node, (time.monotonic(), _cpu_s()))

@@ -17,6 +17,7 @@ import pytest
 
 from metalport.agent.openai_provider import KERNEL_TOOLS
 from metalport.checkout import init_workspace
+from metalport.cli import main
 from metalport.graph.runs import RunOptions, run_dir, start_run
 from tests.agent.kernel_answers import (ARGMIN_BAD_SPEC, ARGMIN_KERNEL, ARGMIN_SPEC, SHUFFLE_BAD_SPEC,
                                         SHUFFLE_FIX, SHUFFLE_KERNEL, SHUFFLE_SPEC)
@@ -76,8 +77,8 @@ def _assert_at_the_gate(record, server: ScriptedLLM, workspace: Path, *refusals:
     assert head[0] == head[1]  # nothing committed before approval
 
 
-def test_a_reduction_outside_the_table_gets_its_kernel_and_spec_from_the_model(workspace: Path,
-                                                                                 tmp_path: Path) -> None:
+def test_a_reduction_outside_the_table_gets_its_kernel_and_spec_from_the_model(
+        workspace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     script = [tool_reply(("show_op", {"op": "aten::argmin"}), ("show_kernels", {"kind": "reduction-stub"})),
               tool_reply(("show_kernels", {"kind": "custom-kernel", "op": "mode"})),
               _answer(ARGMIN_BAD_SPEC, ARGMIN_KERNEL),
@@ -99,6 +100,10 @@ def test_a_reduction_outside_the_table_gets_its_kernel_and_spec_from_the_model(w
     assert "MPS: argmin_out_mps" not in (tree / NATIVE).read_text()
     assert 'host_name("argmin_" #T "_long")' in (tree / "aten/src/ATen/native/mps/kernels/ArgMin.metal").read_text()
     assert "TORCH_IMPL_FUNC(argmin_out_metal)" in (tree / "aten/src/ATen/native/mps/operations/ArgMin.mm").read_text()
+    # The reviewer reads the model's launch spec at the gate, as for a recipe.
+    assert main(["review", "show", record.run_id, "--repo", str(workspace)]) == 0
+    shown = capsys.readouterr().out
+    assert "launch spec:" in shown and "grid: per-output-element" in shown and "check: passed" in shown
 
 
 def test_a_custom_kernel_outside_the_table_gets_its_kernel_and_spec_from_the_model_and_repairs_it(
