@@ -69,7 +69,9 @@ def _compile(tmp_path: Path, compiler: list[str], name: str) -> tuple[Path, str]
     source = tmp_path / name
     source.write_text(BROKEN)
     lang = ["-x", "c++"] if not name.endswith(".cpp") else []
-    result = run_command([*compiler, *lang, "-fsyntax-only", name], tmp_path, timeout_s=120)
+    # zig's first call in a cold cache (the session's own XDG_CACHE_HOME) sets up its libc++ headers:
+    # minutes on a loaded 2-core machine.
+    result = run_command([*compiler, *lang, "-fsyntax-only", name], tmp_path, timeout_s=600)
     assert result.returncode != 0
     return source, result.stderr
 
