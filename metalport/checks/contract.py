@@ -17,11 +17,12 @@ from __future__ import annotations
 import ast
 import re
 import subprocess
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from metalport.port.decorators import OPINFO_FILES, find_decorators
+from metalport.port.decorators import OPINFO_FILES, find_decorators, narrow_decorators
 from metalport.port.host import has_legacy
 from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
 from metalport.port.resolve import host_line, mps_only_lines
@@ -336,11 +337,11 @@ def _cheat_checks(changes: _Changes) -> Iterator[Failure]:
 def _decorator_checks(base_root: Path, worktree_root: Path, changes: _Changes, plan: PortPlan) -> Iterator[Failure]:
     """Exactly the planned MPS decorators left the OpInfo files (compared as source, by `ast`), and
     nothing was added to those files."""
+    narrowing = [(f, n, a, b, kept) for f, n, a, b, kept in plan.decorator_narrowed]
     for rel in OPINFO_FILES:
-        if rel not in changes.paths and not any(f == rel for f, _, _, _ in plan.decorator_entries):
+        if rel not in changes.paths and not any(f == rel for f, _, _, _ in plan.decorator_entries) and \
+                not any(f == rel for f, _, _, _, _ in narrowing):
             continue
-        for line, text in changes.added.get(rel, []):
-            yield _fail("decorators", f"line added to an OpInfo file: {text.strip()[:100]}", rel, line)
         base = _base_text(base_root, changes, rel) or ""
         after = (worktree_root / rel).read_text(encoding="utf-8") if (worktree_root / rel).is_file() else ""
         lines = base.split("\n")
@@ -353,10 +354,36 @@ def _decorator_checks(base_root: Path, worktree_root: Path, changes: _Changes, p
         now = {source((d.opinfo, d.first_line, d.last_line), now_lines)
                for d in find_decorators(after, None, path=rel, strict=False)}
         planned = {source((n, a, b), lines) for f, n, a, b in plan.decorator_entries if f == rel}
-        for opinfo, text in sorted((before - now) - planned):
+        # Narrowed decorators: their base text, and the text `narrow_decorators` makes of it.
+        spans = {(a, b): kept for f, _, a, b, kept in narrowing if f == rel}
+        narrowed_base = {source((n, a, b), lines) for f, n, a, b, _ in narrowing if f == rel}
+        wanted_lines = narrow_decorators(base, spans, path=rel).split("\n") if spans else lines
+        wanted = Counter(source((n, a, b), wanted_lines) for f, n, a, b, _ in narrowing if f == rel)
+        allowed_added = {line.strip() for _, text in wanted for line in text.split("\n")}
+        for line, text in changes.added.get(rel, []):
+            if text.strip() not in allowed_added:
+                yield _fail("decorators", f"line added to an OpInfo file: {text.strip()[:100]}", rel, line)
+        for opinfo, text in sorted((before - now) - planned - narrowed_base):
             yield _fail("decorators", f"unplanned removal of {opinfo}'s decorator {text[:100]}", rel)
         for opinfo, text in sorted(planned & now):
             yield _fail("decorators", f"{opinfo}'s MPS decorator is still there: {text[:100]}", rel)
+        counted = Counter(source((d.opinfo, d.first_line, d.last_line), now_lines)
+                          for d in find_decorators(after, None, path=rel, strict=False))
+        for opinfo, text in sorted(wanted - counted):  # counted: two OpInfos may share a name and a decorator
+            kept = next(k for f, n, a, b, k in narrowing if f == rel and source((n, a, b), wanted_lines) == (opinfo, text))
+            yield _fail("decorators", f"{opinfo}'s MPS decorator should list exactly the dtypes the port leaves "
+                        f"failing ({', '.join(kept)}): {text[:100]}", rel)
+    yield from _narrowing_consistency(plan)
+
+
+def _narrowing_consistency(plan: PortPlan) -> Iterator[Failure]:
+    """A decorator meaning every dtype and an xfail entry meaning every dtype are narrowed to the
+    same dtypes (both are what the port leaves out)."""
+    xfail = {frozenset(kept) for _, _, _, kept in plan.xfail_narrowed}
+    for rel, opinfo, _, _, kept in plan.decorator_narrowed:
+        if xfail and frozenset(kept) not in xfail and not any(frozenset(kept) < x for x in xfail):
+            yield _fail("decorators", f"{opinfo}'s MPS decorator is narrowed to {', '.join(kept)} but the xfail "
+                        f"entries to {'; '.join(', '.join(sorted(x)) for x in xfail)}", rel)
 
 
 def check_contract(base_root: Path, worktree_root: Path, plan: PortPlan) -> list[Failure]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from metalport.port._sources import TERNARY_ALPHA_KERNELS, TERNARY_ALPHA_MACRO
 from metalport.port.cformat import format_snippet
-from metalport.port.decorators import find_decorators, remove_lines
+from metalport.port.decorators import find_decorators, narrow_decorators, remove_lines
 from metalport.port.host import HostStub, drop_empty_namespaces, has_legacy, insert_stub, remove_legacy
 from metalport.port.metal import ensure_includes, file_style, insert_functor, needed_includes
 from metalport.port.plan import NEEDS_LLM
@@ -179,14 +179,20 @@ def _legacy_edit(texts: _Texts, plan: PortPlan) -> None:
 
 
 def _decorator_edit(texts: _Texts, plan: PortPlan) -> None:
-    """Remove the plan's OpInfo decorators, found again by `ast` (a second apply finds none)."""
-    for rel in dict.fromkeys(f for f, _, _, _ in plan.decorator_entries):
+    """Narrow, then remove, the plan's OpInfo decorators, found again by `ast` (a second apply
+    finds the removed ones gone and leaves the file as it is)."""
+    files = [f for f, _, _, _ in plan.decorator_entries] + [f for f, _, _, _, _ in plan.decorator_narrowed]
+    for rel in dict.fromkeys(files):
         text = texts.require(rel)
-        names = {n for f, n, _, _ in plan.decorator_entries if f == rel}
+        names = {n for f, n, _, _ in plan.decorator_entries if f == rel} | \
+            {n for f, n, _, _, _ in plan.decorator_narrowed if f == rel}
         planned = {(n, a, b) for f, n, a, b in plan.decorator_entries if f == rel}
+        narrowed = {(n, a, b): kept for f, n, a, b, kept in plan.decorator_narrowed if f == rel}
         base_spans = {(d.opinfo, d.first_line, d.last_line) for d in find_decorators(text, names, path=rel)}
-        if not base_spans & planned:
-            continue  # removed already
+        if planned and not base_spans & planned:
+            continue  # applied already (the removals moved the narrowed decorators' lines)
+        text = narrow_decorators(text, {(a, b): kept for (n, a, b), kept in narrowed.items()
+                                        if (n, a, b) in base_spans}, path=rel)
         texts.texts[rel] = remove_lines(text, [(a, b) for _, a, b in planned & base_spans])
 
 

@@ -4,13 +4,15 @@ PyTorch's porting checklist removes them with the port: a test marked as failing
 passes is an unexpected success. A decorator is the `DecorateInfo(unittest.expectedFailure | skip,
 ..., device_type='mps', ...)` element of the `decorators=`/`skips=` list of the `*Info(...)` call
 named for the op. Only decorators whose `dtypes` the port registers (or that name no dtypes) are
-removed; tolerance overrides stay. Removal takes whole lines, like the common_mps.py lists.
+removed; tolerance overrides stay. Removal takes whole lines, like the common_mps.py lists. A
+decorator the port makes pass for only some dtypes is narrowed to the others (`narrow_decorators`),
+as common_mps.py xfail entries are.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from metalport.errors import RecipeError
@@ -89,6 +91,42 @@ def find_decorators(text: str, names: Iterable[str] | None, *, path: str,
                                       location=f"{path}:{start}", hint="put it on its own line, then rerun")
                 found.append(Decorator(path, str(node.args[0].value), start, end, _dtypes(e)))  # type: ignore[arg-type]
     return tuple(sorted(found, key=lambda d: d.first_line))
+
+
+def dtypes_source(dtypes: Iterable[str]) -> str:
+    """`(torch.complex64, torch.uint8)`: a decorator's `dtypes=` value for torch dtype names."""
+    names = [f"torch.{d}" for d in dtypes]
+    return "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
+
+
+def narrow_decorators(text: str, spans: Mapping[tuple[int, int], tuple[str, ...]], *, path: str) -> str:
+    """`text` with the MPS decorator spanning each (first, last) line pair limited to its dtypes:
+    its `dtypes=` value replaced, or `dtypes=` added before its closing parenthesis. Line count
+    and every other character stay as they were."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as err:
+        raise RecipeError(f"cannot parse: {err.msg}", location=f"{path}:{err.lineno}") from err
+    lines = [line.encode("utf-8") for line in text.split("\n")]  # ast columns are UTF-8 byte offsets
+    edits: list[tuple[int, int, int, int, str]] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and _is_mps_failure(node) and (node.lineno, node.end_lineno) in spans):
+            continue
+        value = dtypes_source(spans[(node.lineno, node.end_lineno or node.lineno)])
+        given = _keyword(node, "dtypes")
+        if given is not None:
+            edits.append((given.lineno, given.col_offset, given.end_lineno or given.lineno,
+                          given.end_col_offset or 0, value))
+        else:
+            row, col = (node.end_lineno or node.lineno), (node.end_col_offset or 1) - 1  # at the `)`
+            before = lines[row - 1][:col].rstrip()
+            joint = " " if before.endswith(b",") else "" if before.endswith(b"(") else ", "
+            edits.append((row, col, row, col, f"{joint}dtypes={value}"))
+    for first, start, last, end, new in sorted(edits, reverse=True):
+        head, tail = lines[first - 1][:start], lines[last - 1][end:]
+        lines[first - 1:last] = [head + new.encode("utf-8") + tail] + [b""] * (last - first)
+        # (a multi-line dtypes= value keeps the line count: its later lines become empty)
+    return "\n".join(line.decode("utf-8") for line in lines)
 
 
 def remove_lines(text: str, spans: Iterable[tuple[int, int]]) -> str:

@@ -93,6 +93,9 @@ class PortPlan:
     # MPS skip/expectedFailure decorators of the op's OpInfos the port makes obsolete:
     # (file, OpInfo name, first line, last line) in the base (metalport/port/decorators.py).
     decorator_entries: tuple[tuple[str, str, int, int], ...] = ()
+    # Decorators the port makes pass for some dtypes only, narrowed to the others:
+    # (file, OpInfo name, first line, last line, torch dtype names kept) in the base.
+    decorator_narrowed: tuple[tuple[str, str, int, int, tuple[str, ...]], ...] = ()
     # Stub routing (checkout.routing): every stub the op's CPU kernel calls, each of which must be
     # registered for MPS exactly once after the port; `stub` is the first of them. `stub_route` is
     # the route in one line, `stub_args` the arguments the kernel passes the stub (`("-alpha",)`).
@@ -155,6 +158,8 @@ class PortPlan:
                                             for a, b, c, d in data.get("decorator_entries", ()))
         values["xfail_narrowed"] = tuple((str(a), str(b), int(c), tuple(d))
                                          for a, b, c, d in data.get("xfail_narrowed", ()))
+        values["decorator_narrowed"] = tuple((str(a), str(b), int(c), int(d), tuple(e))
+                                             for a, b, c, d, e in data.get("decorator_narrowed", ()))
         for name in ("stubs", "stub_args"):
             values[name] = tuple(data.get(name, ()))
         values["legacy_registrations"] = tuple((str(f), int(n), str(t))

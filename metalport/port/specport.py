@@ -66,14 +66,10 @@ def _spec_xfails(res: Resolution, metal: tuple[str, ...], names: list[str]
     """The xfail edits of a spec port: as for pointwise, except that an entry meaning every dtype
     (`"logspace": None`) is narrowed to the OpInfo dtypes MPS could hold that the spec does not
     register (a recipe may leave some out), instead of removed."""
-    from metalport.port.functors import METAL_TYPES
     from metalport.port.port import _xfails
-    from metalport.torch_facts import opinfo_facts
 
     removed, narrowed = _xfails(res, metal)
-    facts = opinfo_facts()
-    cpu = next((facts[n].cpu_dtypes for n in names if n in facts), ())
-    left = tuple(d for d in cpu if d in METAL_TYPES and METAL_TYPES[d] not in metal)
+    left = _left_out(metal, names)
     if not left:
         return removed, narrowed
     every = {(x.list_name, x.op, x.where.line) for x in res.xfails if x.dtypes is None}
@@ -81,10 +77,45 @@ def _spec_xfails(res: Resolution, metal: tuple[str, ...], names: list[str]
             narrowed + tuple((lst, key, line, left) for lst, key, line in removed if (lst, key, line) in every))
 
 
+def _left_out(metal: tuple[str, ...], names: list[str]) -> tuple[str, ...]:
+    """The torch dtypes of the op's OpInfo (CPU) that MPS could hold but the spec does not register."""
+    from metalport.port.functors import METAL_TYPES
+    from metalport.torch_facts import opinfo_facts
+
+    facts = opinfo_facts()
+    cpu = next((facts[n].cpu_dtypes for n in names if n in facts), ())
+    return tuple(d for d in cpu if d in METAL_TYPES and METAL_TYPES[d] not in metal)
+
+
+def _spec_decorators(checkout: Checkout, op: str, names: list[str], metal: tuple[str, ...]
+                     ) -> tuple[tuple[tuple[str, str, int, int], ...], tuple[tuple[str, str, int, int, tuple[str, ...]], ...]]:
+    """(MPS decorators the port makes obsolete, those it narrows: (..., dtypes kept)): as for the
+    xfails (`_spec_xfails`), a decorator naming no dtypes is narrowed to the dtypes the spec leaves
+    out rather than removed, and one naming some registered dtypes keeps only the others."""
+    from metalport.port.decorators import OPINFO_FILES, find_decorators
+    from metalport.port.functors import METAL_TYPES
+
+    if op.endswith("_backward"):
+        return (), ()  # its OpInfo is the forward's, whose decorators are about the forward
+    left = _left_out(metal, names)
+    removed, narrowed = [], []
+    for rel in OPINFO_FILES:
+        path = checkout.root / rel
+        if not path.is_file():
+            continue
+        for d in find_decorators(path.read_text(encoding="utf-8"), names, path=rel):
+            kept = left if d.dtypes is None else tuple(t for t in d.dtypes if METAL_TYPES.get(t) not in metal)
+            if not kept:
+                removed.append((rel, d.opinfo, d.first_line, d.last_line))
+            elif d.dtypes is None or len(kept) < len(d.dtypes):
+                narrowed.append((rel, d.opinfo, d.first_line, d.last_line, tuple(sorted(kept))))
+    return tuple(removed), tuple(narrowed)
+
+
 def plan_spec_port(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> PortPlan:
     """The plan of porting `res.op` with `recipe`; SpecError when the spec does not fit the op's
     schema, PipelineError when the op already has an MPS kernel on the routed entry."""
-    from metalport.port.port import _legacy_include, _legacy_registrations, _obsolete_decorators, _opinfo_names
+    from metalport.port.port import _legacy_include, _legacy_registrations, _opinfo_names
 
     spec = recipe.spec
     named = spec_entry(res, spec)
@@ -111,10 +142,11 @@ def plan_spec_port(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> P
     metal = tuple(dict.fromkeys(t[0] for t in spec.dtypes))
     names = [spec.opinfo] if spec.opinfo else _opinfo_names(res.op, res)
     xfail_entries, xfail_narrowed = _spec_xfails(res, metal, names)
-    decorators = _obsolete_decorators(checkout, res.op, names, metal)
+    decorators, narrowed_decorators = _spec_decorators(checkout, res.op, names, metal)
     legacy = tuple((f.where.file, f.name) for f in res.legacy)
     legacy_regs = _legacy_registrations(checkout, res)
     allowed = {NATIVE_FUNCTIONS, COMMON_MPS, spec.kernel_file, spec.host_file, *(d[0] for d in decorators),
+               *(d[0] for d in narrowed_decorators),
                *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs)}
     return PortPlan(
         op=res.op, status=res.status.value, family=res.family.value, rows=tuple(rows), kernel_file=spec.kernel_file,
@@ -124,8 +156,8 @@ def plan_spec_port(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> P
         legacy_include=_legacy_include(checkout, res) if legacy else None, legacy_registrations=legacy_regs,
         xfail_keys=tuple(dict.fromkeys([k for _, k, _ in xfail_entries] + [k for _, k, _, _ in xfail_narrowed])),
         allowed_paths=tuple(sorted(allowed)), needs_llm=False, migrate=bool(legacy_rows or legacy), xfail_entries=xfail_entries,
-        xfail_narrowed=xfail_narrowed, decorator_entries=decorators, kind=spec.kind,
-        kind_reason=_kind_reason(res, spec), spec=spec.to_dict(),
+        xfail_narrowed=xfail_narrowed, decorator_entries=decorators, decorator_narrowed=narrowed_decorators,
+        kind=spec.kind, kind_reason=_kind_reason(res, spec), spec=spec.to_dict(),
         schema=entry.func)
 
 

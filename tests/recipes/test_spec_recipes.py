@@ -26,6 +26,7 @@ from metalport.port.spec import METAL_DTYPES, CheckSpec, LaunchSpec, load_spec
 from metalport.port.spec_recipes import spec_recipes
 
 HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
+OPINFO = "torch/testing/_internal/common_methods_invocations.py"
 RECIPES = ("hash_tensor", "_adaptive_avg_pool3d", "take", "logspace", "_foreach_exp")
 # One single-bug mutant per recipe: (recipe, the dtype row it is judged at, text, replacement).
 MUTANTS = {
@@ -150,3 +151,32 @@ def test_hash_tensor_refuses_unknown_modes_with_torchs_message(mutant_library: S
         assert report.status == "fail" and any(reason in m for m in failures), failures
     with pytest.raises(HostCheckFailed, match="^Unknown hash_tensor mode: 2$"):
         plan_launch(spec, bind_call(torch.ops.aten.hash_tensor.default, (torch.ones(3),), {"mode": 2}))
+
+
+def test_logspace_decorators_are_narrowed_to_the_dtypes_it_leaves_out(workspace: Checkout) -> None:
+    plan = plan_port(workspace, "aten::logspace")
+    assert plan.decorator_entries == ()  # none is made to pass for every dtype
+    # test_out_requires_grad_error, test_noncontiguous_samples, test_out of both logspace OpInfos
+    # (the plain one and the tensor-overload variant)
+    assert len(plan.decorator_narrowed) == 6
+    assert {kept for *_, kept in plan.decorator_narrowed} == {("complex64", "uint8")}
+    assert {kept for *_, kept in plan.xfail_narrowed} == {("complex64", "uint8")}
+    worktree = workspace.root.parent / "narrow-logspace"
+    subprocess.run(["git", "worktree", "add", "-q", "-b", "narrow-logspace", str(worktree)], cwd=workspace.root,
+                   check=True, capture_output=True)
+    rel, before = OPINFO, (workspace.root / OPINFO).read_text()
+    assert rel in apply_port(plan, worktree)
+    after = (worktree / rel).read_text()
+    assert len(after.splitlines()) == len(before.splitlines())
+    for test in ("test_out_requires_grad_error", "test_noncontiguous_samples", "test_out"):
+        line = f"DecorateInfo(unittest.expectedFailure, 'TestCommon', '{test}', device_type='mps')"
+        assert after.count(line) == before.count(line) - 2, test  # linspace keeps its own
+        assert after.count(line[:-1] + ", dtypes=(torch.complex64, torch.uint8))") == 2, test
+    assert apply_port(plan, worktree) == ()  # a second apply changes nothing
+    assert [f.message for f in check_contract(workspace.root, worktree, plan)] == []
+    # Removing a narrowed decorator whole (uint8 and complex tests would fail on a Mac) breaks the contract.
+    text = after.replace(", device_type='mps', dtypes=(torch.complex64, torch.uint8))", ", device_type='mps')", 1)
+    (worktree / rel).write_text(text)
+    messages = [f.message for f in check_contract(workspace.root, worktree, plan)]
+    assert any(m.startswith("[decorators] logspace's MPS decorator should list exactly the dtypes the port leaves "
+                            "failing (complex64, uint8)") for m in messages), messages
