@@ -4,8 +4,10 @@ threadgroups the spec prescribes, run on a compiled kernel library.
 It mirrors what `hostgen` writes into the `.mm` host function (Note [spec buffers] in `port.spec`):
 outputs are allocated from the shape and dtype rules, inputs laid out as the spec says, an empty
 output returns early, and calls over more than `index_limit` elements are split into chunks of
-whole slices (the `with_32bit_indexing` split). Every output is poisoned before the run and
-followed by a guard band; a kernel that writes into the band raises SpecError.
+whole slices (the `with_32bit_indexing` split). Every output is poisoned before the run and sits
+between two guard bands (the kernel's pointer bound past the leading one, as `setBuffer:offset:`
+binds); a kernel that writes into either band raises SpecError. Tensor-list outputs have the
+trailing band only.
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ from typing import Any
 
 import torch
 
+from metalport.emulate.args import BufferOffset
 from metalport.errors import SpecError
 from metalport.port.spec import (METAL_DTYPES, Grid, LaunchSpec, Layout, OutputSpec, OutShape, ParamField, check_holds,
                                  check_message, eval_threads)
 
-GUARD_ELEMENTS = 64  # poisoned elements after each output
+GUARD_ELEMENTS = 64  # poisoned elements before and after each output
 POISON_BYTE = 0xA5
 INDEX_LIMIT = 2**31 - 1  # elements one launch may address with 32-bit indices
 
@@ -122,11 +125,24 @@ class Launch:
     derived: Mapping[str, int]
 
 
-def _poisoned(shape: Sequence[int], dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+def _poisoned(shape: Sequence[int], dtype: torch.dtype, lead: int = GUARD_ELEMENTS) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the output, its poisoned flat buffer: `lead` guard elements, the output, GUARD_ELEMENTS more)."""
     numel = math.prod(shape)
-    flat = torch.empty(numel + GUARD_ELEMENTS, dtype=dtype)
+    flat = torch.empty(lead + numel + GUARD_ELEMENTS, dtype=dtype)
     flat.view(torch.uint8).fill_(POISON_BYTE)
-    return flat[:numel].view(tuple(shape)), flat
+    return flat[lead:lead + numel].view(tuple(shape)), flat
+
+
+def _band_hits(spec: LaunchSpec, launch: Launch) -> None:
+    """SpecError naming the first output whose guard band before or after it changed."""
+    for o, g, out in zip(spec.outputs, launch.guarded, launch.outputs):
+        lead = g.numel() - out.numel() - GUARD_ELEMENTS
+        for where, band in (("before", g[:lead]), ("after", g[lead + out.numel():])):
+            hit = int((band.view(torch.uint8) != POISON_BYTE).sum())
+            if hit:
+                raise SpecError(f"spec {spec.op}: outputs: kernel {launch.host_name} writes outside its output "
+                                f"{o.name!r} ({hit} byte(s) of the guard band {where} it changed)",
+                                hint="bound the kernel's writes by the output's size")
 
 
 def _param_value(f: ParamField, bound: Bound, derived: Mapping[str, Any]) -> Any:
@@ -267,20 +283,15 @@ def run_launch(spec: LaunchSpec, library: Any, launch: Launch, *, index_limit: i
             params.append(_param_arg(spec, i, values))
         if split:
             inputs = [t.reshape(-1)[start * size:stop * size] for t in launch.inputs]
-            # Each chunk's outputs run to the end of the guarded buffer, so a write past the last
-            # chunk lands in the (written-back) guard band.
-            outputs = [g[start:] for g in launch.guarded]
+            # Each chunk's outputs are bound at the chunk's first element of the whole guarded
+            # buffer, so a write before the first chunk or past the last lands in a guard band.
+            outputs = [BufferOffset(g, GUARD_ELEMENTS + start) for g in launch.guarded]
             threads = count * (launch.group if spec.geometry.grid is not Grid.PER_OUTPUT_ELEMENT else 1)
         else:
-            inputs, outputs, threads = list(launch.inputs), list(launch.guarded), launch.threads
+            inputs, threads = list(launch.inputs), launch.threads
+            outputs = [BufferOffset(g, GUARD_ELEMENTS) for g in launch.guarded]
         library.run(launch.host_name, *inputs, *outputs, *params, threads=threads, group_size=launch.group)
-    for o, g in zip(spec.outputs, launch.guarded):
-        band = g[g.numel() - GUARD_ELEMENTS:].view(torch.uint8)
-        hit = int((band != POISON_BYTE).sum())
-        if hit:
-            raise SpecError(f"spec {spec.op}: outputs: kernel {launch.host_name} writes outside its output "
-                            f"{o.name!r} ({hit} byte(s) of the guard band after it changed)",
-                            hint="bound the kernel's writes by the output's size")
+    _band_hits(spec, launch)
     return launch.outputs
 
 
@@ -311,7 +322,7 @@ def _plan_list_launch(spec: LaunchSpec, bound: Bound) -> Launch:
     if types is None:
         raise UnlaunchableCall(f"no {spec.kernel_name} instantiation for {dtype_name} lists")
     inputs = tuple(t.contiguous() for v in lists for t in v)
-    made = [_poisoned(t.shape, d) for d in out_dtypes for t in first]
+    made = [_poisoned(t.shape, d, lead=0) for d in out_dtypes for t in first]  # lists: the band after only
     chunk = spec.geometry.threadgroup or 1
     table = [(j, s) for j, t in enumerate(first) for s in range(0, t.numel(), chunk)]
     derived: dict[str, Any] = {"lists": n, "num_slices": len(table), "numel": sum(t.numel() for t in first),

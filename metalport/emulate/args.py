@@ -4,6 +4,8 @@ scalars and lists of them are packed as the parameter's C type into a constant b
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 import numbers
 import operator
@@ -35,6 +37,7 @@ class TensorBuffer:
     address: int
     nbytes: int
     write_back: bool
+    offset: int = 0  # bytes from the buffer's start to the kernel's pointer (BufferOffset)
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,16 @@ class BytesBuffer:
     """A constant buffer packed from Python values."""
 
     data: bytes
+
+
+@dataclass(frozen=True)
+class BufferOffset:
+    """A contiguous tensor bound `offset` elements in, as Metal's `setBuffer:offset:` binds a
+    buffer: the kernel's pointer is at element `offset`, and the elements before it are memory of
+    the same buffer (a kernel indexing below 0 reaches them, as on a GPU)."""
+
+    tensor: Any
+    offset: int
 
 
 @dataclass(frozen=True)
@@ -188,6 +201,14 @@ def prepare(kernel: int, info: KernelInfo, param_types: Sequence[str], args: Seq
         if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
             slots[arg.index or 0] = _tensor_buffer(value, arg, c_type, where)
             largest = max(largest, value.numel())
+        elif isinstance(value, BufferOffset):
+            t = value.tensor
+            if not (hasattr(t, "data_ptr") and t.is_contiguous() and 0 <= value.offset <= t.numel()):
+                raise KernelArgumentError(f"{where}: a BufferOffset takes a contiguous tensor and an offset in "
+                                          f"[0, numel], got {value.offset} into {getattr(t, 'numel', lambda: '?')()}")
+            buf = _tensor_buffer(t, arg, c_type, where)
+            slots[arg.index or 0] = dataclasses.replace(buf, offset=value.offset * t.element_size())
+            largest = max(largest, t.numel() - value.offset)
         elif isinstance(value, TensorList):
             slots[arg.index or 0] = _list_buffer(value, arg, where)
             largest = max(largest, sum(t.numel() for t in value.tensors))

@@ -146,7 +146,7 @@ class ShaderLibrary:
         """`_execute` with the library's lock held."""
         slots: dict[tuple[int, int] | int, int] = {}
         blobs: list[TensorBuffer | BytesBuffer] = []
-        plan: list[list[int | None]] = []
+        plan: list[list[tuple[int, int] | None]] = []  # per buffer: (blob, byte offset of the kernel's pointer)
         # (blob holding an address array, byte position in it, blob whose address goes there)
         relocations: list[tuple[int, int, int]] = []
 
@@ -168,9 +168,9 @@ class ShaderLibrary:
                 elif isinstance(buf, ListBuffer):
                     table = slot_of(BytesBuffer(bytes(8 * len(buf.tensors))))
                     relocations += [(table, 8 * i, slot_of(t)) for i, t in enumerate(buf.tensors)]
-                    row.append(table)
+                    row.append((table, 0))
                 else:
-                    row.append(slot_of(buf))
+                    row.append((slot_of(buf), buf.offset if isinstance(buf, TensorBuffer) else 0))
             plan.append(row)
         offsets, total = layout([b.nbytes if isinstance(b, TensorBuffer) else len(b.data) for b in blobs])
         if self._shared is None:
@@ -183,7 +183,7 @@ class ShaderLibrary:
             else:
                 ctypes.memmove(shared.base + off, blob.data, len(blob.data))
         request = {"shm": str(shared.path), "size": shared.size, "workers": self.workers,
-                   "calls": [(c.kernel, [None if s is None else offsets[s] for s in row], c.threads, c.group)
+                   "calls": [(c.kernel, [None if s is None else offsets[s[0]] + s[1] for s in row], c.threads, c.group)
                              for c, row in zip(calls, plan)]}
         if relocations:
             request["relocations"] = [(offsets[t] + pos, offsets[target]) for t, pos, target in relocations]

@@ -37,6 +37,7 @@ def lib(tmp_path_factory: pytest.TempPathFactory) -> object:
     source += _mutant("linalg__powsum", "powsum_sq", "params.ord)", "2.0f)")  # ignores ord
     source += _mutant("mode", "mode_big", "v < row[best]", "v > row[best]")  # ties to the larger value
     source += _mutant("mode", "mode_oob", "values[slice] = row[best];", "values[slice + 1] = row[best];")
+    source += _mutant("mode", "mode_under", "values[slice] = row[best];", "values[long(slice) - 1] = row[best];")
     library = compile_shader(source, cache_dir=tmp_path_factory.mktemp("spec-conf"))
     yield library
     library.close()
@@ -97,6 +98,21 @@ def test_kernel_writing_past_its_output_is_caught_by_the_guard_band(lib: object)
     assert report.status == "fail"
     message = report.dtypes[0].failures[0].message
     assert "writes outside its output 'values'" in message
+
+
+def test_kernel_writing_before_its_output_is_caught_by_the_leading_guard_band(lib: object) -> None:
+    spec = _spec("mode", kernel_name="mode_under")  # slice 0 writes values[-1]
+    x = torch.randn(3, 5, generator=torch.Generator().manual_seed(0))
+    for limit in (2**31 - 1, 2):  # one launch, and whole-slice chunks bound at their first element
+        launch = plan_launch(spec, bind_call(torch.ops.aten.mode.default, (x, 1), {}))
+        with pytest.raises(SpecError) as err:
+            run_launch(spec, lib, launch, index_limit=limit * 5)
+        assert err.value.message == ("spec mode: outputs: kernel mode_under_float_float_long writes outside its "
+                                  "output 'values' (4 byte(s) of the guard band before it changed)")
+    report = run_spec_conformance(None, spec, library=lib, seed=3, dtypes=("float32",))
+    assert report.status == "fail"
+    assert "writes outside its output 'values' (4 byte(s) of the guard band before it changed)" in \
+        report.dtypes[0].failures[0].message
 
 
 def test_grid_larger_than_the_data_is_a_spec_error(lib: object) -> None:
