@@ -16,34 +16,19 @@ import re
 from pathlib import Path
 
 from metalport.errors import SpecError
+from metalport.port.hostcpp import C_TYPES, SCALAR_TYPES, native_signature
 from metalport.port.hostgen_elementwise import check_lines, covers, write_elementwise_host
 from metalport.port.spec import DERIVED_ARRAYS, Grid, LaunchSpec, Layout, OutShape
-
-_C_TYPES = {"float": "float", "int": "int32_t", "uint": "uint32_t", "long": "int64_t", "ulong": "uint64_t",
-            "bool": "bool"}
-_SCALAR_TYPE = {"float": "kFloat", "half": "kHalf", "bfloat": "kBFloat16", "long": "kLong", "int": "kInt",
-                "short": "kShort", "char": "kChar", "uchar": "kByte", "bool": "kBool", "float2": "kComplexFloat",
-                "half2": "kComplexHalf", "ulong": "kUInt64", "uint": "kUInt32", "ushort": "kUInt16"}
 
 
 def _signature(spec: LaunchSpec, func: str) -> tuple[str, list[tuple[str, str]]]:
     """(the host function's definition line without its body, [(argument, C++ type)])."""
-    from torchgen.api.types import NativeSignature
-    from torchgen.model import FunctionSchema
-
-    from torchgen import local
-
-    schema = FunctionSchema.parse(func)
-    sig = NativeSignature(schema, symint=False)
-    with local.parametrize(use_const_ref_for_mutable_tensors=False, use_ilistref_for_tensor_lists=False):
-        args = [(a.name, a.type.replace("::std::", "std::").replace("at::", "")) for a in sig.arguments()]
-        plain = sig.defn(name=spec.host_function)
+    defn, args, schema = native_signature(spec.host_function, func)
     if schema.is_out_fn():
         # A structured op's out entry (Note [structured host]): the meta function allocated `out`.
         outs = {a.name for a in schema.arguments.out}
         args = [(n, "const Tensor &" if n in outs else t) for n, t in args]
         return f"TORCH_IMPL_FUNC({spec.host_function})\n({', '.join(f'{t} {n}' for n, t in args)})", args
-    defn = plain.replace("::std::", "std::").replace("at::", "")
     return re.sub(r"\s*&\s*", "& ", defn).replace(",Tensor", ", Tensor"), args  # PyTorch's `const Tensor& self`
 
 
@@ -109,11 +94,11 @@ def write_host(spec: LaunchSpec, func: str) -> str:
             dtype = "kLong"
         elif o.dtype.startswith("arg:"):
             _, arg, *default = o.dtype.split(":")
-            dtype = f"{arg}.value_or({_SCALAR_TYPE[default[0]] if default else f'{x}.scalar_type()'})"
+            dtype = f"{arg}.value_or({SCALAR_TYPES[default[0]] if default else f'{x}.scalar_type()'})"
         elif o.dtype == "same":
             dtype = f"{x}.scalar_type()"
         else:
-            dtype = _SCALAR_TYPE[o.dtype]
+            dtype = SCALAR_TYPES[o.dtype]
         sizes = "out_sizes" if o.shape is OutShape.REDUCED else f"{x}.sizes()"
         if given:
             lines.append(f"  const Tensor& {o.name} = {given[len(names)]};")
@@ -132,7 +117,7 @@ def write_host(spec: LaunchSpec, func: str) -> str:
     structs = []
     for p in spec.params:
         if p.struct is not None:
-            fields = "".join(f"  {_C_TYPES[f.type]} {f.name}{f'[{f.length}]' if f.length else ''};\n" for f in p.fields)
+            fields = "".join(f"  {C_TYPES[f.type]} {f.name}{f'[{f.length}]' if f.length else ''};\n" for f in p.fields)
             structs.append(f"struct {p.struct} {{\n{fields}}};\n")
     lines += ["  // Whole slices per launch, so every index the kernel computes stays within 32 bits.",
               "  const int64_t per_launch = std::max<int64_t>(",
@@ -151,7 +136,7 @@ def write_host(spec: LaunchSpec, func: str) -> str:
     for p in spec.params:
         if p.struct is None:
             f = p.fields[0]
-            ctype = _C_TYPES[f.type]
+            ctype = C_TYPES[f.type]
             expr = _value(f.source, ctype, types)
             if f.source == "num_slices":
                 expr = "count"
@@ -161,7 +146,7 @@ def write_host(spec: LaunchSpec, func: str) -> str:
         else:
             inits = []
             for f in p.fields:
-                ctype = _C_TYPES[f.type]
+                ctype = C_TYPES[f.type]
                 expr = "count" if f.source == "num_slices" else _value(f.source, ctype, types)
                 inits.append(f"checked_narrow<{ctype}>({expr}, \"{f.name}\")" if ctype in ("uint32_t", "int32_t")
                              else expr)

@@ -13,18 +13,12 @@ contiguous result copied back.
 
 from __future__ import annotations
 
-from metalport.errors import SpecError
 import ast
 import string
 
+from metalport.errors import SpecError
+from metalport.port.hostcpp import C_TYPES, SCALAR_TYPES, native_signature
 from metalport.port.spec import LIST_ARRAYS, CheckSpec, Grid, LaunchSpec, Layout, OutShape
-
-_C_TYPES = {"float": "float", "int": "int32_t", "uint": "uint32_t", "long": "int64_t", "ulong": "uint64_t",
-            "bool": "bool"}
-_SCALAR_TYPE = {"float": "kFloat", "half": "kHalf", "bfloat": "kBFloat16", "long": "kLong", "int": "kInt",
-                "short": "kShort", "char": "kChar", "uchar": "kByte", "bool": "kBool", "float2": "kComplexFloat",
-                "half2": "kComplexHalf", "ulong": "kUInt64"}
-
 
 def covers(spec: LaunchSpec) -> bool:
     """Whether this writer (rather than hostgen's reduction writer) writes `spec`'s host."""
@@ -33,15 +27,7 @@ def covers(spec: LaunchSpec) -> bool:
 
 def _signature(name: str, func: str) -> tuple[str, list[tuple[str, str]], list[str]]:
     """(definition line, [(argument, C++ type)], out argument names) of `func` named `name`."""
-    from torchgen import local
-    from torchgen.api.types import NativeSignature
-    from torchgen.model import FunctionSchema
-
-    schema = FunctionSchema.parse(func)
-    sig = NativeSignature(schema, symint=False)
-    with local.parametrize(use_const_ref_for_mutable_tensors=False, use_ilistref_for_tensor_lists=False):
-        args = [(a.name, a.type.replace("::std::", "std::").replace("at::", "")) for a in sig.arguments()]
-        defn = sig.defn(name=name).replace("::std::", "std::").replace("at::", "")
+    defn, args, schema = native_signature(name, func)
     return defn, args, [a.name for a in schema.arguments.out]
 
 
@@ -77,12 +63,12 @@ def _dtype_expr(spec: LaunchSpec) -> str:
     x = spec.inputs[0].arg if spec.inputs else None
     if o.dtype.startswith("arg:"):
         _, arg, *default = o.dtype.split(":")
-        fallback = _SCALAR_TYPE[default[0]] if default else f"{x}.scalar_type()"
+        fallback = SCALAR_TYPES[default[0]] if default else f"{x}.scalar_type()"
         return f"{arg}.value_or({fallback})"
     if o.dtype == "same" and x is not None:
         return f"{x}.scalar_type()"
-    if o.dtype in _SCALAR_TYPE:
-        return _SCALAR_TYPE[o.dtype]
+    if o.dtype in SCALAR_TYPES:
+        return SCALAR_TYPES[o.dtype]
     raise SpecError(f"spec {spec.op}: outputs[0].dtype: {o.dtype!r} needs an input")
 
 
@@ -94,7 +80,7 @@ def _param_lines(spec: LaunchSpec, types: dict[str, str]) -> tuple[list[str], li
         if p.struct is not None:
             raise SpecError(f"spec {spec.op}: params[{p.name}]: hostgen_elementwise writes no structs")
         f = p.fields[0]
-        ctype = _C_TYPES[f.type]
+        ctype = C_TYPES[f.type]
         src = f.source
         if src in ("sizes", "strides"):
             getter = "size" if src == "sizes" else "stride"
@@ -189,7 +175,7 @@ def _chunk_hosts(spec: LaunchSpec, func: str) -> list[str]:
     x = spec.inputs[0].arg
     chunk = spec.geometry.threadgroup or 256
     metal = sorted({t[0] for t in spec.dtypes})
-    allowed = " || ".join(f"dtype == {_SCALAR_TYPE[t]}" for t in metal)
+    allowed = " || ".join(f"dtype == {SCALAR_TYPES[t]}" for t in metal)
     slow = spec.op.removeprefix("_foreach_")
     launch = ["static void {launch}(TensorList inputs, TensorList outputs) {",
               "  using namespace mps;",
