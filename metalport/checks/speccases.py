@@ -10,7 +10,8 @@ first input (gathers, windows, factories, tensor lists), from the spec's `cases`
            index: {index_into: self, shape: [2000], tail: 4096}}
 
 A tensor argument is `{shape, transposed?, channels_last?, large?}` drawn in the row's dtype
-(`large`: zeros with 4096 random elements at each end, so no 64-bit temporary is made), an index
+(`large`: zeros with 4096 random elements at each end, so no 64-bit temporary is made; `range:
+[low, high]`: integers in [low, high)), drawn in its own `dtypes` column when it is a spec input; an index
 argument `{index_into: <arg>, shape, tail?}` int64 in [-numel, numel) (`tail`: only the last
 `tail` elements), a list argument `{list: [shape, ...]}`; other values are literal. The ScalarType
 argument of an `arg:` output dtype rule gets the row's type. Entries marked `large: true` anywhere
@@ -50,6 +51,9 @@ def _tensor(desc: Mapping[str, Any], dtype: torch.dtype, gen: torch.Generator) -
         flat[:n] = _draw((n,), dtype, gen)
         flat[flat.numel() - n:] = _draw((n,), dtype, gen)
         return t
+    if "range" in desc:  # integers in [low, high) (ctc's labels), in the argument's dtype
+        low, high = (int(v) for v in desc["range"])
+        return torch.randint(low, high, tuple(shape), generator=gen).to(dtype)
     if desc.get("transposed") and len(shape) >= 2:
         return _draw(shape[::-1], dtype, gen).permute(*reversed(range(len(shape))))
     t = _draw(shape, dtype, gen)
@@ -107,7 +111,9 @@ def explicit_calls(spec: LaunchSpec, func: Any, types: tuple[str, ...], kind: st
             elif isinstance(desc, Mapping) and "list" in desc:
                 value = [_draw([int(s) for s in shape], dtype, gen) for shape in desc["list"]]
             elif isinstance(desc, Mapping) and "shape" in desc:
-                value = _tensor(desc, dtype, gen)
+                # An input of the spec is drawn in its own column's type; other tensors in the first's.
+                column = next((i for i, x in enumerate(spec.inputs) if x.arg == a.name), 0)
+                value = _tensor(desc, getattr(torch, METAL_DTYPES[types[column]]), gen)
             elif a.name in entry:
                 value = float(desc) if isinstance(desc, str) else desc
             elif a.name in out_rules:

@@ -38,9 +38,20 @@ def _row_checks(root: Path, spec: LaunchSpec, plan: PortPlan) -> Iterator[Failur
     named = next((e for e in op.entries if e.full_name == full), None)
     if named is not None:
         full = routed_entry(op.entries, named).full_name
+    shared = set(spec.host_shared)
     for entry in op.entries:
         mps = entry.kernel_for("MPS")
-        if entry.full_name == full and (mps is None or mps.kernel != spec.host_function):
+        cpu = entry.kernel_for("CPU")
+        if entry.full_name in shared:
+            if mps is None or cpu is None or mps.kernel != cpu.kernel:
+                yield _fail("rows", f"{entry.full_name} should share its CPU/CUDA function with MPS "
+                            f"(`CPU, CUDA, MPS: {cpu.kernel if cpu else '...'}`)", NATIVE_FUNCTIONS, entry.span.start)
+        elif entry.full_name == full and spec.stub is not None:
+            if mps is None or cpu is None or mps.kernel != cpu.kernel:
+                yield _fail("rows", f"{entry.full_name} should dispatch MPS to its CPU/CUDA function, which reaches "
+                            f"{spec.stub.name} (`CPU, CUDA, MPS: {cpu.kernel if cpu else '...'}`)"
+                            + (f"; it names {mps.kernel}" if mps else ""), NATIVE_FUNCTIONS, entry.span.start)
+        elif entry.full_name == full and (mps is None or mps.kernel != spec.host_function):
             yield _fail("rows", f"{entry.full_name} does not dispatch MPS to {spec.host_function}"
                         + (f" (it names {mps.kernel})" if mps else ""), NATIVE_FUNCTIONS, entry.span.start)
         elif mps is None and any(entry.kernel_for(k) for k in _BACKENDS):
@@ -105,13 +116,36 @@ def _kernel_checks(root: Path, spec: LaunchSpec) -> Iterator[Failure]:
                         spec.kernel_file)
 
 
+def _stub_checks(root: Path, spec: LaunchSpec) -> Iterator[Failure]:
+    """The stub registered for MPS exactly once, to the spec's host function (Note [stub reductions])."""
+    if spec.stub is None:
+        return
+    pattern = re.compile(rf"^\s*REGISTER_(?:MPS_)?DISPATCH\(\s*{re.escape(spec.stub.name)}\s*,\s*&?\s*(\w+)\s*\)", re.M)
+    found = []
+    folder = root / _OPERATIONS
+    for path in sorted(folder.glob("*.mm")) if folder.is_dir() else ():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        rel = path.relative_to(root).as_posix()
+        found += [(rel, text.count("\n", 0, m.start()) + 1, m.group(1)) for m in pattern.finditer(text)]
+    if not found:
+        yield _fail("stub", f"{spec.stub.name} is not registered for MPS (no REGISTER_DISPATCH under {_OPERATIONS})",
+                    spec.host_file)
+    elif len(found) > 1:
+        yield _fail("stub", f"{spec.stub.name} is registered {len(found)} times; once is the contract",
+                    found[1][0], found[1][1])
+    elif found[0][2] != spec.host_function:
+        yield _fail("stub", f"{spec.stub.name} is registered to {found[0][2]}, the spec says {spec.host_function}",
+                    found[0][0], found[0][1])
+
+
 def spec_contract(worktree_root: Path, plan: PortPlan) -> list[Failure]:
     """The spec-specific contract failures of a spec plan's port (`[]` when they hold)."""
     if plan.spec is None:
         return []
     spec = load_spec(plan.spec)
     root = Path(worktree_root)
-    return [*_row_checks(root, spec, plan), *_host_checks(root, spec, plan), *_kernel_checks(root, spec)]
+    return [*_row_checks(root, spec, plan), *_host_checks(root, spec, plan), *_kernel_checks(root, spec),
+            *_stub_checks(root, spec)]
 
 
 __all__ = ["spec_contract"]

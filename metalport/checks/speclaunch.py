@@ -23,7 +23,7 @@ import torch
 from metalport.emulate.args import BufferOffset
 from metalport.errors import SpecError
 from metalport.port.spec import (METAL_DTYPES, Grid, LaunchSpec, Layout, OutputSpec, OutShape, ParamField, check_holds,
-                                 check_message, eval_threads)
+                                 check_message, dims_exprs, eval_threads, host_value, is_expression)
 
 GUARD_ELEMENTS = 64  # poisoned elements before and after each output
 POISON_BYTE = 0xA5
@@ -102,6 +102,8 @@ def _out_shape(o: OutputSpec, bound: Bound, x: torch.Tensor | None, dims: list[i
         return tuple(bound.values[o.shape_arg].shape)
     if o.shape is OutShape.LENGTH:
         return (int(bound.values[o.shape_arg]),)
+    if o.shape is OutShape.DIMS:
+        return tuple(host_value(e, bound.values) for e in dims_exprs(o.shape_arg or "[]"))
     assert x is not None  # load_spec refuses same/reduced/sizes without inputs
     if o.shape is OutShape.SAME:
         return tuple(x.shape)
@@ -147,6 +149,8 @@ def _band_hits(spec: LaunchSpec, launch: Launch) -> None:
 
 def _param_value(f: ParamField, bound: Bound, derived: Mapping[str, Any]) -> Any:
     source, type_ = f.source, f.type
+    if is_expression(source):
+        return host_value(source, bound.values)
     value = derived[source] if source in derived else bound.values.get(source)
     if isinstance(value, (list, tuple)):
         values = [float(v) if type_ == "float" else int(v) for v in value]
@@ -210,7 +214,10 @@ def plan_launch(spec: LaunchSpec, bound: Bound) -> Launch:
         if o.fill == "zero":
             view.zero_()
     numel = x.numel() if x is not None else math.prod(shapes[0])
-    num_slices = math.prod(x.shape[d] for d in kept) if x is not None else math.prod(shapes[0])
+    # One slice per element of the first output when it is not a reduction of the input (ctc's
+    # per-sequence threadgroups: `dims:` outputs).
+    num_slices = math.prod(x.shape[d] for d in kept) if x is not None and spec.outputs[0].shape is not OutShape.DIMS \
+        else math.prod(shapes[0])
     derived: dict[str, Any] = {"reduce_size": reduce_size, "num_slices": num_slices, "numel": numel,
                                "output_numel": math.prod(shapes[0]), "ndim": ndim,
                                "sizes": list(reversed(x.shape)) if x is not None and ndim else [1],

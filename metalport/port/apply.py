@@ -12,7 +12,7 @@ from pathlib import Path
 
 from metalport.port._sources import TERNARY_ALPHA_KERNELS, TERNARY_ALPHA_MACRO
 from metalport.port.cformat import format_snippet
-from metalport.port.decorators import find_decorators, narrow_decorators, remove_lines
+from metalport.port.decorators import find_decorators, narrow_decorators, remove_lines, with_own_comment
 from metalport.port.host import HostStub, drop_empty_namespaces, has_legacy, insert_stub, remove_legacy
 from metalport.port.metal import ensure_includes, file_style, insert_functor, needed_includes
 from metalport.port.plan import NEEDS_LLM
@@ -193,7 +193,7 @@ def _decorator_edit(texts: _Texts, plan: PortPlan) -> None:
             continue  # applied already (the removals moved the narrowed decorators' lines)
         text = narrow_decorators(text, {(a, b): kept for (n, a, b), kept in narrowed.items()
                                         if (n, a, b) in base_spans}, path=rel)
-        texts.texts[rel] = remove_lines(text, [(a, b) for _, a, b in planned & base_spans])
+        texts.texts[rel] = remove_lines(text, [with_own_comment(text, a, b) for _, a, b in planned & base_spans])
 
 
 def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str | None = None,

@@ -129,6 +129,19 @@ def narrow_decorators(text: str, spans: Mapping[tuple[int, int], tuple[str, ...]
     return "\n".join(line.decode("utf-8") for line in lines)
 
 
+def with_own_comment(text: str, first: int, last: int) -> tuple[int, int]:
+    """The span of a decorator to remove, grown over the comment lines right above it when they
+    speak of MPS (`# NotImplementedError: ... for the MPS device`): they explain the decorator and
+    would be left describing nothing."""
+    lines = text.split("\n")
+    top = first
+    while top > 1 and lines[top - 2].strip().startswith("#"):
+        top -= 1
+    if top < first and any("mps" in line.lower() for line in lines[top - 1:first - 1]):
+        return top, last
+    return first, last
+
+
 def remove_lines(text: str, spans: Iterable[tuple[int, int]]) -> str:
     """`text` without the whole lines of each 1-based inclusive span."""
     drop = {n for first, last in spans for n in range(first, last + 1)}

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from metalport.errors import SpecError
 from metalport.port.hostcpp import C_TYPES, SCALAR_TYPES, native_signature
+from metalport.port.hostgen_dims import covers as covers_dims
+from metalport.port.hostgen_dims import write_dims_host
 from metalport.port.hostgen_elementwise import check_lines, covers, write_elementwise_host
 from metalport.port.spec import DERIVED_ARRAYS, Grid, LaunchSpec, Layout, OutShape
 
@@ -46,6 +48,8 @@ def write_host(spec: LaunchSpec, func: str) -> str:
     with the static library handle; SpecError for a spec shape this writer does not cover."""
     if covers(spec):
         return write_elementwise_host(spec, func)
+    if covers_dims(spec):
+        return write_dims_host(spec, func)
     if spec.geometry.threads is not None or spec.geometry.grid in (Grid.PER_INPUT_ELEMENT, Grid.PER_CHUNK):
         raise SpecError(f"spec {spec.op}: geometry: hostgen writes per-output-element, per-slice and per-window "
                         f"launches only", hint="write the host function by hand")
@@ -56,19 +60,34 @@ def write_host(spec: LaunchSpec, func: str) -> str:
     if any(f.length or f.source in DERIVED_ARRAYS for p in spec.params for f in p.fields):
         raise SpecError(f"spec {spec.op}: params: hostgen writes scalar fields only, not sizes/strides arrays",
                         hint="write the host function by hand")
-    defn, args = _signature(spec, func)
-    types = dict(args)
-    # Note [structured host]: for a structured op the host is the out entry's TORCH_IMPL_FUNC: its
-    # outputs are the `out` arguments the meta function allocated, and it returns nothing.
-    from torchgen.model import FunctionSchema
-
-    parsed = FunctionSchema.parse(func)
-    given = [a.name for a in parsed.arguments.out] if parsed.is_out_fn() else []
     x = spec.inputs[0].arg
-    lines = [f"{defn} {{", "  using namespace mps;", *check_lines(spec.checks), f"  const int64_t ndim = {x}.dim();"]
+    if spec.stub is not None:
+        # Note [stub reductions]: the host is the stub's kernel; its iterator (make_reduction's)
+        # holds the result viewed with size 1 along the reduced dims, and the input.
+        stub = spec.stub
+        defn = f"static void {spec.host_function}({', '.join(['TensorIterator& iter', *stub.params])})"
+        types = {n: p for n, p in zip(stub.param_names, stub.params)}
+        given: list[str] = []
+        lines = [f"{defn} {{", "  using namespace mps;", *check_lines(spec.checks),
+                 "  const Tensor& result = iter.output(0);", f"  const Tensor {x} = iter.input(0);",
+                 f"  const int64_t ndim = {x}.dim();", "  std::vector<bool> reduced(ndim, false);",
+                 "  for (const auto d : c10::irange(ndim)) {",
+                 f"    reduced[d] = result.size(d) == 1 && {x}.size(d) != 1;", "  }"]
+    else:
+        defn, args = _signature(spec, func)
+        types = dict(args)
+        # Note [structured host]: for a structured op the host is the out entry's TORCH_IMPL_FUNC: its
+        # outputs are the `out` arguments the meta function allocated, and it returns nothing.
+        from torchgen.model import FunctionSchema
+
+        parsed = FunctionSchema.parse(func)
+        given = [a.name for a in parsed.arguments.out] if parsed.is_out_fn() else []
+        lines = [f"{defn} {{", "  using namespace mps;", *check_lines(spec.checks), f"  const int64_t ndim = {x}.dim();",
+                 "  std::vector<bool> reduced(ndim, false);"]
     dim, keepdim = spec.reduce.dim, spec.reduce.keepdim
-    lines.append("  std::vector<bool> reduced(ndim, false);")
-    if dim is None:
+    if spec.stub is not None:
+        pass
+    elif dim is None:
         lines.append("  std::fill(reduced.begin(), reduced.end(), true);")
     elif "OptionalIntArrayRef" in types[dim] or "IntArrayRef" in types[dim]:
         opt = "Optional" in types[dim]
@@ -79,10 +98,11 @@ def write_host(spec: LaunchSpec, func: str) -> str:
                   "    std::fill(reduced.begin(), reduced.end(), true);", "  }"]
     else:
         lines += ["  if (ndim > 0) {", f"    reduced[maybe_wrap_dim({dim}, ndim)] = true;", "  }"]
-    keep = f"{keepdim}" if keepdim else "false"
+    keep = f"{keepdim}" if keepdim and spec.stub is None else "false"
+    kept = [f"    }} else if ({keep}) {{", "      out_sizes.push_back(1);"] if keep != "false" else []
     lines += ["  std::vector<int64_t> perm;", "  std::vector<int64_t> out_sizes;", "  int64_t reduce_size = 1;",
               "  for (const auto d : c10::irange(ndim)) {", "    if (!reduced[d]) {", "      perm.push_back(d);",
-              f"      out_sizes.push_back({x}.size(d));", f"    }} else if ({keep}) {{", "      out_sizes.push_back(1);",
+              f"      out_sizes.push_back({x}.size(d));", *kept,
               "    }", "  }", "  for (const auto d : c10::irange(ndim)) {", "    if (reduced[d]) {",
               "      perm.push_back(d);", f"      reduce_size *= {x}.size(d);", "    }", "  }"]
     layout = spec.inputs[0].layout
@@ -100,14 +120,17 @@ def write_host(spec: LaunchSpec, func: str) -> str:
         else:
             dtype = SCALAR_TYPES[o.dtype]
         sizes = "out_sizes" if o.shape is OutShape.REDUCED else f"{x}.sizes()"
-        if given:
+        if spec.stub is not None:  # the result itself when the kernel can write it as laid out
+            lines.append(f"  Tensor {o.name} = result.is_contiguous() ? result.view(out_sizes) : "
+                         f"at::empty(out_sizes, result.options());")
+        elif given:
             lines.append(f"  const Tensor& {o.name} = {given[len(names)]};")
         else:
             lines.append(f"  Tensor {o.name} = at::empty({sizes}, {x}.options().dtype({dtype}));")
         if o.fill == "zero":
             lines.append(f"  {o.name}.zero_();")
         names.append(o.name)
-    ret = "" if given else names[0] if len(names) == 1 else "std::make_tuple(" + ", ".join(names) + ")"
+    ret = "" if given or spec.stub else names[0] if len(names) == 1 else "std::make_tuple(" + ", ".join(names) + ")"
     lines += [f"  if ({names[0]}.numel() == 0) {{", f"    return{' ' * bool(ret)}{ret};", "  }",
               f"  const int64_t num_slices = {names[0]}.numel();"]
     # The kernel name: `<kernel>_<type of each input>_<type of each output>`.
@@ -161,7 +184,12 @@ def write_host(spec: LaunchSpec, func: str) -> str:
                   f"                threadsPerThreadgroup:MTLSizeMake({group}, 1, 1)];"]
     else:
         lines.append("        mtl_dispatch1DJob(encoder, pso, count);")
-    lines += ["      }", "      getMPSProfiler().endProfileKernel(pso);", "    }", "  });", *([f"  return {ret};"] if ret else []), "}"]
+    lines += ["      }", "      getMPSProfiler().endProfileKernel(pso);", "    }", "  });"]
+    if spec.stub is not None:
+        lines += [f"  if (!{names[0]}.is_alias_of(result)) {{", f"    result.copy_({names[0]}.view(result.sizes()));", "  }",
+                  "}", "", f"REGISTER_DISPATCH({spec.stub.name}, &{spec.host_function})"]
+    else:
+        lines += [*([f"  return {ret};"] if ret else []), "}"]
     header = (f"// {spec.host_function}: aten::{spec.op} on a Metal kernel, written by metalport from its launch spec.\n"
               + "".join(structs))
     return header + "\n".join(lines) + "\n"
@@ -203,9 +231,18 @@ def host_file_text(spec: LaunchSpec, func: str, existing: str | None) -> str:
 
     SpecError when `existing` already defines the function (the contract wants it once)."""
     body = write_host(spec, func)
+    includes = [f"#include <{spec.stub.header}>", "#include <ATen/native/TensorIterator.h>"] if spec.stub else []
     if existing is None:
         stem = Path(spec.kernel_file).stem
-        return _PREAMBLE.format(op=spec.op, stem=stem) + body + "\n} // namespace at::native\n"
+        text = _PREAMBLE.format(op=spec.op, stem=stem)
+        anchor = "#include <ATen/native/mps/OperationUtils.h>\n"
+        text = text.replace(anchor, anchor + "".join(f"{i}\n" for i in includes))
+        return text + body + "\n} // namespace at::native\n"
+    missing = [i for i in includes if i not in existing]
+    if missing:  # after the file's first include block
+        last = list(re.finditer(r"^#include [<\"].*$", existing, re.MULTILINE))
+        at = last[0].end() if last else 0
+        existing = existing[:at] + "".join(f"\n{i}" for i in missing) + existing[at:]
     if re.search(rf"\b{re.escape(spec.host_function)}\s*\(", existing):
         raise SpecError(f"spec {spec.op}: host.function: {spec.host_file} already defines {spec.host_function}",
                         location=spec.host_file, hint="remove the old definition or rename the host function")

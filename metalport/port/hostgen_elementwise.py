@@ -18,7 +18,7 @@ import string
 
 from metalport.errors import SpecError
 from metalport.port.hostcpp import C_TYPES, SCALAR_TYPES, native_signature
-from metalport.port.spec import LIST_ARRAYS, CheckSpec, Grid, LaunchSpec, Layout, OutShape
+from metalport.port.spec import LIST_ARRAYS, LIST_FUNCTIONS, CheckSpec, Grid, LaunchSpec, Layout, OutShape
 
 def covers(spec: LaunchSpec) -> bool:
     """Whether this writer (rather than hostgen's reduction writer) writes `spec`'s host."""
@@ -243,12 +243,19 @@ def _cpp_condition(node: ast.AST) -> str:
         return node.id
     if isinstance(node, ast.Call):
         args = ", ".join(_cpp_condition(a) for a in node.args)
+        if isinstance(node.func, ast.Name) and node.func.id in LIST_FUNCTIONS:
+            return _cpp_list_call(node.func.id, args, len(node.args))
         if isinstance(node.func, ast.Name):  # wrap(d, n)
             return f"maybe_wrap_dim({args})"
         assert isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
         return f"{node.func.value.id}.{node.func.attr}({args})"
     if isinstance(node, ast.UnaryOp):
         return ("!" if isinstance(node.op, ast.Not) else "-") + f"({_cpp_condition(node.operand)})"
+    if isinstance(node, ast.BinOp):
+        op = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "/"}[type(node.op)]
+        return f"({_cpp_condition(node.left)} {op} {_cpp_condition(node.right)})"
+    if isinstance(node, ast.IfExp):
+        return f"({_cpp_condition(node.test)} ? {_cpp_condition(node.body)} : {_cpp_condition(node.orelse)})"
     if isinstance(node, ast.BoolOp):
         joint = " && " if isinstance(node.op, ast.And) else " || "
         return "(" + joint.join(_cpp_condition(v) for v in node.values) + ")"
@@ -260,14 +267,40 @@ def _cpp_condition(node: ast.AST) -> str:
     raise SpecError(f"hostgen: cannot write {ast.dump(node)} as C++")
 
 
+def _cpp_list_call(name: str, args: str, count: int) -> str:
+    """C++ for len/max/min/sum of an int[] argument (an IntArrayRef), or max/min of two ints."""
+    if count == 2:
+        return f"std::{name}<int64_t>({args})"
+    if name == "len":
+        return f"static_cast<int64_t>({args}.size())"
+    if name == "sum":
+        return f"std::accumulate({args}.begin(), {args}.end(), int64_t{{0}})"
+    return f"({args}.empty() ? int64_t{{0}} : *std::{name}_element({args}.begin(), {args}.end()))"
+
+
+def _unwrapped(cpp: str) -> str:
+    """`cpp` without parentheses around the whole of it (those of `(a) + (b)` stay)."""
+    while cpp.startswith("(") and cpp.endswith(")"):
+        depth = 0
+        for i, ch in enumerate(cpp):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if depth == 0 and i < len(cpp) - 1:
+                return cpp
+        cpp = cpp[1:-1]
+    return cpp
+
+
+def cpp_expression(text: str) -> str:
+    """C++ for a validated host expression (a `dims:` entry, a params `from:`)."""
+    return _unwrapped(_cpp_condition(ast.parse(text.strip(), mode="eval")))
+
+
 def check_lines(checks: tuple[CheckSpec, ...], indent: str = "  ") -> list[str]:
     """`TORCH_CHECK(<condition>, <message parts>);` for each of a spec's argument checks."""
     out = []
     for c in checks:
         body = ast.parse(c.require, mode="eval").body
-        cond = _cpp_condition(body)
-        if isinstance(body, (ast.BoolOp, ast.Compare)) and cond.startswith("("):
-            cond = cond[1:-1]  # the outermost parentheses are TORCH_CHECK's
+        cond = _unwrapped(_cpp_condition(body))  # the outermost parentheses are TORCH_CHECK's
         parts = []
         for text, name, _, _ in string.Formatter().parse(c.message):
             if text:
@@ -288,4 +321,4 @@ def write_elementwise_host(spec: LaunchSpec, func: str) -> str:
     return header + "\n".join(body) + "\n"
 
 
-__all__ = ["check_lines", "covers", "write_elementwise_host"]
+__all__ = ["check_lines", "covers", "cpp_expression", "write_elementwise_host"]

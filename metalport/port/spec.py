@@ -72,10 +72,11 @@ class OutShape(enum.Enum):
     LIKE = "like"  # `like:<tensor arg>`: that tensor's shape (take: the index's)
     SIZES = "sizes"  # `sizes:<int[] arg>`: the first input's shape with its last len(arg) dims replaced
     LENGTH = "length"  # `length:<int arg>`: 1-D of that many elements (logspace's steps)
+    DIMS = "dims"  # `dims:[<expr>, ...]`: one host expression per dim (Note [spec checks]), ctc's (B, T, S)
 
 
 _TOP = {"op", "overload", "kind", "opinfo", "host", "kernel", "inputs", "outputs", "reduce", "params",
-        "geometry", "dtypes", "cases", "checks"}
+        "geometry", "dtypes", "cases", "checks", "stub"}
 
 
 @dataclass(frozen=True)
@@ -95,8 +96,11 @@ class OutputSpec:
     # "same" (first input's), "index" (int64), a Metal type name ("ulong"), or
     # "arg:<ScalarType? argument>[:<default Metal type>]" (default: the first input's dtype)
     dtype: str = "same"
-    shape_arg: str | None = None  # the argument of a like:/sizes:/length: shape
+    shape_arg: str | None = None  # the argument of a like:/sizes:/length: shape, the list of a dims: shape
     fill: str | None = None  # "zero": the host zero-fills the output before the launch
+    # "cpu-set": only the elements torch's CPU kernel sets are compared (Note [unset outputs] in
+    # checks/specconformance.py); None: every element
+    compare: str | None = None
 
     @property
     def shape_text(self) -> str:
@@ -109,7 +113,7 @@ class ParamField:
     """One scalar value: where it comes from and its Metal type."""
 
     name: str
-    source: str  # a schema argument, a DERIVED value, or a DERIVED_ARRAYS name
+    source: str  # a schema argument, a DERIVED value, a DERIVED_ARRAYS name, or a host expression
     type: str  # one of PARAM_TYPES
     length: int | None = None  # a fixed-size array field (`long sizes[5]`), padded with zeros
 
@@ -158,6 +162,23 @@ class CheckSpec:
 
 
 @dataclass(frozen=True)
+class StubSpec:
+    """Note [stub reductions]: a reduction-stub port registers the stub CPU and CUDA reach through
+    a reduction iterator (`REGISTER_DISPATCH(powsum_stub, &<host.function>)`) and the routed row
+    becomes `CPU, CUDA, MPS: <their function>`. `params` are the stub's parameters after the
+    iterator, each `<C++ type> <name>` as the DECLARE_DISPATCH's function type gives the types
+    (`const Scalar& ord`); a params `from:` names them."""
+
+    name: str
+    header: str  # the ATen header declaring it, as included (`ATen/native/ReduceOps.h`)
+    params: tuple[str, ...] = ()
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(re.findall(r"(\w+)\s*$", p)[0] for p in self.params)
+
+
+@dataclass(frozen=True)
 class GeometrySpec:
     """The grid rule, the threadgroup size, and an optional explicit thread count."""
 
@@ -190,6 +211,10 @@ class LaunchSpec:
     host_out_function: str | None = None
     host_inplace_function: str | None = None
     checks: tuple[CheckSpec, ...] = ()
+    # Entries whose CPU/CUDA function is device-generic (it calls the op): MPS joins their row
+    # (`CPU, CUDA, MPS: f`), e.g. `_ctc_loss.Tensor`, which copies its lengths and calls `_ctc_loss`.
+    host_shared: tuple[str, ...] = ()
+    stub: StubSpec | None = None
 
     @property
     def host_names(self) -> tuple[str, ...]:
@@ -219,11 +244,13 @@ class LaunchSpec:
             "op": self.op, "overload": self.overload, "kind": self.kind,
             "host": {"function": self.host_function, "file": self.host_file,
                      **({"out_function": self.host_out_function} if self.host_out_function else {}),
-                     **({"inplace_function": self.host_inplace_function} if self.host_inplace_function else {})},
+                     **({"inplace_function": self.host_inplace_function} if self.host_inplace_function else {}),
+                     **({"shared": list(self.host_shared)} if self.host_shared else {})},
             "kernel": {"file": self.kernel_file, "name": self.kernel_name},
             "inputs": [{"arg": i.arg, "layout": i.layout.value} for i in self.inputs],
             "outputs": [{"name": o.name, "shape": o.shape_text, "dtype": o.dtype,
-                         **({"fill": o.fill} if o.fill else {})} for o in self.outputs],
+                         **({"fill": o.fill} if o.fill else {}),
+                         **({"compare": o.compare} if o.compare else {})} for o in self.outputs],
             "params": [_param_dict(p) for p in self.params],
             "geometry": {k: v for k, v in (("grid", self.geometry.grid.value),
                                            ("threadgroup", self.geometry.threadgroup),
@@ -239,6 +266,8 @@ class LaunchSpec:
             out["cases"] = dict(self.cases)
         if self.checks:
             out["checks"] = [{"require": c.require, "message": c.message} for c in self.checks]
+        if self.stub is not None:
+            out["stub"] = {"name": self.stub.name, "header": self.stub.header, "params": list(self.stub.params)}
         return out
 
 
@@ -301,7 +330,10 @@ def _field(data: Any, where: str, op: str) -> ParamField:
     length = d.get("length")
     if length is not None and (not isinstance(length, int) or isinstance(length, bool) or length < 1):
         raise _fail(op, f"{where}.length", f"{length!r} is not a positive int")
-    return ParamField(_str(d["name"], f"{where}.name", op), _str(d["from"], f"{where}.from", op), kind, length)
+    source = _str(d["from"], f"{where}.from", op)
+    if is_expression(source):
+        _check_expr(source, f"{where}.from", op)
+    return ParamField(_str(d["name"], f"{where}.name", op), source, kind, length)
 
 
 def _param(data: Any, where: str, op: str) -> ParamSpec:
@@ -336,10 +368,26 @@ def _threads_expr(text: Any, where: str, op: str) -> str:
 # written in the common subset of Python and C++: comparisons, and/or/not, numbers, scalar
 # arguments, a Tensor argument's `dim()`, `numel()` and `size(d)`, and `wrap(d, n)` (a dim wrapped
 # into [0, n), `maybe_wrap_dim`); a message's `{...}` parts are such expressions too.
+# The same host expressions give `dims:` output shapes and params `from:` values: they may also
+# use + - * //, `a if cond else b` (C++ `?:`), and over an int[] argument len(x), max(x), min(x),
+# sum(x) (max/min of two ints too).
 _CHECK_NODES = (ast.Expression, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Name, ast.Load, ast.Constant, ast.And,
                 ast.Or, ast.Not, ast.USub, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Call,
-                ast.Attribute)
+                ast.Attribute, ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.IfExp)
 CHECK_TENSOR_METHODS = ("dim", "numel", "size")
+LIST_FUNCTIONS = ("len", "max", "min", "sum")  # over an int[] argument (max/min: or of two ints)
+
+
+def _fine_call(node: ast.Call) -> bool:
+    if node.keywords:
+        return False
+    if isinstance(node.func, ast.Name):
+        if node.func.id == "wrap":
+            return len(node.args) == 2
+        return node.func.id in LIST_FUNCTIONS and (len(node.args) == 1 or
+                                                   (node.func.id in ("max", "min") and len(node.args) == 2))
+    return isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+        and node.func.attr in CHECK_TENSOR_METHODS
 
 
 def _check_expr(text: str, where: str, op: str) -> ast.Expression:
@@ -350,15 +398,12 @@ def _check_expr(text: str, where: str, op: str) -> ast.Expression:
     for node in ast.walk(tree):
         bad = not isinstance(node, _CHECK_NODES) or \
             (isinstance(node, ast.Constant) and not isinstance(node.value, (int, float))) or \
-            (isinstance(node, ast.Call) and (bool(node.keywords) or not (
-                (isinstance(node.func, ast.Name) and node.func.id == "wrap" and len(node.args) == 2) or
-                (isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
-                 and node.func.attr in CHECK_TENSOR_METHODS)))) or \
+            (isinstance(node, ast.Call) and not _fine_call(node)) or \
             (isinstance(node, ast.Attribute) and node.attr not in CHECK_TENSOR_METHODS)
         if bad:
             raise _fail(op, where, f"{text!r} uses {type(node).__name__}",
-                        hint="only comparisons, and/or/not, numbers, arguments, t.dim() t.numel() t.size(d), "
-                             "wrap(d, n)")
+                        hint="only comparisons, and/or/not, + - * //, a if c else b, numbers, arguments, "
+                             "t.dim() t.numel() t.size(d), wrap(d, n), len/max/min/sum of an int[]")
     return tree
 
 
@@ -395,6 +440,15 @@ def _check_value(tree: ast.AST, values: Mapping[str, Any]) -> Any:
             return values[node.id]
         if isinstance(node, ast.Call):
             args = [ev(x) for x in node.args]
+            if isinstance(node.func, ast.Name) and node.func.id != "wrap":
+                if len(args) == 2:
+                    return max(args) if node.func.id == "max" else min(args)
+                items = [int(v) for v in args[0]]
+                if node.func.id == "len":
+                    return len(items)
+                if node.func.id == "sum":
+                    return sum(items)
+                return (max if node.func.id == "max" else min)(items, default=0)
             if isinstance(node.func, ast.Name):  # wrap(d, n)
                 d, n = args
                 return d % n if n else d
@@ -402,6 +456,13 @@ def _check_value(tree: ast.AST, values: Mapping[str, Any]) -> Any:
             return int(getattr(ev(node.func.value), node.func.attr)(*args))
         if isinstance(node, ast.UnaryOp):
             return (not ev(node.operand)) if isinstance(node.op, ast.Not) else -ev(node.operand)
+        if isinstance(node, ast.IfExp):
+            return ev(node.body) if ev(node.test) else ev(node.orelse)
+        if isinstance(node, ast.BinOp):
+            a, b = ev(node.left), ev(node.right)
+            if isinstance(node.op, ast.FloorDiv):
+                return int(a / b)  # C++ integer division truncates toward zero
+            return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}[type(node.op)]
         if isinstance(node, ast.BoolOp):
             parts = (bool(ev(v)) for v in node.values)
             return all(parts) if isinstance(node.op, ast.And) else any(parts)
@@ -436,6 +497,28 @@ def check_message(check: CheckSpec, values: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
+def host_value(expr: str, values: Mapping[str, Any]) -> int:
+    """The value of a validated host expression (a `dims:` entry, a params `from:`) for argument `values`."""
+    return int(_check_value(ast.parse(expr.strip(), mode="eval"), values))
+
+
+def dims_exprs(shape_arg: str) -> list[str]:
+    """The expressions of a `dims:[...]` shape, as written."""
+    tree = ast.parse(shape_arg.strip(), mode="eval").body
+    assert isinstance(tree, ast.List)
+    return [ast.get_source_segment(shape_arg.strip(), e) or ast.unparse(e) for e in tree.elts]
+
+
+def is_expression(source: str) -> bool:
+    """Whether a params `from:` is a host expression rather than a name."""
+    return not source.isidentifier()
+
+
+def expression_names(text: str) -> tuple[tuple[str, bool], ...]:
+    """(argument, whether it is queried as a tensor) for every argument a host expression names."""
+    return CheckSpec(text, "").names
+
+
 def eval_threads(expr: str, values: Mapping[str, int]) -> int:
     """The value of a checked `geometry.threads` expression."""
     tree = ast.parse(expr, mode="eval")
@@ -459,6 +542,30 @@ def eval_threads(expr: str, values: Mapping[str, int]) -> int:
     return ev(tree)
 
 
+def _stub(data: Any, op: str, kind: str, inputs: list[InputSpec], outputs: list[OutputSpec]) -> StubSpec:
+    """The `stub:` section (Note [stub reductions]): a reduction of one reduce-last input to one output."""
+    s = _take(data, "stub", op, {"name", "header", "params"}, {"name", "header"})
+    name = _str(s["name"], "stub.name", op)
+    if not name.isidentifier():
+        raise _fail(op, "stub.name", f"{name!r} is not a C++ name")
+    header = _str(s["header"], "stub.header", op)
+    if not re.fullmatch(r"ATen/native/[\w/]+\.h", header) or ".." in header:
+        raise _fail(op, "stub.header", f"{header!r} is not an ATen/native/*.h header")
+    params = []
+    for i, p in enumerate(_list(s.get("params", []), "stub.params", op, empty=True)):
+        text = _str(p, f"stub.params[{i}]", op)
+        if not re.fullmatch(r"[\w:<>,\s&*]+?[\s&*]\w+", text.strip()):
+            raise _fail(op, f"stub.params[{i}]", f"{text!r} is not '<C++ type> <name>'")
+        params.append(text.strip())
+    if kind != "reduction-stub":
+        raise _fail(op, "stub", f"a {kind} port registers no stub", hint="kind: reduction-stub")
+    if len(inputs) != 1 or inputs[0].layout is not Layout.REDUCE_LAST or len(outputs) != 1 \
+            or outputs[0].shape is not OutShape.REDUCED:
+        raise _fail(op, "stub", "a stub port reduces one reduce-last input to one reduced output "
+                    "(what a reduction iterator carries)")
+    return StubSpec(name, header, tuple(params))
+
+
 def load_spec(data: Mapping[str, Any] | str) -> LaunchSpec:
     """A LaunchSpec from a dict or YAML text; SpecError naming the first bad field.
 
@@ -473,8 +580,10 @@ def load_spec(data: Mapping[str, Any] | str) -> LaunchSpec:
     op = str(data.get("op", "?")) if isinstance(data, Mapping) else "?"
     d = _take(data, "", op, _TOP, {"op", "kind", "host", "kernel", "inputs", "outputs", "geometry", "dtypes"})
     op = _str(d["op"], "op", op)
-    host = _take(d["host"], "host", op, {"function", "file", "out_function", "inplace_function"},
+    host = _take(d["host"], "host", op, {"function", "file", "out_function", "inplace_function", "shared"},
                  {"function", "file"})
+    shared = tuple(_str(v, f"host.shared[{i}]", op) for i, v in
+                   enumerate(_list(host.get("shared", []), "host.shared", op, empty=True)))
     kernel = _take(d["kernel"], "kernel", op, {"file", "name"}, {"file", "name"})
     inputs = []
     for i, raw in enumerate(_list(d["inputs"], "inputs", op, empty=True)):
@@ -483,7 +592,9 @@ def load_spec(data: Mapping[str, Any] | str) -> LaunchSpec:
                                 _enum(Layout, x.get("layout", "contiguous"), f"inputs[{i}].layout", op)))
     outputs = []
     for i, raw in enumerate(_list(d["outputs"], "outputs", op)):
-        x = _take(raw, f"outputs[{i}]", op, {"name", "shape", "dtype", "fill"}, {"name"})
+        x = _take(raw, f"outputs[{i}]", op, {"name", "shape", "dtype", "fill", "compare"}, {"name"})
+        if x.get("compare") not in (None, "cpu-set"):
+            raise _fail(op, f"outputs[{i}].compare", f"{x['compare']!r} is not 'cpu-set'")
         dtype = x.get("dtype", "same")
         fixed = dtype in METAL_DTYPES
         by_arg = isinstance(dtype, str) and dtype.startswith("arg:") and dtype.count(":") <= 2 and \
@@ -494,15 +605,25 @@ def load_spec(data: Mapping[str, Any] | str) -> LaunchSpec:
         shape_text = str(x.get("shape", "reduced"))
         rule, _, shape_arg = shape_text.partition(":")
         shape = _enum(OutShape, rule, f"outputs[{i}].shape", op)
-        if bool(shape_arg) != (shape in (OutShape.LIKE, OutShape.SIZES, OutShape.LENGTH)):
+        if bool(shape_arg) != (shape in (OutShape.LIKE, OutShape.SIZES, OutShape.LENGTH, OutShape.DIMS)):
             raise _fail(op, f"outputs[{i}].shape", f"{shape_text!r}: like, sizes and length take ':<argument>', "
-                        f"same and reduced take none")
+                        f"dims ':[<expression>, ...]', same and reduced take none")
+        if shape is OutShape.DIMS:
+            shape_arg = shape_arg.strip()
+            try:
+                listed = ast.parse(shape_arg, mode="eval").body
+            except SyntaxError:
+                listed = None
+            if not isinstance(listed, ast.List):
+                raise _fail(op, f"outputs[{i}].shape", f"{shape_text!r}: dims takes a list, dims:[<expression>, ...]")
+            for e in dims_exprs(shape_arg):
+                _check_expr(e, f"outputs[{i}].shape", op)
         if x.get("fill") not in (None, "zero"):
             raise _fail(op, f"outputs[{i}].fill", f"{x['fill']!r} is not 'zero'")
         if shape in (OutShape.SAME, OutShape.REDUCED, OutShape.SIZES) and not inputs:
             raise _fail(op, f"outputs[{i}].shape", f"{shape.value} needs an input to take the shape from")
         outputs.append(OutputSpec(_str(x["name"], f"outputs[{i}].name", op), shape, dtype, shape_arg or None,
-                                  x.get("fill")))
+                                  x.get("fill"), x.get("compare")))
     params = tuple(_param(p, f"params[{i}]", op) for i, p in enumerate(_list(d.get("params", []), "params", op, empty=True)))
     g = _take(d["geometry"], "geometry", op, {"grid", "threadgroup", "threads"}, {"grid"})
     grid = _enum(Grid, g["grid"], "geometry.grid", op)
@@ -550,6 +671,7 @@ def load_spec(data: Mapping[str, Any] | str) -> LaunchSpec:
     kinds = [k.value for k in Kind if k not in (Kind.POINTWISE_STUB, Kind.NOT_A_CANDIDATE)]
     if d["kind"] not in kinds:
         raise _fail(op, "kind", f"{d['kind']!r} is not one of {', '.join(kinds)}")
+    stub = _stub(d["stub"], op, d["kind"], inputs, outputs) if "stub" in d else None
     return LaunchSpec(
         op=op, overload=str(d.get("overload", "") or ""), kind=_str(d["kind"], "kind", op),
         host_function=_str(host["function"], "host.function", op), host_file=_str(host["file"], "host.file", op),
@@ -560,7 +682,7 @@ def load_spec(data: Mapping[str, Any] | str) -> LaunchSpec:
         inputs=tuple(inputs), outputs=tuple(outputs), params=params,
         geometry=GeometrySpec(grid, group, threads), dtypes=tuple(types),
         reduce=ReduceSpec(r.get("dim"), r.get("keepdim")),
-        opinfo=d.get("opinfo"), cases=dict(cases), checks=checks)
+        opinfo=d.get("opinfo"), cases=dict(cases), checks=checks, host_shared=shared, stub=stub)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -574,6 +696,15 @@ def _schema_args(func: str) -> tuple[dict[str, str], list[str], list[str | None]
     schema = FunctionSchema.parse(func)
     args = {a.name: str(a.type) for a in schema.arguments.flat_all}
     return args, [str(r.type) for r in schema.returns], [r.name for r in schema.returns]
+
+
+def _check_names(op: str, where: str, names: tuple[tuple[str, bool], ...], args: Mapping[str, str], name: str) -> None:
+    """SpecError when a host expression names something the schema cannot give it."""
+    for arg, queried in names:
+        kind = re.sub(r"\[\d+\]", "[]", args.get(arg, "").rstrip("?"))
+        if kind not in (("Tensor",) if queried else ("int", "SymInt", "bool", "float", "int[]", "SymInt[]")):
+            raise _fail(op, where, f"{arg!r} is {args.get(arg) or 'no argument'} of {name}; an expression reads "
+                        f"int, int[], bool and float arguments, and a Tensor's dim(), numel(), size(d)")
 
 
 def check_schema(spec: LaunchSpec, func: str) -> None:
@@ -600,7 +731,7 @@ def check_schema(spec: LaunchSpec, func: str) -> None:
     for i, (o, rname) in enumerate(zip(spec.outputs, return_names)):
         if rname is not None and o.name != rname:
             raise _fail(op, f"outputs[{i}].name", f"{o.name!r}, but {name} calls its return {rname!r}")
-        if o.shape_arg is not None:
+        if o.shape_arg is not None and o.shape is not OutShape.DIMS:
             want = {OutShape.LIKE: ("Tensor",), OutShape.LENGTH: ("int", "SymInt"),
                     OutShape.SIZES: ("int[]", "SymInt[]")}[o.shape]
             kind = args.get(o.shape_arg, "")
@@ -624,6 +755,12 @@ def check_schema(spec: LaunchSpec, func: str) -> None:
             where = f"params[{i}]" + (f".fields[{j}]" if p.struct else "") + ".from"
             if f.source in DERIVED or f.source in DERIVED_ARRAYS or f.source in LIST_ARRAYS:
                 continue
+            if is_expression(f.source):
+                _check_names(op, where, expression_names(f.source), args, name)
+                continue
+            if spec.stub is not None and f.source not in spec.stub.param_names:
+                raise _fail(op, where, f"{f.source!r} is no parameter of the stub {spec.stub.name} "
+                            f"({', '.join(spec.stub.params) or 'it takes only the iterator'})")
             kind = args.get(f.source)
             if kind is None:
                 raise _fail(op, where, f"{f.source!r} is neither an argument of {name} nor one of "
@@ -635,16 +772,21 @@ def check_schema(spec: LaunchSpec, func: str) -> None:
             if f.type not in fits:
                 raise _fail(op, where, f"{f.source!r} is {kind}; a {f.type} buffer cannot hold it")
     for i, c in enumerate(spec.checks):
-        for arg, queried in c.names:
-            kind = args.get(arg, "")
-            if kind.rstrip("?") not in (("Tensor",) if queried else ("int", "SymInt", "bool", "float")):
-                raise _fail(op, f"checks[{i}]", f"{arg!r} is {kind or 'no argument'} of {name}; a check reads "
-                            f"int, bool and float arguments, and a Tensor's dim(), numel(), size(d)")
+        _check_names(op, f"checks[{i}]", c.names, args, name)
+        unknown = [a for a, _ in c.names if spec.stub is not None and a not in spec.stub.param_names]
+        if unknown:
+            raise _fail(op, f"checks[{i}]", f"{unknown[0]!r} is no parameter of the stub {spec.stub.name}: its host "
+                        f"sees only the iterator and those")
+    for i, o in enumerate(spec.outputs):
+        if o.shape is OutShape.DIMS and o.shape_arg:
+            for e in dims_exprs(o.shape_arg):
+                _check_names(op, f"outputs[{i}].shape", expression_names(e), args, name)
     if any(o.shape is OutShape.REDUCED for o in spec.outputs) and spec.geometry.grid is Grid.PER_INPUT_ELEMENT:
         raise _fail(op, "geometry.grid", "a per-input-element grid is larger than a reduced output",
                     hint="use per-output-element or per-slice")
 
 
-__all__ = ["DERIVED", "DERIVED_ARRAYS", "LIST_ARRAYS", "MAX_THREADGROUP", "METAL_DTYPES", "CheckSpec", "GeometrySpec", "Grid", "InputSpec",
-           "LaunchSpec", "Layout", "OutShape", "OutputSpec", "ParamField", "ParamSpec", "ReduceSpec",
-           "check_holds", "check_message", "check_schema", "eval_threads", "load_spec"]
+__all__ = ["DERIVED", "DERIVED_ARRAYS", "LIST_ARRAYS", "LIST_FUNCTIONS", "MAX_THREADGROUP", "METAL_DTYPES", "CheckSpec", "GeometrySpec", "Grid", "InputSpec",
+           "LaunchSpec", "Layout", "OutShape", "OutputSpec", "ParamField", "ParamSpec", "ReduceSpec", "StubSpec",
+           "check_holds", "check_message", "check_schema", "dims_exprs", "eval_threads", "expression_names", "host_value",
+           "is_expression", "load_spec"]

@@ -66,13 +66,18 @@ def _spec_xfails(res: Resolution, metal: tuple[str, ...], names: list[str]
     """The xfail edits of a spec port: as for pointwise, except that an entry meaning every dtype
     (`"logspace": None`) is narrowed to the OpInfo dtypes MPS could hold that the spec does not
     register (a recipe may leave some out), instead of removed."""
+    import dataclasses
+
     from metalport.port.port import _xfails
 
-    removed, narrowed = _xfails(res, metal)
+    # The spec's OpInfo may be named unlike the op (`_ctc_loss`'s is nn.functional.ctc_loss): its
+    # entries go too.
+    named = tuple(x for n in names for x in res.sources.xfails_for(n) if x not in res.xfails)
+    removed, narrowed = _xfails(dataclasses.replace(res, xfails=res.xfails + named), metal)
     left = _left_out(metal, names)
     if not left:
         return removed, narrowed
-    every = {(x.list_name, x.op, x.where.line) for x in res.xfails if x.dtypes is None}
+    every = {(x.list_name, x.op, x.where.line) for x in (*res.xfails, *named) if x.dtypes is None}
     return (tuple(r for r in removed if r not in every),
             narrowed + tuple((lst, key, line, left) for lst, key, line in removed if (lst, key, line) in every))
 
@@ -127,7 +132,11 @@ def plan_spec_port(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> P
     if not entry.dispatch or entry.dispatch_line is None:
         raise PipelineError(f"{entry.full_name} has no dispatch section for an MPS line",
                             location=f"{res.registry.path}:{entry.span.start}", hint="port it by hand")
-    legacy_rows = _legacy_rows(res, entry, spec)
+    if spec.stub is not None:
+        _check_stub(res, spec)
+        legacy_rows = _stub_rows(res, entry, spec)
+    else:
+        legacy_rows = _legacy_rows(res, entry, spec)
     if not legacy_rows:
         try:
             line, after = registry_row(spec, [(d.line, d.text) for d in entry.dispatch])
@@ -135,6 +144,7 @@ def plan_spec_port(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> P
             raise PipelineError(err.message, location=f"{res.registry.path}:{entry.span.start}",
                                 hint=err.hint) from None
     rows = legacy_rows or [RowChange(entry.full_name, line, "", after)]
+    rows += _shared_rows(res, spec)
     for extra, host in extra_rows(res.entries, spec):
         last, text = extra.dispatch[-1].line, extra.dispatch[-1].text
         indent = text[: len(text) - len(text.lstrip())]
@@ -155,10 +165,80 @@ def plan_spec_port(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> P
         legacy=legacy[0] if legacy else None, legacy_others=legacy[1:],
         legacy_include=_legacy_include(checkout, res) if legacy else None, legacy_registrations=legacy_regs,
         xfail_keys=tuple(dict.fromkeys([k for _, k, _ in xfail_entries] + [k for _, k, _, _ in xfail_narrowed])),
-        allowed_paths=tuple(sorted(allowed)), needs_llm=False, migrate=bool(legacy_rows or legacy), xfail_entries=xfail_entries,
+        allowed_paths=tuple(sorted(allowed)), needs_llm=False,
+        migrate=bool(legacy or any(_names_mps(r.before) for r in legacy_rows)), xfail_entries=xfail_entries,
         xfail_narrowed=xfail_narrowed, decorator_entries=decorators, decorator_narrowed=narrowed_decorators,
         kind=spec.kind, kind_reason=_kind_reason(res, spec), spec=spec.to_dict(),
         schema=entry.func)
+
+
+def _names_mps(line: str) -> bool:
+    """Whether a registry dispatch line routes MPS (`MPS: x_mps`, `CPU, MPS: x`): a port changing
+    one migrates an existing MPS kernel."""
+    return "MPS" in [k.strip() for k in line.split(":", 1)[0].split(",")] if ":" in line else False
+
+
+def _normal_type(text: str) -> str:
+    return re.sub(r"\s+", "", re.sub(r"\b(?:c10|at)::", "", text))
+
+
+def _check_stub(res: Resolution, spec: LaunchSpec) -> None:
+    """SpecError unless the tree declares the spec's stub in its header with the spec's parameters
+    after a TensorIterator (Note [stub reductions])."""
+    assert spec.stub is not None
+    decl = res.sources.stub(spec.stub.name)
+    if decl is None:
+        raise SpecError(f"spec {spec.op}: stub.name: no DECLARE_DISPATCH of {spec.stub.name} in the tree's "
+                        f"ATen/native headers")
+    if not decl.where.file.endswith("/" + spec.stub.header):
+        raise SpecError(f"spec {spec.op}: stub.header: {spec.stub.name} is declared in {decl.where.file}, "
+                        f"not {spec.stub.header}")
+    params = [p.strip() for p in (decl.params or "").split(",")] if decl.params else []
+    if not params or _normal_type(params[0]) not in ("TensorIterator&", "TensorIteratorBase&"):
+        raise SpecError(f"spec {spec.op}: stub.name: {spec.stub.name} takes ({decl.params or '?'}), not a "
+                        f"reduction iterator first", location=str(decl.where))
+    want = [_normal_type(re.sub(r"\s*\w+$", "", p)) for p in spec.stub.params]
+    have = [_normal_type(re.sub(r"(?<=[\w&*>])\s+\w+$", "", p)) for p in params[1:]]
+    if want != have:
+        raise SpecError(f"spec {spec.op}: stub.params: {spec.stub.name} takes ({decl.params}); the spec gives "
+                        f"(TensorIterator&{''.join(', ' + p for p in spec.stub.params)})", location=str(decl.where))
+
+
+def _stub_rows(res: Resolution, entry: Entry, spec: LaunchSpec) -> list[RowChange]:
+    """The routed entry's `CPU, CUDA: f` line gains MPS; its MPS-only lines (an older port) go."""
+    lines = res.registry.text.splitlines()
+    shared = next((d for d in entry.dispatch if set(_BACKENDS) <= set(d.keys)), None)
+    if shared is None:
+        raise SpecError(f"spec {spec.op}: stub: {entry.full_name} has no `CPU, CUDA: <function>` line for MPS to "
+                        f"join", location=f"{res.registry.path}:{entry.span.start}")
+    rows = []
+    if "MPS" not in shared.keys:
+        before = lines[shared.line - 1]
+        head, _, kernel = before.partition(":")
+        rows.append(RowChange(entry.full_name, shared.line, before, f"{head}, MPS:{kernel}"))
+    from metalport.port.resolve import mps_only_lines
+
+    rows += [RowChange(entry.full_name, d.line, lines[d.line - 1], "") for d in mps_only_lines(entry)]
+    return rows
+
+
+def _shared_rows(res: Resolution, spec: LaunchSpec) -> list[RowChange]:
+    """`CPU, CUDA: f` -> `CPU, CUDA, MPS: f` on each entry the spec names in `host.shared`;
+    SpecError when such an entry is missing or has no line shared by CPU and CUDA."""
+    rows = []
+    lines = res.registry.text.splitlines()
+    for i, full in enumerate(spec.host_shared):
+        entry = next((e for e in res.entries if e.full_name == full), None)
+        line = next((d for d in entry.dispatch if set(_BACKENDS) <= set(d.keys)), None) if entry else None
+        if entry is None or line is None:
+            raise SpecError(f"spec {spec.op}: host.shared[{i}]: {full} is no entry of {res.op} with a "
+                            f"`CPU, CUDA: <function>` line", location=str(res.registry.path))
+        if "MPS" in line.keys:
+            continue
+        before = lines[line.line - 1]
+        head, _, kernel = before.partition(":")
+        rows.append(RowChange(full, line.line, before, f"{head}, MPS:{kernel}"))
+    return rows
 
 
 def _legacy_rows(res: Resolution, entry: Entry, spec: LaunchSpec) -> list[RowChange]:

@@ -9,8 +9,9 @@ ARGMIN_SPEC = """\
 op: argmin
 kind: reduction-stub
 opinfo: argmin
-host: {function: argmin_out_metal, file: aten/src/ATen/native/mps/operations/ArgMin.mm}
+host: {function: argmin_kernel_mps, file: aten/src/ATen/native/mps/operations/ArgMin.mm}
 kernel: {file: aten/src/ATen/native/mps/kernels/ArgMin.metal, name: argmin}
+stub: {name: argmin_stub, header: ATen/native/ReduceOps.h, params: STUB_PARAMS}
 inputs:
   - {arg: self, layout: reduce-last}
 outputs:
@@ -26,8 +27,10 @@ dtypes:
 cases: {ties: true}
 """
 # Over the limit of 1024 threads: refused before anything is built.
-ARGMIN_BAD_SPEC = ARGMIN_SPEC.replace("THREADGROUP", "2048")
-ARGMIN_SPEC = ARGMIN_SPEC.replace("THREADGROUP", "256")
+ARGMIN_BAD_SPEC = ARGMIN_SPEC.replace("THREADGROUP", "2048").replace("STUB_PARAMS", "[]")
+# argmin_stub takes the iterator only: a spec giving it a Scalar is refused at plan.
+ARGMIN_BAD_STUB = ARGMIN_SPEC.replace("THREADGROUP", "256").replace("STUB_PARAMS", '["const Scalar& ord"]')
+ARGMIN_SPEC = ARGMIN_SPEC.replace("THREADGROUP", "256").replace("STUB_PARAMS", "[]")
 
 ARGMIN_KERNEL = """\
 // argmin: the index of the first smallest element of each slice of `reduce_size` contiguous

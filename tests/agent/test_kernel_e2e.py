@@ -1,6 +1,7 @@
 """End to end with `--model openai:scripted-model` for ops whose port writes its own kernel and that no
 spec recipe covers: the reduction `argmin` (a reduction-stub whose MPS row names an MPS-only
-kernel the wheel does not ship: the port repoints that row) and the custom kernel `channel_shuffle`
+kernel the wheel does not ship: the port registers argmin_stub, MPS joins the CPU/CUDA row and that
+MPS-only row goes) and the custom kernel `channel_shuffle`
 (missing), on a wheel workspace of the installed registry. The scripted model reads the tree's
 kernels of the same kind, answers first with a launch spec that must be refused (one line naming
 the field, one more call on the budget), then with a kernel and spec (tests/agent/kernel_answers.py);
@@ -19,7 +20,7 @@ from metalport.agent.openai_provider import KERNEL_TOOLS
 from metalport.checkout import init_workspace
 from metalport.cli import main
 from metalport.graph.runs import RunOptions, run_dir, start_run
-from tests.agent.kernel_answers import (ARGMIN_BAD_SPEC, ARGMIN_KERNEL, ARGMIN_SPEC, SHUFFLE_BAD_SPEC,
+from tests.agent.kernel_answers import (ARGMIN_BAD_SPEC, ARGMIN_BAD_STUB, ARGMIN_KERNEL, ARGMIN_SPEC, SHUFFLE_BAD_SPEC,
                                         SHUFFLE_FIX, SHUFFLE_KERNEL, SHUFFLE_SPEC)
 from tests.llm_server import ScriptedLLM, json_reply, tool_reply
 
@@ -80,26 +81,29 @@ def _assert_at_the_gate(record, server: ScriptedLLM, workspace: Path, *refusals:
 def test_a_reduction_outside_the_table_gets_its_kernel_and_spec_from_the_model(
         workspace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     script = [tool_reply(("show_op", {"op": "aten::argmin"}), ("show_kernels", {"kind": "reduction-stub"})),
-              tool_reply(("show_kernels", {"kind": "custom-kernel", "op": "mode"})),
+              tool_reply(("show_kernels", {"kind": "reduction-stub", "op": "linalg__powsum"})),
               _answer(ARGMIN_BAD_SPEC, ARGMIN_KERNEL),
-              # a host function named as the row's MPS-only kernel: the plan cannot repoint the row
-              _answer(ARGMIN_SPEC.replace("argmin_out_metal", "argmin_out_mps"), ARGMIN_KERNEL),
+              _answer(ARGMIN_BAD_STUB, ARGMIN_KERNEL),  # the stub's parameters are not the header's
               _answer(ARGMIN_SPEC, ARGMIN_KERNEL)]
     record, server = _run(workspace, tmp_path, "argmin", script)
     _assert_at_the_gate(record, server, workspace, "your KernelAnswer is refused: spec argmin: "
                         "geometry.threadgroup: 2048 threads is over the limit of 1024; Apple GPUs run at most "
                         "1024 threads per threadgroup",
-                        "your KernelAnswer is refused: spec argmin: host.function: the row already routes MPS "
-                        "(MPS: argmin_out_mps); the op has an MPS kernel; migrate it instead", calls=5)
+                        "your KernelAnswer is refused: spec argmin: stub.params: argmin_stub takes (TensorIterator &); "
+                        "the spec gives (TensorIterator&, const Scalar& ord)",
+                        calls=5)
     listed = _tool_results(server.requests[1])[-1]
-    assert "mode" in {r["op"] for r in listed["recipes"]} and "no spec recipe is of kind" in listed["note"]
+    assert "linalg__powsum" in {r["op"] for r in listed["recipes"]}
     shown = _tool_results(server.requests[2])[-1]
-    assert "dtype: index" in shown["spec_yaml"] and "kernel void mode" in shown["kernel_source"]
+    assert "stub: {name: powsum_stub, header: ATen/native/ReduceOps.h" in shown["spec_yaml"]
+    assert "kernel void powsum" in shown["kernel_source"]
     tree = Path(record.worktree)
-    assert "    MPS: argmin_out_metal\n" in (tree / NATIVE).read_text()
-    assert "MPS: argmin_out_mps" not in (tree / NATIVE).read_text()
+    registry = (tree / NATIVE).read_text()
+    assert "    CPU, CUDA, MPS: argmin_out\n" in registry and "MPS: argmin_out_mps" not in registry
     assert 'host_name("argmin_" #T "_long")' in (tree / "aten/src/ATen/native/mps/kernels/ArgMin.metal").read_text()
-    assert "TORCH_IMPL_FUNC(argmin_out_metal)" in (tree / "aten/src/ATen/native/mps/operations/ArgMin.mm").read_text()
+    host = (tree / "aten/src/ATen/native/mps/operations/ArgMin.mm").read_text()
+    assert "static void argmin_kernel_mps(TensorIterator& iter) {" in host
+    assert "REGISTER_DISPATCH(argmin_stub, &argmin_kernel_mps)" in host
     # The reviewer reads the model's launch spec at the gate, as for a recipe.
     assert main(["review", "show", record.run_id, "--repo", str(workspace)]) == 0
     shown = capsys.readouterr().out

@@ -117,3 +117,28 @@ def test_spec_port_of_an_mpsgraph_op_replaces_its_row_and_removes_the_legacy_cod
     (worktree / LEGACY).write_text(LEGACY_SOURCE)  # the legacy code put back
     messages = [f.message for f in check_contract(root, worktree, plan)]
     assert "[legacy] legacy implementation mode_mps_graph is still defined" in messages
+
+
+def test_ctc_port_shares_the_tensor_lengths_entry_and_drops_its_decorator_with_its_comment(tmp_path: Path) -> None:
+    from metalport.checkout import init_workspace
+
+    checkout = init_workspace(tmp_path / "workspace")
+    plan = plan_port(checkout, "aten::_ctc_loss")
+    worktree = tmp_path / "port"
+    subprocess.run(["git", "worktree", "add", "-q", "-b", "port", str(worktree)], cwd=checkout.root, check=True)
+    apply_port(plan, worktree)
+    registry = (worktree / NATIVE_FUNCTIONS).read_text()
+    assert "    MPS: ctc_loss_mps\n" in registry and "    CPU, CUDA, MPS: ctc_loss_tensor\n" in registry
+    assert [f.message for f in check_contract(checkout.root, worktree, plan)] == []
+    # Its xfail (keyed by the OpInfo's name, not the op's) and its decorator go, the comment saying
+    # why the decorator was there with it.
+    assert '"nn.functional.ctc_loss": None' not in (worktree / "torch/testing/_internal/common_mps.py").read_text()
+    diff = subprocess.run(["git", "diff", "-U0", "--", "torch/testing/_internal/common_methods_invocations.py"],
+                          cwd=worktree, capture_output=True, text=True, check=True).stdout
+    removed = [line for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
+    assert len(removed) == 2 and "MPS device" in removed[0] and "expectedFailure" in removed[1]
+    # The `.Tensor` entry left on CPU/CUDA only breaks the contract.
+    (worktree / NATIVE_FUNCTIONS).write_text(registry.replace("    CPU, CUDA, MPS: ctc_loss_tensor\n",
+                                                              "    CPU, CUDA: ctc_loss_tensor\n"))
+    assert [f.message for f in check_contract(checkout.root, worktree, plan)] == [
+        "[rows] _ctc_loss.Tensor should share its CPU/CUDA function with MPS (`CPU, CUDA, MPS: ctc_loss_tensor`)"]

@@ -22,12 +22,14 @@ def test_powsum_reaches_the_gate_and_shows_its_spec(wheel_repo: Path, capsys: py
     assert "run spec-1 is waiting for review at the gate" in err
     assert main(["review", "show", "spec-1", "--repo", repo]) == 0
     shown = capsys.readouterr().out
-    assert "registry linalg__powsum: add MPS: linalg__powsum_mps after line" in shown
-    assert "custom-kernel: kernel powsum in aten/src/ATen/native/mps/kernels/PowSum.metal" in shown
+    assert "registry linalg__powsum line 14149: CPU, CUDA: linalg__powsum -> CPU, CUDA, MPS: linalg__powsum" in shown
+    assert "linalg__powsum (missing, reduction): add native Metal support" in shown
+    assert "reduction-stub: kernel powsum in aten/src/ATen/native/mps/kernels/PowSum.metal" in shown
     assert "launch spec:" in shown and "grid: per-slice" in shown
     assert "check: passed" in shown
     assert "test: passed; emulated conformance on 5 dtype(s)" in shown and "0 skipped" in shown
-    assert "+Tensor linalg__powsum_mps(const Tensor& self," in shown
+    assert "+static void powsum_kernel_mps(TensorIterator& iter, const Scalar& ord) {" in shown
+    assert "+REGISTER_DISPATCH(powsum_stub, &powsum_kernel_mps)" in shown
     assert main(["runs", "--repo", repo, "--json"]) == 0
     runs = json.loads(capsys.readouterr().out)
     assert [(r["run_id"], r["status"]) for r in runs] == [("spec-1", "awaiting-review")]

@@ -35,10 +35,15 @@ def test_mode_host_function_launches_one_thread_per_slice_with_its_buffers_in_sp
     assert 'const std::string kernel = "mode_" + scalarToMetalTypeString(input)' in text
 
 
-def test_powsum_host_function_packs_its_struct_and_dispatches_threadgroups() -> None:
+def test_powsum_host_registers_its_stub_packs_its_struct_and_dispatches_threadgroups() -> None:
     text = write_host(spec_recipes()["linalg__powsum"].spec, POWSUM)
     assert "struct PowSumParams {\n  float ord;\n  uint32_t reduce_size;\n};" in text
-    assert "dtype.value_or(self.scalar_type())" in text
+    # Note [stub reductions]: the stub's kernel reads the reduced dims off its iterator's operands
+    # and writes the result (through a contiguous copy when the result is not laid out densely).
+    assert "static void powsum_kernel_mps(TensorIterator& iter, const Scalar& ord) {" in text
+    assert "reduced[d] = result.size(d) == 1 && self.size(d) != 1;" in text
+    assert "Tensor out0 = result.is_contiguous() ? result.view(out_sizes) : at::empty(out_sizes, result.options());" in text
+    assert text.rstrip().endswith("}\n\nREGISTER_DISPATCH(powsum_stub, &powsum_kernel_mps)")
     assert "[encoder dispatchThreadgroups:MTLSizeMake(count, 1, 1)" in text
     assert "threadsPerThreadgroup:MTLSizeMake(256, 1, 1)];" in text
     assert "ord.to<float>()" in text
@@ -94,3 +99,21 @@ def test_argument_checks_open_the_host_function_as_torch_checks() -> None:
     text = write_host(load_spec(data), "logspace(Scalar start, Scalar end, int steps, float base=10.0, *, "
                       "ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor")
     assert '  TORCH_CHECK(steps >= 0 && !(base < 0), "number of steps must be non-negative");' in text
+
+
+def test_dims_host_allocates_from_expressions_passes_lengths_as_a_tensor_and_launches_per_sequence() -> None:
+    spec = spec_recipes()["_ctc_loss"].spec
+    func = ("_ctc_loss(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, int blank=0, "
+            "bool zero_infinity=False) -> (Tensor, Tensor)")
+    text = write_host(spec, func)
+    assert "std::tuple<Tensor,Tensor> ctc_loss_mps(const Tensor & log_probs, const Tensor & targets, " \
+           "IntArrayRef input_lengths, IntArrayRef target_lengths, int64_t blank, bool zero_infinity) {" in text
+    assert "Tensor out1 = at::empty({log_probs.size(1), log_probs.size(0), (2 * (target_lengths.empty() ? " \
+           "int64_t{0} : *std::max_element(target_lengths.begin(), target_lengths.end()))) + 1}" in text
+    # int[] arguments reach the kernel as a tensor: setBytes carries at most 4 KB.
+    assert "const Tensor input_lengths_arg = at::tensor(input_lengths, log_probs.options().dtype(kLong));" in text
+    assert "TORCH_CHECK(targets.dim() == 2 || targets.size(0) == std::accumulate(target_lengths.begin(), " \
+           "target_lengths.end(), int64_t{0}), \"Expected tensor to have size \"" in text
+    assert "mtl_setArgs(encoder, log_probs_in, targets_in, out0, out1, input_lengths_arg, target_lengths_arg, p_arg);" in text
+    assert "[encoder dispatchThreadgroups:MTLSizeMake(out0.numel(), 1, 1)" in text
+    assert text.index("TORCH_CHECK(log_probs.numel() > 0") < text.index("at::empty(")

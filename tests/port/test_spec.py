@@ -95,7 +95,7 @@ def test_malformed_spec_is_one_line_naming_the_field(mode: dict, edit, message: 
      "spec mode: geometry.grid: a per-input-element grid is larger than a reduced output"),
     (lambda d: d.update(overload="values"), "spec mode: overload: the spec is for mode.values, the schema is mode"),
     (lambda d: d.update(checks=[{"require": "self == 0", "message": "m"}]),
-     "spec mode: checks[0]: 'self' is Tensor of mode; a check reads int, bool and float arguments"),
+     "spec mode: checks[0]: 'self' is Tensor of mode; an expression reads int, int[], bool and float arguments"),
     (lambda d: d.update(checks=[{"require": "dim == 0", "message": "bad {mood}"}]),
      "spec mode: checks[0]: 'mood' is no argument of mode"),
     (lambda d: d.update(checks=[{"require": "dim.size(0) == 0", "message": "m"}]),
@@ -133,3 +133,54 @@ def test_checks_query_tensor_shapes_and_wrap_dims_as_the_host_does() -> None:
     assert not check_holds(check, {"self": empty, "dim": -1})
     assert check_message(check, {"self": empty, "dim": -1}) == "mode(): Expected reduction dim 1 to have non-zero size."
     assert check_holds(check, {"self": empty, "dim": 0}) and check_holds(check, {"self": torch.tensor(1.0), "dim": 0})
+
+
+CTC = ("_ctc_loss(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, int blank=0, "
+       "bool zero_infinity=False) -> (Tensor, Tensor)")
+
+
+@pytest.fixture
+def ctc() -> dict:
+    return copy.deepcopy(spec_recipes()["_ctc_loss"].spec.to_dict())
+
+
+def test_dims_shapes_and_param_expressions_evaluate_from_the_call(ctc: dict) -> None:
+    import torch
+
+    from metalport.checks.speclaunch import bind_call, plan_launch
+
+    spec = load_spec(ctc)
+    check_schema(spec, CTC)
+    assert load_spec(spec.to_dict()) == spec
+    log_probs, targets = torch.randn(7, 3, 5), torch.randint(1, 5, (9,))
+    launch = plan_launch(spec, bind_call(torch.ops.aten._ctc_loss.default, (log_probs, targets, [7, 5, 2], [4, 3, 2]), {}))
+    assert [tuple(o.shape) for o in launch.outputs] == [(3,), (3, 7, 9)]  # states: 2 * max(target_lengths) + 1
+    assert launch.threads == 3 * 128 and launch.group == 128  # one threadgroup per sequence
+    params = dict(launch.params)
+    assert params["input_lengths"] == [[7, 5, 2]] and params["target_lengths"] == [[4, 3, 2]]
+    assert params["p"] == [7, 3, 5, 9, 0, 0]  # time, batch, labels, states, row (concatenated: 0), blank
+    padded = plan_launch(spec, bind_call(torch.ops.aten._ctc_loss.default,
+                                         (log_probs, torch.randint(1, 5, (3, 6)), [7, 5, 2], [4, 3, 2]), {}))
+    assert dict(padded.params)["p"][4] == 6
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["outputs"][0].update(shape="dims:log_probs.size(1)"),
+     r"spec _ctc_loss: outputs\[0\].shape: 'dims:log_probs.size\(1\)': dims takes a list"),
+    (lambda d: d["outputs"][0].update(shape="dims:[open(log_probs)]"), r"spec _ctc_loss: outputs\[0\].shape: .* uses Call"),
+    (lambda d: d["outputs"][1].update(compare="roughly"), r"spec _ctc_loss: outputs\[1\].compare: 'roughly' is not 'cpu-set'"),
+    (lambda d: d["params"][2]["fields"][0].update({"from": "log_probs.size(0) ** 2"}),
+     r"spec _ctc_loss: params\[2\].fields\[0\].from: .* uses Pow"),
+    (lambda d: d["host"].update(shared="_ctc_loss.Tensor"), r"spec _ctc_loss: host.shared: expected a list"),
+])
+def test_malformed_dims_spec_is_one_line_naming_the_field(ctc: dict, edit, message: str) -> None:
+    edit(ctc)
+    with pytest.raises(SpecError, match=message) as err:
+        load_spec(ctc)
+    assert "\n" not in err.value.message
+
+
+def test_dims_expression_naming_no_argument_does_not_fit_the_schema(ctc: dict) -> None:
+    ctc["outputs"][0]["shape"] = "dims:[len(lengths)]"
+    with pytest.raises(SpecError, match=r"spec _ctc_loss: outputs\[0\].shape: 'lengths' is no argument of _ctc_loss"):
+        check_schema(load_spec(ctc), CTC)
