@@ -38,13 +38,19 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
     return t.view(width)
 
 
+def _holds_poison(t: torch.Tensor) -> torch.Tensor:
+    """Per element of `t`, whether its bits are the poison's (complex: both components')."""
+    hit = _bits(t) == _bits(poisoned(1, t.dtype))[0]
+    return hit.all(dim=-1) if t.is_complex() else hit
+
+
 def unwritten(actual: torch.Tensor, expected: torch.Tensor) -> int:
     """How many elements of `actual` still hold the poison where `expected` does not."""
     if actual.numel() == 0 or actual.shape != expected.shape or actual.dtype != expected.dtype:
         return 0
-    mark = _bits(poisoned(1, actual.dtype))[0] if not actual.is_complex() else _bits(poisoned(1, actual.dtype))[0, 0]
-    a, e = _bits(actual), _bits(expected)
-    holes = (a == mark) & (e != mark)
-    if actual.is_complex():
-        holes = holes.all(dim=-1)
-    return int(holes.sum())
+    return int((_holds_poison(actual) & ~_holds_poison(expected)).sum())
+
+
+def overwritten(band: torch.Tensor) -> int:
+    """How many elements of `band` (a part of a `poisoned` buffer) no longer hold the poison."""
+    return int((~_holds_poison(band)).sum()) if band.numel() else 0

@@ -31,15 +31,26 @@ from metalport.port.spec import METAL_DTYPES, LaunchSpec
 _TAIL = 4096
 
 
-def _draw(shape: Sequence[int], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
-    """Random values of `dtype`: normal floats, integers in [-100, 100] (uint8 [0, 255]), bools."""
+def draw(shape: Sequence[int], dtype: torch.dtype, gen: torch.Generator, *, ties: bool = False) -> torch.Tensor:
+    """Random values of `dtype`: bools; integers in [-100, 100] (uint8 [0, 255]); normal floats;
+    complex numbers with normal real and imaginary parts (each of variance 1/2).
+
+    With `ties`, few distinct values so counts tie: integers in [-3, 3] (uint8 [0, 3]) of any dtype,
+    floats included; a complex number gets one such integer in each part."""
+    shape = tuple(shape)
     if dtype == torch.bool:
-        return torch.randint(0, 2, tuple(shape), generator=gen).bool()
-    if dtype.is_floating_point or dtype.is_complex:
-        return torch.randn(tuple(shape), generator=gen, dtype=torch.complex64 if dtype.is_complex
-                           else torch.float32).to(dtype)
-    low, high = (0, 256) if dtype == torch.uint8 else (-100, 101)
-    return torch.randint(low, high, tuple(shape), generator=gen).to(dtype)
+        return torch.randint(0, 2, shape, generator=gen).bool()
+    if ties or not (dtype.is_floating_point or dtype.is_complex):
+        low, high = (-3, 4) if ties else (-100, 101)
+        if dtype == torch.uint8:
+            low, high = (0, 4) if ties else (0, 256)
+        if dtype.is_complex:
+            parts = torch.randint(low, high, (*shape, 2), generator=gen).float()
+            return torch.view_as_complex(parts).to(dtype)
+        return torch.randint(low, high, shape, generator=gen).to(dtype)
+    if dtype.is_complex:
+        return torch.randn(shape, generator=gen, dtype=torch.complex64).to(dtype)
+    return torch.randn(shape, generator=gen).to(dtype)
 
 
 def _tensor(desc: Mapping[str, Any], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
@@ -48,15 +59,15 @@ def _tensor(desc: Mapping[str, Any], dtype: torch.dtype, gen: torch.Generator) -
         t = torch.zeros(shape, dtype=dtype)
         flat = t.view(-1)
         n = min(_TAIL, flat.numel())
-        flat[:n] = _draw((n,), dtype, gen)
-        flat[flat.numel() - n:] = _draw((n,), dtype, gen)
+        flat[:n] = draw((n,), dtype, gen)
+        flat[flat.numel() - n:] = draw((n,), dtype, gen)
         return t
     if "range" in desc:  # integers in [low, high) (ctc's labels), in the argument's dtype
         low, high = (int(v) for v in desc["range"])
         return torch.randint(low, high, tuple(shape), generator=gen).to(dtype)
     if desc.get("transposed") and len(shape) >= 2:
-        return _draw(shape[::-1], dtype, gen).permute(*reversed(range(len(shape))))
-    t = _draw(shape, dtype, gen)
+        return draw(shape[::-1], dtype, gen).permute(*reversed(range(len(shape))))
+    t = draw(shape, dtype, gen)
     if desc.get("channels_last"):
         t = t.contiguous(memory_format=torch.channels_last_3d if t.dim() == 5 else torch.channels_last)
     return t
@@ -109,7 +120,7 @@ def explicit_calls(spec: LaunchSpec, func: Any, types: tuple[str, ...], kind: st
             if isinstance(desc, Mapping) and "index_into" in desc:
                 value: Any = _index(desc, made, gen, where)
             elif isinstance(desc, Mapping) and "list" in desc:
-                value = [_draw([int(s) for s in shape], dtype, gen) for shape in desc["list"]]
+                value = [draw([int(s) for s in shape], dtype, gen) for shape in desc["list"]]
             elif isinstance(desc, Mapping) and "shape" in desc:
                 # An input of the spec is drawn in its own column's type; other tensors in the first's.
                 column = next((i for i, x in enumerate(spec.inputs) if x.arg == a.name), 0)
@@ -131,4 +142,4 @@ def explicit_calls(spec: LaunchSpec, func: Any, types: tuple[str, ...], kind: st
     return calls
 
 
-__all__ = ["explicit_calls"]
+__all__ = ["draw", "explicit_calls"]

@@ -3,7 +3,8 @@
 For every instantiation the spec registers, the op's OpInfo samples (recorded at the ATen level),
 random calls and held-out calls (slices crossing the threadgroup size, non-contiguous and empty
 inputs, a forced 32-bit split) run through torch on CPU and through the kernel as the spec's host
-launches it (`speclaunch`): outputs poisoned, guard bands checked. Values are judged exactly for
+launches it (`speclaunch`): outputs poisoned, guard bands checked, an output element the kernel
+never wrote named as such. Values are judged exactly for
 integer, bool and index outputs, at test_mps-style tolerances for floating outputs.
 """
 
@@ -21,8 +22,9 @@ from typing import Any
 import torch
 
 from metalport.checks.conformance import DtypeRun
+from metalport.checks.poison import unwritten
 from metalport.checks.report import ConformanceReport
-from metalport.checks.speccases import explicit_calls
+from metalport.checks.speccases import draw, explicit_calls
 from metalport.checks.speclaunch import (INDEX_LIMIT, HostCheckFailed, UnlaunchableCall, bind_call, plan_launch,
                                          run_launch)
 from metalport.errors import EmulateError, SpecError, UsageError
@@ -66,18 +68,6 @@ def _func(spec: LaunchSpec) -> Any:
     if packet is None:
         raise UsageError(f"unknown op aten::{spec.op}", hint="check the spec's op")
     return getattr(packet, spec.overload or "default")
-
-
-def _draw(shape: Sequence[int], dtype: torch.dtype, gen: torch.Generator, ties: bool) -> torch.Tensor:
-    """Random values of `dtype`; with `ties`, few distinct values so counts tie."""
-    if dtype == torch.bool:
-        return torch.randint(0, 2, tuple(shape), generator=gen).bool()
-    if ties or not (dtype.is_floating_point or dtype.is_complex):
-        low, high = (-3, 4) if ties else (-100, 101)
-        if dtype == torch.uint8:
-            low, high = (0, 4) if ties else (0, 256)
-        return torch.randint(low, high, tuple(shape), generator=gen).to(dtype)
-    return torch.randn(tuple(shape), generator=gen).to(dtype)
 
 
 def _dims_value(spec: LaunchSpec, func: Any, ndim: int, gen: torch.Generator) -> Any:
@@ -154,7 +144,7 @@ def build_spec_cases(spec: LaunchSpec, types: tuple[str, ...], gen: torch.Genera
     for label, args, kwargs in explicit_calls(spec, func, types, "random", gen, include_large=include_large):
         cases.append(SpecCase("random", label, args, kwargs))
     for k, shape in enumerate(() if spec.cases.get("random") else _SHAPES * 2):
-        x = _draw(shape, dtype, gen, ties and k % 2 == 0)
+        x = draw(shape, dtype, gen, ties=ties and k % 2 == 0)
         args, kwargs = _call(spec, func, x, types, gen, k)
         cases.append(SpecCase("random", f"random case {k}", args, kwargs))
     if include_held_out:
@@ -162,16 +152,16 @@ def build_spec_cases(spec: LaunchSpec, types: tuple[str, ...], gen: torch.Genera
             cases.append(SpecCase("held-out", label, args, kwargs))
     if include_held_out and spec.reduce.dim is not None:
         for k, length in enumerate(_HELD_OUT_LENGTHS):
-            x = _draw((3, length), dtype, gen, ties)
+            x = draw((3, length), dtype, gen, ties=ties)
             args, kwargs = _call(spec, func, x, types, gen, k, dims=_last_dim(spec, func), keepdim=bool(k % 2))
             cases.append(SpecCase("held-out", f"slice of {length}", args, kwargs))
-        x = _draw((40, 6), dtype, gen, ties).t()
+        x = draw((40, 6), dtype, gen, ties=ties).t()
         args, kwargs = _call(spec, func, x, types, gen, 0, dims=_last_dim(spec, func), keepdim=True)
         cases.append(SpecCase("held-out", "transposed input", args, kwargs))
-        x = _draw((700, 9), dtype, gen, ties)
+        x = draw((700, 9), dtype, gen, ties=ties)
         args, kwargs = _call(spec, func, x, types, gen, 1, dims=_last_dim(spec, func), keepdim=False)
         cases.append(SpecCase("held-out", "many slices, 32-bit split", args, kwargs, index_limit=_SPLIT_LIMIT))
-        x = _draw((0, 5), dtype, gen, ties)
+        x = draw((0, 5), dtype, gen, ties=ties)
         args, kwargs = _call(spec, func, x, types, gen, 2, dims=_last_dim(spec, func), keepdim=True)
         cases.append(SpecCase("held-out", "empty input", args, kwargs))
     return cases, left_out
@@ -316,6 +306,21 @@ def _mask_unset(spec: LaunchSpec, got: Sequence[torch.Tensor], want: Any) -> tup
             g = g.masked_fill(unset, float("nan"))
         out.append(g)
     return tuple(out), left
+
+
+def _unwritten_problem(got: Sequence[torch.Tensor], want: Any, kernel: str, *, mismatch: bool) -> str | None:
+    """A one-line reason when an output element still holds the poison where torch's does not.
+
+    Looked for only on a `mismatch` (`_judge` failed), or where torch expects a NaN (a poisoned NaN
+    passes `equal_nan` there), as the pointwise conformance does."""
+    want = (want,) if isinstance(want, torch.Tensor) else tuple(want)
+    for n, (g, w) in enumerate(zip(got, want)):
+        if not mismatch and not ((w.is_floating_point() or w.is_complex()) and bool(w.isnan().any())):
+            continue
+        holes = unwritten(g, w)
+        if holes:
+            return f"output {n}: {holes} of {g.numel()} output elements never written by {kernel}"
+    return None
 
 
 # Note [refused calls]: a call torch's CPU kernel refuses must be refused by the port's host too,
@@ -466,6 +471,10 @@ def _run(spec: LaunchSpec, library: Any, include_held_out: bool, seed: int,
             error = _abs_error(got, want)
             if case.kind != "held-out" and (tallies.worst is None or error > tallies.worst[0]):
                 tallies.worst = (error, f"{case.label}: {case.describe()}")
+            holes = _unwritten_problem(got, want, launch.host_name, mismatch=problem is not None)
+            if holes is not None:  # never accepted as a divergence PyTorch allows
+                tallies.record(case.kind, label, holes)
+                continue
             accepted = None
             if problem is not None and spec.cases.get("index_ties") == "any-occurrence" and launch.inputs:
                 rows = launch.inputs[0].reshape(launch.derived["num_slices"], max(launch.derived["reduce_size"], 1))

@@ -4,10 +4,10 @@ threadgroups the spec prescribes, run on a compiled kernel library.
 It mirrors what `hostgen` writes into the `.mm` host function (Note [spec buffers] in `port.spec`):
 outputs are allocated from the shape and dtype rules, inputs laid out as the spec says, an empty
 output returns early, and calls over more than `index_limit` elements are split into chunks of
-whole slices (the `with_32bit_indexing` split). Every output is poisoned before the run and sits
-between two guard bands (the kernel's pointer bound past the leading one, as `setBuffer:offset:`
-binds); a kernel that writes into either band raises SpecError. Tensor-list outputs have the
-trailing band only.
+whole slices (the `with_32bit_indexing` split). Every output is poisoned before the run (`poison`, as
+pointwise outputs are) and sits between two guard bands of the same poison (the kernel's pointer
+bound past the leading one, as `setBuffer:offset:` binds); a kernel that writes into either band
+raises SpecError. Tensor-list outputs have the trailing band only.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from typing import Any
 
 import torch
 
+from metalport.checks.poison import overwritten, poisoned
 from metalport.emulate.args import BufferOffset
 from metalport.errors import SpecError
 from metalport.port.spec import (METAL_DTYPES, Grid, LaunchSpec, Layout, OutputSpec, OutShape, ParamField, check_holds,
                                  check_message, dims_exprs, eval_threads, host_value, is_expression)
 
 GUARD_ELEMENTS = 64  # poisoned elements before and after each output
-POISON_BYTE = 0xA5
 INDEX_LIMIT = 2**31 - 1  # elements one launch may address with 32-bit indices
 
 _PACK = {"float": "f", "int": "i", "uint": "I", "long": "q", "ulong": "Q", "bool": "?"}
@@ -130,8 +130,7 @@ class Launch:
 def _poisoned(shape: Sequence[int], dtype: torch.dtype, lead: int = GUARD_ELEMENTS) -> tuple[torch.Tensor, torch.Tensor]:
     """(the output, its poisoned flat buffer: `lead` guard elements, the output, GUARD_ELEMENTS more)."""
     numel = math.prod(shape)
-    flat = torch.empty(lead + numel + GUARD_ELEMENTS, dtype=dtype)
-    flat.view(torch.uint8).fill_(POISON_BYTE)
+    flat = poisoned(lead + numel + GUARD_ELEMENTS, dtype)
     return flat[lead:lead + numel].view(tuple(shape)), flat
 
 
@@ -140,10 +139,10 @@ def _band_hits(spec: LaunchSpec, launch: Launch) -> None:
     for o, g, out in zip(spec.outputs, launch.guarded, launch.outputs):
         lead = g.numel() - out.numel() - GUARD_ELEMENTS
         for where, band in (("before", g[:lead]), ("after", g[lead + out.numel():])):
-            hit = int((band.view(torch.uint8) != POISON_BYTE).sum())
+            hit = overwritten(band)
             if hit:
                 raise SpecError(f"spec {spec.op}: outputs: kernel {launch.host_name} writes outside its output "
-                                f"{o.name!r} ({hit} byte(s) of the guard band {where} it changed)",
+                                f"{o.name!r} ({hit} element(s) of the guard band {where} it changed)",
                                 hint="bound the kernel's writes by the output's size")
 
 
@@ -353,7 +352,7 @@ def _run_list_launch(spec: LaunchSpec, library: Any, launch: Launch) -> tuple[to
     library.run(launch.host_name, *ins, *outs, *params, threads=(launch.group, chunks), group_size=(launch.group, 1))
     for k, o in enumerate(spec.outputs):
         for g in launch.guarded[k * n:(k + 1) * n]:
-            if bool((g[g.numel() - GUARD_ELEMENTS:].view(torch.uint8) != POISON_BYTE).any()):
+            if overwritten(g[g.numel() - GUARD_ELEMENTS:]):
                 raise SpecError(f"spec {spec.op}: outputs: kernel {launch.host_name} writes outside an output "
                                 f"of list {o.name!r}", hint="bound the kernel's writes by each tensor's numel")
     return launch.outputs

@@ -1,16 +1,18 @@
 """Conformance of spec-launched kernels: the shipped recipes pass over OpInfo samples, random and
-held-out cases; a mutated kernel, a wrong grid, a kernel writing past its output and a grid larger
-than the data fail, each with its one-line reason."""
+held-out cases; a mutated kernel, a wrong grid, a kernel writing past its output or leaving an
+output element unwritten and a grid larger than the data fail, each with its one-line reason."""
 
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 import torch
 
+from metalport.checks.speccases import draw
 from metalport.checks.speclaunch import bind_call, plan_launch, run_launch
-from metalport.checks.specconformance import run_spec_conformance
+from metalport.checks.specconformance import build_spec_cases, run_spec_conformance
 from metalport.emulate import compile_shader
 from metalport.errors import SpecError
 from metalport.port.spec import Grid, load_spec
@@ -27,7 +29,8 @@ def _mutant(op: str, name: str, old: str, new: str) -> str:
     kernel = recipe.spec.kernel_name
     return source.replace(old, new).replace(f"{kernel}(", f"{name}(").replace(f"{kernel}<", f"{name}<") \
         .replace(f'"{kernel}_"', f'"{name}_"').replace(f"struct PowSumParams", f"struct PowSumParams_{name}") \
-        .replace("PowSumParams&", f"PowSumParams_{name}&").replace("PowSumParams &", f"PowSumParams_{name} &")
+        .replace("PowSumParams&", f"PowSumParams_{name}&").replace("PowSumParams &", f"PowSumParams_{name} &") \
+        .replace("ForeachAddress", f"ForeachAddress_{name}")
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +41,11 @@ def lib(tmp_path_factory: pytest.TempPathFactory) -> object:
     source += _mutant("mode", "mode_big", "v < row[best]", "v > row[best]")  # ties to the larger value
     source += _mutant("mode", "mode_oob", "values[slice] = row[best];", "values[slice + 1] = row[best];")
     source += _mutant("mode", "mode_under", "values[slice] = row[best];", "values[long(slice) - 1] = row[best];")
+    source += _mutant("mode", "mode_skip", "values[slice] = row[best];",
+                      "if (slice != 1) { values[slice] = row[best]; }")  # the second slice's value never written
+    source += _mutant("_foreach_exp", "foreach_skip", "if (i >= numels[tensor])",
+                      "if (i + 1 >= numels[tensor])")  # each tensor's last element never written
+    source += _mutant("_foreach_exp", "foreach_past", "out0[tensor].data[i] =", "out0[tensor].data[i + 1] =")
     library = compile_shader(source, cache_dir=tmp_path_factory.mktemp("spec-conf"))
     yield library
     library.close()
@@ -108,11 +116,54 @@ def test_kernel_writing_before_its_output_is_caught_by_the_leading_guard_band(li
         with pytest.raises(SpecError) as err:
             run_launch(spec, lib, launch, index_limit=limit * 5)
         assert err.value.message == ("spec mode: outputs: kernel mode_under_float_float_long writes outside its "
-                                  "output 'values' (4 byte(s) of the guard band before it changed)")
+                                  "output 'values' (1 element(s) of the guard band before it changed)")
     report = run_spec_conformance(None, spec, library=lib, seed=3, dtypes=("float32",))
     assert report.status == "fail"
-    assert "writes outside its output 'values' (4 byte(s) of the guard band before it changed)" in \
+    assert "writes outside its output 'values' (1 element(s) of the guard band before it changed)" in \
         report.dtypes[0].failures[0].message
+
+
+def test_kernel_writing_past_a_list_output_is_caught_by_the_guard_band(lib: object) -> None:
+    report = run_spec_conformance(None, _spec("_foreach_exp", kernel_name="foreach_past"), library=lib, seed=3,
+                                  dtypes=("float32",))
+    assert report.status == "fail"
+    assert "kernel foreach_past_float_float writes outside an output of list 'out0'" in \
+        report.dtypes[0].failures[0].message
+
+
+@pytest.mark.parametrize("row", ["float32", "int64"])
+def test_kernel_leaving_an_output_element_unwritten_fails_naming_it(lib: object, row: str) -> None:
+    metal = {"float32": "float", "int64": "long"}[row]
+    report = run_spec_conformance(None, _spec("mode", kernel_name="mode_skip"), library=lib, seed=3, dtypes=(row,))
+    assert report.status == "fail"
+    messages = [f.message for f in report.dtypes[0].failures if "held-out cases fail" not in f.message]
+    pattern = rf"output 0: 1 of \d+ output elements never written by mode_skip_{metal}_{metal}_long$"
+    assert messages and all(re.search(pattern, m) for m in messages), messages
+
+
+def test_kernel_leaving_a_list_output_element_unwritten_fails_naming_it(lib: object) -> None:
+    report = run_spec_conformance(None, _spec("_foreach_exp", kernel_name="foreach_skip"), library=lib, seed=3,
+                                  dtypes=("float32",))
+    assert report.status == "fail"
+    messages = [f.message for f in report.dtypes[0].failures if "held-out cases fail" not in f.message]
+    assert messages and all(re.search(r"output \d+: 1 of \d+ output elements never written by "
+                                      r"foreach_skip_float_float$", m) for m in messages), messages
+
+
+def test_complex_random_inputs_have_nonzero_imaginary_parts() -> None:
+    gen = torch.Generator().manual_seed(0)
+    for ties in (False, True):
+        x = draw((200,), torch.complex64, gen, ties=ties)
+        assert bool((x.imag != 0).any()) and bool((x.real != 0).any())
+    assert len(set(draw((200,), torch.complex64, gen, ties=True).tolist())) <= 49  # few values: counts tie
+    # Both the spec's own random calls (take) and the drawn reductions (mode, with ties) get them.
+    take = spec_recipes()["take"].spec
+    mode = _spec("mode", dtypes=[["float2", "float2", "long"]])
+    for spec, types in ((take, ("float2", "long", "float2")), (mode, ("float2", "float2", "long"))):
+        cases, _ = build_spec_cases(spec, types, torch.Generator().manual_seed(1), True, include_large=False)
+        drawn = [a for c in cases if c.kind != "opinfo" for a in c.args
+                 if isinstance(a, torch.Tensor) and a.is_complex() and a.numel() >= 6]  # (ties: 1/7 are real)
+        assert drawn and all(bool((a.imag != 0).any()) for a in drawn), spec.op
 
 
 def test_grid_larger_than_the_data_is_a_spec_error(lib: object) -> None:
