@@ -22,6 +22,7 @@ from metalport.sandbox.guard import PathGuard
 ToolFn = Callable[[], Any]  # check: dict or list[Failure]; conformance: dict or ConformanceReport
 LookupFn = Callable[[str], dict]
 KindLookupFn = Callable[[str, str | None], dict]  # show_kernels(kind, op)
+RespecFn = Callable[[str, str], dict]  # respecify(spec_yaml, kernel_source): {"ok", "error" | "allowed_paths"}
 
 _SPECS: dict[str, tuple[str, dict]] = {
     "read_file": ("Read lines start..end (1-based, inclusive) of a file in the checkout.",
@@ -38,15 +39,20 @@ _SPECS: dict[str, tuple[str, dict]] = {
     "propose_edit": ("Replace the exact text `search` by `replace` in an allow-listed file.",
                      {"path": {"type": "string"}, "search": {"type": "string"},
                       "replace": {"type": "string"}}),
+    "respecify": ("Replace the launch spec and kernel you wrote for this port: the spec as YAML and the whole kernel "
+                  "source, checked as write_kernel checks them. The port is re-applied from them on a clean "
+                  "worktree (registry rows, host and kernel files); run check() before finish().",
+                  {"spec_yaml": {"type": "string"}, "kernel_source": {"type": "string"}}),
     "check": ("Run the migration contract checks and the shader compile.", {}),
     "conformance": ("Run emulated conformance; returns counts and worst errors.", {}),
     "finish": ("End the attempt with a summary; refused while checks fail.",
                {"summary": {"type": "string"}}),
 }
 _REQUIRED = {"read_file": ["path"], "grep": ["pattern"], "show_op": ["op"], "show_examples": ["family"], "show_kernels": ["kind"],
-             "propose_edit": ["path", "search", "replace"], "finish": ["summary"]}
+             "propose_edit": ["path", "search", "replace"], "finish": ["summary"],
+             "respecify": ["spec_yaml", "kernel_source"]}
 _TYPES = {"string": str, "integer": int}
-_OPTIONAL = frozenset({"show_kernels"})  # offered only when the run gives its function
+_OPTIONAL = frozenset({"show_kernels", "respecify"})  # offered only when the run gives its function
 
 
 class ToolBox:
@@ -54,7 +60,7 @@ class ToolBox:
 
     def __init__(self, root: Path, allowed: Iterable[str], *, check: ToolFn, conformance: ToolFn,
                  show_op: LookupFn, show_examples: LookupFn, show_kernels: KindLookupFn | None = None,
-                 redactor: Redactor | None = None,
+                 respecify: RespecFn | None = None, redactor: Redactor | None = None,
                  max_result_chars: int = 8000, max_read_lines: int = 400,
                  max_grep_files: int = 5000) -> None:
         self.root = Path(root).resolve()
@@ -62,7 +68,7 @@ class ToolBox:
         self.redactor = redactor or Redactor()
         self._guard = PathGuard(self.root, set(self.allowed), secret_env=self.redactor.secret_env)
         self._fns = {"check": check, "conformance": conformance, "show_op": show_op,
-                     "show_examples": show_examples, "show_kernels": show_kernels}
+                     "show_examples": show_examples, "show_kernels": show_kernels, "respecify": respecify}
         self.max_result_chars = max_result_chars
         self.max_read_lines = max_read_lines
         self.max_grep_files = max_grep_files
@@ -190,6 +196,16 @@ class ToolBox:
             return {"ok": False, "error": str(err)}
         self.checks_ok, self.last_check = False, None
         return {"ok": True, "path": path, "note": "edit applied; run check() before finish()"}
+
+    def _respecify(self, spec_yaml: str, kernel_source: str) -> dict:
+        result = self._fns["respecify"](spec_yaml, kernel_source)
+        if not result.get("ok"):
+            return {"ok": False, "error": result.get("error", "refused")}
+        # The new spec may name other kernel/host files: the allow-list follows the new plan.
+        self.allowed = frozenset(result["allowed_paths"])
+        self._guard = PathGuard(self.root, set(self.allowed), secret_env=self.redactor.secret_env)
+        self.checks_ok, self.last_check = False, None
+        return {"ok": True, "note": "port re-applied from the new spec and kernel; run check() before finish()"}
 
     def _check(self) -> dict:
         result = _as_check_result(self._fns["check"]())

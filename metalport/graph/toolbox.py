@@ -4,6 +4,7 @@ the executor (counts and worst errors only: never held-out inputs)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +20,21 @@ _MACROS = {"unary": "REGISTER_UNARY_OP", "binary": "REGISTER_BINARY_OP",
            "alpha": "REGISTER_BINARY_ALPHA_OP", "ternary": "REGISTER_TERNARY_OP"}
 
 
-def make_toolbox(ctx: RunContext, state: PortState, plan: Any, worktree: Worktree) -> ToolBox:
-    """A ToolBox over the run's worktree, allow-listed to the plan's paths."""
+def make_toolbox(ctx: RunContext, state: PortState, plan: Any, worktree: Worktree,
+                 respec: Callable[[str, str], Any] | None = None) -> ToolBox:
+    """A ToolBox over the run's worktree, allow-listed to the plan's paths. With `respec` (a port
+    whose launch spec the model wrote), `respecify` replaces spec and kernel: `respec` plans and
+    re-applies the port from them (raising SpecError/PipelineError for one it refuses) and returns
+    the new plan, which the checks then judge."""
     from metalport.checks.contract import check_contract
+    from metalport.errors import PipelineError, SpecError
 
     root = worktree.path
+    current = {"plan": plan}
 
     def check() -> dict:
         """Contract checks, then the build: `ok` and the first 20 failures."""
+        plan = current["plan"]
         failures = check_contract(Path(state.get("base_root") or ctx.repo_root), root, plan)
         if not failures:
             failures = ctx.executor().build(root, plan)
@@ -36,7 +44,7 @@ def make_toolbox(ctx: RunContext, state: PortState, plan: Any, worktree: Worktre
     def conformance() -> dict:
         """Conformance without held-out cases, as the model may see it (counts, worst errors); a partial
         verdict (calls the host model skips) is nothing the model can fix, so it counts as ok."""
-        report, failures = ctx.executor().test(root, plan, held_out=False)
+        report, failures = ctx.executor().test(root, current["plan"], held_out=False)
         return {"ok": not failures and report.status in ("pass", "partial"), "status": report.status,
                 "summary": report.summary_for_model()}
 
@@ -53,10 +61,19 @@ def make_toolbox(ctx: RunContext, state: PortState, plan: Any, worktree: Worktre
             return {"ok": False, "error": f"unknown family {family!r}", "families": sorted(_MACROS)}
         return {"ok": True, "examples": _examples(root / KERNELS_DIR, macro)}
 
+    def respecify(spec_yaml: str, kernel_source: str) -> dict:
+        assert respec is not None
+        try:
+            current["plan"] = respec(spec_yaml, kernel_source)
+        except (SpecError, PipelineError) as err:
+            return {"ok": False, "error": f"{err.message}; {err.hint}" if err.hint else err.message}
+        return {"ok": True, "allowed_paths": list(current["plan"].allowed_paths)}
+
     own_kernel = plan.kind != "pointwise-stub"
     return ToolBox(root, plan.allowed_paths, check=check, conformance=conformance, show_op=show_op,
                    show_examples=show_examples, show_kernels=(lambda kind, op: show_kernels(root, kind, op))
-                   if own_kernel else None, redactor=Redactor(secret_env=ctx.secret_env()))
+                   if own_kernel else None, respecify=respecify if respec is not None else None,
+                   redactor=Redactor(secret_env=ctx.secret_env()))
 
 
 def show_kernels(root: Path, kind: str, op: str | None = None) -> dict:

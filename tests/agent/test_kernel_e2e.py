@@ -21,7 +21,7 @@ from metalport.checkout import init_workspace
 from metalport.cli import main
 from metalport.graph.runs import RunOptions, run_dir, start_run
 from tests.agent.kernel_answers import (ARGMIN_BAD_SPEC, ARGMIN_BAD_STUB, ARGMIN_KERNEL, ARGMIN_SPEC, SHUFFLE_BAD_SPEC,
-                                        SHUFFLE_FIX, SHUFFLE_KERNEL, SHUFFLE_SPEC)
+                                        SHUFFLE_FIX, SHUFFLE_KERNEL, SHUFFLE_SPEC, SHUFFLE_STRIDES_SPEC)
 from tests.llm_server import ScriptedLLM, json_reply, tool_reply
 
 SECRETS = {"OPENAI_API_KEY": "sk-kernel-e2e-key-0123456789", "VAULT_PASS": "vault-kernel-e2e-13579"}
@@ -132,3 +132,30 @@ def test_a_custom_kernel_outside_the_table_gets_its_kernel_and_spec_from_the_mod
     assert SHUFFLE_FIX in (tree / kernel_file).read_text()
     assert "MPS: channel_shuffle_mps" in (tree / NATIVE).read_text()
     assert "channel_shuffle_mps(" in (tree / "aten/src/ATen/native/mps/operations/ChannelShuffle.mm").read_text()
+
+
+def test_a_wrong_model_spec_is_repaired_by_respecifying_it(workspace: Path, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    host_file = "aten/src/ATen/native/mps/operations/ChannelShuffle.mm"
+    script = [tool_reply(("show_kernels", {"kind": "custom-kernel"})),
+              tool_reply(("show_kernels", {"kind": "custom-kernel", "op": "take"})),
+              _answer(SHUFFLE_STRIDES_SPEC, SHUFFLE_KERNEL),
+              # conformance fails; the repair replaces the spec (a kernel edit cannot fix it)
+              tool_reply(("respecify", {"spec_yaml": SHUFFLE_STRIDES_SPEC.replace("type: long}\ngeometry", "type: longer}\ngeometry"),
+                                        "kernel_source": SHUFFLE_KERNEL})),
+              tool_reply(("respecify", {"spec_yaml": SHUFFLE_SPEC, "kernel_source": SHUFFLE_KERNEL})),
+              tool_reply(("check", {})), tool_reply(("finish", {"summary": "sizes, not strides"}))]
+    record, server = _run(workspace, tmp_path, "channel_shuffle", script)
+    _assert_at_the_gate(record, server, workspace, attempts=2, calls=7)
+    assert "failed at the test stage" in server.requests[3]["messages"][1]["content"]
+    assert "respecify" in {t["function"]["name"] for t in server.requests[3]["tools"]}
+    refused, accepted = _tool_results(server.requests[4])[-1], _tool_results(server.requests[5])[-1]
+    assert refused == {"ok": False, "error": "spec channel_shuffle: params[2].type: 'longer' is not one of "
+                                             "float, int, uint, long, ulong, bool"}
+    assert accepted["ok"] and "re-applied" in accepted["note"]
+    # The run goes on with the repaired spec: the reviewer reads it, and the host code follows it.
+    assert main(["review", "show", record.run_id, "--repo", str(workspace)]) == 0
+    shown = capsys.readouterr().out
+    assert "{from: sizes, name: sizes, type: long}" in shown and "from: strides" not in shown
+    host = (Path(record.worktree) / host_file).read_text()
+    assert ".size(d)" in host and ".stride(d)" not in host

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import git
+from typing import Any
+
 from langgraph.runtime import Runtime
 
 from metalport.agent.provider import FixRequest, FunctorRequest, KernelRequest
@@ -32,7 +34,10 @@ def edit(state: PortState, runtime: Runtime[RunContext]) -> dict:
         if rejected or failures:
             from metalport.graph.toolbox import make_toolbox
 
-            ctx.provider.fix(_fix_request(state, port, rejected), make_toolbox(ctx, state, port, worktree))
+            respec = _Respec(ctx, state, worktree) if _model_spec(port) else None
+            ctx.provider.fix(_fix_request(state, port, rejected), make_toolbox(ctx, state, port, worktree, respec))
+            if respec is not None and respec.replanned is not None:
+                update["plan"] = respec.replanned.to_dict()
         else:
             planned = _apply_fresh(ctx, state, port, worktree)
             if planned is not port:
@@ -83,16 +88,12 @@ def _apply_fresh(ctx: RunContext, state: PortState, port: PortPlan, worktree: Wo
     return port
 
 
-def _model_spec_plan(ctx: RunContext, state: PortState, port: PortPlan, worktree: Worktree) -> PortPlan:
-    """Note [model kernels]: an op whose port writes its own kernel and that no spec recipe covers
-    gets its kernel and launch spec from the model. An answer is accepted only when it passes
-    `model_spec_recipe` and plans as a spec recipe (`plan_spec_port`); otherwise the one-line
-    SpecError/PipelineError goes back to the model. The same registry row, host code, allow-list,
-    contract, build and conformance as for a recipe then judge it."""
+def _spec_planner(state: PortState) -> tuple[Any, tuple[tuple[str, str], ...]]:
+    """(plan_with(spec_text, kernel_source) -> PortPlan, the op's entry schemas) for a model's spec:
+    `model_spec_recipe`, then planned as a spec recipe; SpecError/PipelineError for a refusal."""
     from pathlib import Path
 
     from metalport.checkout import find_checkout
-    from metalport.graph.toolbox import make_toolbox
     from metalport.port.resolve import resolve_op
     from metalport.port.specport import entry_schemas, model_spec_recipe, plan_spec_port
 
@@ -103,6 +104,48 @@ def _model_spec_plan(ctx: RunContext, state: PortState, port: PortPlan, worktree
     def plan_with(spec_text: str, kernel_source: str) -> PortPlan:
         return plan_spec_port(checkout, res, model_spec_recipe(res.op, schemas, spec_text, kernel_source))
 
+    return plan_with, tuple(schemas.items())
+
+
+def _model_spec(port: PortPlan) -> bool:
+    """Whether the port's launch spec was written by the model (no spec recipe is the op's)."""
+    from metalport.port.spec_recipes import spec_recipes
+
+    return port.spec is not None and port.spec.get("op") not in spec_recipes()
+
+
+class _Respec:
+    """Note [model spec repair]: the fix loop's `respecify` for a port whose spec the model wrote:
+    the new spec and kernel are judged as a first answer is (`_spec_planner`), then the worktree
+    is reset and the port applied from them; `replanned` holds the plan the run goes on with."""
+
+    def __init__(self, ctx: RunContext, state: PortState, worktree: Worktree) -> None:
+        self.ctx, self.worktree = ctx, worktree
+        self.plan_with, _ = _spec_planner(state)
+        self.replanned: PortPlan | None = None
+
+    def __call__(self, spec_text: str, kernel_source: str) -> PortPlan:
+        from metalport.port.port import apply_port
+
+        planned = self.plan_with(spec_text, kernel_source)
+        repo = git.Repo(self.worktree.path)
+        repo.git.reset("-q", "--hard", "HEAD")
+        repo.git.clean("-fdq")
+        apply_port(planned, self.worktree.path, secret_env=self.ctx.secret_env())
+        self.replanned = planned
+        return planned
+
+
+def _model_spec_plan(ctx: RunContext, state: PortState, port: PortPlan, worktree: Worktree) -> PortPlan:
+    """Note [model kernels]: an op whose port writes its own kernel and that no spec recipe covers
+    gets its kernel and launch spec from the model. An answer is accepted only when it passes
+    `model_spec_recipe` and plans as a spec recipe (`plan_spec_port`); otherwise the one-line
+    SpecError/PipelineError goes back to the model. The same registry row, host code, allow-list,
+    contract, build and conformance as for a recipe then judge it."""
+    from metalport.graph.toolbox import make_toolbox
+
+    plan_with, schema_items = _spec_planner(state)
+
     def accept(spec_text: str, kernel_source: str) -> str | None:
         try:
             plan_with(spec_text, kernel_source)
@@ -111,7 +154,7 @@ def _model_spec_plan(ctx: RunContext, state: PortState, port: PortPlan, worktree
         return None
 
     request = KernelRequest(op=state["op"], kind=port.kind, kind_reason=port.kind_reason or "",
-                            schemas=tuple(schemas.items()), plan_summary=_plan_summary(port),
+                            schemas=schema_items, plan_summary=_plan_summary(port),
                             feedback=state.get("feedback") or "")
     answer = ctx.provider.write_kernel(request, make_toolbox(ctx, state, port, worktree), accept)
     return plan_with(answer.spec_text, answer.kernel_source)
