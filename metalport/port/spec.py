@@ -5,7 +5,7 @@ One spec is the single source of truth for a reduction or custom-kernel port: `h
 from the same spec, so conformance checks the kernel and its launch geometry together.
 
 A spec is plain data (`load_spec` takes a dict or YAML text, `LaunchSpec.to_dict` gives it back),
-so a model can write one. `load_spec` checks its shape; `check_schema` checks it against the op's
+so a model can write one. `load_spec` checks its shape; `spec_schema.check_schema` checks it against the op's
 `func:` schema in native_functions.yaml. Every error is one-line `SpecError` naming the field:
 
     spec mode: geometry.threadgroup: 2048 threads is over the limit of 1024
@@ -29,6 +29,10 @@ from typing import Any
 import yaml
 
 from metalport.errors import SpecError
+from metalport.port.spec_expr import (CHECK_TENSOR_METHODS, LIST_FUNCTIONS, check_expression, check_holds, check_message,
+                                      dims_exprs, eval_threads, expression_names, host_value, is_expression,
+                                      message_parts, names_in)
+from metalport.port.spec_expr import spec_error as _fail
 
 MAX_THREADGROUP = 1024  # maxTotalThreadsPerThreadgroup on Apple GPUs
 
@@ -149,16 +153,7 @@ class CheckSpec:
     def names(self) -> tuple[tuple[str, bool], ...]:
         """(argument, whether it is queried as a tensor) for every argument the condition and the
         message name, in order of appearance."""
-        found: list[tuple[str, bool]] = []
-        texts = [self.require, *(name for _, name, _, _ in string.Formatter().parse(self.message) if name)]
-        for text in texts:
-            tree = ast.parse(text.strip(), mode="eval")
-            receivers = {id(n.func.value) for n in ast.walk(tree) if isinstance(n, ast.Call)
-                         and isinstance(n.func, ast.Attribute)}
-            callees = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-            found += [(n.id, id(n) in receivers) for n in ast.walk(tree)
-                      if isinstance(n, ast.Name) and id(n) not in callees]
-        return tuple(dict.fromkeys(found))
+        return names_in([self.require, *(name for _, name in message_parts(self.message) if name)])
 
 
 @dataclass(frozen=True)
@@ -285,10 +280,6 @@ def _param_dict(p: ParamSpec) -> dict[str, Any]:
 # Loading: shape checks, each error naming its field.
 
 
-def _fail(op: str, where: str, what: str, hint: str | None = None) -> SpecError:
-    return SpecError(f"spec {op}: {where}: {what}", hint=hint)
-
-
 def _take(data: Any, where: str, op: str, known: set[str], required: set[str]) -> dict[str, Any]:
     if not isinstance(data, Mapping):
         raise _fail(op, where, f"expected a mapping, got {type(data).__name__}")
@@ -332,7 +323,7 @@ def _field(data: Any, where: str, op: str) -> ParamField:
         raise _fail(op, f"{where}.length", f"{length!r} is not a positive int")
     source = _str(d["from"], f"{where}.from", op)
     if is_expression(source):
-        _check_expr(source, f"{where}.from", op)
+        check_expression(source, f"{where}.from", op)
     return ParamField(_str(d["name"], f"{where}.name", op), source, kind, length)
 
 
@@ -361,61 +352,10 @@ def _threads_expr(text: Any, where: str, op: str) -> str:
     return text
 
 
-# Note [spec checks]: `checks:` entries are the argument checks of the host function, run before
-# any allocation: hostgen writes each as `TORCH_CHECK(<require>, <message parts>)` and the emulated
-# host (speclaunch) raises HostCheckFailed with the same message, so conformance can demand that a
-# call torch's CPU kernel refuses is refused by the port too, with torch's words. A condition is
-# written in the common subset of Python and C++: comparisons, and/or/not, numbers, scalar
-# arguments, a Tensor argument's `dim()`, `numel()` and `size(d)`, and `wrap(d, n)` (a dim wrapped
-# into [0, n), `maybe_wrap_dim`); a message's `{...}` parts are such expressions too.
-# The same host expressions give `dims:` output shapes and params `from:` values: they may also
-# use + - * //, `a if cond else b` (C++ `?:`), and over an int[] argument len(x), max(x), min(x),
-# sum(x) (max/min of two ints too).
-_CHECK_NODES = (ast.Expression, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Name, ast.Load, ast.Constant, ast.And,
-                ast.Or, ast.Not, ast.USub, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Call,
-                ast.Attribute, ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.IfExp)
-CHECK_TENSOR_METHODS = ("dim", "numel", "size")
-LIST_FUNCTIONS = ("len", "max", "min", "sum")  # over an int[] argument (max/min: or of two ints)
-
-
-def _fine_call(node: ast.Call) -> bool:
-    if node.keywords:
-        return False
-    if isinstance(node.func, ast.Name):
-        if node.func.id == "wrap":
-            return len(node.args) == 2
-        return node.func.id in LIST_FUNCTIONS and (len(node.args) == 1 or
-                                                   (node.func.id in ("max", "min") and len(node.args) == 2))
-    return isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
-        and node.func.attr in CHECK_TENSOR_METHODS
-
-
-def _check_expr(text: str, where: str, op: str) -> ast.Expression:
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError:
-        raise _fail(op, where, f"{text!r} is not an expression") from None
-    for node in ast.walk(tree):
-        bad = not isinstance(node, _CHECK_NODES) or \
-            (isinstance(node, ast.Constant) and not isinstance(node.value, (int, float))) or \
-            (isinstance(node, ast.Call) and not _fine_call(node)) or \
-            (isinstance(node, ast.Attribute) and node.attr not in CHECK_TENSOR_METHODS)
-        if bad:
-            raise _fail(op, where, f"{text!r} uses {type(node).__name__}",
-                        hint="only comparisons, and/or/not, + - * //, a if c else b, numbers, arguments, "
-                             "t.dim() t.numel() t.size(d), wrap(d, n), len/max/min/sum of an int[]")
-    return tree
-
-
-def _check_parts(message: str) -> list[tuple[str, str | None]]:
-    """(text, expression or None) pieces of a check message."""
-    return [(text, name) for text, name, _, _ in string.Formatter().parse(message)]
-
-
 def _check(data: Any, where: str, op: str) -> CheckSpec:
     d = _take(data, where, op, {"require", "message"}, {"require", "message"})
     require, message = _str(d["require"], f"{where}.require", op), _str(d["message"], f"{where}.message", op)
-    _check_expr(require, f"{where}.require", op)
+    check_expression(require, f"{where}.require", op)
     try:
         parts = list(string.Formatter().parse(message))
     except ValueError as err:
@@ -424,122 +364,8 @@ def _check(data: Any, where: str, op: str) -> CheckSpec:
         if name is not None and (spec_ or conv or not name.strip()):
             raise _fail(op, f"{where}.message", f"{{{name}}} is not a plain {{expression}}")
         if name:
-            _check_expr(name, f"{where}.message", op)
+            check_expression(name, f"{where}.message", op)
     return CheckSpec(require, message)
-
-
-def _check_value(tree: ast.AST, values: Mapping[str, Any]) -> Any:
-    """The value of a validated check expression for argument `values`."""
-
-    def ev(node: ast.AST) -> Any:
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant):
-            return node.value
-        if isinstance(node, ast.Name):
-            return values[node.id]
-        if isinstance(node, ast.Call):
-            args = [ev(x) for x in node.args]
-            if isinstance(node.func, ast.Name) and node.func.id != "wrap":
-                if len(args) == 2:
-                    return max(args) if node.func.id == "max" else min(args)
-                items = [int(v) for v in args[0]]
-                if node.func.id == "len":
-                    return len(items)
-                if node.func.id == "sum":
-                    return sum(items)
-                return (max if node.func.id == "max" else min)(items, default=0)
-            if isinstance(node.func, ast.Name):  # wrap(d, n)
-                d, n = args
-                return d % n if n else d
-            assert isinstance(node.func, ast.Attribute)
-            return int(getattr(ev(node.func.value), node.func.attr)(*args))
-        if isinstance(node, ast.UnaryOp):
-            return (not ev(node.operand)) if isinstance(node.op, ast.Not) else -ev(node.operand)
-        if isinstance(node, ast.IfExp):
-            return ev(node.body) if ev(node.test) else ev(node.orelse)
-        if isinstance(node, ast.BinOp):
-            a, b = ev(node.left), ev(node.right)
-            if isinstance(node.op, ast.FloorDiv):
-                return int(a / b)  # C++ integer division truncates toward zero
-            return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}[type(node.op)]
-        if isinstance(node, ast.BoolOp):
-            parts = (bool(ev(v)) for v in node.values)
-            return all(parts) if isinstance(node.op, ast.And) else any(parts)
-        if isinstance(node, ast.Compare):
-            left = ev(node.left)
-            for op_, right_node in zip(node.ops, node.comparators):
-                right = ev(right_node)
-                ok = {ast.Eq: left == right, ast.NotEq: left != right, ast.Lt: left < right,
-                      ast.LtE: left <= right, ast.Gt: left > right, ast.GtE: left >= right}[type(op_)]
-                if not ok:
-                    return False
-                left = right
-            return True
-        raise ValueError(ast.dump(node))
-
-    return ev(tree)
-
-
-def check_holds(check: CheckSpec, values: Mapping[str, Any]) -> bool:
-    """Whether the call with argument `values` passes `check` (a validated CheckSpec)."""
-    return bool(_check_value(ast.parse(check.require, mode="eval"), values))
-
-
-def check_message(check: CheckSpec, values: Mapping[str, Any]) -> str:
-    """The check's message for argument `values`, each value streamed as C++ would (bools as 1/0)."""
-    out = []
-    for text, name in _check_parts(check.message):
-        out.append(text)
-        if name:
-            value = _check_value(ast.parse(name.strip(), mode="eval"), values)
-            out.append(str(int(value) if isinstance(value, bool) else value))
-    return "".join(out)
-
-
-def host_value(expr: str, values: Mapping[str, Any]) -> int:
-    """The value of a validated host expression (a `dims:` entry, a params `from:`) for argument `values`."""
-    return int(_check_value(ast.parse(expr.strip(), mode="eval"), values))
-
-
-def dims_exprs(shape_arg: str) -> list[str]:
-    """The expressions of a `dims:[...]` shape, as written."""
-    tree = ast.parse(shape_arg.strip(), mode="eval").body
-    assert isinstance(tree, ast.List)
-    return [ast.get_source_segment(shape_arg.strip(), e) or ast.unparse(e) for e in tree.elts]
-
-
-def is_expression(source: str) -> bool:
-    """Whether a params `from:` is a host expression rather than a name."""
-    return not source.isidentifier()
-
-
-def expression_names(text: str) -> tuple[tuple[str, bool], ...]:
-    """(argument, whether it is queried as a tensor) for every argument a host expression names."""
-    return CheckSpec(text, "").names
-
-
-def eval_threads(expr: str, values: Mapping[str, int]) -> int:
-    """The value of a checked `geometry.threads` expression."""
-    tree = ast.parse(expr, mode="eval")
-
-    def ev(node: ast.AST) -> int:
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, int):
-            return node.value
-        if isinstance(node, ast.Name):
-            return int(values[node.id])
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            args = [ev(a) for a in node.args]
-            return max(args) if node.func.id == "max" else min(args)
-        if isinstance(node, ast.BinOp):
-            a, b = ev(node.left), ev(node.right)
-            ops = {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}
-            return ops[type(node.op)] if type(node.op) in ops else a // b
-        raise ValueError(expr)
-
-    return ev(tree)
 
 
 def _stub(data: Any, op: str, kind: str, inputs: list[InputSpec], outputs: list[OutputSpec]) -> StubSpec:
@@ -617,7 +443,7 @@ def load_spec(data: Mapping[str, Any] | str) -> LaunchSpec:
             if not isinstance(listed, ast.List):
                 raise _fail(op, f"outputs[{i}].shape", f"{shape_text!r}: dims takes a list, dims:[<expression>, ...]")
             for e in dims_exprs(shape_arg):
-                _check_expr(e, f"outputs[{i}].shape", op)
+                check_expression(e, f"outputs[{i}].shape", op)
         if x.get("fill") not in (None, "zero"):
             raise _fail(op, f"outputs[{i}].fill", f"{x['fill']!r} is not 'zero'")
         if shape in (OutShape.SAME, OutShape.REDUCED, OutShape.SIZES) and not inputs:
@@ -685,108 +511,7 @@ def load_spec(data: Mapping[str, Any] | str) -> LaunchSpec:
         opinfo=d.get("opinfo"), cases=dict(cases), checks=checks, host_shared=shared, stub=stub)
 
 
-# ---------------------------------------------------------------------------------------------
-# Consistency with the op's schema (native_functions.yaml `func:`).
-
-
-def _schema_args(func: str) -> tuple[dict[str, str], list[str], list[str | None]]:
-    """(argument name -> type text, return types, return names) of a `func:` schema string."""
-    from torchgen.model import FunctionSchema
-
-    schema = FunctionSchema.parse(func)
-    args = {a.name: str(a.type) for a in schema.arguments.flat_all}
-    return args, [str(r.type) for r in schema.returns], [r.name for r in schema.returns]
-
-
-def _check_names(op: str, where: str, names: tuple[tuple[str, bool], ...], args: Mapping[str, str], name: str) -> None:
-    """SpecError when a host expression names something the schema cannot give it."""
-    for arg, queried in names:
-        kind = re.sub(r"\[\d+\]", "[]", args.get(arg, "").rstrip("?"))
-        if kind not in (("Tensor",) if queried else ("int", "SymInt", "bool", "float", "int[]", "SymInt[]")):
-            raise _fail(op, where, f"{arg!r} is {args.get(arg) or 'no argument'} of {name}; an expression reads "
-                        f"int, int[], bool and float arguments, and a Tensor's dim(), numel(), size(d)")
-
-
-def check_schema(spec: LaunchSpec, func: str) -> None:
-    """Raise SpecError (naming the field) when `spec` does not fit the op's schema `func`
-    (the `func:` text of its native_functions.yaml entry, e.g. `mode(Tensor self, int dim=-1, ...)`)."""
-    op = spec.op
-    name = func.split("(", 1)[0]
-    base, _, overload = name.partition(".")
-    if base != spec.op or overload != spec.overload:
-        raise _fail(op, "overload" if base == spec.op else "op",
-                    f"the spec is for {spec.op}{'.' + spec.overload if spec.overload else ''}, the schema is {name}")
-    args, returns, return_names = _schema_args(func)
-    for i, x in enumerate(spec.inputs):
-        kind = args.get(x.arg)
-        if kind is None:
-            raise _fail(op, f"inputs[{i}].arg", f"{name} has no argument {x.arg!r}",
-                        hint=f"arguments: {', '.join(args)}")
-        if kind.rstrip("?") not in ("Tensor", "Tensor[]"):
-            raise _fail(op, f"inputs[{i}].arg", f"{x.arg!r} is {kind}, not a Tensor")
-    tensors = [r for r in returns if r.startswith("Tensor")]
-    if len(tensors) != len(spec.outputs) or len(tensors) != len(returns):
-        raise _fail(op, "outputs", f"{len(spec.outputs)} output(s), but {name} returns {len(returns)} "
-                    f"({', '.join(returns)})")
-    for i, (o, rname) in enumerate(zip(spec.outputs, return_names)):
-        if rname is not None and o.name != rname:
-            raise _fail(op, f"outputs[{i}].name", f"{o.name!r}, but {name} calls its return {rname!r}")
-        if o.shape_arg is not None and o.shape is not OutShape.DIMS:
-            want = {OutShape.LIKE: ("Tensor",), OutShape.LENGTH: ("int", "SymInt"),
-                    OutShape.SIZES: ("int[]", "SymInt[]")}[o.shape]
-            kind = args.get(o.shape_arg, "")
-            if not any(kind.rstrip("?") == w or kind.rstrip("?").startswith(w.rstrip("]")) for w in want):
-                raise _fail(op, f"outputs[{i}].shape", f"{o.shape_arg!r} is {kind or 'no argument'} of {name}, "
-                            f"a {o.shape.value} shape needs {' or '.join(want)}")
-        if o.dtype.startswith("arg:"):
-            arg = o.dtype[4:].split(":")[0]
-            if args.get(arg, "").rstrip("?") != "ScalarType":
-                raise _fail(op, f"outputs[{i}].dtype", f"{name} has no ScalarType argument {arg!r}")
-    if spec.reduce.dim is not None:
-        kind = args.get(spec.reduce.dim)
-        if kind is None or kind.rstrip("?").split("[")[0] not in ("int", "SymInt"):
-            raise _fail(op, "reduce.dim", f"{spec.reduce.dim!r} is {kind or 'no argument'} of {name}, not an "
-                        f"int or int[]")
-    if spec.reduce.keepdim is not None and args.get(spec.reduce.keepdim) != "bool":
-        raise _fail(op, "reduce.keepdim", f"{spec.reduce.keepdim!r} is {args.get(spec.reduce.keepdim) or 'no argument'}"
-                    f" of {name}, not a bool")
-    for i, p in enumerate(spec.params):
-        for j, f in enumerate(p.fields):
-            where = f"params[{i}]" + (f".fields[{j}]" if p.struct else "") + ".from"
-            if f.source in DERIVED or f.source in DERIVED_ARRAYS or f.source in LIST_ARRAYS:
-                continue
-            if is_expression(f.source):
-                _check_names(op, where, expression_names(f.source), args, name)
-                continue
-            if spec.stub is not None and f.source not in spec.stub.param_names:
-                raise _fail(op, where, f"{f.source!r} is no parameter of the stub {spec.stub.name} "
-                            f"({', '.join(spec.stub.params) or 'it takes only the iterator'})")
-            kind = args.get(f.source)
-            if kind is None:
-                raise _fail(op, where, f"{f.source!r} is neither an argument of {name} nor one of "
-                            f"{', '.join(DERIVED + DERIVED_ARRAYS)}")
-            fits = {"Scalar": ("float", "int", "long"), "float": ("float",), "int": ("int", "uint", "long"),
-                    "bool": ("bool",), "SymInt": ("int", "uint", "long"), "int[]": ("int", "uint", "long"),
-                    "SymInt[]": ("int", "uint", "long"),
-                    "ScalarType": ("int",)}.get(re.sub(r"\[\d+\]", "[]", kind.rstrip("?")), ())
-            if f.type not in fits:
-                raise _fail(op, where, f"{f.source!r} is {kind}; a {f.type} buffer cannot hold it")
-    for i, c in enumerate(spec.checks):
-        _check_names(op, f"checks[{i}]", c.names, args, name)
-        unknown = [a for a, _ in c.names if spec.stub is not None and a not in spec.stub.param_names]
-        if unknown:
-            raise _fail(op, f"checks[{i}]", f"{unknown[0]!r} is no parameter of the stub {spec.stub.name}: its host "
-                        f"sees only the iterator and those")
-    for i, o in enumerate(spec.outputs):
-        if o.shape is OutShape.DIMS and o.shape_arg:
-            for e in dims_exprs(o.shape_arg):
-                _check_names(op, f"outputs[{i}].shape", expression_names(e), args, name)
-    if any(o.shape is OutShape.REDUCED for o in spec.outputs) and spec.geometry.grid is Grid.PER_INPUT_ELEMENT:
-        raise _fail(op, "geometry.grid", "a per-input-element grid is larger than a reduced output",
-                    hint="use per-output-element or per-slice")
-
-
-__all__ = ["DERIVED", "DERIVED_ARRAYS", "LIST_ARRAYS", "LIST_FUNCTIONS", "MAX_THREADGROUP", "METAL_DTYPES", "CheckSpec", "GeometrySpec", "Grid", "InputSpec",
-           "LaunchSpec", "Layout", "OutShape", "OutputSpec", "ParamField", "ParamSpec", "ReduceSpec", "StubSpec",
-           "check_holds", "check_message", "check_schema", "dims_exprs", "eval_threads", "expression_names", "host_value",
-           "is_expression", "load_spec"]
+__all__ = ["CHECK_TENSOR_METHODS", "DERIVED", "DERIVED_ARRAYS", "LIST_ARRAYS", "LIST_FUNCTIONS", "MAX_THREADGROUP",
+           "METAL_DTYPES", "CheckSpec", "GeometrySpec", "Grid", "InputSpec", "LaunchSpec", "Layout", "OutShape",
+           "OutputSpec", "ParamField", "ParamSpec", "ReduceSpec", "StubSpec", "check_holds", "check_message",
+           "dims_exprs", "eval_threads", "expression_names", "host_value", "is_expression", "load_spec"]

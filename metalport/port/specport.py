@@ -17,7 +17,8 @@ from metalport.port.cformat import format_snippet
 from metalport.port.hostgen import host_file_text, kernel_file_text, registry_row
 from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan, RowChange
 from metalport.port.resolve import Resolution
-from metalport.port.spec import LaunchSpec, check_schema, load_spec
+from metalport.port.spec import LaunchSpec, load_spec
+from metalport.port.spec_schema import check_schema
 from metalport.port.spec_recipes import SpecRecipe
 from metalport.registry.model import Entry
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from metalport.errors import SpecError
-from metalport.port.spec import check_holds, check_message, check_schema, eval_threads, load_spec
+from metalport.port.spec import check_holds, check_message, eval_threads, load_spec
+from metalport.port.spec_schema import check_schema
 from metalport.port.spec_recipes import spec_recipes
 
 MODE = "mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)"
