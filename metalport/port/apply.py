@@ -193,7 +193,9 @@ def _decorator_edit(texts: _Texts, plan: PortPlan) -> None:
             continue  # applied already (the removals moved the narrowed decorators' lines)
         text = narrow_decorators(text, {(a, b): kept for (n, a, b), kept in narrowed.items()
                                         if (n, a, b) in base_spans}, path=rel)
-        texts.texts[rel] = remove_lines(text, [with_own_comment(text, a, b) for _, a, b in planned & base_spans])
+        spans = [(a, b) for _, a, b in planned & base_spans]
+        going = {n for a, b in spans for n in range(a, b + 1)}
+        texts.texts[rel] = remove_lines(text, [with_own_comment(text, a, b, going) for a, b in spans])
 
 
 def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str | None = None,

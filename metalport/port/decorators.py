@@ -129,17 +129,24 @@ def narrow_decorators(text: str, spans: Mapping[tuple[int, int], tuple[str, ...]
     return "\n".join(line.decode("utf-8") for line in lines)
 
 
-def with_own_comment(text: str, first: int, last: int) -> tuple[int, int]:
+def with_own_comment(text: str, first: int, last: int, removed: set[int] | frozenset[int] = frozenset()) -> tuple[int, int]:
     """The span of a decorator to remove, grown over the comment lines right above it when they
-    speak of MPS (`# NotImplementedError: ... for the MPS device`): they explain the decorator and
-    would be left describing nothing."""
+    speak of MPS (`# NotImplementedError: ... for the MPS device`) and every element they head is
+    removed too (`removed`: the 1-based lines going): the comment would be left describing nothing.
+    A comment heading an element that stays, stays."""
     lines = text.split("\n")
     top = first
     while top > 1 and lines[top - 2].strip().startswith("#"):
         top -= 1
-    if top < first and any("mps" in line.lower() for line in lines[top - 1:first - 1]):
-        return top, last
-    return first, last
+    if top == first or not any("mps" in line.lower() for line in lines[top - 1:first - 1]):
+        return first, last
+    after = first
+    while after <= len(lines) and (after in removed or first <= after <= last):
+        after += 1
+    following = lines[after - 1].strip() if after <= len(lines) else ""
+    if following and not following.startswith(("#", ")", "]")):
+        return first, last  # the comment also heads an element that stays
+    return top, last
 
 
 def remove_lines(text: str, spans: Iterable[tuple[int, int]]) -> str:

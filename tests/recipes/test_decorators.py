@@ -57,13 +57,29 @@ def test_contract_names_a_leftover_and_an_unplanned_removal(wheel_workspace: Che
     apply_port(plan, wt)
     text = read(wt, INVOCATIONS)
     first = plan.decorator_entries[0][2]
-    base_line = read(wheel_workspace.root, INVOCATIONS).split("\n")[first - 1]
+    base = read(wheel_workspace.root, INVOCATIONS).split("\n")
+    comment, base_line = base[first - 2], base[first - 1]
+    assert "MPS device" in comment  # went with the decorators it heads
     other = find_decorators(text, ["logical_and"], path=INVOCATIONS)[0]
     lines = text.split("\n")
-    lines.insert(first - 1, base_line)  # after logical_and's, so its line numbers still hold
+    lines[first - 2:first - 2] = [comment, base_line]  # after logical_and's, so its line numbers still hold
     lines[other.first_line - 1:other.last_line] = []
     write(wt, INVOCATIONS, "\n".join(lines))
     commit_all(wt, "keep one, drop another")
     messages = [f.message for f in check_contract(wheel_workspace.root, wt, plan) if "[decorators]" in f.message]
     assert any("unplanned removal of logical_and's decorator" in m for m in messages), messages
     assert any("heaviside's MPS decorator is still there" in m for m in messages)
+
+
+def test_a_comment_goes_only_with_every_decorator_it_heads() -> None:
+    from metalport.port.decorators import with_own_comment
+
+    text = "\n".join(["decorators=(",                                       # 1
+                      "    DecorateInfo(unittest.skip('x'), 'TestA'),",       # 2
+                      "    # NotImplementedError: not implemented for the MPS device",  # 3
+                      "    DecorateInfo(unittest.expectedFailure, 'TestB', device_type='mps'),",  # 4
+                      "    DecorateInfo(unittest.expectedFailure, 'TestC', device_type='mps'),",  # 5
+                      "),"])                                                  # 6
+    assert with_own_comment(text, 4, 4, {4, 5}) == (3, 4)  # both go: so does their comment
+    assert with_own_comment(text, 4, 4, {4}) == (4, 4)  # TestC stays under it: the comment stays
+    assert with_own_comment(text.replace("MPS device", "CUDA device"), 4, 4, {4, 5}) == (4, 4)

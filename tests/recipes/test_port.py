@@ -79,7 +79,10 @@ def test_wheel_apply_writes_five_files_then_nothing(wheel_workspace: Checkout, w
     assert "-    CPU, CUDA: heaviside_out\n+    CPU, CUDA, MPS: heaviside_out\n" in diff
     assert '-            "heaviside": None,\n' in diff
     changed = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
-    assert len(changed) == 8  # one row rewritten, one xfail line and five decorator lines gone
+    # one row rewritten, one xfail line, five decorator lines and the comment heading them gone
+    assert len(changed) == 9
+    assert "-                        # NotImplementedError: The operator 'aten::heaviside.out' is not currently " \
+           "implemented for the MPS device" in changed
     kernel = read(wt, KERNEL)
     assert kernel.startswith("#include <c10/metal/indexing.h>\n") and "struct heaviside_functor {" in kernel
     assert kernel.endswith("".join(f"REGISTER_BINARY_OP(heaviside, {t}, {t});\n" for t in ALL_TYPES))
