@@ -23,6 +23,7 @@ import torch
 from metalport.checks.poison import overwritten, poisoned
 from metalport.emulate.args import BufferOffset
 from metalport.errors import SpecError
+from metalport.port.spec_expr import ExpressionError
 from metalport.port.spec import (METAL_DTYPES, Grid, LaunchSpec, Layout, OutputSpec, OutShape, ParamField, check_holds,
                                  check_message, dims_exprs, eval_threads, host_value, is_expression)
 
@@ -173,8 +174,16 @@ def _param_value(f: ParamField, bound: Bound, derived: Mapping[str, Any]) -> Any
 
 def plan_launch(spec: LaunchSpec, bound: Bound) -> Launch:
     """The buffers, constants and geometry of one call; UnlaunchableCall when MPS would refuse it,
-    SpecError when the spec's grid is larger than the data, HostCheckFailed when one of the spec's
-    argument checks refuses the call (before anything else, as the generated host does)."""
+    SpecError when the spec's grid is larger than the data or one of its expressions cannot be
+    evaluated for the call, HostCheckFailed when one of the spec's argument checks refuses the call
+    (before anything else, as the generated host does)."""
+    try:
+        return _plan_launch(spec, bound)
+    except ExpressionError as err:
+        raise SpecError(f"spec {spec.op}: {err}", hint="fix the spec's expression") from None
+
+
+def _plan_launch(spec: LaunchSpec, bound: Bound) -> Launch:
     for check in spec.checks:
         try:
             holds = check_holds(check, bound.values)

@@ -56,11 +56,12 @@ def check_expression(text: str, where: str, op: str) -> ast.Expression:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError:
         raise spec_error(op, where, f"{text!r} is not an expression") from None
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     for node in ast.walk(tree):
         bad = not isinstance(node, _CHECK_NODES) or \
             (isinstance(node, ast.Constant) and not isinstance(node.value, (int, float))) or \
             (isinstance(node, ast.Call) and not _fine_call(node)) or \
-            (isinstance(node, ast.Attribute) and node.attr not in CHECK_TENSOR_METHODS)
+            (isinstance(node, ast.Attribute) and (node.attr not in CHECK_TENSOR_METHODS or id(node) not in called))
         if bad:
             raise spec_error(op, where, f"{text!r} uses {type(node).__name__}",
                         hint="only comparisons, and/or/not, + - * //, a if c else b, numbers, arguments, "
@@ -74,7 +75,18 @@ def message_parts(message: str) -> list[tuple[str, str | None]]:
 
 
 def evaluate(tree: ast.AST, values: Mapping[str, Any]) -> Any:
-    """The value of a validated host expression for argument `values`."""
+    """The value of a validated host expression for argument `values`; IndexError/RuntimeError as
+    the host's C++ would throw (`t.size(d)` past its dims), ExpressionError for anything else."""
+    try:
+        return _evaluate(tree, values)
+    except (IndexError, RuntimeError):
+        raise
+    except (TypeError, ValueError, KeyError, ZeroDivisionError, AttributeError) as err:
+        text = ast.unparse(tree)
+        raise ExpressionError(f"{text!r} cannot be evaluated for this call ({type(err).__name__}: {err})") from None
+
+
+def _evaluate(tree: ast.AST, values: Mapping[str, Any]) -> Any:
 
     def ev(node: ast.AST) -> Any:
         if isinstance(node, ast.Expression):
@@ -162,20 +174,33 @@ def is_expression(source: str) -> bool:
 def names_in(texts: Iterable[str]) -> tuple[tuple[str, bool], ...]:
     """(argument, whether it is queried as a tensor) for every argument the expressions name, in
     order of appearance."""
-    found: list[tuple[str, bool]] = []
+    return tuple((name, use == "tensor") for name, use in uses_in(texts))
+
+
+def uses_in(texts: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """(argument, how it is used: "tensor" (t.size(d)), "list" (len/max/min/sum of it) or "scalar")
+    for every argument the expressions name, in order of appearance."""
+    found: list[tuple[str, str]] = []
     for text in texts:
         tree = ast.parse(text.strip(), mode="eval")
         receivers = {id(n.func.value) for n in ast.walk(tree) if isinstance(n, ast.Call)
                      and isinstance(n.func, ast.Attribute)}
+        listed = {id(n.args[0]) for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                  and n.func.id in LIST_FUNCTIONS and len(n.args) == 1}
         callees = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-        found += [(n.id, id(n) in receivers) for n in ast.walk(tree)
-                  if isinstance(n, ast.Name) and id(n) not in callees]
+        found += [(n.id, "tensor" if id(n) in receivers else "list" if id(n) in listed else "scalar")
+                  for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in callees]
     return tuple(dict.fromkeys(found))
 
 
 def expression_names(text: str) -> tuple[tuple[str, bool], ...]:
     """(argument, whether it is queried as a tensor) for every argument a host expression names."""
     return names_in([text])
+
+
+class ExpressionError(ValueError):
+    """A validated expression that cannot be evaluated for these arguments (an argument of the
+    wrong kind: a spec that names, say, a tensor where a list goes)."""
 
 
 def eval_threads(expr: str, values: Mapping[str, int]) -> int:
@@ -201,6 +226,6 @@ def eval_threads(expr: str, values: Mapping[str, int]) -> int:
     return ev(tree)
 
 
-__all__ = ["CHECK_TENSOR_METHODS", "LIST_FUNCTIONS", "check_expression", "check_holds", "check_message", "dims_exprs",
-           "eval_threads", "evaluate", "expression_names", "host_value", "is_expression", "message_parts", "names_in",
-           "spec_error"]
+__all__ = ["CHECK_TENSOR_METHODS", "LIST_FUNCTIONS", "ExpressionError", "check_expression", "check_holds",
+           "check_message", "dims_exprs", "eval_threads", "evaluate", "expression_names", "host_value", "is_expression",
+           "message_parts", "names_in", "spec_error", "uses_in"]

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 
 from metalport.port.spec import DERIVED, DERIVED_ARRAYS, LIST_ARRAYS, Grid, LaunchSpec, OutShape
-from metalport.port.spec_expr import dims_exprs, expression_names, is_expression
+from metalport.port.spec_expr import dims_exprs, is_expression, message_parts, uses_in
 from metalport.port.spec_expr import spec_error as _fail
 
 
@@ -19,13 +19,17 @@ def _schema_args(func: str) -> tuple[dict[str, str], list[str], list[str | None]
     return args, [str(r.type) for r in schema.returns], [r.name for r in schema.returns]
 
 
-def _check_names(op: str, where: str, names: tuple[tuple[str, bool], ...], args: Mapping[str, str], name: str) -> None:
-    """SpecError when a host expression names something the schema cannot give it."""
-    for arg, queried in names:
+def _check_names(op: str, where: str, texts: list[str], args: Mapping[str, str], name: str) -> None:
+    """SpecError when a host expression names something the schema cannot give it: a Tensor is
+    only queried (`t.size(d)`), an int[] only summarised (`len/max/min/sum`), other names are
+    int, bool or float arguments."""
+    wants = {"tensor": ("Tensor",), "list": ("int[]", "SymInt[]"), "scalar": ("int", "SymInt", "bool", "float")}
+    for arg, use in uses_in(texts):
         kind = re.sub(r"\[\d+\]", "[]", args.get(arg, "").rstrip("?"))
-        if kind not in (("Tensor",) if queried else ("int", "SymInt", "bool", "float", "int[]", "SymInt[]")):
+        if kind not in wants[use]:
             raise _fail(op, where, f"{arg!r} is {args.get(arg) or 'no argument'} of {name}; an expression reads "
-                        f"int, int[], bool and float arguments, and a Tensor's dim(), numel(), size(d)")
+                        f"int, bool and float arguments, len/max/min/sum of an int[], and a Tensor's dim(), "
+                        f"numel(), size(d)")
 
 
 def check_schema(spec: LaunchSpec, func: str) -> None:
@@ -77,7 +81,7 @@ def check_schema(spec: LaunchSpec, func: str) -> None:
             if f.source in DERIVED or f.source in DERIVED_ARRAYS or f.source in LIST_ARRAYS:
                 continue
             if is_expression(f.source):
-                _check_names(op, where, expression_names(f.source), args, name)
+                _check_names(op, where, [f.source], args, name)
                 continue
             if spec.stub is not None and f.source not in spec.stub.param_names:
                 raise _fail(op, where, f"{f.source!r} is no parameter of the stub {spec.stub.name} "
@@ -93,7 +97,7 @@ def check_schema(spec: LaunchSpec, func: str) -> None:
             if f.type not in fits:
                 raise _fail(op, where, f"{f.source!r} is {kind}; a {f.type} buffer cannot hold it")
     for i, c in enumerate(spec.checks):
-        _check_names(op, f"checks[{i}]", c.names, args, name)
+        _check_names(op, f"checks[{i}]", [c.require, *(n for _, n in message_parts(c.message) if n)], args, name)
         unknown = [a for a, _ in c.names if spec.stub is not None and a not in spec.stub.param_names]
         if unknown:
             raise _fail(op, f"checks[{i}]", f"{unknown[0]!r} is no parameter of the stub {spec.stub.name}: its host "
@@ -101,7 +105,7 @@ def check_schema(spec: LaunchSpec, func: str) -> None:
     for i, o in enumerate(spec.outputs):
         if o.shape is OutShape.DIMS and o.shape_arg:
             for e in dims_exprs(o.shape_arg):
-                _check_names(op, f"outputs[{i}].shape", expression_names(e), args, name)
+                _check_names(op, f"outputs[{i}].shape", [e], args, name)
     if any(o.shape is OutShape.REDUCED for o in spec.outputs) and spec.geometry.grid is Grid.PER_INPUT_ELEMENT:
         raise _fail(op, "geometry.grid", "a per-input-element grid is larger than a reduced output",
                     hint="use per-output-element or per-slice")

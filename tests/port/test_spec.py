@@ -96,7 +96,7 @@ def test_malformed_spec_is_one_line_naming_the_field(mode: dict, edit, message: 
      "spec mode: geometry.grid: a per-input-element grid is larger than a reduced output"),
     (lambda d: d.update(overload="values"), "spec mode: overload: the spec is for mode.values, the schema is mode"),
     (lambda d: d.update(checks=[{"require": "self == 0", "message": "m"}]),
-     "spec mode: checks[0]: 'self' is Tensor of mode; an expression reads int, int[], bool and float arguments"),
+     "spec mode: checks[0]: 'self' is Tensor of mode; an expression reads int, bool and float arguments, len/max/min/sum of an int[]"),
     (lambda d: d.update(checks=[{"require": "dim == 0", "message": "bad {mood}"}]),
      "spec mode: checks[0]: 'mood' is no argument of mode"),
     (lambda d: d.update(checks=[{"require": "dim.size(0) == 0", "message": "m"}]),
@@ -185,3 +185,32 @@ def test_dims_expression_naming_no_argument_does_not_fit_the_schema(ctc: dict) -
     ctc["outputs"][0]["shape"] = "dims:[len(lengths)]"
     with pytest.raises(SpecError, match=r"spec _ctc_loss: outputs\[0\].shape: 'lengths' is no argument of _ctc_loss"):
         check_schema(load_spec(ctc), CTC)
+
+
+@pytest.mark.parametrize("shape, message", [
+    ("dims:[log_probs.__class__]", "'log_probs.__class__' uses Attribute"),
+    ("dims:[log_probs.size]", "'log_probs.size' uses Attribute"),
+    ("dims:[max(log_probs)]", "'log_probs' is Tensor of _ctc_loss; an expression reads int, bool and float"),
+    ("dims:[len(blank)]", "'blank' is int of _ctc_loss"),
+    ("dims:[input_lengths + 1]", "'input_lengths' is int[] of _ctc_loss"),
+])
+def test_an_untrusted_dims_expression_is_refused_before_it_runs(ctc: dict, shape: str, message: str) -> None:
+    ctc["outputs"][0]["shape"] = shape
+    with pytest.raises(SpecError, match=r"spec _ctc_loss: outputs\[0\].shape: ") as err:
+        check_schema(load_spec(ctc), CTC)
+    assert message in err.value.message
+
+
+def test_an_expression_failing_for_one_call_is_a_spec_error_not_a_crash(ctc: dict) -> None:
+    import torch
+
+    from metalport.checks.speclaunch import bind_call, plan_launch
+
+    ctc["outputs"][0]["shape"] = "dims:[log_probs.size(1) // blank]"
+    spec = load_spec(ctc)
+    check_schema(spec, CTC)
+    call = bind_call(torch.ops.aten._ctc_loss.default, (torch.randn(4, 2, 3), torch.ones(2, 1, dtype=torch.long),
+                                                          [4, 4], [1, 1]), {})
+    with pytest.raises(SpecError, match=r"spec _ctc_loss: 'log_probs.size\(1\) // blank' cannot be evaluated for "
+                                        r"this call \(ZeroDivisionError"):
+        plan_launch(spec, call)
