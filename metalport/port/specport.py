@@ -20,7 +20,7 @@ from metalport.port.resolve import Resolution
 from metalport.port.spec import LaunchSpec, load_spec
 from metalport.port.spec_schema import check_schema
 from metalport.port.spec_recipes import SpecRecipe
-from metalport.registry.model import Entry
+from metalport.registry.model import DispatchLine, Entry
 
 _BACKENDS = ("CPU", "CUDA")
 
@@ -212,11 +212,7 @@ def _stub_rows(res: Resolution, entry: Entry, spec: LaunchSpec) -> list[RowChang
     if shared is None:
         raise SpecError(f"spec {spec.op}: stub: {entry.full_name} has no `CPU, CUDA: <function>` line for MPS to "
                         f"join", location=f"{res.registry.path}:{entry.span.start}")
-    rows = []
-    if "MPS" not in shared.keys:
-        before = lines[shared.line - 1]
-        head, _, kernel = before.partition(":")
-        rows.append(RowChange(entry.full_name, shared.line, before, f"{head}, MPS:{kernel}"))
+    rows = [] if "MPS" in shared.keys else [_join_mps(entry, shared, lines)]
     from metalport.port.resolve import mps_only_lines
 
     rows += [RowChange(entry.full_name, d.line, lines[d.line - 1], "") for d in mps_only_lines(entry)]
@@ -234,12 +230,16 @@ def _shared_rows(res: Resolution, spec: LaunchSpec) -> list[RowChange]:
         if entry is None or line is None:
             raise SpecError(f"spec {spec.op}: host.shared[{i}]: {full} is no entry of {res.op} with a "
                             f"`CPU, CUDA: <function>` line", location=str(res.registry.path))
-        if "MPS" in line.keys:
-            continue
-        before = lines[line.line - 1]
-        head, _, kernel = before.partition(":")
-        rows.append(RowChange(full, line.line, before, f"{head}, MPS:{kernel}"))
+        if "MPS" not in line.keys:
+            rows.append(_join_mps(entry, line, lines))
     return rows
+
+
+def _join_mps(entry: Entry, line: DispatchLine, lines: list[str]) -> RowChange:
+    """`CPU, CUDA: f` -> `CPU, CUDA, MPS: f`: MPS shares the function CPU and CUDA run."""
+    before = lines[line.line - 1]
+    head, _, kernel = before.partition(":")
+    return RowChange(entry.full_name, line.line, before, f"{head}, MPS:{kernel}")
 
 
 def _legacy_rows(res: Resolution, entry: Entry, spec: LaunchSpec) -> list[RowChange]:
