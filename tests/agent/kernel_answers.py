@@ -145,3 +145,65 @@ REGISTER_CHANNEL_SHUFFLE_OP(int);
 
 # The line a repair puts back when the scripted model's first kernel gathers from the wrong channel.
 SHUFFLE_FIX = "const long c_in = (c_out % groups) * per_group + c_out / groups;"
+
+# A tensor-list op no recipe covers: one launch over the list, chunked as the tree's _foreach_exp.
+SQRT_SPEC = """\
+op: _foreach_sqrt
+kind: multi-tensor
+opinfo: _foreach_sqrt
+host: {function: foreach_tensor_sqrt_mps, inplace_function: foreach_tensor_sqrt_mps_,
+       file: aten/src/ATen/native/mps/operations/ForeachSqrt.mm}
+kernel: {file: aten/src/ATen/native/mps/kernels/ForeachSqrt.metal, name: foreach_sqrt}
+inputs:
+  - {arg: self, layout: contiguous}
+outputs:
+  - {name: out0, shape: same, dtype: same}
+params:
+  - {name: chunks, from: chunks, type: long}
+  - {name: numels, from: numels, type: long}
+geometry: {grid: per-chunk, threadgroup: 128}
+dtypes:
+  - [float, float]
+  - [half, half]
+cases:
+  random:
+    - {self: {list: [[3, 4], [1], [7, 5, 2], []]}}
+    - {self: {list: [[200], [0, 3], [2, 129]]}}
+  held_out:
+    - {label: "tensors spanning several chunks", self: {list: [[513], [3, 300]]}}
+"""
+
+SQRT_KERNEL = """\
+// _foreach_sqrt: one launch over a list; row y of the grid is chunk y ((tensor, first element) in
+// `chunks`), thread x one element of it; the tensors arrive as arrays of device addresses.
+template <typename T>
+struct SqrtAddress {
+  device T* data;
+};
+
+template <typename T>
+kernel void foreach_sqrt(
+    constant SqrtAddress<T>* self [[buffer(0)]],
+    constant SqrtAddress<T>* out0 [[buffer(1)]],
+    constant long2* chunks [[buffer(2)]],
+    constant long* numels [[buffer(3)]],
+    uint2 pos [[thread_position_in_grid]]) {
+  const long tensor = chunks[pos.y].x;
+  const long i = chunks[pos.y].y + long(pos.x);
+  if (i >= numels[tensor]) {
+    return;
+  }
+  out0[tensor].data[i] = static_cast<T>(precise::sqrt(static_cast<float>(self[tensor].data[i])));
+}
+
+#define REGISTER_FOREACH_SQRT(T)                                       \\
+  template [[host_name("foreach_sqrt_" #T "_" #T)]] kernel void        \\
+  foreach_sqrt<T>(constant SqrtAddress<T> * self [[buffer(0)]],        \\
+                  constant SqrtAddress<T> * out0 [[buffer(1)]],        \\
+                  constant long2 * chunks [[buffer(2)]],               \\
+                  constant long * numels [[buffer(3)]],                \\
+                  uint2 pos [[thread_position_in_grid]])
+
+REGISTER_FOREACH_SQRT(float);
+REGISTER_FOREACH_SQRT(half);
+"""

@@ -1,12 +1,13 @@
 """End to end with `--model openai:scripted-model` for ops whose port writes its own kernel and that no
 spec recipe covers: the reduction `argmin` (a reduction-stub whose MPS row names an MPS-only
 kernel the wheel does not ship: the port registers argmin_stub, MPS joins the CPU/CUDA row and that
-MPS-only row goes) and the custom kernel `channel_shuffle`
-(missing), on a wheel workspace of the installed registry. The scripted model reads the tree's
-kernels of the same kind, answers first with a launch spec that must be refused (one line naming
-the field, one more call on the budget), then with a kernel and spec (tests/agent/kernel_answers.py);
-the same contract, emulated build and spec conformance judge it (a wrong channel_shuffle kernel is
-repaired through the repair loop), and the run waits at the gate."""
+MPS-only row goes), the custom kernel `channel_shuffle` (missing) and the tensor-list op
+`_foreach_sqrt` (missing), on a wheel workspace of the installed registry. The scripted model reads
+the tree's kernels of the same kind, answers first with a launch spec that must be refused (one
+line naming the field, one more call on the budget), then with a kernel and spec
+(tests/agent/kernel_answers.py); the same contract, emulated build and spec conformance judge it (a
+wrong channel_shuffle kernel is repaired through the repair loop, a wrong spec through
+`respecify`), and the run waits at the gate."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from metalport.checkout import init_workspace
 from metalport.cli import main
 from metalport.graph.runs import RunOptions, run_dir, start_run
 from tests.agent.kernel_answers import (ARGMIN_BAD_SPEC, ARGMIN_BAD_STUB, ARGMIN_KERNEL, ARGMIN_SPEC, SHUFFLE_BAD_SPEC,
-                                        SHUFFLE_FIX, SHUFFLE_KERNEL, SHUFFLE_SPEC, SHUFFLE_STRIDES_SPEC)
+                                        SHUFFLE_FIX, SHUFFLE_KERNEL, SHUFFLE_SPEC, SHUFFLE_STRIDES_SPEC, SQRT_KERNEL,
+                                        SQRT_SPEC)
 from tests.llm_server import ScriptedLLM, json_reply, tool_reply
 
 SECRETS = {"OPENAI_API_KEY": "sk-kernel-e2e-key-0123456789", "VAULT_PASS": "vault-kernel-e2e-13579"}
@@ -159,3 +161,25 @@ def test_a_wrong_model_spec_is_repaired_by_respecifying_it(workspace: Path, tmp_
     assert "{from: sizes, name: sizes, type: long}" in shown and "from: strides" not in shown
     host = (Path(record.worktree) / host_file).read_text()
     assert ".size(d)" in host and ".stride(d)" not in host
+
+
+def test_a_tensor_list_op_outside_the_table_gets_one_launch_over_the_list_from_the_model(
+        workspace: Path, tmp_path: Path) -> None:
+    script = [tool_reply(("show_kernels", {"kind": "multi-tensor"})),
+              tool_reply(("show_kernels", {"kind": "multi-tensor", "op": "_foreach_exp"})),
+              _answer(SQRT_SPEC.replace("threadgroup: 128", "threadgroup: 4096"), SQRT_KERNEL),
+              _answer(SQRT_SPEC, SQRT_KERNEL)]
+    record, server = _run(workspace, tmp_path, "_foreach_sqrt", script)
+    _assert_at_the_gate(record, server, workspace, "your KernelAnswer is refused: spec _foreach_sqrt: "
+                        "geometry.threadgroup: 4096 threads is over the limit of 1024; Apple GPUs run at most "
+                        "1024 threads per threadgroup")
+    report = record.verdicts["test"]["report"]
+    assert (report["status"], report["skipped"]) == ("pass", 0)
+    assert [d["dtype"] for d in report["dtypes"]] == ["float32", "float16"]
+    assert all(d[kind]["samples"] > 0 for d in report["dtypes"] for kind in ("opinfo", "random", "held_out"))
+    tree = Path(record.worktree)
+    registry = (tree / NATIVE).read_text()
+    assert "MPS: foreach_tensor_sqrt_mps\n" in registry and "MPS: foreach_tensor_sqrt_mps_\n" in registry
+    host = (tree / "aten/src/ATen/native/mps/operations/ForeachSqrt.mm").read_text()
+    assert "return at::native::foreach_tensor_sqrt_slow(self);" in host  # mixed lists keep the slow path
+    assert "dispatchThreads:MTLSizeMake(128, chunks.size() / 2, 1)" in host
