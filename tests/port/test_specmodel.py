@@ -42,6 +42,9 @@ def test_a_correct_answer_becomes_a_recipe() -> None:
      "spec argmin: dtypes: argmin.metal has no kernel instantiation named 'argmin_int_long'"),
     (ARGMIN_SPEC.replace("dtype: index", "dtype: same"), ARGMIN_KERNEL,
      "spec argmin: dtypes[0]: output 'out0' has dtype 'same' but 'long' is not the input's 'float'"),
+    # a model may not leave elements out of the comparison (Note [unset outputs])
+    (ARGMIN_SPEC.replace("dtype: index}", "dtype: index, compare: cpu-set}"), ARGMIN_KERNEL,
+     "spec argmin: outputs[0].compare: a model's spec compares every output element"),
     (SHUFFLE_SPEC.replace("per-output-element, threads: output_numel", "per-input-element"), SHUFFLE_KERNEL,
      "spec channel_shuffle: geometry: hostgen writes per-output-element, per-slice and per-window launches only"),
 ])
