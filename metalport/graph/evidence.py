@@ -93,6 +93,8 @@ def verdict_lines(state: Mapping) -> list[str]:
                      f"{counts_text(dtypes)}, worst error {worst:g}")
             if report.get("warnings"):
                 text += f"; {report['warnings']} accepted divergence(s) warned (see evidence.json)"
+            if report.get("reason") and status == "pass":  # what was left out of a passing run
+                text += f"; notes: {report['reason']}"
         elif verdict.get("executor"):
             text += f" ({verdict['executor']}, {verdict.get('seconds', 0)} s)"
         out.append(f"{name}: {text}")

@@ -33,3 +33,19 @@ def test_powsum_reaches_the_gate_and_shows_its_spec(wheel_repo: Path, capsys: py
     assert main(["runs", "--repo", repo, "--json"]) == 0
     runs = json.loads(capsys.readouterr().out)
     assert [(r["run_id"], r["status"]) for r in runs] == [("spec-1", "awaiting-review")]
+
+
+def test_ctc_scan_reaches_the_gate_and_the_reviewer_reads_what_was_not_compared(
+        wheel_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = str(wheel_repo)
+    assert run_migration(["aten::_ctc_loss", "--repo", repo, "--executor", "emulated", "--no-input",
+                          "--run-id", "ctc-1"]) == 0
+    capsys.readouterr()
+    assert main(["review", "show", "ctc-1", "--repo", repo]) == 0
+    shown = capsys.readouterr().out
+    assert "_ctc_loss (missing, other): add native Metal support" in shown
+    assert "registry _ctc_loss.Tensor line 2008: CPU, CUDA: ctc_loss_tensor -> CPU, CUDA, MPS: ctc_loss_tensor" in shown
+    test_line = next(line for line in shown.splitlines() if line.startswith("test: "))
+    assert test_line.startswith("test: passed; emulated conformance on 2 dtype(s)") and "0 skipped" in test_line
+    # Note [unset outputs]: the elements of log_alpha torch's CPU kernel leaves unset are counted, in view.
+    assert "output elements torch's CPU kernel leaves unset not compared" in test_line
