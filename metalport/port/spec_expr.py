@@ -118,7 +118,8 @@ def _evaluate(tree: ast.AST, values: Mapping[str, Any]) -> Any:
         if isinstance(node, ast.BinOp):
             a, b = ev(node.left), ev(node.right)
             if isinstance(node.op, ast.FloorDiv):
-                return int(a / b)  # C++ integer division truncates toward zero
+                quotient = abs(a) // abs(b)  # C++ integer division truncates toward zero
+                return quotient if (a < 0) == (b < 0) else -quotient
             return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}[type(node.op)]
         if isinstance(node, ast.BoolOp):
             parts = (bool(ev(v)) for v in node.values)

@@ -214,3 +214,10 @@ def test_an_expression_failing_for_one_call_is_a_spec_error_not_a_crash(ctc: dic
     with pytest.raises(SpecError, match=r"spec _ctc_loss: 'log_probs.size\(1\) // blank' cannot be evaluated for "
                                         r"this call \(ZeroDivisionError"):
         plan_launch(spec, call)
+
+
+def test_host_expressions_divide_as_cpp_does_even_past_two_to_the_53() -> None:
+    from metalport.port.spec_expr import host_value
+
+    assert host_value("a // b", {"a": -7, "b": 2}) == -3  # truncation toward zero, not floor
+    assert host_value("a // b", {"a": 2**62 + 1, "b": 1}) == 2**62 + 1  # no float on the way
