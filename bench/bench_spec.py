@@ -4,10 +4,11 @@ time of one custom-kernel port to the gate (median of N).
 torch side: building the same cases (OpInfo samples, random, held-out) and running the op on CPU
 for each. Conformance side: `run_spec_conformance` with the kernel library already compiled (a
 repair loop re-checking one op) and one-shot (cached shader reload and a fresh worker included).
-Pre-flight: `run-migration aten::linalg__powsum --executor emulated --no-input` on a fresh wheel
-workspace, from start to the gate (first run cold, the rest with the shader cache warm).
+Pre-flight: `run-migration aten::OP --executor emulated --no-input` of a custom-kernel port
+(`--gate-op`, default mode) on a fresh wheel workspace, from start to the gate (first run cold,
+the rest with the shader cache warm).
 
-    python bench/bench_spec.py [--op mode] [-n 3] [--no-gate]
+    python bench/bench_spec.py [--op mode] [-n 3] [--gate-op _ctc_loss] [--no-gate]
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def _torch_time(op: str, seed: int) -> float:
     return time.perf_counter() - start
 
 
-def _gate_time() -> float:
+def _gate_time(op: str) -> float:
     from metalport.checkout import init_workspace
     from metalport.cli import run_migration
 
@@ -58,7 +59,7 @@ def _gate_time() -> float:
         repo = str(init_workspace(Path(tmp) / "ws").root)
         start = time.perf_counter()
         with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
-            code = run_migration(["aten::linalg__powsum", "--repo", repo, "--executor", "emulated", "--no-input"])
+            code = run_migration([f"aten::{op}", "--repo", repo, "--executor", "emulated", "--no-input"])
         took = time.perf_counter() - start
     if code != 0:
         raise SystemExit(f"run-migration exited {code}")
@@ -69,6 +70,7 @@ def main() -> int:
     parser = repetitions_parser(__doc__, repetitions=3)
     parser.add_argument("--op", action="append", help="spec recipes to time (default: linalg__powsum and mode)")
     parser.add_argument("--no-gate", action="store_true", help="skip the pre-flight-to-gate timing")
+    parser.add_argument("--gate-op", default="mode", help="the custom-kernel port timed to the gate (default: mode)")
     args = parser.parse_args()
     ops = args.op or ["linalg__powsum", "mode"]
     recipes = spec_recipes()
@@ -95,8 +97,8 @@ def main() -> int:
         t, lo, on = (statistics.median(x) for x in (torch_s, loaded_s, once_s))
         print(f"| {op} | {cases} | {t:.3f} | {lo:.3f} | {lo / t:.1f}x | {on:.3f} | {on / t:.1f}x |")
     if not args.no_gate:
-        times = [_gate_time() for _ in range(args.n)]
-        print(f"\npre-flight to the gate, aten::linalg__powsum on a wheel workspace: cold {times[0]:.1f} s, "
+        times = [_gate_time(args.gate_op) for _ in range(args.n)]
+        print(f"\npre-flight to the gate, aten::{args.gate_op} on a wheel workspace: cold {times[0]:.1f} s, "
               f"warm median {statistics.median(times[1:] or times):.1f} s")
     return 0
 
