@@ -293,6 +293,7 @@ def _xfail_checks(base_root: Path, worktree_root: Path, changes: _Changes, plan:
         yield _fail("xfail", f"common_mps.py does not parse: {err.msg}", COMMON_MPS, err.lineno)
         return
     planned = {(lst, repr(key)) for lst, key, _ in plan.xfail_entries}
+    added = {(lst, repr(key)) for lst, key, _, _ in plan.xfail_added}
     narrowed = {(lst, repr(key)): set(kept) for lst, key, _, kept in plan.xfail_narrowed}
     if not same_rest:
         yield _fail("xfail", "common_mps.py changed outside its xfail/skip lists", COMMON_MPS)
@@ -311,7 +312,12 @@ def _xfail_checks(base_root: Path, worktree_root: Path, changes: _Changes, plan:
             elif key in now and now[key] != value:
                 yield _fail("xfail", f"{name}[{key}] changed", COMMON_MPS)
         for key in sorted(set(now) - set(items)):
-            yield _fail("xfail", f"{name} gained entry {key}", COMMON_MPS)
+            if (name, key) not in added:
+                yield _fail("xfail", f"{name} gained entry {key}", COMMON_MPS)
+        for lst, key in sorted(added):
+            if lst == name and key not in now:
+                yield _fail("xfail", f"{name} lacks entry {key}, which the plan adds (its backward stays off MPS)",
+                            COMMON_MPS)
     for (name, n) in sorted(set(after) - set(before)):
         yield _fail("xfail", f"new list {name} in common_mps.py", COMMON_MPS)
 

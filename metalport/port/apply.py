@@ -85,6 +85,31 @@ def narrow_planned_xfails(text: str, plan: PortPlan, *, path: str = COMMON_MPS) 
     return text
 
 
+def add_planned_xfails(text: str, plan: PortPlan, *, path: str = COMMON_MPS) -> str:
+    """common_mps.py with each entry the plan adds (`"key": [torch.a],  # reason`) first in its list;
+    an entry already there is left as it is. RecipeError when the list is missing."""
+    import ast
+
+    from metalport.checkout.sources import named_assignments, parse_python
+
+    for list_name, key, dtypes, reason in plan.xfail_added:
+        if any(e.list_name == list_name for e in find_xfails(text, [key], path=path)):
+            continue
+        found = [v for n, v in named_assignments(parse_python(text, path, RecipeError, "fix its syntax"))
+                 if n == list_name and isinstance(v, ast.Dict)]
+        if not found:
+            raise RecipeError(f"{path} has no {list_name} to add {key!r} to", location=path,
+                              hint="add the entry by hand")
+        lines = text.split("\n")
+        opening = found[0].lineno  # the line of `LIST = {`; entries follow it
+        after = lines[opening] if opening < len(lines) else ""
+        indent = after[:len(after) - len(after.lstrip())] if after.strip() else lines[opening - 1][:4] + "    "
+        listed = ", ".join(f"torch.{d}" for d in dtypes)
+        lines.insert(opening, f'{indent}"{key}": [{listed}],  # {reason}')
+        text = "\n".join(lines)
+    return text
+
+
 class _Texts:
     """Current texts of the worktree's files, read once, edited in memory."""
 
@@ -221,9 +246,9 @@ def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str
         _kernel_edit(texts, plan, root, functor_source)
         _host_edit(texts, plan, root)
         _legacy_edit(texts, plan)
-    if plan.xfail_entries or plan.xfail_narrowed:
+    if plan.xfail_entries or plan.xfail_narrowed or plan.xfail_added:
         common = remove_planned_xfails(texts.require(COMMON_MPS), plan)
-        texts.texts[COMMON_MPS] = narrow_planned_xfails(common, plan)
+        texts.texts[COMMON_MPS] = add_planned_xfails(narrow_planned_xfails(common, plan), plan)
     _decorator_edit(texts, plan)
     for rel, text in texts.texts.items():
         guard.resolve(rel)  # every target passes the guard before the first write

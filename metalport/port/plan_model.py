@@ -96,6 +96,9 @@ class PortPlan:
     # Decorators the port makes pass for some dtypes only, narrowed to the others:
     # (file, OpInfo name, first line, last line, torch dtype names kept) in the base.
     decorator_narrowed: tuple[tuple[str, str, int, int, tuple[str, ...]], ...] = ()
+    # Entries the port adds: (list, key, torch dtype names, reason), e.g. the forward-only port of
+    # _ctc_loss adds ("XFAILLIST_GRAD", "nn.functional.ctc_loss", ("float32",), "...backward...").
+    xfail_added: tuple[tuple[str, str, tuple[str, ...], str], ...] = ()
     # Stub routing (checkout.routing): every stub the op's CPU kernel calls, each of which must be
     # registered for MPS exactly once after the port; `stub` is the first of them. `stub_route` is
     # the route in one line, `stub_args` the arguments the kernel passes the stub (`("-alpha",)`).
@@ -160,6 +163,7 @@ class PortPlan:
                                          for a, b, c, d in data.get("xfail_narrowed", ()))
         values["decorator_narrowed"] = tuple((str(a), str(b), int(c), int(d), tuple(e))
                                              for a, b, c, d, e in data.get("decorator_narrowed", ()))
+        values["xfail_added"] = tuple((str(a), str(b), tuple(c), str(d)) for a, b, c, d in data.get("xfail_added", ()))
         for name in ("stubs", "stub_args"):
             values[name] = tuple(data.get(name, ()))
         values["legacy_registrations"] = tuple((str(f), int(n), str(t))

@@ -170,7 +170,23 @@ def plan_spec_port(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> P
         migrate=bool(legacy or any(_names_mps(r.before) for r in legacy_rows)), xfail_entries=xfail_entries,
         xfail_narrowed=xfail_narrowed, decorator_entries=decorators, decorator_narrowed=narrowed_decorators,
         kind=spec.kind, kind_reason=_kind_reason(res, spec), spec=spec.to_dict(),
-        schema=entry.func)
+        schema=entry.func, xfail_added=_grad_xfails(res, spec))
+
+
+def _grad_xfails(res: Resolution, spec: LaunchSpec) -> tuple[tuple[str, str, tuple[str, ...], str], ...]:
+    """The XFAILLIST_GRAD entry of a forward-only port (`grad_xfail`): its OpInfo's gradient checks
+    would reach the missing backward on MPS. None when the tree has no such list or the entry."""
+    if spec.grad_xfail is None or spec.opinfo is None:
+        return ()
+    if any(x.list_name == GRAD_LIST and x.op == spec.opinfo for x in res.sources.xfails):
+        return ()
+    from metalport.port.spec import METAL_DTYPES
+
+    dtypes = tuple(dict.fromkeys(METAL_DTYPES[t[0]] for t in spec.dtypes))
+    return ((GRAD_LIST, spec.opinfo, dtypes, spec.grad_xfail),)
+
+
+GRAD_LIST = "XFAILLIST_GRAD"
 
 
 def _names_mps(line: str) -> bool:

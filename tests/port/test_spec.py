@@ -221,3 +221,12 @@ def test_host_expressions_divide_as_cpp_does_even_past_two_to_the_53() -> None:
 
     assert host_value("a // b", {"a": -7, "b": 2}) == -3  # truncation toward zero, not floor
     assert host_value("a // b", {"a": 2**62 + 1, "b": 1}) == 2**62 + 1  # no float on the way
+
+
+def test_grad_xfail_is_one_line_of_plain_text_keyed_by_the_opinfo(ctc: dict) -> None:
+    assert load_spec(ctc).grad_xfail == "`_ctc_loss_backward` is not implemented for MPS"
+    for bad in ('x"]: None}  # ', "two\nlines"):
+        with pytest.raises(SpecError, match=r"spec _ctc_loss: grad_xfail: one line of plain text"):
+            load_spec({**ctc, "grad_xfail": bad})
+    with pytest.raises(SpecError, match=r"with an `opinfo` to key it"):
+        load_spec({k: v for k, v in ctc.items() if k != "opinfo"})
