@@ -1,5 +1,6 @@
-"""C++ spellings the host-code writers (`hostgen`, `hostgen_elementwise`) share: the C++ type of a
-spec param field, the `ScalarType` of a Metal type name, and an entry's native signature."""
+"""C++ spellings the host-code writers (`hostgen`, `hostgen_elementwise`, `hostgen_dims`) share: the
+C++ type of a spec param field, the `ScalarType` of a Metal type name, an entry's native
+signature, a params struct, the kernel-name line and the encoding block on the MPS stream."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from torchgen.model import FunctionSchema
+
+    from metalport.port.spec import ParamSpec
 
 C_TYPES = {"float": "float", "int": "int32_t", "uint": "uint32_t", "long": "int64_t", "ulong": "uint64_t",
            "bool": "bool"}
@@ -28,3 +31,28 @@ def native_signature(name: str, func: str) -> tuple[str, list[tuple[str, str]], 
         args = [(a.name, a.type.replace("::std::", "std::").replace("at::", "")) for a in sig.arguments()]
         defn = sig.defn(name=name).replace("::std::", "std::").replace("at::", "")
     return defn, args, schema
+
+
+def struct_declaration(p: ParamSpec) -> str:
+    """The C++ declaration of a params struct (`struct PowSumParams {...};`)."""
+    fields = "".join(f"  {C_TYPES[f.type]} {f.name}{f'[{f.length}]' if f.length else ''};\n" for f in p.fields)
+    return f"struct {p.struct} {{\n{fields}}};\n"
+
+
+def kernel_name_line(kernel: str, tensors: list[str], indent: str = "  ") -> str:
+    """`const std::string kernel = "<kernel>_" + <Metal type of each tensor, joined by "_">;`."""
+    parts = " + \"_\" + ".join(f"scalarToMetalTypeString({t})" for t in tensors)
+    return f"{indent}const std::string kernel = \"{kernel}_\" + {parts};"
+
+
+def encoded(body: list[str], profiled: str | None) -> list[str]:
+    """`body` (lines at the encoder's depth) inside `dispatch_sync_with_rethrow` on the current MPS
+    stream, after the pipeline state is set; with `profiled` (the tensors, as C++ list items) the
+    MPS profiler brackets the kernel."""
+    begin = [f"      getMPSProfiler().beginProfileKernel(pso, kernel, {{{profiled}}});"] if profiled is not None else []
+    end = ["      getMPSProfiler().endProfileKernel(pso);"] if profiled is not None else []
+    return ["  MPSStream* stream = getCurrentMPSStream();",
+            "  dispatch_sync_with_rethrow(stream->queue(), ^() {", "    @autoreleasepool {",
+            "      auto encoder = stream->commandEncoder();",
+            "      auto pso = lib.getPipelineStateForFunc(kernel);",
+            *begin, "      [encoder setComputePipelineState:pso];", *body, *end, "    }", "  });"]

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from metalport.errors import SpecError
-from metalport.port.hostcpp import C_TYPES, SCALAR_TYPES, native_signature
+from metalport.port.hostcpp import C_TYPES, SCALAR_TYPES, encoded, kernel_name_line, native_signature, struct_declaration
 from metalport.port.hostgen_dims import covers as covers_dims
 from metalport.port.hostgen_dims import write_dims_host
 from metalport.port.hostgen_elementwise import check_lines, covers, write_elementwise_host
@@ -134,27 +134,16 @@ def write_host(spec: LaunchSpec, func: str) -> str:
     lines += [f"  if ({names[0]}.numel() == 0) {{", f"    return{' ' * bool(ret)}{ret};", "  }",
               f"  const int64_t num_slices = {names[0]}.numel();"]
     # The kernel name: `<kernel>_<type of each input>_<type of each output>`.
-    parts = " + \"_\" + ".join(f"scalarToMetalTypeString({t})" for t in ["input", *names])
-    lines.append(f"  const std::string kernel = \"{spec.kernel_name}_\" + {parts};")
+    lines.append(kernel_name_line(spec.kernel_name, ["input", *names]))
     per_group = spec.geometry.grid in (Grid.PER_SLICE, Grid.PER_WINDOW)
-    structs = []
-    for p in spec.params:
-        if p.struct is not None:
-            fields = "".join(f"  {C_TYPES[f.type]} {f.name}{f'[{f.length}]' if f.length else ''};\n" for f in p.fields)
-            structs.append(f"struct {p.struct} {{\n{fields}}};\n")
+    structs = [struct_declaration(p) for p in spec.params if p.struct is not None]
     lines += ["  // Whole slices per launch, so every index the kernel computes stays within 32 bits.",
               "  const int64_t per_launch = std::max<int64_t>(",
               "      1, std::numeric_limits<int32_t>::max() / std::max<int64_t>(reduce_size, 1));",
               "  const Tensor input_flat = input.view(-1);",
-              *[f"  const Tensor {n}_flat = {n}.view(-1);" for n in names],
-              "  MPSStream* stream = getCurrentMPSStream();",
-              "  dispatch_sync_with_rethrow(stream->queue(), ^() {", "    @autoreleasepool {",
-              "      auto encoder = stream->commandEncoder();",
-              "      auto pso = lib.getPipelineStateForFunc(kernel);",
-              "      getMPSProfiler().beginProfileKernel(pso, kernel, {input});",
-              "      [encoder setComputePipelineState:pso];",
-              "      for (int64_t start = 0; start < num_slices; start += per_launch) {",
-              "        const int64_t count = std::min(per_launch, num_slices - start);"]
+              *[f"  const Tensor {n}_flat = {n}.view(-1);" for n in names]]
+    loop = ["      for (int64_t start = 0; start < num_slices; start += per_launch) {",
+            "        const int64_t count = std::min(per_launch, num_slices - start);"]
     values = []
     for p in spec.params:
         if p.struct is None:
@@ -163,8 +152,8 @@ def write_host(spec: LaunchSpec, func: str) -> str:
             expr = _value(f.source, ctype, types)
             if f.source == "num_slices":
                 expr = "count"
-            lines.append(f"        const auto {p.name}_arg = checked_narrow<{ctype}>({expr}, \"{p.name}\");"
-                         if ctype in ("uint32_t", "int32_t") else f"        const {ctype} {p.name}_arg = {expr};")
+            loop.append(f"        const auto {p.name}_arg = checked_narrow<{ctype}>({expr}, \"{p.name}\");"
+                        if ctype in ("uint32_t", "int32_t") else f"        const {ctype} {p.name}_arg = {expr};")
             values.append(f"{p.name}_arg")
         else:
             inits = []
@@ -173,18 +162,18 @@ def write_host(spec: LaunchSpec, func: str) -> str:
                 expr = "count" if f.source == "num_slices" else _value(f.source, ctype, types)
                 inits.append(f"checked_narrow<{ctype}>({expr}, \"{f.name}\")" if ctype in ("uint32_t", "int32_t")
                              else expr)
-            lines.append(f"        const {p.struct} {p.name}_arg{{{', '.join(inits)}}};")
+            loop.append(f"        const {p.struct} {p.name}_arg{{{', '.join(inits)}}};")
             values.append(f"{p.name}_arg")
     tensors = ["input_flat.narrow(0, start * reduce_size, count * reduce_size)",
                *[f"{n}_flat.narrow(0, start, count)" for n in names]]
-    lines.append(f"        mtl_setArgs(encoder, {', '.join(tensors + values)});")
+    loop.append(f"        mtl_setArgs(encoder, {', '.join(tensors + values)});")
     if per_group:
         group = spec.geometry.threadgroup
-        lines += ["        [encoder dispatchThreadgroups:MTLSizeMake(count, 1, 1)",
-                  f"                threadsPerThreadgroup:MTLSizeMake({group}, 1, 1)];"]
+        loop += ["        [encoder dispatchThreadgroups:MTLSizeMake(count, 1, 1)",
+                 f"                threadsPerThreadgroup:MTLSizeMake({group}, 1, 1)];"]
     else:
-        lines.append("        mtl_dispatch1DJob(encoder, pso, count);")
-    lines += ["      }", "      getMPSProfiler().endProfileKernel(pso);", "    }", "  });"]
+        loop.append("        mtl_dispatch1DJob(encoder, pso, count);")
+    lines += encoded([*loop, "      }"], "input")
     if spec.stub is not None:
         lines += [f"  if (!{names[0]}.is_alias_of(result)) {{", f"    result.copy_({names[0]}.view(result.sizes()));", "  }",
                   "}", "", f"REGISTER_DISPATCH({spec.stub.name}, &{spec.host_function})"]

@@ -12,7 +12,7 @@ is its own business (the spec's kernels index in 64 bits), so there is no 32-bit
 from __future__ import annotations
 
 from metalport.errors import SpecError
-from metalport.port.hostcpp import C_TYPES, SCALAR_TYPES, native_signature
+from metalport.port.hostcpp import C_TYPES, SCALAR_TYPES, encoded, kernel_name_line, native_signature, struct_declaration
 from metalport.port.hostgen_elementwise import check_lines, cpp_expression
 from metalport.port.spec import DERIVED, DERIVED_ARRAYS, Grid, LaunchSpec, Layout, OutShape, dims_exprs, is_expression
 
@@ -79,8 +79,7 @@ def write_dims_host(spec: LaunchSpec, func: str) -> str:
     structs, values = [], []
     for p in spec.params:
         if p.struct is not None:
-            fields = "".join(f"  {C_TYPES[f.type]} {f.name}{f'[{f.length}]' if f.length else ''};\n" for f in p.fields)
-            structs.append(f"struct {p.struct} {{\n{fields}}};\n")
+            structs.append(struct_declaration(p))
             inits = ", ".join(_field_value(spec, f.source, C_TYPES[f.type], types) for f in p.fields)
             lines.append(f"  const {p.struct} {p.name}_arg{{{inits}}};")
         else:
@@ -94,21 +93,14 @@ def write_dims_host(spec: LaunchSpec, func: str) -> str:
             else:
                 lines.append(f"  const {ctype} {p.name}_arg = {_field_value(spec, f.source, ctype, types)};")
         values.append(f"{p.name}_arg")
-    parts = " + \"_\" + ".join(f"scalarToMetalTypeString({t})" for t in [*tensors, *names])
-    lines.append(f"  const std::string kernel = \"{spec.kernel_name}_\" + {parts};")
+    lines.append(kernel_name_line(spec.kernel_name, [*tensors, *names]))
     if spec.geometry.grid is Grid.PER_SLICE:
         dispatch = [f"      [encoder dispatchThreadgroups:MTLSizeMake({names[0]}.numel(), 1, 1)",
                     f"              threadsPerThreadgroup:MTLSizeMake({spec.geometry.threadgroup}, 1, 1)];"]
     else:
         dispatch = [f"      mtl_dispatch1DJob(encoder, pso, {names[0]}.numel());"]
-    lines += ["  MPSStream* stream = getCurrentMPSStream();",
-              "  dispatch_sync_with_rethrow(stream->queue(), ^() {", "    @autoreleasepool {",
-              "      auto encoder = stream->commandEncoder();",
-              "      auto pso = lib.getPipelineStateForFunc(kernel);",
-              f"      getMPSProfiler().beginProfileKernel(pso, kernel, {{{', '.join(tensors)}}});",
-              "      [encoder setComputePipelineState:pso];",
-              f"      mtl_setArgs(encoder, {', '.join([*tensors, *names, *values])});",
-              *dispatch, "      getMPSProfiler().endProfileKernel(pso);", "    }", "  });",
+    lines += [*encoded([f"      mtl_setArgs(encoder, {', '.join([*tensors, *names, *values])});", *dispatch],
+                       ", ".join(tensors)),
               f"  return {ret};", "}"]
     header = (f"// {spec.host_function}: aten::{spec.op} on a Metal kernel, written by metalport from its launch spec.\n"
               + "".join(structs))

@@ -17,7 +17,7 @@ import ast
 import string
 
 from metalport.errors import SpecError
-from metalport.port.hostcpp import C_TYPES, SCALAR_TYPES, native_signature
+from metalport.port.hostcpp import C_TYPES, SCALAR_TYPES, encoded, kernel_name_line, native_signature
 from metalport.port.spec import LIST_ARRAYS, LIST_FUNCTIONS, CheckSpec, Grid, LaunchSpec, Layout, OutShape
 
 def covers(spec: LaunchSpec) -> bool:
@@ -109,11 +109,6 @@ def _param_lines(spec: LaunchSpec, types: dict[str, str]) -> tuple[list[str], li
     return lines, names
 
 
-def _kernel_name(spec: LaunchSpec, tensors: list[str]) -> str:
-    parts = " + \"_\" + ".join(f"scalarToMetalTypeString({t})" for t in tensors)
-    return f"  const std::string kernel = \"{spec.kernel_name}_\" + {parts};"
-
-
 def _launch_body(spec: LaunchSpec, types: dict[str, str]) -> list[str]:
     """Statements that fill `out` (contiguous, sized) from the inputs, one thread per element."""
     decls, params = _param_lines(spec, types)
@@ -124,16 +119,9 @@ def _launch_body(spec: LaunchSpec, types: dict[str, str]) -> list[str]:
         else:
             decls.append(f"  const Tensor {i.arg}_in = {i.arg}.contiguous();")
             inputs.append(f"{i.arg}_in")
-    return [*decls, _kernel_name(spec, [*inputs, "out"]),
-            "  MPSStream* stream = getCurrentMPSStream();",
-            "  dispatch_sync_with_rethrow(stream->queue(), ^() {", "    @autoreleasepool {",
-            "      auto encoder = stream->commandEncoder();",
-            "      auto pso = lib.getPipelineStateForFunc(kernel);",
-            f"      getMPSProfiler().beginProfileKernel(pso, kernel, {{{', '.join(inputs) or 'out'}}});",
-            "      [encoder setComputePipelineState:pso];",
-            f"      mtl_setArgs(encoder, {', '.join([*inputs, 'out', *params])});",
-            "      mtl_dispatch1DJob(encoder, pso, out.numel());",
-            "      getMPSProfiler().endProfileKernel(pso);", "    }", "  });"]
+    return [*decls, kernel_name_line(spec.kernel_name, [*inputs, "out"]),
+            *encoded([f"      mtl_setArgs(encoder, {', '.join([*inputs, 'out', *params])});",
+                      "      mtl_dispatch1DJob(encoder, pso, out.numel());"], ", ".join(inputs) or "out")]
 
 
 def _element_hosts(spec: LaunchSpec, func: str) -> list[str]:
@@ -194,18 +182,14 @@ def _chunk_hosts(spec: LaunchSpec, func: str) -> list[str]:
               "inputs[t].storage_offset() * inputs[t].element_size());",
               "    out_addresses.push_back([getMTLBufferStorage(outputs[t]) gpuAddress] + "
               "outputs[t].storage_offset() * outputs[t].element_size());", "  }",
-              _kernel_name(spec, ["inputs[0]", "outputs[0]"]),
-              "  MPSStream* stream = getCurrentMPSStream();",
-              "  dispatch_sync_with_rethrow(stream->queue(), ^() {", "    @autoreleasepool {",
-              "      auto encoder = stream->commandEncoder();",
-              "      auto pso = lib.getPipelineStateForFunc(kernel);",
-              "      [encoder setComputePipelineState:pso];",
-              "      for (const auto t : c10::irange(inputs.size())) {",
-              "        [encoder useResource:getMTLBufferStorage(inputs[t]) usage:MTLResourceUsageRead];",
-              "        [encoder useResource:getMTLBufferStorage(outputs[t]) usage:MTLResourceUsageWrite];", "      }",
-              "      mtl_setArgs(encoder, in_addresses, out_addresses, chunks, numels);",
-              f"      [encoder dispatchThreads:MTLSizeMake({chunk}, chunks.size() / 2, 1)",
-              f"          threadsPerThreadgroup:MTLSizeMake({chunk}, 1, 1)];", "    }", "  });", "}"]
+              kernel_name_line(spec.kernel_name, ["inputs[0]", "outputs[0]"]),
+              *encoded(["      for (const auto t : c10::irange(inputs.size())) {",
+                        "        [encoder useResource:getMTLBufferStorage(inputs[t]) usage:MTLResourceUsageRead];",
+                        "        [encoder useResource:getMTLBufferStorage(outputs[t]) usage:MTLResourceUsageWrite];",
+                        "      }",
+                        "      mtl_setArgs(encoder, in_addresses, out_addresses, chunks, numels);",
+                        f"      [encoder dispatchThreads:MTLSizeMake({chunk}, chunks.size() / 2, 1)",
+                        f"          threadsPerThreadgroup:MTLSizeMake({chunk}, 1, 1)];"], None), "}"]
     name = f"{spec.host_function}_launch"
     check = [f"static bool {spec.host_function}_fast(TensorList {x}) {{",
              f"  if ({x}.empty()) {{", "    return false;", "  }",

@@ -30,7 +30,7 @@ import yaml
 
 from metalport.errors import SpecError
 from metalport.port.spec_expr import (CHECK_TENSOR_METHODS, LIST_FUNCTIONS, check_expression, check_holds, check_message,
-                                      dims_exprs, eval_threads, expression_names, host_value, is_expression,
+                                      dims_exprs, eval_threads, host_value, is_expression,
                                       message_parts, names_in)
 from metalport.port.spec_expr import spec_error as _fail
 
@@ -522,4 +522,4 @@ def load_spec(data: Mapping[str, Any] | str) -> LaunchSpec:
 __all__ = ["CHECK_TENSOR_METHODS", "DERIVED", "DERIVED_ARRAYS", "LIST_ARRAYS", "LIST_FUNCTIONS", "MAX_THREADGROUP",
            "METAL_DTYPES", "CheckSpec", "GeometrySpec", "Grid", "InputSpec", "LaunchSpec", "Layout", "OutShape",
            "OutputSpec", "ParamField", "ParamSpec", "ReduceSpec", "StubSpec", "check_holds", "check_message",
-           "dims_exprs", "eval_threads", "expression_names", "host_value", "is_expression", "load_spec"]
+           "dims_exprs", "eval_threads", "host_value", "is_expression", "load_spec"]

@@ -194,11 +194,6 @@ def uses_in(texts: Iterable[str]) -> tuple[tuple[str, str], ...]:
     return tuple(dict.fromkeys(found))
 
 
-def expression_names(text: str) -> tuple[tuple[str, bool], ...]:
-    """(argument, whether it is queried as a tensor) for every argument a host expression names."""
-    return names_in([text])
-
-
 class ExpressionError(ValueError):
     """A validated expression that cannot be evaluated for these arguments (an argument of the
     wrong kind: a spec that names, say, a tensor where a list goes)."""
@@ -228,5 +223,5 @@ def eval_threads(expr: str, values: Mapping[str, int]) -> int:
 
 
 __all__ = ["CHECK_TENSOR_METHODS", "LIST_FUNCTIONS", "ExpressionError", "check_expression", "check_holds",
-           "check_message", "dims_exprs", "eval_threads", "evaluate", "expression_names", "host_value", "is_expression",
+           "check_message", "dims_exprs", "eval_threads", "evaluate", "host_value", "is_expression",
            "message_parts", "names_in", "spec_error", "uses_in"]
