@@ -26,6 +26,7 @@ from metalport.emulate.preprocess import SHIM_DIR, HostName, Preprocessed, blank
 from metalport.emulate.runner import Worker
 from metalport.errors import EmulateError, fault_errno
 from metalport.sandbox.confine import Sandbox
+from metalport.sandbox.leftovers import scratch_prefix
 from metalport.sandbox.runner import scrubbed_env
 
 
@@ -82,7 +83,7 @@ def _runtime_object(compiler: Compiler, cache_dir: Path, version: str, sandbox: 
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = cache_dir / f".runtime-{key}-{os.getpid()}.o"
     proc = sandbox.run([*compiler.argv, *flags, "-c", "-o", str(tmp), str(source)], env=scrubbed_env(),
-                       writable=(cache_dir, *compiler.scratch_dirs()), readable=(SHIM_DIR,))
+                       writable=(cache_dir, *compiler.scratch_dirs()), readable=(source,))
     if proc.returncode != 0:
         discard(tmp)
         if fault_errno(proc.stderr):  # the compiler could not write its output into the cache
@@ -158,7 +159,7 @@ def check(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple
                                                  metal_version=metal_version, sandbox=sandbox)
     text = _unit_text(pre.text, pre.host_names, only, tu_threadgroup)
     count = sum(1 for h in pre.host_names if only is None or _wanted(h.name, only))
-    with tempfile.TemporaryDirectory(prefix="metalport-check-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=scratch_prefix("check")) as tmp:
         unit = Path(tmp) / ("shader.ii" if _takes_ii(compiler) else "shader.cpp")
         unit.write_text(text)
         proc = sandbox.run([*_syntax_argv(compiler), *compile_flags(compiler), "-fsyntax-only", str(unit)],
@@ -197,7 +198,7 @@ def build(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple
         specs = [s for s in specs if _wanted(s.info.host_name, only)]
     text = _unit_text(pre.text, pre.host_names, only, tu_threadgroup)
     runtime = _runtime_object(compiler, cache_dir, version, sandbox)
-    with tempfile.TemporaryDirectory(prefix="metalport-build-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=scratch_prefix("build")) as tmp:
         # g++ and clang++ take preprocessed C++ as `.ii`; zig's driver only knows `.cpp`, where the
         # line markers still work and no macro is left to expand.
         unit = Path(tmp) / ("shader.ii" if _takes_ii(compiler) else "shader.cpp")

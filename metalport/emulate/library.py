@@ -25,6 +25,7 @@ from metalport.emulate.kernels import KernelArg, KernelInfo
 from metalport.emulate.runner import SharedBuffer, Worker, layout
 from metalport.errors import EmulateError, MetalportError, UnknownKernelError
 from metalport.sandbox.confine import Sandbox, select_sandbox
+from metalport.sandbox.leftovers import scratch_prefix
 
 
 def wheel_include_dir() -> Path:
@@ -263,7 +264,7 @@ def compile_shader(source: str, *, include_dirs: Sequence[Path] = (), filename: 
                    sandbox: Sandbox | None = None) -> ShaderLibrary:
     """Compile Metal source text (like `torch.mps.compile_shader`); diagnostics name `filename`;
     `kernels` and `sandbox` as in `compile_file`."""
-    with tempfile.TemporaryDirectory(prefix="metalport-src-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=scratch_prefix("src")) as tmp:
         path = Path(tmp) / Path(filename).name
         path.write_text(source)
         return compile_file(path, include_dirs=include_dirs, metal_version=metal_version,

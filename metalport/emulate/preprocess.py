@@ -16,7 +16,7 @@ from pathlib import Path
 
 from metalport.emulate.compiler import Compiler
 from metalport.emulate.flags import preprocess_flags
-from metalport.sandbox.confine import Sandbox
+from metalport.sandbox.confine import Sandbox, visible_roots
 from metalport.sandbox.runner import scrubbed_env
 
 SHIM_DIR = Path(__file__).parent / "shim"
@@ -54,7 +54,7 @@ def run_preprocessor(source: Path, *, compiler: Compiler, include_dirs: tuple[Pa
             "-I", str(SHIM_DIR), *[f"-I{d}" for d in include_dirs],
             "-include", "mshim_harness.h", "-x", "c++", str(source)]
     return sandbox.run(argv, env=scrubbed_env(), writable=compiler.scratch_dirs(),
-                       readable=(source.parent, SHIM_DIR, *include_dirs))
+                       readable=(source, SHIM_DIR, *visible_roots(include_dirs)))
 
 
 def strip_host_names(text: str) -> tuple[str, tuple[HostName, ...]]:

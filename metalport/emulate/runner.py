@@ -17,7 +17,8 @@ from pathlib import Path
 
 from metalport.emulate import worker as _worker
 from metalport.errors import EmulateError, KernelCrash
-from metalport.sandbox.confine import Sandbox
+from metalport.sandbox.confine import Sandbox, read_tail
+from metalport.sandbox.leftovers import scratch_parents, scratch_prefix
 from metalport.sandbox.runner import scrubbed_env
 
 WORKER_SCRIPT = Path(_worker.__file__)
@@ -41,11 +42,11 @@ def _remove_dir(path: Path) -> None:
 
 class SharedBuffer:
     """A growable memory-mapped file that holds every buffer of a request, alone in its own
-    directory (the one place a sandboxed worker may write)."""
+    directory named after this process (see `leftovers`). The sandboxed worker sees this one
+    file (not its directory), and its RLIMIT_FSIZE keeps it from growing the file."""
 
     def __init__(self) -> None:
-        shm = Path("/dev/shm")
-        self.directory = Path(tempfile.mkdtemp(prefix="metalport-", dir=shm if shm.is_dir() else None))
+        self.directory = Path(tempfile.mkdtemp(prefix=scratch_prefix(), dir=scratch_parents()[0]))
         self.path = self.directory / "buffers.bin"
         self.path.touch(mode=0o600)
         # Removed at close() or, for a library never closed, when the interpreter exits.
@@ -111,7 +112,7 @@ class Worker:
         self._stderr = tempfile.TemporaryFile()
         self._proc = self.sandbox.popen([sys.executable, "-S", str(WORKER_SCRIPT), str(self.so_path)],
                                         env=scrubbed_env(), readable=(self.so_path, WORKER_SCRIPT),
-                                        writable=() if self.shared is None else (self.shared.directory,),
+                                        writable=() if self.shared is None else (self.shared.path,),
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
         hello = self._read(what="loading the library")
         self.kernels = list(hello["kernels"])  # type: ignore[index]
@@ -153,11 +154,11 @@ class Worker:
         return reply  # type: ignore[return-value]
 
     def _stderr_tail(self) -> str:
-        """The last line the worker wrote to stderr (a Python error when loading failed)."""
+        """The last line the worker wrote to stderr (a Python error when loading failed), read
+        from the file's last 4 KiB only, however much the worker wrote."""
         if self._stderr is None:
             return ""
-        self._stderr.seek(0)
-        lines = self._stderr.read().decode(errors="replace").strip().splitlines()
+        lines = read_tail(self._stderr, 4096).strip().splitlines()
         return lines[-1][:300] if lines else ""
 
     def close(self) -> None:
