@@ -83,7 +83,8 @@ class Limits:
     wall_s: float = 900.0  # wall-clock seconds of one compiler run
     processes: int = 256  # RLIMIT_NPROC inside the namespace (threads count too)
     file_mb: int = 1024  # RLIMIT_FSIZE: no file written (stdout and stderr files included) grows past it
-    tmpfs_mb: int = 1024  # size of the sandbox's own /tmp and of its own /dev/shm
+    tmpfs_mb: int = 1024  # size of the sandbox's own /tmp (the compiler's temporary files)
+    shm_mb: int = 64  # size of the sandbox's own /dev/shm
     output_kib: int = 64  # how much of a process's stderr is kept: the tail
     stdout_mb: int = 512  # how much stdout `run` accepts (a preprocessed unit); more is an error
 
@@ -115,7 +116,8 @@ class Sandbox:
         """One line for `metalport doctor`."""
         lim = self.limits
         limits = (f"limits: {lim.cpu_s} s CPU, {lim.memory_mb} MiB memory, {lim.wall_s:g} s wall, "
-                  f"{lim.processes} processes, {lim.file_mb} MiB per file, {lim.tmpfs_mb} MiB tmpfs")
+                  f"{lim.processes} processes{_process_limit_note(lim.processes)}, {lim.file_mb} MiB per file, "
+                  f"{lim.tmpfs_mb} MiB /tmp, {lim.shm_mb} MiB /dev/shm")
         if not self.confined:
             return f"none ({self.reason}); {limits}"
         return f"{self.reason}; {limits}"
@@ -137,6 +139,9 @@ class Sandbox:
             command = _bwrap_argv(self.bwrap, argv, writable=[Path(p) for p in writable],  # type: ignore[arg-type]
                                   readable=[Path(p) for p in readable], cwd=cwd, fds=fds,
                                   limits=limits, landlock=self.landlock)
+            procs = pids_cgroup(limits.processes)
+            if procs is not None:  # join the pids cgroup first, so every process of the sandbox is in it
+                command = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(procs), *command]
             return subprocess.Popen(command, env={**env, "TMPDIR": "/tmp"}, pass_fds=tuple(fds),
                                     **kwargs)  # type: ignore[call-overload]
         finally:
@@ -191,7 +196,8 @@ def read_tail(handle: object, limit: int) -> str:
     start = max(0, size - limit)
     data = os.pread(fileno, min(limit, size), start)
     if start:
-        data = data.split(b"\n", 1)[-1]
+        if b"\n" in data[:-1]:  # drop the cut first line, unless it is the only one
+            data = data.split(b"\n", 1)[-1]
         return f"[{start} earlier bytes left out]\n" + data.decode("utf-8", errors="replace")
     return data.decode("utf-8", errors="replace")
 
@@ -206,6 +212,54 @@ def visible_roots(include_dirs: Iterable[Path]) -> tuple[Path, ...]:
         parts = [directory / name for name in ("aten", "c10") if (directory / name).is_dir()]
         roots += parts or [directory]
     return tuple(roots)
+
+
+@functools.lru_cache(maxsize=4)
+def pids_cgroup(limit: int) -> Path | None:
+    """The `cgroup.procs` of this process's own pids cgroup (max `limit` processes), or None.
+
+    RLIMIT_NPROC does not hold a host root's user namespaces (the kernel exempts uid 0's
+    processes), so when metalport runs as root the sandboxes join a pids cgroup, where the host
+    lets root make one (cgroup v1 `pids` hierarchy or the v2 root with `pids` enabled)."""
+    if os.geteuid() != 0:
+        return None
+    from metalport.sandbox.leftovers import scratch_prefix
+
+    for parent in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
+        if parent == Path("/sys/fs/cgroup") and "pids" not in _read(parent / "cgroup.subtree_control"):
+            continue
+        group = parent / scratch_prefix("pids").rstrip("-")
+        try:
+            group.mkdir(exist_ok=True)
+            (group / "pids.max").write_text(str(limit))
+        except OSError:
+            continue
+        import atexit
+
+        atexit.register(_rmdir_quietly, group)
+        return group / "cgroup.procs"
+    return None
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def _rmdir_quietly(path: Path) -> None:
+    try:
+        path.rmdir()
+    except OSError:
+        pass
+
+
+def _process_limit_note(limit: int) -> str:
+    """Why the process limit holds, when metalport runs as root; '' otherwise."""
+    if os.geteuid() != 0:
+        return ""
+    return " (a pids cgroup)" if pids_cgroup(limit) else " (not enforced: root, and no pids cgroup can be made)"
 
 
 def _rlimits(limits: Limits) -> Callable[[], None]:
@@ -272,7 +326,7 @@ def _bwrap_argv(bwrap: Path, argv: Sequence[str], *, writable: list[Path], reada
     args = [str(bwrap), "--unshare-all", "--unshare-user", "--disable-userns", "--uid", str(SANDBOX_UID),
             "--gid", str(SANDBOX_UID), "--die-with-parent", "--new-session", "--cap-drop", "ALL",
             "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev",
-            "--size", tmpfs, "--perms", "1777", "--tmpfs", "/dev/shm",
+            "--size", str(limits.shm_mb << 20), "--perms", "1777", "--tmpfs", "/dev/shm",
             "--size", tmpfs, "--perms", "1777", "--tmpfs", "/tmp"]
     for link in _TOP_LINKS:
         if os.path.islink(link):

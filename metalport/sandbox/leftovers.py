@@ -42,11 +42,14 @@ def scratch_parents() -> tuple[Path, ...]:
     return tuple(parents)
 
 
+_CGROUPS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))  # where `pids_cgroup` makes them
+
+
 def remove_leftovers(parents: tuple[Path, ...] | None = None) -> list[Path]:
     """Remove scratch directories of dead metalport processes of this user; returns them."""
     removed = []
     uid = os.getuid()
-    for parent in parents or scratch_parents():
+    for parent in parents or (*scratch_parents(), *(_CGROUPS if os.geteuid() == 0 else ())):
         try:
             entries = list(os.scandir(parent))
         except OSError:
@@ -61,7 +64,13 @@ def remove_leftovers(parents: tuple[Path, ...] | None = None) -> list[Path]:
             except OSError:
                 continue
             if not _alive(int(match.group(1))):
-                shutil.rmtree(entry.path, ignore_errors=True)
+                if parent in _CGROUPS:
+                    try:
+                        os.rmdir(entry.path)  # a cgroup goes with rmdir once empty
+                    except OSError:
+                        continue
+                else:
+                    shutil.rmtree(entry.path, ignore_errors=True)
                 removed.append(Path(entry.path))
     return removed
 
