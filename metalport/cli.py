@@ -16,7 +16,7 @@ import git
 
 from metalport import __version__, commands
 from metalport.commands._sandbox import apply_sandbox_flag
-from metalport.errors import MetalportError, filesystem_error, is_filesystem_fault
+from metalport.errors import MetalportError, filesystem_error, is_filesystem_fault, not_utf8
 
 
 PURPOSE = "Bring PyTorch operators to Apple Silicon: port ATen ops to native Metal kernels, up to a human review."
@@ -91,6 +91,10 @@ def _dispatch(args: argparse.Namespace, prog: str) -> int:
         fault = filesystem_error(err)
         print(f"{prog}: error: {fault}", file=sys.stderr)
         return fault.exit_code
+    except UnicodeDecodeError as err:  # the last net for a source that is not UTF-8 (Note [source bytes])
+        bad = not_utf8(err)
+        print(f"{prog}: error: {bad}", file=sys.stderr)
+        return bad.exit_code
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130

@@ -203,3 +203,34 @@ def is_filesystem_fault(err: BaseException) -> bool:
     if isinstance(err, OSError):
         return err.filename is not None or err.errno in _FAULTS
     return fault_errno(str(err)) is not None
+
+
+class SourceEncodingError(MetalportError):
+    """A source file is not UTF-8 (see `not_utf8`): fixing the file is the way on, not a retry."""
+
+
+def not_utf8(err: UnicodeDecodeError, path: str | os.PathLike[str] | None = None) -> SourceEncodingError:
+    """One line for bytes that are not UTF-8: the file (when known), line, column and the byte.
+
+    Note [source bytes]: metalport reads sources as bytes and decodes them as strict UTF-8 (as
+    PyTorch's own sources are); a byte that is not UTF-8 stops the command with this error. Text
+    that passes through to the compiler keeps its bytes (`surrogateescape`), and what a compiler or
+    worker prints is shown as UTF-8 with U+FFFD for a bad byte and control characters escaped."""
+    data = err.object if isinstance(err.object, (bytes, bytearray)) else b""
+    line = data.count(b"\n", 0, err.start) + 1
+    column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+    byte = f"0x{data[err.start]:02X}" if err.start < len(data) else "a truncated sequence"
+    where = f"{os.fspath(path)}:{line}:{column}" if path is not None else f"a source file, line {line}, column {column}"
+    return SourceEncodingError(f"{where}: byte {byte} is not UTF-8 ({err.reason})",
+                               hint="save the file as UTF-8; retrying or resuming cannot help until it is")
+
+
+def read_source(path: str | os.PathLike[str]) -> str:
+    """The file's bytes decoded as UTF-8 (Note [source bytes]); SourceEncodingError names the
+    line and byte otherwise."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise not_utf8(err, path) from None

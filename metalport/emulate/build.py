@@ -161,7 +161,7 @@ def check(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple
     count = sum(1 for h in pre.host_names if only is None or _wanted(h.name, only))
     with tempfile.TemporaryDirectory(prefix=scratch_prefix("check")) as tmp:
         unit = Path(tmp) / ("shader.ii" if _takes_ii(compiler) else "shader.cpp")
-        unit.write_text(text)
+        unit.write_bytes(text.encode("utf-8", "surrogateescape"))  # the source's own bytes
         proc = sandbox.run([*_syntax_argv(compiler), *compile_flags(compiler), "-fsyntax-only", str(unit)],
                            env=scrubbed_env(), writable=(Path(tmp), *compiler.scratch_dirs()))
     if proc.returncode != 0:
@@ -202,7 +202,7 @@ def build(source: Path, display: str, *, compiler: Compiler, include_dirs: tuple
         # g++ and clang++ take preprocessed C++ as `.ii`; zig's driver only knows `.cpp`, where the
         # line markers still work and no macro is left to expand.
         unit = Path(tmp) / ("shader.ii" if _takes_ii(compiler) else "shader.cpp")
-        unit.write_text(text + "\n" + generate_harness(specs))
+        unit.write_bytes((text + "\n" + generate_harness(specs)).encode("utf-8", "surrogateescape"))
         so_tmp = Path(tmp) / "shader.so"
         proc = sandbox.run([*compiler.argv, *compile_flags(compiler), "-shared", "-o", str(so_tmp),
                             str(unit), str(runtime), "-lm", "-lpthread"], env=scrubbed_env(),

@@ -46,10 +46,20 @@ class Diagnostic:
         return f"{self.file}:{self.line}:{col} {self.severity}: {self.message}"
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\udc80-\udcff]")
+
+
+def printable(text: str) -> str:
+    """`text` with control characters (terminal escapes among them) and undecodable bytes shown
+    as `\\xNN`: compiler output is data, never instructions to a terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()) & 0xFF:02x}", text)
+
+
 def parse_diagnostics(stderr: str, renames: Mapping[str, str]) -> tuple[Diagnostic, ...]:
-    """Structured diagnostics from g++/clang stderr; paths in `renames` are shown as their value."""
+    """Structured diagnostics from g++/clang stderr; paths in `renames` are shown as their value;
+    control characters are escaped (`printable`)."""
     found: list[Diagnostic] = []
-    for raw in stderr.splitlines():
+    for raw in printable(stderr).splitlines():
         match = _LINE.match(raw.strip())
         trail = None if match else _TRAIL.match(raw.strip())
         if match is None and trail is None:
@@ -80,7 +90,7 @@ def compile_error(diagnostics: tuple[Diagnostic, ...], stderr: str, *, what: str
         location = f"{place.file}:{place.line}" + (f":{place.column}" if place.column else "")
         return CompileError(f"compile error: {first.message}{where}{more}", diagnostics=diagnostics,
                             location=location)
-    tail = " ".join(stderr.strip().splitlines()[-1:]) or "no message"
+    tail = " ".join(printable(stderr).strip().splitlines()[-1:]) or "no message"
     return CompileError(f"{what} failed to compile: {tail}", diagnostics=diagnostics)
 
 

@@ -19,7 +19,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import StateSnapshot
 
 from metalport.agent.provider import Provider
-from metalport.errors import FilesystemError, MetalportError, filesystem_error, is_filesystem_fault
+from metalport.errors import FilesystemError, MetalportError, filesystem_error, is_filesystem_fault, not_utf8
 from metalport.graph.context import RunContext, kill_point
 from metalport.graph.finish import finish_run
 from metalport.graph.provider import run_config_path, run_provider
@@ -115,9 +115,12 @@ class RunDriver:
             context = RunContext(self.root, self.directory, provider, executor_name=options.executor,
                                  usage_base=dict(values.get("usage") or {}),
                                  config_path=run_config_path(options, self.root))
-            for part in self.graph.stream(graph_input, config, stream_mode=["updates", "custom", "tasks"],
-                                          durability="sync", version="v2", context=context):
-                awaiting = self._on_part(part, values) or awaiting
+            try:
+                for part in self.graph.stream(graph_input, config, stream_mode=["updates", "custom", "tasks"],
+                                              durability="sync", version="v2", context=context):
+                    awaiting = self._on_part(part, values) or awaiting
+            except UnicodeDecodeError as err:  # bad input, not a fault a resume gets past
+                raise not_utf8(err) from None
         except (FilesystemError, OSError, sqlite3.Error) as err:
             raise self._fault(values, err, fresh=isinstance(graph_input, dict)) from None
         except MetalportError as err:

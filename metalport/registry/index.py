@@ -20,7 +20,7 @@ import pickle
 from pathlib import Path
 
 from metalport.atomic import write_bytes_atomic
-from metalport.errors import RegistryError
+from metalport.errors import RegistryError, read_source
 from metalport.registry import model
 from metalport.registry.model import Registry, parse_registry
 from metalport.user_cache import user_cache_dir
@@ -82,7 +82,7 @@ def load_registry(path: Path | str, *, cache_dir: Path | None = None) -> Registr
     """Read the native_functions.yaml at `path` and return its records (through the index)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_source(p)  # Note [source bytes]
     except OSError as err:
         raise RegistryError(f"cannot read the registry: {err.strerror}", location=str(p),
                             hint="pass --repo at a PyTorch checkout") from None

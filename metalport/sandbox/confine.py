@@ -150,8 +150,9 @@ class Sandbox:
 
     def run(self, argv: Sequence[str], *, env: dict[str, str], writable: Iterable[Path] = (),
             readable: Iterable[Path] = (), cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-        """Run `argv` confined to completion; stdout captured whole (up to `Limits.stdout_mb`),
-        stderr only its last `Limits.output_kib` KiB, both decoded with `errors="replace"`.
+        """Run `argv` confined to completion; stdout captured whole (up to `Limits.stdout_mb`) and
+        decoded with `surrogateescape`, stderr only its last `Limits.output_kib` KiB, decoded with
+        `errors="replace"`.
 
         Raises SandboxError when it runs past the wall-clock limit (the namespace is killed) or
         prints more than `Limits.stdout_mb` on stdout."""
@@ -174,7 +175,8 @@ class Sandbox:
                                    hint="a preprocessed shader that large is runaway; check its includes "
                                         "and macros")
             out.seek(0)
-            stdout = out.read().decode("utf-8", errors="replace")
+            # Byte-exact (Note [source bytes]): a preprocessed unit goes back to the compiler.
+            stdout = out.read().decode("utf-8", errors="surrogateescape")
             stderr = read_tail(err, self.limits.output_kib << 10)
         return subprocess.CompletedProcess(list(argv), proc.returncode, stdout, stderr)
 
