@@ -2,7 +2,8 @@
 
 Note [test kill hook]: `METALPORT_TEST_KILL_AT=<point>` makes the process SIGKILL itself at that
 point, to test crash recovery. Points are node names (checked by `runs.py` when the node's task
-starts, before it runs) and `publish:committed` (after the commit, before the PR or bundle). Test-only; unset in use.
+starts, before it runs) and `publish:committed` (after the commit, before the PR or bundle).
+`METALPORT_TEST_KILL_SIGNAL=INT` sends SIGINT instead (a Ctrl-C there). Test-only; unset in use.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from metalport.agent.provider import Provider
 
 KILL_ENV = "METALPORT_TEST_KILL_AT"
+KILL_SIGNAL_ENV = "METALPORT_TEST_KILL_SIGNAL"
 
 
 @dataclass
@@ -60,6 +62,7 @@ def secret_env_of(config_path: Path | None) -> tuple[str, ...]:
 
 
 def kill_point(point: str) -> None:
-    """SIGKILL this process when `$METALPORT_TEST_KILL_AT` names `point` (Note [test kill hook])."""
+    """SIGKILL (or `$METALPORT_TEST_KILL_SIGNAL`) this process when `$METALPORT_TEST_KILL_AT`
+    names `point` (Note [test kill hook])."""
     if os.environ.get(KILL_ENV) == point:
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), signal.Signals["SIG" + os.environ.get(KILL_SIGNAL_ENV, "KILL")])

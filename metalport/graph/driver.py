@@ -220,6 +220,8 @@ class RunDriver:
         for node, update in data.items():
             if node == "__interrupt__":
                 return True
+            if node.startswith("__"):  # langgraph's own channels (pending writes applied on resume)
+                continue
             values.update(update or {})
             if node in ("plan", "edit") and update.get("plan"):  # edit: a model-written spec's plan
                 write_json(self.directory / "plan.json", update["plan"])

@@ -123,7 +123,10 @@ def resume_run(repo_root: Path | str, run_id: str, decision: Decision | None = N
         if decision is not None:
             raise PipelineError(f"run {run_id} is {record.status} at stage {record.stage}, not awaiting review",
                                 hint=next_step(record, root))
-        if snapshot.next:
+        # A Ctrl-C can land after a node's writes were saved but before the next checkpoint:
+        # `next` is then empty while that node's task (with its writes) is still pending, and
+        # streaming from the checkpoint applies them and goes on.
+        if snapshot.next or snapshot.tasks:
             # A run that failed on bad input had its worktree removed: nothing to continue. After an
             # internal error (worktree kept) or a publish error (approved work kept) a resume retries.
             if record.status in TERMINAL_STATUSES and record.worktree is None and record.stage != "publish":
