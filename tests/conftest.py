@@ -49,3 +49,35 @@ def real_tree_workspace(tmp_path_factory: pytest.TempPathFactory):
     from tests.real_tree import overlay_real_tree
 
     return overlay_real_tree(tmp_path_factory.mktemp("real") / "workspace")
+
+
+_REAL_TREE_WORDS = ("overlay_real_tree", "METALPORT_REAL_TREE", "real_tree_workspace")
+
+
+def _needs_real_tree(item: pytest.Item) -> bool:
+    """Whether a test (or a fixture it uses) reads METALPORT_REAL_TREE: such tests skip without it."""
+    import inspect
+
+    if any("METALPORT_REAL_TREE" in str(m.kwargs.get("reason", "")) for m in item.iter_markers("skipif")):
+        return True
+    funcs = [getattr(item, "function", None)]
+    info = getattr(item, "_fixtureinfo", None)
+    if info is not None:
+        for name in info.names_closure:
+            funcs += [d.func for d in info.name2fixturedefs.get(name, ()) if name != "request"]
+    for func in funcs:
+        try:
+            source = inspect.getsource(func)
+        except (OSError, TypeError):
+            continue
+        if any(word in source for word in _REAL_TREE_WORDS):
+            return True
+    return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark `real_tree` the tests that need METALPORT_REAL_TREE (`pytest --collect-only -q -m real_tree`
+    counts them; the README's Tests section gives the numbers)."""
+    for item in items:
+        if _needs_real_tree(item):
+            item.add_marker(pytest.mark.real_tree)

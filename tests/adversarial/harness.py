@@ -193,7 +193,16 @@ def _spawn_on_terminal(command: list[str], *, env: dict[str, str], cwd: Path, ke
             typed = True
         if proc.poll() is not None and not ready:
             break
-    proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    try:
+        # A loaded machine may need seconds to unwind after Ctrl-C; a process still running after
+        # the grace is killed with its group, so no test leaves one behind for another to trip on.
+        proc.wait(timeout=max(30.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     os.close(master)
     with proc.stdout as out:
         stdout = out.read().decode()
