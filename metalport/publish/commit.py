@@ -6,6 +6,7 @@ The user's git identity authors and commits it; metalport is named in a `Generat
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ class CommitResult:
     sha: str
     title: str
     created: bool
+    note: str | None = None  # set when git had no identity and metalport's own was used
 
 
 def commit_title(op: str, *, migrate: bool) -> str:
@@ -39,12 +41,23 @@ def find_run_commit(worktree: Worktree, run_id: str) -> str | None:
     return None
 
 
-def user_identity(repo: git.Repo) -> tuple[str, str]:
-    """(name, email) of the user's git identity in `repo`; metalport's own when none is set."""
-    reader = repo.config_reader()
-    name = str(reader.get_value("user", "name", "") or "").strip()
-    email = str(reader.get_value("user", "email", "") or "").strip()
-    return (name, email) if name and email else (METALPORT_NAME, METALPORT_EMAIL)
+def user_identity(repo: git.Repo) -> tuple[str, str] | None:
+    """(name, email) of the author git itself would use in `repo` (`git var GIT_AUTHOR_IDENT`:
+    `GIT_AUTHOR_*`, `GIT_CONFIG_GLOBAL`, the repository's and the global config, as git resolves
+    them), or None when git has no identity."""
+    try:
+        ident = repo.git.var("GIT_AUTHOR_IDENT")
+        repo.git.var("GIT_COMMITTER_IDENT")
+    except git.GitCommandError:
+        return None
+    match = _IDENT.match(ident.strip())
+    return (match.group(1).strip(), match.group(2).strip()) if match else None
+
+
+_IDENT = re.compile(r"^(.*?)\s*<([^>]*)>")
+NO_IDENTITY_NOTE = (f"git has no identity here, so the commit is authored {METALPORT_NAME} <{METALPORT_EMAIL}>; "
+                    "set yours (`git config --global user.name NAME`, `git config --global user.email EMAIL`) "
+                    "before sending it upstream, and amend with `git commit --amend --reset-author`")
 
 
 def commit_run(worktree: Worktree, op: str, *, migrate: bool, evidence: Mapping[str, object]) -> CommitResult:
@@ -64,10 +77,13 @@ def commit_run(worktree: Worktree, op: str, *, migrate: bool, evidence: Mapping[
                            hint="check the edit step's output")
     body = "\n".join(f"{key}: {value}" for key, value in evidence.items())
     message = f"{title}\n\n{body}\n\n{GENERATED_BY}\n{RUN_TRAILER}: {worktree.run_id}\n"
-    name, email = user_identity(repo)
-    identity = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
-                "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
+    note = None
+    identity: dict[str, str] = {}
+    if user_identity(repo) is None:  # else git resolves the identity itself, as for the user's own commits
+        identity = {"GIT_AUTHOR_NAME": METALPORT_NAME, "GIT_AUTHOR_EMAIL": METALPORT_EMAIL,
+                    "GIT_COMMITTER_NAME": METALPORT_NAME, "GIT_COMMITTER_EMAIL": METALPORT_EMAIL}
+        note = NO_IDENTITY_NOTE
     with repo.git.custom_environment(**identity):
         repo.git.commit("--no-verify", "-q", "--cleanup=whitespace", "-m", message)
-    return CommitResult(repo.head.commit.hexsha, title, True)
+    return CommitResult(repo.head.commit.hexsha, title, True, note)
 

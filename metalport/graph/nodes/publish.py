@@ -45,6 +45,8 @@ def publish(state: PortState, runtime: Runtime[RunContext]) -> dict:
     ctx, port, worktree = runtime.context, load_plan(state), load_worktree(state)
     evidence = commit_evidence(state)
     commit = commit_run(worktree, state["op"], migrate=port.migrate, evidence=evidence)
+    if commit.note:
+        get_stream_writer()({"event": "note", "node": "publish", "message": commit.note})
     kill_point("publish:committed")
     redactor = Redactor(secret_env=ctx.secret_env())
     repo = git.Repo(worktree.path)
