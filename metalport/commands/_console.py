@@ -53,6 +53,7 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]
         for row in rows:
             print("\t".join(_tsv_cell(cell) for cell in row))
         return
+    from rich.markup import escape
     from rich.table import Table
 
     tty = sys.stdout.isatty()
@@ -60,7 +61,7 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]
     for column in columns:
         table.add_column(column, overflow="fold", no_wrap=not tty or column in no_wrap)
     for row in rows:
-        table.add_row(*(str(cell) for cell in row))
+        table.add_row(*(escape(str(cell)) for cell in row))  # cells are data, not markup
     if tty:
         Console().print(table)
         return

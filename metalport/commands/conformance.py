@@ -69,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_table(report: ConformanceReport, *, show_held_out: bool = False) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     from metalport.checks.report import KINDS
@@ -82,7 +83,7 @@ def _print_table(report: ConformanceReport, *, show_held_out: bool = False) -> N
         worst = "-" if d.worst_error is None else f"{d.worst_error:.3g}"
         counts = [f"{d.tally(k).passed}/{d.tally(k).samples}" if d.tally(k).samples else "-" for k in KINDS]
         warned = sum(d.tally(k).warned for k in KINDS)
-        table.add_row(d.dtype, *counts, str(warned), str(d.skipped), worst, d.worst_sample or "-")
+        table.add_row(d.dtype, *counts, str(warned), str(d.skipped), worst, escape(d.worst_sample or "-"))
     if report.dtypes:
         console.print(table)
     for d in report.dtypes:

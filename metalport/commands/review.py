@@ -123,6 +123,7 @@ def _verdict(value: Any) -> str:
 
 def _show(root: Path, record: Any) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     from metalport.graph.nodes.publish import verdict_lines
     from metalport.graph.review import plan_lines, worktree_diff
@@ -130,7 +131,7 @@ def _show(root: Path, record: Any) -> int:
 
     console = Console(soft_wrap=True)  # nothing here is wrapped; a terminal wraps long lines itself
     row = _summary(record)
-    console.print(f"[bold]run {record.run_id}[/]: {record.op} on branch {record.branch}, attempt "
+    console.print(f"[bold]run {escape(record.run_id)}[/]: {record.op} on branch {escape(str(record.branch))}, attempt "
                   f"{record.attempts}, awaiting review for {_age_text(row['age_s'])}, cost ${row['cost_usd']:.4f} "
                   f"({row['calls']} model calls)", highlight=False)
     console.print("\n[bold]plan[/]")
@@ -140,16 +141,16 @@ def _show(root: Path, record: Any) -> int:
     for line in verdict_lines({"verdicts": dict(record.verdicts or {})}) or ["(none recorded)"]:
         console.print(line, markup=False, highlight=False)
     folder = run_dir(root, record.run_id)
-    console.print(f"\n[bold]evidence[/] in {folder}", highlight=False)
+    console.print(f"\n[bold]evidence[/] in {escape(str(folder))}", highlight=False)
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
-        console.print(f"  {path.relative_to(folder)}  {path.stat().st_size} bytes", highlight=False)
+        console.print(f"  {path.relative_to(folder)}  {path.stat().st_size} bytes", highlight=False, markup=False)
     console.print("\n[bold]diff[/]")
     diff = worktree_diff(record, stat=False, repo_root=root)
     print_code(diff, "diff", console)
     flag = _repo_flag(root)
     console.print(f"\ndecide with `metalport review approve {record.run_id}{flag}`, "
                   f"`metalport review reject {record.run_id}{flag} --feedback \"…\"` or "
-                  f"`metalport review abort {record.run_id}{flag}`", highlight=False)
+                  f"`metalport review abort {record.run_id}{flag}`", highlight=False, markup=False)
     return 0
 
 

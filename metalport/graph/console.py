@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from metalport.graph.records import RunRecord
 from metalport.graph.review import ask_decision, gate_commands
@@ -43,7 +44,7 @@ class ProgressPrinter:
             self.console.print(f"[dim]{time.monotonic() - self._t0:6.1f}s[/] {_MARK['fail' if failed else 'ok']} "
                                f"{node} {seconds:.2f}s{extra}", highlight=False)
         elif kind == "note":
-            self.console.print(f"[yellow]note:[/] {event.get('message')}", highlight=False)
+            self.console.print(f"[yellow]note:[/] {escape(str(event.get('message')))}", highlight=False)
 
 
 def make_progress(quiet: bool = False) -> ProgressPrinter:
@@ -72,7 +73,7 @@ def conclude(record: RunRecord, repo_root: Path, progress: ProgressPrinter, *, i
         _print_gate(console, record, repo_root)
     else:
         style = "green" if record.status in EXIT_OK_STATUSES else "red"
-        console.print(f"[{style}]{record.status}[/]: {record.reason or ''}".rstrip(": "), highlight=False)
+        console.print(f"[{style}]{record.status}[/]: {escape(record.reason or '')}".rstrip(": "), highlight=False)
     return 0 if record.status in EXIT_OK_STATUSES else 1
 
 
