@@ -20,7 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-attempts", type=int, default=3, help="edit attempts, the first included (default 3)")
     parser.add_argument("--base", default="HEAD", help="commit the worktree starts from (default HEAD)")
     parser.add_argument("--wall-time", type=float, default=1800.0, dest="wall_time_s",
-                        help="wall-time budget in seconds, time at the gate excluded (default 1800)")
+                        help="wall-time budget in seconds, time at the gate excluded: once spent, the run ends "
+                             "budget-exhausted at the next node (default 1800)")
     parser.add_argument("--remote", default=None, help="git remote of your fork to push to after approval")
     parser.add_argument("--config", type=Path, default=None, help="metalport.yaml (default: <repo>/metalport.yaml)")
     parser.add_argument("--run-id", default=None, help="the run's id (default: <op>-<time>-<random>)")

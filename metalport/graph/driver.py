@@ -121,6 +121,9 @@ class RunDriver:
                     awaiting = self._on_part(part, values) or awaiting
             except UnicodeDecodeError as err:  # bad input, not a fault a resume gets past
                 raise not_utf8(err) from None
+            except _OverWallTime as over:
+                values.update(status="budget-exhausted", reason=str(over))
+                return self.finish(values)
         except (FilesystemError, OSError, sqlite3.Error) as err:
             raise self._fault(values, err, fresh=isinstance(graph_input, dict)) from None
         except MetalportError as err:
@@ -209,6 +212,7 @@ class RunDriver:
             if "input" in data:  # a task starts (finish events carry `result`)
                 name = data["name"]
                 self._started[name] = (time.monotonic(), _cpu_s())
+                _check_wall_time(name, values)
                 values["stage"] = name
                 self._write(values)
                 kill_point(name)
@@ -259,7 +263,8 @@ class RunDriver:
             branch=branch, worktree=worktree.get("path") if exists else None,
             created_at=stored.created_at, updated_at=now_iso(), reason=values.get("reason"),
             feedback=values.get("feedback"), pr_url=values.get("pr_url"), bundle_path=values.get("bundle_path"),
-            verdicts=dict(values.get("verdicts") or {}), usage=dict(values.get("usage") or {}))
+            verdicts=dict(values.get("verdicts") or {}), usage=dict(values.get("usage") or {}),
+            paused_s=round(float(values.get("paused_s") or 0.0), 3))
 
     def _write(self, values: dict, *, awaiting: bool = False, cleaned: bool = False) -> RunRecord:
         record = self.record_from(values, awaiting=awaiting, cleaned=cleaned)
@@ -267,6 +272,26 @@ class RunDriver:
         if self.store is not None:
             share_record(self.store, record, values, self.directory)
         return record
+
+
+class _OverWallTime(Exception):
+    """The run's `--wall-time` budget is spent: it ends at the next node, budget-exhausted."""
+
+
+_UNTIMED = frozenset({"approve", "publish"})  # the decision and what follows it are not work to bound
+
+
+def _check_wall_time(node: str, values: dict) -> None:
+    """Raise _OverWallTime when the run's working time (gate waits left out) has reached its
+    `--wall-time` as `node` is about to start."""
+    budget = float((values.get("options") or {}).get("wall_time_s", 0) or 0)
+    started = values.get("started_at")
+    if node in _UNTIMED or budget <= 0 or not started:
+        return
+    spent = time.time() - float(started) - float(values.get("paused_s") or 0.0)
+    if spent >= budget:
+        raise _OverWallTime(f"wall time {spent:.0f} s reached the budget of {budget:g} s (--wall-time) "
+                            f"before {node}")
 
 
 def _cpu_s() -> float:

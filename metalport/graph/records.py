@@ -103,6 +103,7 @@ class RunRecord:
     bundle_path: str | None = None
     verdicts: dict = field(default_factory=dict)
     usage: dict = field(default_factory=dict)
+    paused_s: float = 0.0  # seconds spent waiting at the gate for a decision (not work)
 
     def __post_init__(self) -> None:
         if self.status not in RUN_STATUSES:
@@ -117,6 +118,10 @@ class RunRecord:
         """Inverse of `to_dict`."""
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
+
+    def elapsed_s(self) -> float:
+        """Seconds the run worked: created to last update, less the waits at the gate."""
+        return max(0.0, parse_time(self.updated_at) - parse_time(self.created_at) - self.paused_s)
 
     def age_s(self, now: float | None = None) -> float:
         """Seconds since the run was created."""

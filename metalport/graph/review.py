@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.prompt import Prompt
 
 from metalport.graph.evidence import describe_plan, verdict_lines
-from metalport.graph.records import (Abort, Approve, Decision, Reject, RunRecord, parse_time, repo_arg, run_dir,
+from metalport.graph.records import (Abort, Approve, Decision, Reject, RunRecord, repo_arg, run_dir,
                                      shared_store)
 
 
@@ -55,7 +55,7 @@ def worktree_diff(record: RunRecord, *, stat: bool, repo_root: Path | None = Non
 def summary_lines(repo_root: Path, record: RunRecord) -> list[str]:
     """The review summary: plan, diff stat, verdicts, attempts, elapsed time and cost."""
     usage = record.usage or {}
-    elapsed = parse_time(record.updated_at) - parse_time(record.created_at)
+    elapsed = record.elapsed_s()  # waiting at the gate is not work
     lines = [f"run {record.run_id}: {record.op} on {record.branch} ({record.status})", "plan:"]
     lines += plan_lines(repo_root, record.run_id)
     lines += ["diff:", *("  " + line for line in worktree_diff(record, stat=True, repo_root=repo_root).splitlines())]

@@ -29,3 +29,11 @@ def test_a_failure_reason_with_brackets_prints_whole(tmp_path: Path) -> None:
     text = out.getvalue()
     assert "note: tensor HL=[home,main,…] kept" in text
     assert f"failed: {REASON}" in text
+
+
+def test_elapsed_leaves_out_the_wait_at_the_gate() -> None:
+    record = RunRecord.from_dict({**_record("published", "ok").to_dict(), "created_at": "2026-01-01T00:00:00Z",
+                                  "updated_at": "2026-01-01T01:00:30Z", "paused_s": 3600.0})
+    assert record.elapsed_s() == 30.0
+    old = {k: v for k, v in record.to_dict().items() if k != "paused_s"}  # a record from before the field
+    assert RunRecord.from_dict(old).elapsed_s() == 3630.0
