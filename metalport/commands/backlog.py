@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Sequence
 
 from metalport.commands._complete import complete_ops, with_completer
 from metalport.commands._console import add_format_option, output_format, print_table
@@ -47,6 +49,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+_NEEDS_MM = frozenset({"mps-graph-stub", "mps-graph", "mps-metal", "mps-unknown"})
+
+
+def _why_empty(checkout: object, statuses: Sequence[str]) -> str:
+    """One line saying why a filtered backlog has no op: a checkout without `.mm` sources cannot
+    show the statuses read from them."""
+    operations = checkout.mps_operations  # type: ignore[attr-defined]
+    has_mm = operations.is_dir() and any(operations.glob("*.mm"))
+    from_mm = sorted(set(statuses) & _NEEDS_MM)
+    if not has_mm and from_mm:
+        what = "a wheel workspace (`metalport workspace init`), which" if checkout.is_wheel_workspace \
+            else "this checkout, which"  # type: ignore[attr-defined]
+        return (f"note: no op matched: {', '.join(from_mm)} is read from the MPS host sources "
+                f"({checkout.rel(operations)}/*.mm), and {what} has none; run it on a PyTorch "  # type: ignore[attr-defined]
+                f"checkout (--repo ~/pytorch)")
+    return "note: no op matched these filters (see `metalport backlog` without them for every status)"
+
+
 def run(args: argparse.Namespace) -> int:
     """Scan the checkout and print the backlog."""
     from metalport.backlog import report, scan_backlog
@@ -63,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
              and (not args.porter or (i.porter is not None and i.porter.porter.value in args.porter))
              and (not wanted or i.op in wanted)]
     fmt = output_format(args)
+    if not items and (args.status or args.family or args.kind or args.porter or wanted):
+        print(_why_empty(checkout, args.status or ()), file=sys.stderr)
     if fmt == "json":
         print(report.to_json(items))
     elif args.markdown:

@@ -130,3 +130,14 @@ def test_backlog_unknown_kind_or_porter_is_a_usage_error(wheel_workspace: Checko
     assert exited.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
         "metalport backlog: error: argument --porter: invalid choice maybe (choose from recipe, llm, none)")
+
+
+def test_an_empty_filtered_backlog_on_a_wheel_workspace_says_why(wheel_workspace, capsys) -> None:
+    from metalport.cli import main
+
+    root = wheel_workspace.root if hasattr(wheel_workspace, "root") else wheel_workspace
+    assert main(["backlog", "--repo", str(root), "--status", "mps-graph-stub", "--format", "tsv"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip().count("\n") == 0  # the header row only
+    assert captured.err.startswith("note: no op matched: mps-graph-stub is read from the MPS host sources "
+                                   "(aten/src/ATen/native/mps/operations/*.mm), and a wheel workspace")
