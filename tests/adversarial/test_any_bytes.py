@@ -30,12 +30,6 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield root
 
 
-@pytest.fixture()
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("METALPORT_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
 def _spliced(original: bytes, junk: bytes, at: float) -> bytes:
     """`junk` put into `original` at a fraction `at` of its length (where it is read as code)."""
     cut = int(len(original) * at)

@@ -116,14 +116,6 @@ def sandbox() -> Sandbox:
 
 
 @pytest.fixture()
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A shader cache of the test's own (also for compiler probes run in subprocesses)."""
-    path = tmp_path / "shader-cache"
-    monkeypatch.setenv("METALPORT_CACHE_DIR", str(path))
-    return path
-
-
-@pytest.fixture()
 def visible_dir() -> Iterator[Path]:
     """A directory outside /tmp and the home directory, which the sandbox shows read-only."""
     path = Path(tempfile.mkdtemp(prefix=".sandbox-trace-", dir=REPO))

@@ -58,13 +58,6 @@ kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]
 
 
 @pytest.fixture()
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "shader-cache"
-    monkeypatch.setenv("METALPORT_CACHE_DIR", str(path))
-    return path
-
-
-@pytest.fixture()
 def checkout(tmp_path: Path) -> Path:
     """A checkout with a secret `.env` at its root, beside `aten/src` and `c10/`."""
     root = tmp_path / "pytorch"
