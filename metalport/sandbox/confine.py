@@ -299,7 +299,8 @@ def _memfd(data: bytes) -> int:
 
 def _python_roots() -> list[Path]:
     """The Python installation: the base prefix and the venv (the worker and `python -m ziglang`)."""
-    return [Path(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}]
+    interpreter = Path(os.path.realpath(sys.executable)).parent.parent  # the binary behind a venv's link
+    return [Path(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}] + [interpreter]
 
 
 def _program_roots(argv: Sequence[str]) -> list[Path]:
@@ -318,6 +319,18 @@ def _program_roots(argv: Sequence[str]) -> list[Path]:
         if spec is not None and spec.origin is not None:
             roots.append(Path(spec.origin).resolve().parent)
     return roots
+
+
+def _visible_ancestor(path: Path) -> Path:
+    """`path`, or, when this user cannot see it (an unprivileged metalport whose Python lives under
+    root's 0700 home), its deepest ancestor it can, short of `/`: bound as is, the host's file
+    modes still decide what the process reads there, as they do outside the sandbox."""
+    if os.path.exists(path) or os.geteuid() == 0:  # os.path: False, not an error, on EACCES
+        return path
+    for parent in path.parents:
+        if parent != Path("/") and os.path.exists(parent):
+            return parent
+    return path
 
 
 def _bwrap_argv(bwrap: Path, argv: Sequence[str], *, writable: list[Path], readable: list[Path],
@@ -341,14 +354,15 @@ def _bwrap_argv(bwrap: Path, argv: Sequence[str], *, writable: list[Path], reada
             reads.append(Path(name))
     args += ["--perms", "0444", "--ro-bind-data", str(fds[0]), "/etc/passwd",
              "--perms", "0444", "--ro-bind-data", str(fds[1]), "/etc/group"]
-    reads += [*_python_roots(), *_program_roots(argv), *readable]
+    reads += [_visible_ancestor(p) for p in (*_python_roots(), *_program_roots(argv))]
+    reads += readable
     if landlock:
         reads.append(LANDLOCK_EXEC)
     seen: set[Path] = set()
     ro: list[str] = []
     for path in reads:
         path = path.resolve()
-        if path in seen or not path.exists():
+        if path in seen or not os.path.exists(path):
             continue
         seen.add(path)
         args += ["--ro-bind", str(path), str(path)]
@@ -460,9 +474,15 @@ def select_sandbox(*, opt_out: bool | None = None, limits: Limits | None = None)
                                      hint=f"`pip install pyseccomp` and install libseccomp2, or set "
                                           f"{NO_SECCOMP_ENV}=1 to confine shaders without the syscall filter")
         landlock = landlock_abi() > 0
+        landlock_note = f"Landlock ABI {landlock_abi()}" if landlock else "no Landlock in this kernel"
         failure = _probe(bwrap, seccomp, landlock)
+        if failure is not None and landlock and _probe(bwrap, seccomp, False) is None:
+            # The launcher is a Python process; where this Python cannot start in the sandbox
+            # (an unprivileged user of a Python under root's home) the namespaces still hold.
+            landlock, failure = False, None
+            landlock_note = "no Landlock (its launcher cannot start here)"
         if failure is None:
-            walls = [seccomp_note, f"Landlock ABI {landlock_abi()}" if landlock else "no Landlock in this kernel"]
+            walls = [seccomp_note, landlock_note]
             return Sandbox(bwrap=bwrap, seccomp_bpf=seccomp, limits=limits, landlock=landlock,
                            reason=f"bubblewrap {bwrap} (user, pid, network, IPC, mount namespaces; "
                                   f"allow-list view, read-only; uid {SANDBOX_UID}; no capabilities, "
