@@ -16,7 +16,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-_NAME = re.compile(r"^metalport-(?:[a-z]+-)?(\d+)-")
+_NAME = re.compile(r"^metalport-(?:[a-z]+-)?(\d+)(?:-|$)")
 
 
 def scratch_prefix(kind: str = "") -> str:

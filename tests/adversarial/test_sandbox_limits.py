@@ -155,3 +155,11 @@ def test_without_seccomp_the_sandbox_refuses_unless_the_user_opts_out(monkeypatc
     monkeypatch.setenv("METALPORT_NO_SECCOMP", "1")
     sandbox = select_sandbox(opt_out=False)
     assert sandbox.confined and sandbox.seccomp_bpf is None
+
+
+def test_a_dead_processs_pids_cgroup_name_is_recognised(tmp_path: Path) -> None:
+    probe = subprocess.Popen(["true"])
+    probe.wait()
+    left = tmp_path / f"metalport-pids-{probe.pid}"  # named without a trailing part
+    left.mkdir()
+    assert remove_leftovers((tmp_path,)) == [left]
