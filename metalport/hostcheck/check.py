@@ -174,6 +174,10 @@ def check_file(path: Path, repo: Path, *, display: str | None = None, cache_dir:
         argv = [*fe.argv, *flags, *fe.system, "-fsyntax-only", "-MD", "-MF", str(depfile), "-MT", "unit", str(path)]
         proc = sandbox.run(argv, env=scrubbed_env(), cwd=Path(tmp), writable=(Path(tmp), *fe.scratch),
                            readable=(path.parent, *dirs, SHIM_DIR, yaml_path.parent))
+        if not depfile.is_file():  # clang writes no dependency file for a unit with errors: list them alone
+            sandbox.run([*fe.argv, *flags, *fe.system, "-M", "-MF", str(depfile), "-MT", "unit", str(path)],
+                        env=scrubbed_env(), cwd=Path(tmp), writable=(Path(tmp), *fe.scratch),
+                        readable=(path.parent, *dirs, SHIM_DIR, yaml_path.parent))
         headers = _depfile_headers(depfile.read_text()) if depfile.is_file() else []
     renames = {str(path): display}
     diags = tuple(_relative(d, repo, path, display) for d in parse_diagnostics(proc.stderr, renames))
@@ -183,7 +187,7 @@ def check_file(path: Path, repo: Path, *, display: str | None = None, cache_dir:
         raise EmulateError(f"the host compiler failed on {display} without a diagnostic: {tail[0][:300]}",
                            hint="run `metalport doctor` to check the compiler and the sandbox")
     manifest = {"ok": ok, "diagnostics": [d.to_dict() for d in diags]}
-    if headers or ok:
+    if headers:
         cache.store_manifest(cache_dir, key, manifest, [h for h in headers if h.resolve() != path], roots)
     return HostCheck(display, ok, diags, False, time.monotonic() - start, registry_name)
 

@@ -33,7 +33,7 @@ _MISSING = (
     re.compile(r"unknown type name '([^']+)'"),
     re.compile(r"use of undeclared identifier '([^']+)'"),
     re.compile(r"no type named '([^']+)'"),
-    re.compile(r"no member named '([^']+)' in '([^']+)'"),
+    re.compile(r"no member named '([^']+)' in (?:namespace )?'([^']+)'"),
 )
 
 

@@ -56,7 +56,10 @@ def _zig_cache_dir() -> Path:
 
 def _adopted_flags(argv: tuple[str, ...]) -> list[str]:
     """The include directories and macros zig's `c++` driver adds, read from its `-###` plan."""
-    probe = subprocess.run([*argv, "-x", "objective-c++", "-fsyntax-only", "-std=c++20", "-###", "-"],
+    # `-c -fno-sanitize=all`: without them zig first builds its compiler-rt and UBSan runtimes
+    # for the target (minutes in a fresh cache) although nothing will be linked.
+    probe = subprocess.run([*argv, "-x", "objective-c++", "-fsyntax-only", "-std=c++20", "-c", "-fno-sanitize=all",
+                            "-###", "-"],
                            input="", capture_output=True, text=True, timeout=120)
     lines = [ln for ln in probe.stderr.splitlines() if '"-cc1"' in ln]
     if not lines:
@@ -89,6 +92,6 @@ def front_end() -> FrontEnd:
         raise EmulateError("no Objective-C++ compiler for the host check (python -m ziglang does not run)",
                            hint="`pip install ziglang`")
     adopted = _adopted_flags((*zig, "c++", "-target", TARGET))
-    return FrontEnd(argv=(*zig, "clang", "-target", TARGET_TRIPLE), system=tuple(adopted),
+    return FrontEnd(argv=(*zig, "clang", "-target", TARGET_TRIPLE, "-fno-sanitize=all"), system=tuple(adopted),
                     identity=version + json.dumps(adopted), reason=f"python -m ziglang clang for {TARGET_TRIPLE}",
                     scratch=(_zig_cache_dir(),))
