@@ -157,8 +157,11 @@ def check_file(path: Path, repo: Path, *, display: str | None = None, cache_dir:
     native, dispatch, all_dispatch = mpsdecls.wanted_names(text, [path.parent.parent.parent.parent.parent,
                                                                    *dirs_for_scan])
     cache.prepare(cache_dir)
-    generated = mpsdecls.generate(yaml_path, tags_path, cache_dir / "mps-decls", native=native, dispatch=dispatch,
-                                  all_dispatch=all_dispatch)
+    try:
+        generated = mpsdecls.generate(yaml_path, tags_path, cache_dir / "mps-decls", native=native,
+                                      dispatch=dispatch, all_dispatch=all_dispatch)
+    except OSError as err:  # full or read-only cache: one line naming it
+        raise cache.cache_fault(err, cache_dir) from None
     dirs = include_dirs(repo, generated)
     fe = front_end()
     flags = _flags(dirs)

@@ -739,6 +739,68 @@ typedef NS_ENUM(NSUInteger, MPSGraphNonMaximumSuppressionCoordinateMode) {
                                       inputWeight:(MPSGraphTensor*)inputWeight bias:(MPSGraphTensor*)bias
                                         initState:(MPSGraphTensor*)initState initCell:(MPSGraphTensor*)initCell
                                        descriptor:(MPSGraphLSTMDescriptor*)descriptor name:(NSString*)name;
+// macOS 13+ additions: axis tensors, inverse, explicit-size resize, grid sampling, truncation
+- (MPSGraphTensor*)sortWithTensor:(MPSGraphTensor*)tensor axisTensor:(MPSGraphTensor*)axisTensor descending:(BOOL)descending name:(NSString*)name;
+- (MPSGraphTensor*)sortWithTensor:(MPSGraphTensor*)tensor axisTensor:(MPSGraphTensor*)axisTensor name:(NSString*)name;
+- (MPSGraphTensor*)argSortWithTensor:(MPSGraphTensor*)tensor axisTensor:(MPSGraphTensor*)axisTensor descending:(BOOL)descending name:(NSString*)name;
+- (MPSGraphTensor*)argSortWithTensor:(MPSGraphTensor*)tensor axisTensor:(MPSGraphTensor*)axisTensor name:(NSString*)name;
+- (MPSGraphTensor*)cumulativeSumWithTensor:(MPSGraphTensor*)tensor axisTensor:(MPSGraphTensor*)axisTensor name:(NSString*)name;
+- (MPSGraphTensor*)cumulativeSumWithTensor:(MPSGraphTensor*)tensor axisTensor:(MPSGraphTensor*)axisTensor exclusive:(BOOL)exclusive reverse:(BOOL)reverse
+                              name:(NSString*)name;
+- (MPSGraphTensor*)cumulativeProductWithTensor:(MPSGraphTensor*)tensor axis:(NSInteger)axis exclusive:(BOOL)exclusive reverse:(BOOL)reverse
+                              name:(NSString*)name;
+- (MPSGraphTensor*)cumulativeMinimumWithTensor:(MPSGraphTensor*)tensor axis:(NSInteger)axis exclusive:(BOOL)exclusive reverse:(BOOL)reverse
+                              name:(NSString*)name;
+- (MPSGraphTensor*)cumulativeMaximumWithTensor:(MPSGraphTensor*)tensor axis:(NSInteger)axis exclusive:(BOOL)exclusive reverse:(BOOL)reverse
+                              name:(NSString*)name;
+- (MPSGraphTensor*)inverseOfTensor:(MPSGraphTensor*)inputTensor name:(NSString*)name;
+- (MPSGraphTensor*)resizeNearestWithTensor:(MPSGraphTensor*)imagesTensor sizeTensor:(MPSGraphTensor*)size
+           nearestRoundingMode:(MPSGraphResizeNearestRoundingMode)nearestRoundingMode centerResult:(BOOL)centerResult
+                  alignCorners:(BOOL)alignCorners layout:(MPSGraphTensorNamedDataLayout)layout name:(NSString*)name;
+- (MPSGraphTensor*)resizeNearestWithTensor:(MPSGraphTensor*)imagesTensor sizeTensor:(MPSGraphTensor*)size scaleOffsetTensor:(MPSGraphTensor*)scaleOffset
+           nearestRoundingMode:(MPSGraphResizeNearestRoundingMode)nearestRoundingMode layout:(MPSGraphTensorNamedDataLayout)layout
+                          name:(NSString*)name;
+- (MPSGraphTensor*)resizeBilinearWithTensor:(MPSGraphTensor*)imagesTensor sizeTensor:(MPSGraphTensor*)size centerResult:(BOOL)centerResult
+                   alignCorners:(BOOL)alignCorners layout:(MPSGraphTensorNamedDataLayout)layout name:(NSString*)name;
+- (MPSGraphTensor*)resizeBilinearWithTensor:(MPSGraphTensor*)imagesTensor sizeTensor:(MPSGraphTensor*)size scaleOffsetTensor:(MPSGraphTensor*)scaleOffset
+                         layout:(MPSGraphTensorNamedDataLayout)layout name:(NSString*)name;
+- (MPSGraphTensor*)resizeNearestWithGradientTensor:(MPSGraphTensor*)gradient input:(MPSGraphTensor*)input
+                   nearestRoundingMode:(MPSGraphResizeNearestRoundingMode)nearestRoundingMode
+                          centerResult:(BOOL)centerResult alignCorners:(BOOL)alignCorners layout:(MPSGraphTensorNamedDataLayout)layout
+                                  name:(NSString*)name;
+- (MPSGraphTensor*)resizeNearestWithGradientTensor:(MPSGraphTensor*)gradient input:(MPSGraphTensor*)input scaleOffsetTensor:(MPSGraphTensor*)scaleOffset
+                   nearestRoundingMode:(MPSGraphResizeNearestRoundingMode)nearestRoundingMode layout:(MPSGraphTensorNamedDataLayout)layout
+                                  name:(NSString*)name;
+- (MPSGraphTensor*)resizeBilinearWithGradientTensor:(MPSGraphTensor*)gradient input:(MPSGraphTensor*)input centerResult:(BOOL)centerResult
+                           alignCorners:(BOOL)alignCorners layout:(MPSGraphTensorNamedDataLayout)layout name:(NSString*)name;
+- (MPSGraphTensor*)resizeBilinearWithGradientTensor:(MPSGraphTensor*)gradient input:(MPSGraphTensor*)input scaleOffsetTensor:(MPSGraphTensor*)scaleOffset
+                                 layout:(MPSGraphTensorNamedDataLayout)layout name:(NSString*)name;
+- (MPSGraphTensor*)resizeTensor:(MPSGraphTensor*)imagesTensor sizeTensor:(MPSGraphTensor*)size mode:(MPSGraphResizeMode)mode centerResult:(BOOL)centerResult
+       alignCorners:(BOOL)alignCorners name:(NSString*)name;
+- (MPSGraphTensor*)sampleGridWithSourceTensor:(MPSGraphTensor*)source coordinateTensor:(MPSGraphTensor*)coordinates layout:(MPSGraphTensorNamedDataLayout)layout
+             normalizeCoordinates:(BOOL)normalizeCoordinates relativeCoordinates:(BOOL)relativeCoordinates
+                     alignCorners:(BOOL)alignCorners paddingMode:(MPSGraphPaddingMode)paddingMode
+                     samplingMode:(MPSGraphResizeMode)samplingMode constantValue:(double)constantValue
+                             name:(NSString*)name;
+- (MPSGraphTensor*)sampleGridWithSourceTensor:(MPSGraphTensor*)source coordinateTensor:(MPSGraphTensor*)coordinates layout:(MPSGraphTensorNamedDataLayout)layout
+             normalizeCoordinates:(BOOL)normalizeCoordinates relativeCoordinates:(BOOL)relativeCoordinates
+                     alignCorners:(BOOL)alignCorners paddingMode:(MPSGraphPaddingMode)paddingMode
+              nearestRoundingMode:(MPSGraphResizeNearestRoundingMode)nearestRoundingMode
+                    constantValue:(double)constantValue name:(NSString*)name;
+// strided-slice updates (macOS 14.4+ / 15+) and tensor-driven slices
+- (MPSGraphTensor*)sliceUpdateDataTensor:(MPSGraphTensor*)dataTensor updateTensor:(MPSGraphTensor*)updateTensor starts:(NSArray<NSNumber*>*)starts
+                        ends:(NSArray<NSNumber*>*)ends strides:(NSArray<NSNumber*>*)strides name:(NSString*)name;
+- (MPSGraphTensor*)sliceUpdateDataTensor:(MPSGraphTensor*)dataTensor updateTensor:(MPSGraphTensor*)updateTensor starts:(NSArray<NSNumber*>*)starts
+                        ends:(NSArray<NSNumber*>*)ends strides:(NSArray<NSNumber*>*)strides startMask:(uint32_t)startMask
+                     endMask:(uint32_t)endMask squeezeMask:(uint32_t)squeezeMask name:(NSString*)name;
+- (MPSGraphTensor*)sliceUpdateDataTensor:(MPSGraphTensor*)dataTensor updateTensor:(MPSGraphTensor*)updateTensor startsTensor:(MPSGraphTensor*)startsTensor
+                  endsTensor:(MPSGraphTensor*)endsTensor stridesTensor:(MPSGraphTensor*)stridesTensor startMask:(uint32_t)startMask
+                     endMask:(uint32_t)endMask squeezeMask:(uint32_t)squeezeMask name:(NSString*)name;
+- (MPSGraphTensor*)sliceTensor:(MPSGraphTensor*)tensor startTensor:(MPSGraphTensor*)startTensor endTensor:(MPSGraphTensor*)endTensor strideTensor:(MPSGraphTensor*)strideTensor
+         startMask:(uint32_t)startMask endMask:(uint32_t)endMask squeezeMask:(uint32_t)squeezeMask name:(NSString*)name;
+- (MPSGraphTensor*)sliceTensor:(MPSGraphTensor*)tensor startTensor:(MPSGraphTensor*)startTensor sizeTensor:(MPSGraphTensor*)sizeTensor squeezeMask:(uint32_t)squeezeMask
+              name:(NSString*)name;
+- (MPSGraphTensor*)stopGradientTensor:(MPSGraphTensor*)tensor name:(NSString*)name;
 - (NSDictionary<MPSGraphTensor*, MPSGraphTensor*>*)gradientForPrimaryTensor:(MPSGraphTensor*)primaryTensor
                                               withTensors:(NSArray<MPSGraphTensor*>*)tensors name:(NSString*)name;
 @end
