@@ -53,7 +53,9 @@ class PortHostCheck:
                          "first": str(self.failures[0]) if self.failures else None,
                          "seconds": round(self.seconds, 3), "files": list(self.files),
                          "checked": [c.to_dict() for c in self.checked], "gaps": list(self.gaps)}
-        if self.gaps and not self.failures:
+        if not self.files:
+            verdict["report"] = {"status": "no .mm touched"}
+        elif self.gaps and not self.failures:
             verdict["report"] = {"status": f"{len(self.gaps)} file(s) unchecked: " + "; ".join(self.gaps)}
         return verdict
 
