@@ -325,6 +325,43 @@ typedef NS_ENUM(NSUInteger, MPSGraphNonMaximumSuppressionCoordinateMode) {
 + (instancetype)descriptor;
 @end
 
+@interface MPSGraphImToColOpDescriptor : MPSGraphObject <NSCopying>
+@property(readwrite) NSUInteger kernelWidth, kernelHeight, strideInX, strideInY, dilationRateInX, dilationRateInY,
+    paddingLeft, paddingRight, paddingTop, paddingBottom;
+@property(readwrite) MPSGraphTensorNamedDataLayout dataLayout;
++ (instancetype)descriptorWithKernelWidth:(NSUInteger)kernelWidth kernelHeight:(NSUInteger)kernelHeight
+                                strideInX:(NSUInteger)strideInX strideInY:(NSUInteger)strideInY
+                          dilationRateInX:(NSUInteger)dilationRateInX dilationRateInY:(NSUInteger)dilationRateInY
+                              paddingLeft:(NSUInteger)paddingLeft paddingRight:(NSUInteger)paddingRight
+                               paddingTop:(NSUInteger)paddingTop paddingBottom:(NSUInteger)paddingBottom
+                               dataLayout:(MPSGraphTensorNamedDataLayout)dataLayout;
++ (instancetype)descriptorWithKernelWidth:(NSUInteger)kernelWidth kernelHeight:(NSUInteger)kernelHeight
+                                strideInX:(NSUInteger)strideInX strideInY:(NSUInteger)strideInY
+                          dilationRateInX:(NSUInteger)dilationRateInX dilationRateInY:(NSUInteger)dilationRateInY
+                               dataLayout:(MPSGraphTensorNamedDataLayout)dataLayout;
+- (void)setExplicitPaddingWithPaddingLeft:(NSUInteger)paddingLeft paddingRight:(NSUInteger)paddingRight
+                               paddingTop:(NSUInteger)paddingTop paddingBottom:(NSUInteger)paddingBottom;
+@end
+
+@interface MPSGraphDepthwiseConvolution2DOpDescriptor : MPSGraphObject <NSCopying>
+@property(readwrite) NSUInteger strideInX, strideInY, dilationRateInX, dilationRateInY, paddingLeft, paddingRight,
+    paddingTop, paddingBottom;
+@property(readwrite) MPSGraphPaddingStyle paddingStyle;
+@property(readwrite) MPSGraphTensorNamedDataLayout dataLayout;
+@property(readwrite) MPSGraphTensorNamedDataLayout weightsLayout;
++ (instancetype)descriptorWithStrideInX:(NSUInteger)strideInX strideInY:(NSUInteger)strideInY
+                        dilationRateInX:(NSUInteger)dilationRateInX dilationRateInY:(NSUInteger)dilationRateInY
+                            paddingLeft:(NSUInteger)paddingLeft paddingRight:(NSUInteger)paddingRight
+                             paddingTop:(NSUInteger)paddingTop paddingBottom:(NSUInteger)paddingBottom
+                           paddingStyle:(MPSGraphPaddingStyle)paddingStyle
+                             dataLayout:(MPSGraphTensorNamedDataLayout)dataLayout
+                          weightsLayout:(MPSGraphTensorNamedDataLayout)weightsLayout;
++ (instancetype)descriptorWithDataLayout:(MPSGraphTensorNamedDataLayout)dataLayout
+                           weightsLayout:(MPSGraphTensorNamedDataLayout)weightsLayout;
+- (void)setExplicitPaddingWithPaddingLeft:(NSUInteger)paddingLeft paddingRight:(NSUInteger)paddingRight
+                               paddingTop:(NSUInteger)paddingTop paddingBottom:(NSUInteger)paddingBottom;
+@end
+
 @interface MPSGraph : MPSGraphObject
 @property(readwrite, atomic) MPSGraphOptions options;
 + (instancetype)new;
@@ -800,6 +837,61 @@ typedef NS_ENUM(NSUInteger, MPSGraphNonMaximumSuppressionCoordinateMode) {
          startMask:(uint32_t)startMask endMask:(uint32_t)endMask squeezeMask:(uint32_t)squeezeMask name:(NSString*)name;
 - (MPSGraphTensor*)sliceTensor:(MPSGraphTensor*)tensor startTensor:(MPSGraphTensor*)startTensor sizeTensor:(MPSGraphTensor*)sizeTensor squeezeMask:(uint32_t)squeezeMask
               name:(NSString*)name;
+// im2col, distances, more convolution and pooling gradients, GRU
+- (MPSGraphTensor*)imToColWithSourceTensor:(MPSGraphTensor*)source descriptor:(MPSGraphImToColOpDescriptor*)descriptor name:(NSString*)name;
+- (MPSGraphTensor*)colToImWithSourceTensor:(MPSGraphTensor*)source outputShape:(MPSShape*)outputShape
+                    descriptor:(MPSGraphImToColOpDescriptor*)descriptor name:(NSString*)name;
+- (MPSGraphTensor*)HammingDistanceWithPrimaryTensor:(MPSGraphTensor*)primaryTensor secondaryTensor:(MPSGraphTensor*)secondaryTensor
+                         resultDataType:(MPSDataType)resultDataType name:(NSString*)name;
+- (MPSGraphTensor*)depthwiseConvolution2DWithSourceTensor:(MPSGraphTensor*)source weightsTensor:(MPSGraphTensor*)weights
+                                   descriptor:(MPSGraphDepthwiseConvolution2DOpDescriptor*)descriptor name:(NSString*)name;
+- (MPSGraphTensor*)convolution2DDataGradientWithIncomingGradientTensor:(MPSGraphTensor*)incomingGradient weightsTensor:(MPSGraphTensor*)weights
+                                         outputShapeTensor:(MPSGraphTensor*)outputShapeTensor
+                              forwardConvolutionDescriptor:(MPSGraphConvolution2DOpDescriptor*)forwardConvolutionDescriptor name:(NSString*)name;
+- (MPSGraphTensor*)convolution2DWeightsGradientWithIncomingGradientTensor:(MPSGraphTensor*)incomingGradient sourceTensor:(MPSGraphTensor*)source
+                                            outputShapeTensor:(MPSGraphTensor*)outputShapeTensor
+                                 forwardConvolutionDescriptor:(MPSGraphConvolution2DOpDescriptor*)forwardConvolutionDescriptor name:(NSString*)name;
+- (MPSGraphTensor*)convolutionTranspose2DWithSourceTensor:(MPSGraphTensor*)source weightsTensor:(MPSGraphTensor*)weights outputShapeTensor:(MPSGraphTensor*)outputShape
+                                   descriptor:(MPSGraphConvolution2DOpDescriptor*)descriptor name:(NSString*)name;
+- (MPSGraphTensor*)convolutionTranspose2DDataGradientWithIncomingGradientTensor:(MPSGraphTensor*)incomingGradient weightsTensor:(MPSGraphTensor*)weights
+                                                        outputShape:(MPSShape*)outputShape
+                                       forwardConvolutionDescriptor:(MPSGraphConvolution2DOpDescriptor*)forwardConvolutionDescriptor
+                                                               name:(NSString*)name;
+- (MPSGraphTensor*)convolutionTranspose2DWeightsGradientWithIncomingGradientTensor:(MPSGraphTensor*)incomingGradient sourceTensor:(MPSGraphTensor*)source
+                                                           outputShape:(MPSShape*)outputShape
+                                          forwardConvolutionDescriptor:(MPSGraphConvolution2DOpDescriptor*)forwardConvolutionDescriptor
+                                                                  name:(NSString*)name;
+- (MPSGraphTensor*)maxPooling2DGradientWithGradientTensor:(MPSGraphTensor*)gradient indicesTensor:(MPSGraphTensor*)indices outputShape:(MPSShape*)outputShape
+                                   descriptor:(MPSGraphPooling2DOpDescriptor*)descriptor name:(NSString*)name;
+- (MPSGraphTensor*)maxPooling2DGradientWithGradientTensor:(MPSGraphTensor*)gradient indicesTensor:(MPSGraphTensor*)indices
+                            outputShapeTensor:(MPSGraphTensor*)outputShape descriptor:(MPSGraphPooling2DOpDescriptor*)descriptor name:(NSString*)name;
+- (MPSGraphTensor*)maxPooling4DGradientWithGradientTensor:(MPSGraphTensor*)gradient sourceTensor:(MPSGraphTensor*)source descriptor:(MPSGraphPooling4DOpDescriptor*)descriptor
+                                         name:(NSString*)name;
+- (MPSGraphTensor*)maxPooling4DGradientWithGradientTensor:(MPSGraphTensor*)gradient indicesTensor:(MPSGraphTensor*)indices outputShape:(MPSShape*)outputShape
+                                   descriptor:(MPSGraphPooling4DOpDescriptor*)descriptor name:(NSString*)name;
+- (MPSGraphTensor*)maxPooling4DGradientWithGradientTensor:(MPSGraphTensor*)gradient indicesTensor:(MPSGraphTensor*)indices
+                            outputShapeTensor:(MPSGraphTensor*)outputShape descriptor:(MPSGraphPooling4DOpDescriptor*)descriptor name:(NSString*)name;
+- (MPSGraphTensor*)avgPooling4DGradientWithGradientTensor:(MPSGraphTensor*)gradient sourceTensor:(MPSGraphTensor*)source descriptor:(MPSGraphPooling4DOpDescriptor*)descriptor
+                                         name:(NSString*)name;
+- (MPSGraphTensor*)L2NormPooling4DGradientWithGradientTensor:(MPSGraphTensor*)gradient sourceTensor:(MPSGraphTensor*)source descriptor:(MPSGraphPooling4DOpDescriptor*)descriptor
+                                            name:(NSString*)name;
+- (NSArray<MPSGraphTensor*>*)GRUWithSourceTensor:(MPSGraphTensor*)source recurrentWeight:(MPSGraphTensor*)recurrentWeight
+                                     inputWeight:(MPSGraphTensor*)inputWeight bias:(MPSGraphTensor*)bias initState:(MPSGraphTensor*)initState
+                                      descriptor:(MPSGraphGRUDescriptor*)descriptor name:(NSString*)name;
+- (NSArray<MPSGraphTensor*>*)GRUWithSourceTensor:(MPSGraphTensor*)source recurrentWeight:(MPSGraphTensor*)recurrentWeight
+                                     inputWeight:(MPSGraphTensor*)inputWeight bias:(MPSGraphTensor*)bias initState:(MPSGraphTensor*)initState
+                                            mask:(MPSGraphTensor*)mask secondaryBias:(MPSGraphTensor*)secondaryBias
+                                      descriptor:(MPSGraphGRUDescriptor*)descriptor name:(NSString*)name;
+- (NSArray<MPSGraphTensor*>*)LSTMWithSourceTensor:(MPSGraphTensor*)source recurrentWeight:(MPSGraphTensor*)recurrentWeight
+                                      inputWeight:(MPSGraphTensor*)inputWeight bias:(MPSGraphTensor*)bias initState:(MPSGraphTensor*)initState
+                                         initCell:(MPSGraphTensor*)initCell mask:(MPSGraphTensor*)mask peephole:(MPSGraphTensor*)peephole
+                                       descriptor:(MPSGraphLSTMDescriptor*)descriptor name:(NSString*)name;
+- (MPSGraphTensor*)scatterNDWithUpdatesTensor:(MPSGraphTensor*)updatesTensor indicesTensor:(MPSGraphTensor*)indicesTensor shape:(MPSShape*)shape
+                  batchDimensions:(NSUInteger)batchDimensions name:(NSString*)name;
+- (MPSGraphTensor*)gatherAlongAxisTensor:(MPSGraphTensor*)axisTensor withUpdatesTensor:(MPSGraphTensor*)updatesTensor indicesTensor:(MPSGraphTensor*)indicesTensor
+                        name:(NSString*)name;
+- (MPSGraphTensor*)scatterAlongAxisTensor:(MPSGraphTensor*)axisTensor withDataTensor:(MPSGraphTensor*)dataTensor updatesTensor:(MPSGraphTensor*)updatesTensor
+                indicesTensor:(MPSGraphTensor*)indicesTensor mode:(MPSGraphScatterMode)mode name:(NSString*)name;
 - (MPSGraphTensor*)stopGradientTensor:(MPSGraphTensor*)tensor name:(NSString*)name;
 - (NSDictionary<MPSGraphTensor*, MPSGraphTensor*>*)gradientForPrimaryTensor:(MPSGraphTensor*)primaryTensor
                                               withTensors:(NSArray<MPSGraphTensor*>*)tensors name:(NSString*)name;
