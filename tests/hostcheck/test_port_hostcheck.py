@@ -60,3 +60,14 @@ def test_host_errors_reach_the_repair_request_and_the_evidence() -> None:
     request = _fix_request(state, port, rejected=False)
     assert request.failure_stage == "hostcheck"
     assert request.diagnostics[0]["kind"] == "host-compile-error" and request.diagnostics[0]["line"] == 12
+
+
+def test_hostcheck_command_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    from metalport.cli import main
+
+    assert main(["hostcheck", str(tmp_path / "missing.mm")]) == 2
+    lone = tmp_path / "lone.mm"
+    lone.write_text("int x;\n")
+    assert main(["hostcheck", str(lone)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "no such file" in err[0] and "no PyTorch checkout above this file" in err[1]
