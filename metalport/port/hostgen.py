@@ -226,7 +226,11 @@ def host_file_text(spec: LaunchSpec, func: str, existing: str | None) -> str:
         text = _PREAMBLE.format(op=spec.op, stem=stem)
         anchor = "#include <ATen/native/mps/OperationUtils.h>\n"
         text = text.replace(anchor, anchor + "".join(f"{i}\n" for i in includes))
+        if "at::tensor(" in body:  # a per-operator build declares at::tensor only in its own header
+            text = text.replace("#include <ATen/ops/empty.h>\n", "#include <ATen/ops/empty.h>\n#include <ATen/ops/tensor.h>\n")
         return text + body + "\n} // namespace at::native\n"
+    if "at::tensor(" in body:
+        includes.append("#include <ATen/ops/tensor.h>")
     missing = [i for i in includes if i not in existing]
     if missing:  # after the file's first include block
         last = list(re.finditer(r"^#include [<\"].*$", existing, re.MULTILINE))
