@@ -41,3 +41,36 @@ def test_a_recipe_port_type_checks(base: Path, tmp_path: Path, op: str, judged: 
     assert not result.failures, "\n".join(map(str, result.failures))
     # a touched file whose base does not type-check is named in one line, not judged
     assert all(line.count("\n") == 0 for line in result.gaps)
+
+
+def _table_ops() -> list[str]:
+    from metalport.port import recipe_table
+
+    return sorted(recipe_table())
+
+
+@FULL
+@pytest.mark.parametrize("op", _table_ops())
+def test_every_recipe_port_on_the_real_tree_type_checks(base: Path, tmp_path: Path, op: str) -> None:
+    work = tmp_path / "work"
+    shutil.copytree(base, work, symlinks=True)
+    apply_port(plan_port(Checkout(work), op), work)
+    result = check_port(base, work, cache_dir=tmp_path.parent / "hostcheck-cache")
+    assert result.files and not result.failures, "\n".join(map(str, result.failures))
+
+
+def _spec_ops() -> list[str]:
+    from metalport.port.spec_recipes import spec_recipes
+
+    return sorted(spec_recipes())
+
+
+@FULL
+@pytest.mark.parametrize("op", _spec_ops())
+def test_every_spec_port_on_the_wheel_workspace_type_checks(wheel_workspace, tmp_path: Path, op: str) -> None:  # noqa: ANN001
+    base = Path(wheel_workspace.root)
+    work = tmp_path / "work"
+    shutil.copytree(base, work, symlinks=True)
+    apply_port(plan_port(Checkout(work), op), work)
+    result = check_port(base, work, cache_dir=tmp_path.parent / "hostcheck-cache")
+    assert result.files and all(c.ok for c in result.checked), "\n".join(map(str, result.failures))
