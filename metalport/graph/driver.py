@@ -41,7 +41,7 @@ from metalport.graph.wiring import compile_graph, recursion_limit
 from metalport.store.portable import share_record
 
 Progress = Callable[[dict], None]
-_CHECKING = frozenset({"edit", "check", "build", "test"})
+_CHECKING = frozenset({"edit", "hostcheck", "check", "build", "test"})
 
 
 class RunDriver:

@@ -1,6 +1,6 @@
 """The migration graph: nodes and edges only, plus the routers (pure functions of the state).
 
-resolve → plan → sandbox → baseline → edit → check → build → test → approve → publish; a base
+resolve → plan → sandbox → baseline → edit → hostcheck → check → build → test → approve → publish; a base
 tree that does not compile ends the run at baseline; a failure in edit, check, build or test goes
 to diagnose, which returns to edit while attempts and wall time remain.
 A rejection at the gate goes back to edit with the feedback; an abort ends the run.
@@ -16,7 +16,7 @@ from metalport.graph import nodes
 from metalport.graph.context import RunContext
 from metalport.graph.state import TERMINAL_STATUSES, PortState
 
-NODE_NAMES = ("resolve", "plan", "sandbox", "baseline", "edit", "check", "build", "test", "approve", "publish", "diagnose")
+NODE_NAMES = ("resolve", "plan", "sandbox", "baseline", "edit", "hostcheck", "check", "build", "test", "approve", "publish", "diagnose")
 
 
 def after_plan(state: PortState) -> str:
@@ -30,9 +30,14 @@ def after_baseline(state: PortState) -> str:
 
 
 def after_edit(state: PortState) -> str:
-    """End on a terminal status, diagnose an edit failure, else check."""
+    """End on a terminal status, diagnose an edit failure, else the host check."""
     if state.get("status") in TERMINAL_STATUSES:
         return END
+    return "diagnose" if state.get("failures") else "hostcheck"
+
+
+def after_hostcheck(state: PortState) -> str:
+    """diagnose on host compile errors, else the contract check."""
     return "diagnose" if state.get("failures") else "check"
 
 
@@ -71,7 +76,8 @@ def build_graph() -> StateGraph:
     graph.add_conditional_edges("plan", after_plan, ["sandbox", END])
     graph.add_edge("sandbox", "baseline")
     graph.add_conditional_edges("baseline", after_baseline, ["edit", END])
-    graph.add_conditional_edges("edit", after_edit, ["diagnose", "check", END])
+    graph.add_conditional_edges("edit", after_edit, ["diagnose", "hostcheck", END])
+    graph.add_conditional_edges("hostcheck", after_hostcheck, ["diagnose", "check"])
     graph.add_conditional_edges("check", after_check, ["diagnose", "build"])
     graph.add_conditional_edges("build", after_build, ["diagnose", "test"])
     graph.add_conditional_edges("test", after_test, ["diagnose", "approve"])
@@ -87,5 +93,5 @@ def compile_graph(checkpointer: Checkpointer) -> CompiledStateGraph:
 
 
 def recursion_limit(max_attempts: int) -> int:
-    """Supersteps a run may take: every node once, plus edit/check/build/test/diagnose per retry."""
-    return len(NODE_NAMES) + 6 * (max_attempts + 1) + 10
+    """Supersteps a run may take: every node once, plus edit/hostcheck/check/build/test/diagnose per retry."""
+    return len(NODE_NAMES) + 7 * (max_attempts + 1) + 10

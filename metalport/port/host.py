@@ -48,7 +48,6 @@ static void exec_ternary_kernel_with_alpha(TensorIteratorBase& iter, const std::
   const auto alpha_name = scalarToMetalTypeString(alpha_type);
   const auto kernel = strided ? fmt::format("{}_strided_cast_{}_{}", name, out_name, alpha_name)
                               : fmt::format("{}_dense_{}_{}_{}", name, out_name, out_name, alpha_name);
-  const auto value = getMPSScalar(alpha, alpha_type);
   const std::array<uint32_t, 4> ndim_types = {static_cast<uint32_t>(iter.ndim()),
                                               static_cast<uint32_t>(types[0]),
                                               static_cast<uint32_t>(types[1]),
@@ -58,6 +57,8 @@ static void exec_ternary_kernel_with_alpha(TensorIteratorBase& iter, const std::
     @autoreleasepool {
       auto encoder = stream->commandEncoder();
       auto pso = lib.getPipelineStateForFunc(kernel);
+      // made inside the block: an MPSScalar owns its buffer and cannot be copied into a block
+      const auto value = getMPSScalar(alpha, alpha_type);
       getMPSProfiler().beginProfileKernel(pso, kernel, {iter.input(0), iter.input(1), iter.input(2)});
       [encoder setComputePipelineState:pso];
       bind_iter_tensors(encoder, iter);

@@ -214,6 +214,11 @@ static T checked_narrow(int64_t value, const char* what) {{
 """
 
 
+# Helpers a generated host function may call and the header that declares them (found missing by
+# the host check: a per-operator build includes nothing it does not name).
+_DECLARED_IN = (("at::native::resize_output(", "#include <ATen/native/Resize.h>"),)
+
+
 def host_file_text(spec: LaunchSpec, func: str, existing: str | None) -> str:
     """The spec's host file after adding its function: a new file (preamble, function, closing
     namespace), or `existing` with the function inserted before its last `} // namespace`.
@@ -221,12 +226,17 @@ def host_file_text(spec: LaunchSpec, func: str, existing: str | None) -> str:
     SpecError when `existing` already defines the function (the contract wants it once)."""
     body = write_host(spec, func)
     includes = [f"#include <{spec.stub.header}>", "#include <ATen/native/TensorIterator.h>"] if spec.stub else []
+    includes += [line for call, line in _DECLARED_IN if call in body]
     if existing is None:
         stem = Path(spec.kernel_file).stem
         text = _PREAMBLE.format(op=spec.op, stem=stem)
         anchor = "#include <ATen/native/mps/OperationUtils.h>\n"
         text = text.replace(anchor, anchor + "".join(f"{i}\n" for i in includes))
+        if "at::tensor(" in body:  # a per-operator build declares at::tensor only in its own header
+            text = text.replace("#include <ATen/ops/empty.h>\n", "#include <ATen/ops/empty.h>\n#include <ATen/ops/tensor.h>\n")
         return text + body + "\n} // namespace at::native\n"
+    if "at::tensor(" in body:
+        includes.append("#include <ATen/ops/tensor.h>")
     missing = [i for i in includes if i not in existing]
     if missing:  # after the file's first include block
         last = list(re.finditer(r"^#include [<\"].*$", existing, re.MULTILINE))

@@ -38,7 +38,7 @@ def test_dirty_tree_gate_without_input_then_reject_with_the_recipe_model(
                           "--run-id", "cli-1"]) == 0
     err = capsys.readouterr().err
     assert "work tree has uncommitted changes; the worktree starts from commit" in err
-    for node in ("resolve", "plan", "sandbox", "baseline", "edit", "check", "build", "test"):
+    for node in ("resolve", "plan", "sandbox", "baseline", "edit", "hostcheck", "check", "build", "test"):
         assert f"✓ {node}" in err
     # Run from outside the repository, so every printed command carries --repo and runs as printed.
     assert f"metalport review approve cli-1 --repo {fixture_repo}\n" in err

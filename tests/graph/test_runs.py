@@ -29,8 +29,10 @@ def test_wheel_workspace_heaviside_to_gate_then_approve_writes_a_bundle(wheel_re
     assert (record.status, record.stage, record.attempts) == ("awaiting-review", "approve", 1)
     assert record.branch == "metalport/heaviside" and Path(record.worktree).is_dir()
     assert [e["node"] for e in events if e["event"] == "done"] == [
-        "resolve", "plan", "sandbox", "baseline", "edit", "check", "build", "test"]
-    assert all(record.verdicts[name]["ok"] for name in ("check", "build", "test"))
+        "resolve", "plan", "sandbox", "baseline", "edit", "hostcheck", "check", "build", "test"]
+    assert all(record.verdicts[name]["ok"] for name in ("hostcheck", "check", "build", "test"))
+    # the port's new BinaryKernel.mm (no base version) was compiled as Objective-C++ and passed
+    assert record.verdicts["hostcheck"]["files"] == ["aten/src/ATen/native/mps/operations/BinaryKernel.mm"]
     report = record.verdicts["test"]["report"]
     assert report["status"] == "pass" and sum(d["samples"] for d in report["dtypes"]) > 0
     folder = run_dir(wheel_repo, "wheel-1")

@@ -18,6 +18,7 @@ from metalport.graph.wiring import (
     after_check,
     after_diagnose,
     after_edit,
+    after_hostcheck,
     after_plan,
     after_test,
     compile_graph,
@@ -31,7 +32,8 @@ FAIL = [{"kind": "contract", "file": "x.yaml", "line": 3, "column": None, "messa
 def test_routers_are_pure_functions_of_the_state() -> None:
     assert after_plan({"status": "needs-llm"}) == END and after_plan({"status": "running"}) == "sandbox"
     assert after_baseline({"status": "base-broken"}) == END and after_baseline({"status": "running"}) == "edit"
-    assert after_edit({"failures": FAIL}) == "diagnose" and after_edit({"failures": []}) == "check"
+    assert after_edit({"failures": FAIL}) == "diagnose" and after_edit({"failures": []}) == "hostcheck"
+    assert (after_hostcheck({"failures": FAIL}), after_hostcheck({"failures": []})) == ("diagnose", "check")
     assert after_edit({"status": "rejected", "failures": []}) == END
     assert (after_check({"failures": FAIL}), after_check({"failures": []})) == ("diagnose", "build")
     assert (after_build({"failures": FAIL}), after_build({})) == ("diagnose", "test")
@@ -50,7 +52,8 @@ def test_memory_graph_pauses_at_the_gate_and_loops_back_on_reject(fixture_repo: 
              "started_at": 0.0, "paused_s": 0.0, "status": "running"}
     seen = [next(iter(p["data"])) for p in graph.stream(start, config, stream_mode=["updates"], version="v2",
                                                         context=context, durability="sync")]
-    assert seen == ["resolve", "plan", "sandbox", "baseline", "edit", "check", "build", "test", "__interrupt__"]
+    assert seen == ["resolve", "plan", "sandbox", "baseline", "edit", "hostcheck", "check", "build", "test",
+                    "__interrupt__"]
     state = graph.get_state(config)
     assert state.next == ("approve",) and state.interrupts[0].value["op"] == "aten::heaviside"
     assert state.values["verdicts"]["test"]["ok"] and state.values["attempts"] == 1
