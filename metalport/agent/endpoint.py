@@ -168,7 +168,7 @@ class Endpoint:
                 self.transcript.write("error", {"attempt": attempt, "class": "timeout", "waited_s": round(waited, 1)})
                 if attempt >= min(1, cap.max_retries):  # a timed-out request times out again: retry once
                     raise AgentError(f"timeout: the endpoint sent no reply within {cap.timeout_s:g} s "
-                                     f"({attempt + 1} attempt(s), {waited:.0f} s on the last)", location=self.where,
+                                     f"({attempt + 1} attempt(s), {waited:.1f} s on the last)", location=self.where,
                                      hint="the server is too slow for provider.timeout_s: lower provider.max_tokens, "
                                           "set provider.stream: true, or raise provider.timeout_s") from None
                 attempt = self._back_off(attempt, f"timeout after {waited:.0f} s", None)
@@ -284,6 +284,8 @@ def _trim(messages: list[dict]) -> bool:
 def _field_hint(field_name: str) -> str:
     if field_name == "tools":
         return "the server or model cannot take tools: use a model that can, or a server started with tool support"
+    if field_name == "tool_choice":
+        return "the server needs its tool-call options (vLLM: --enable-auto-tool-choice --tool-call-parser hermes)"
     if field_name in ("max_tokens", "max_completion_tokens"):
         return "lower provider.max_tokens"
     return "not retried: the same request would be refused again"

@@ -99,7 +99,8 @@ def classify(status: int | None, body: Any, headers: Any = None) -> Refusal:
         return Refusal("context", status, "messages", wait, text)
     if status in (429, 408) or (status == 503 and (wait is not None or _UNAVAILABLE.search(text) or not text)):
         return Refusal("transient", status, "", wait, text)
-    named = next((f for f in REQUEST_FIELDS if re.search(rf"(?<![a-z_]){f}(?![a-z_])", lowered)), "")
+    named = next((f for f in REQUEST_FIELDS
+                  if re.search(r"(?<![a-z_])" + f.replace("_", "[_ ]") + r"(?![a-z_])", lowered)), "")
     if status is not None and status >= 400 and named:
         return Refusal("field", status, named, wait, text)
     if status is not None and status >= 500:
