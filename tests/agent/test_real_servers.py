@@ -172,3 +172,21 @@ def test_streaming_assembles_text_and_tool_calls_and_shows_progress(tmp_path: Pa
     assert all(r["stream"] is True for r in server.requests)
     assert json.loads(server.requests[1]["messages"][-1]["content"])["ok"] is True
     assert any(n.startswith("model writing:") for n in notes)
+
+
+def test_an_op_with_two_outputs_is_refused_with_its_reason_before_any_model_call(tmp_path: Path) -> None:
+    from metalport.errors import PipelineError
+    from metalport.graph.runs import RunOptions, start_run
+    from tests.real_tree import overlay_real_tree
+
+    repo = overlay_real_tree(tmp_path / "ws", writable=True).root
+    with ScriptedLLM([]) as server:
+        config = tmp_path / "metalport.yaml"
+        config.write_text(f"provider:\n  base_url: {server.base_url}\n")
+        try:
+            record = start_run(repo, "aten::frexp", RunOptions(model="openai:scripted-model", executor="emulated",
+                                                              config_path=str(config), no_input=True))
+            reason = f"{record.status}: {record.reason}"
+        except PipelineError as err:
+            reason = str(err)
+    assert "aten::frexp writes 2 tensors (mantissa, exponent)" in reason and server.requests == []
