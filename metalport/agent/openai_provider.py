@@ -25,6 +25,7 @@ import pydantic
 
 from metalport.agent.budget import Budget, BudgetLimits
 from metalport.agent.capped_http import capped_client
+from metalport.agent.context import MACROS, helpers_for, sibling_example
 from metalport.agent.endpoint import TEXT_RESULTS, Endpoint, Reply, ToolCall
 from metalport.agent.provider import (FixRequest, FixResult, FunctorRequest, FunctorResult, KernelCheck,
                                       KernelRequest, KernelResult, PlanRequest, PlanResult, PrRequest)
@@ -163,10 +164,13 @@ class OpenAIProvider:
     def write_functor(self, request: FunctorRequest, tools: ToolBox) -> FunctorResult:
         """Run the tool loop until the model answers with a valid `FunctorAnswer`."""
         shown, omitted = select_diagnostics(request.diagnostics)
+        op = request.op.removeprefix("aten::")
         messages = self._start("write_functor", op=request.op, family=request.family,
                                dtypes=request.dtypes, plan_summary=request.plan_summary,
                                kernel_file=request.kernel_file, functor_name=request.functor_name,
-                               feedback=request.feedback, diagnostics=shown, omitted=omitted)
+                               feedback=request.feedback, diagnostics=shown, omitted=omitted,
+                               example=sibling_example(tools.read_text(request.kernel_file), request.family, op),
+                               macro=MACROS.get(request.family, "REGISTER_*_OP"), helpers=helpers_for(tools.root))
         answer = self._loop(messages, tools, FunctorAnswer, offered=READ_ONLY_TOOLS)
         return FunctorResult(functor_source=answer.functor_source, summary=answer.summary,
                              usage=self.budget.usage())
