@@ -5,7 +5,7 @@ use by `metalport.agent.local_model`; ~1.1 GB download, ~20 min build on 2 cores
 127.0.0.1 with `--jinja`, 12k context, 2 threads. Each op runs as `metalport run aten::<op> --model
 openai:... --executor emulated --no-input` on a wheel workspace with $METALPORT_REAL_TREE overlaid,
 with the README's llama.cpp settings (structured_output json_schema, schema_with_tools false,
-max_tokens 1024, stream true) and a budget of 14 calls / 6000 output tokens / 900 s.
+max_tokens 768, stream true) and a budget of 10 calls / 5000 output tokens / 600 s.
 
 Reports per op: status, attempts, model calls, input/output tokens, wall time, tool calls the model
 wrote in its text and that ran, malformed answers fed back, refused requests retried (must be 0)
@@ -25,24 +25,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 def main(argv: list[str] | None = None) -> int:
     from bench._cli import real_tree
-    from tests.agent.real_model import DEFAULT_OPS, NAMED_STATUSES, real_server, run_op
+    from tests.agent.real_model import BUDGET, DEFAULT_OPS, NAMED_STATUSES, real_server, run_op
     from tests.real_tree import overlay_real_tree
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ops", default=",".join(DEFAULT_OPS), help="comma-separated ops (default: %(default)s)")
     parser.add_argument("--jobs", type=int, default=2, help="build jobs for llama-server, if it must be built")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="llama-server threads (default 1: on a shared, loaded 2-core machine two threads "
+                             "measured 0.3 output tokens/s against 4.9 with one)")
+    parser.add_argument("--max-calls", type=int, default=BUDGET["max_calls"], help="model calls per run")
     args = parser.parse_args(argv)
+    BUDGET["max_calls"] = args.max_calls
     if real_tree() is None:
         return 2
     ops = [o.strip().removeprefix("aten::") for o in args.ops.split(",") if o.strip()]
     with tempfile.TemporaryDirectory() as tmp:
         repo = overlay_real_tree(Path(tmp) / "ws", writable=True).root
-        with real_server(jobs=args.jobs) as server:
-            print(f"model {server.model} at {server.base_url} (llama-server pid {server.pid}; 2 CPU threads)")
+        with real_server(jobs=args.jobs, threads=args.threads) as server:
+            print(f"model {server.model} at {server.base_url} (llama-server pid {server.pid}; {args.threads} thread(s))",
+                  flush=True)
             runs = [run_op(repo, op, server.base_url, server.model, Path(tmp)) for op in ops]
     header = (f"{'op':<32} {'status':<17} {'att':>3} {'calls':>5} {'in tok':>7} {'out tok':>7} {'wall s':>7} "
               f"{'text calls':>10} {'fed back':>8} {'refused+retried':>15}  first failure")
-    print(header)
+    print(header, flush=True)
     ok = True
     for r in runs:
         u = r.usage

@@ -21,29 +21,29 @@ from pathlib import Path
 from metalport.agent import local_model
 
 # Pointwise ops the backlog gives to the model (porter llm), outside both recipe tables.
-DEFAULT_OPS = ("special_airy_ai", "logit", "special_legendre_polynomial_p", "frexp")
+DEFAULT_OPS = ("special_airy_ai", "logit", "frexp")
 # What a run may end in: a terminal status of the graph, the gate, or a refusal before the graph ran
 # (the CLI's one-line error, e.g. an op planning refuses); "timeout" is a hang and never acceptable.
 NAMED_STATUSES = frozenset({"awaiting-review", "refused", "failed", "rejected", "published", "aborted",
                             "budget-exhausted", "needs-llm", "base-broken"})
 FAKE_KEY = "sk-local-realmodel-0123456789abcdef"  # sent to llama-server, which ignores it; must never be logged
-BUDGET = {"max_calls": 14, "max_output_tokens": 6000, "max_input_tokens": 120000, "max_wall_s": 900}
+BUDGET = {"max_calls": 10, "max_output_tokens": 5000, "max_input_tokens": 100000, "max_wall_s": 600}
 
 
 def config_text(base_url: str) -> str:
     """The metalport.yaml of a run against the local server (the README's llama.cpp settings)."""
     budget = "".join(f"  {k}: {v}\n" for k, v in BUDGET.items())
     return (f"provider:\n  base_url: {base_url}\n  structured_output: json_schema\n  schema_with_tools: false\n"
-            f"  max_tokens: 1024\n  stream: true\n  timeout_s: 300\n  max_turns: 10\n  max_retries: 2\n"
+            f"  max_tokens: 768\n  stream: true\n  timeout_s: 300\n  max_turns: 10\n  max_retries: 2\n"
             f"budget:\n{budget}")
 
 
 @contextlib.contextmanager
-def real_server(jobs: int = 2) -> Iterator[local_model.RunningServer]:
+def real_server(jobs: int = 2, threads: int = 1) -> Iterator[local_model.RunningServer]:
     """The real model served on 127.0.0.1 for the block (fetched and built first when needed)."""
     model = local_model.fetch_model()
     binary = local_model.ensure_llama_server(jobs=jobs)
-    with local_model.serve(binary, model, ctx=12288, threads=2) as server:
+    with local_model.serve(binary, model, ctx=12288, threads=threads) as server:
         yield server
 
 
