@@ -121,8 +121,8 @@ def run_op(repo: Path, op: str, base_url: str, model: str, work: Path, timeout_s
         record = {}
     if not record:
         line = (proc.stderr.strip().splitlines() or [""])[-1]
-        return OpRun(op, "refused" if proc.returncode and line.startswith("error:") else "no-record", line[:300],
-                     0, {}, wall, None, [])
+        refused = bool(proc.returncode) and "error: " in line  # the CLI's one line: `metalport: error: ...`
+        return OpRun(op, "refused" if refused else "no-record", line.split("error: ", 1)[-1][:300], 0, {}, wall, None, [])
     transcript = _latest_transcript(repo, record.get("run_id"))
     return OpRun(op, str(record.get("status")), str(record.get("reason") or ""), int(record.get("attempts") or 0),
                  dict(record.get("usage") or {}), wall, transcript, _events(transcript))
