@@ -8,6 +8,11 @@ description (the `publish` node's call) is then asked of the same run's provider
 `prompt_tokens` = characters sent (messages + tool specs) / 4 and `completion_tokens` = characters of
 its reply / 4, so the numbers follow what we actually send.
 Target: <= 15k input tokens for a pointwise port (scenario 1). Run: `python bench/bench_tokens.py`.
+
+First, a table per prompt: each template rendered as a run renders it (the functor prompt for
+`special_airy_ai` with the real tree's sibling functor and the c10/metal helpers when
+$METALPORT_REAL_TREE is set), in characters and tokens (characters / 4), and the tool specs a
+functor step sends beside it.
 """
 
 from __future__ import annotations
@@ -81,9 +86,45 @@ def _scenario(repair: bool) -> tuple[list[tuple[str, int, int, int]], object]:
     return log, record
 
 
+def _prompt_table() -> None:
+    """Characters and estimated tokens of every prompt as a run renders it."""
+    from metalport.agent.context import MACROS, helpers_for, sibling_example
+    from metalport.agent.openai_provider import READ_ONLY_TOOLS
+    from metalport.agent.tools import ToolBox
+    from metalport.prompts import render_prompt
+
+    tree = Path(os.environ.get("METALPORT_REAL_TREE") or "/nonexistent")
+    kernel = "aten/src/ATen/native/mps/kernels/UnaryKernel.metal"
+    text = (tree / kernel).read_text() if (tree / kernel).is_file() else ""
+    diag = [{"file": kernel, "line": 7, "kind": "conformance", "message": "sample 3: got nan, expected 0.35"}]
+    plan = "op: special_airy_ai\nfamily: unary-pointwise\nkernel_file: " + kernel + "\nfunctor: special_airy_ai_functor"
+    rendered = {
+        "system": render_prompt("system"),
+        "write_functor": render_prompt("write_functor", op="aten::special_airy_ai", family="unary",
+                                       dtypes=("float", "half", "bfloat"), plan_summary=plan, kernel_file=kernel,
+                                       functor_name="special_airy_ai_functor", feedback="", diagnostics=[], omitted=0,
+                                       example=sibling_example(text, "unary", "special_airy_ai"),
+                                       macro=MACROS["unary"], helpers=helpers_for(tree)),
+        "fix_failure": render_prompt("fix_failure", op="aten::special_airy_ai", failure_stage="test",
+                                     diagnostics=diag, omitted=0, allowed_paths=(kernel,), plan_summary=plan),
+        "plan": render_prompt("plan", op="aten::logit", family="unary-pointwise", rows=["logit.out: MPS: logit_out_mps"],
+                              current_impl="MPSGraph", dtypes=("float", "half")),
+        "correction (invalid)": render_prompt("correction", kind="invalid", schema="FunctorAnswer",
+                                              detail="Field required at summary", fields=["functor_source", "summary"]),
+    }
+    box = ToolBox(Path("."), (), check=dict, conformance=dict, show_op=dict, show_examples=dict)
+    rendered["tool specs (functor step)"] = json.dumps(box.specs(READ_ONLY_TOOLS))
+    print(f"{'prompt':<28} {'chars':>7} {'tokens~':>8}")
+    for name, body in rendered.items():
+        print(f"{name:<28} {len(body):>7} {len(body) // 4:>8}")
+    total = sum(len(rendered[k]) for k in ("system", "write_functor", "tool specs (functor step)")) // 4
+    print(f"{'first functor request':<28} {'':>7} {total:>8}")
+
+
 def main() -> int:
     from tests.agent.test_graph_e2e import SECRETS
 
+    _prompt_table()
     os.environ.update(SECRETS)
     ok = True
     totals = {}

@@ -19,6 +19,7 @@ from metalport.agent.budget import BudgetLimits, Price
 from metalport.errors import UsageError
 
 CONFIG_NAME = "metalport.yaml"
+STRUCTURED_OUTPUTS = ("json_schema", "json_object", "prompt")
 _OTHER_SECTIONS = ("build", "test", "executor", "remote", "database", "fleet")
 
 
@@ -37,6 +38,23 @@ class ProviderConfig:
     max_reply_chars: int = 40_000  # a longer reply is refused back to the model
     max_reply_bytes: int = 2_000_000  # an HTTP reply body past this is refused unread; the run stops
     max_repeats: int = 3  # the same failing tool call this often ends the loop
+    # How the server returns structured answers: "json_schema" (response_format with the schema),
+    # "json_object" (JSON mode, our own validation) or "prompt" (no response_format; the prompt asks
+    # for JSON and we validate). `metalport doctor` probes which one an endpoint honours.
+    structured_output: str = "json_schema"
+    # Whether the server keeps tools usable in a request that also carries a schema (OpenAI does;
+    # llama.cpp, llama-cpp-python and transformers serve do not): when false, tool turns carry the
+    # tools and only the closing answer request carries the schema.
+    schema_with_tools: bool = False
+    max_tokens: int = 2048  # per request, so a slow server cannot generate until the timeout
+    stream: bool = False  # stream replies: a slow server shows a progress line and no read timeout hits mid-answer
+
+    def __post_init__(self) -> None:
+        if self.structured_output not in STRUCTURED_OUTPUTS:
+            raise UsageError(f"provider.structured_output {self.structured_output!r} is not one of "
+                             f"{', '.join(STRUCTURED_OUTPUTS)}", hint="run `metalport doctor` to see what the endpoint honours")
+        if self.max_tokens < 1:
+            raise UsageError("provider.max_tokens must be at least 1", hint="e.g. 2048")
 
     def api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
         """The key from `api_key_env`, or None when unset or empty."""
@@ -176,7 +194,8 @@ def _dataclass_from(cls: type, entry: tuple[yaml.Node, yaml.Node] | None, path: 
     for key, (_, value_node) in items.items():
         value = yaml.safe_load(yaml.serialize(value_node))
         want = known[key].type
-        ok = (isinstance(value, (int, float)) and not isinstance(value, bool) if want in ("float", float)
+        ok = (isinstance(value, bool) if want in ("bool", bool)
+              else isinstance(value, (int, float)) and not isinstance(value, bool) if want in ("float", float)
               else isinstance(value, int) and not isinstance(value, bool) if want in ("int", int)
               else value is None or isinstance(value, str) if "None" in str(want)
               else isinstance(value, str))
@@ -188,4 +207,7 @@ def _dataclass_from(cls: type, entry: tuple[yaml.Node, yaml.Node] | None, path: 
         missing = sorted(set(known) - set(values))
         if missing:
             raise UsageError(f"{what} is missing {missing}", location=_loc(path, entry[0]), hint="add them")
-    return cls(**values)
+    try:
+        return cls(**values)
+    except UsageError as err:
+        raise UsageError(err.message, location=_loc(path, entry[0]), hint=err.hint) from None

@@ -4,6 +4,8 @@
 `/v1/models`; it records every request body. A step is a reply dict (see `text_reply`,
 `tool_reply`), a `Status`, a `Raw` body, a `Huge` streamed body, a `Delay`, `DROP` (close the
 connection without answering) or a callable taking the request body and returning one of those.
+A reply dict is sent as server-sent events when the request asks to `stream` (as llama-server, vLLM
+and Ollama do: content and tool-call arguments in pieces, usage in the last chunk).
 """
 
 from __future__ import annotations
@@ -25,6 +27,15 @@ class Status:
 
     code: int
     message: str = "scripted error"
+
+
+@dataclass(frozen=True)
+class Error:
+    """Answer with an HTTP status, this exact error body (as a real server shapes it) and headers."""
+
+    code: int
+    body: Any
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -166,11 +177,35 @@ class ScriptedLLM:
                 if isinstance(step, Huge):
                     self._stream_huge(step)
                     return
+                if isinstance(step, Error):
+                    data = json.dumps(step.body).encode() if not isinstance(step.body, bytes) else step.body
+                    self.send_response(step.code)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for name, value in step.headers:
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 if isinstance(step, Status):
                     self.reply_json(step.code, {"error": {"message": step.message, "type": "scripted",
                                                      "code": str(step.code)}})
                     return
+                if body.get("stream"):
+                    self._stream_events(sse_chunks(step))
+                    return
                 self.reply_json(200, step)
+
+            def _stream_events(self, chunks: list[dict]) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.close_connection = True
+                self.end_headers()
+                for c in chunks:
+                    self.wfile.write(f"data: {json.dumps(c)}\n\n".encode())
+                    self.wfile.flush()
+                self.wfile.write(b"data: [DONE]\n\n")
 
             def _stream_huge(self, step: Huge) -> None:
                 head, filler, tail = step.body_parts()
@@ -199,4 +234,27 @@ class ScriptedLLM:
         return Handler
 
 
-ScriptStep = dict | Status | Raw | Huge | Delay | Callable[[dict], Any] | object
+def sse_chunks(reply: dict, piece: int = 7) -> list[dict]:
+    """`reply` as the chunks of a streamed completion: the content and each tool call's arguments in
+    `piece`-character deltas, then the finish reason, then a chunk with only the usage."""
+    message = reply["choices"][0]["message"]
+    base = {"id": reply.get("id", "chatcmpl-s"), "object": "chat.completion.chunk", "created": 0,
+            "model": reply.get("model", "scripted")}
+    def chunk(delta: dict, finish: str | None = None) -> dict:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    out = [chunk({"role": "assistant", "content": ""})]
+    text = message.get("content") or ""
+    out += [chunk({"content": text[i:i + piece]}) for i in range(0, len(text), piece)]
+    for n, call in enumerate(message.get("tool_calls") or []):
+        out.append(chunk({"tool_calls": [{"index": n, "id": call["id"], "type": "function",
+                                          "function": {"name": call["function"]["name"], "arguments": ""}}]}))
+        args = call["function"]["arguments"]
+        out += [chunk({"tool_calls": [{"index": n, "function": {"arguments": args[i:i + piece]}}]})
+                for i in range(0, len(args), piece)]
+    out.append(chunk({}, reply["choices"][0].get("finish_reason") or "stop"))
+    if reply.get("usage"):
+        out.append({**base, "choices": [], "usage": reply["usage"]})
+    return out
+
+
+ScriptStep = dict | Status | Error | Raw | Huge | Delay | Callable[[dict], Any] | object

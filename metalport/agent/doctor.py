@@ -1,4 +1,5 @@
-"""The endpoint check of `metalport doctor`: list models, spend no tokens, never print the key."""
+"""The endpoint check of `metalport doctor`: list models, spend no tokens, never print the key; with
+`--probe`, a few tiny requests that find what the endpoint honours (`probe_capabilities`)."""
 
 from __future__ import annotations
 
@@ -38,9 +39,13 @@ def check_endpoint(config: AgentConfig, timeout_s: float = 10.0) -> EndpointRepo
     """GET /v1/models on the configured endpoint (one request, no retries, no tokens spent)."""
     import openai
 
+    from metalport.agent.openai_provider import LOCAL_KEY, is_loopback
+
     cap = config.provider
     key = cap.api_key(None)
-    client = openai.OpenAI(base_url=cap.resolved_base_url(None), api_key=key or "unset", max_retries=0,
+    local = is_loopback(cap.resolved_base_url(None))
+    client = openai.OpenAI(base_url=cap.resolved_base_url(None), api_key=key or (LOCAL_KEY if local else "unset"),
+                           max_retries=0,
                            timeout=min(timeout_s, cap.timeout_s))
     base = str(client.base_url)
     try:

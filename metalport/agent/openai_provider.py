@@ -1,9 +1,12 @@
 """The OpenAI-compatible provider: chat completions with tool calls, our retries, budget, transcript.
 
 Only `chat.completions.create` is used (portable to vLLM, Ollama, llama.cpp); structured answers
-use a json_schema `response_format` and are validated here with pydantic. The client is built with
-`max_retries=0`: we retry 429, 5xx, timeouts and dropped connections ourselves, never other 4xx.
-Its HTTP transport caps every reply body at `provider.max_reply_bytes` (see `capped_http`).
+come back as the configured capability allows (`provider.structured_output`: a json_schema
+`response_format`, JSON mode, or the prompt alone) and are validated here with pydantic, read
+through code fences and prose. Tool calls a model writes into its text instead of `tool_calls` are
+found (`replies`) and run like any other. Requests, retries and refusals live in `endpoint`. The
+client is built with `max_retries=0`; its HTTP transport caps every reply body at
+`provider.max_reply_bytes` (see `capped_http`).
 """
 
 from __future__ import annotations
@@ -14,26 +17,24 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import openai
 import pydantic
 
 from metalport.agent.budget import Budget, BudgetLimits
-from metalport.agent.capped_http import ReplyTooLarge, capped_client
+from metalport.agent.capped_http import capped_client
+from metalport.agent.context import MACROS, helpers_for, sibling_example
+from metalport.agent.endpoint import TEXT_RESULTS, Endpoint, Reply, ToolCall
 from metalport.agent.provider import (FixRequest, FixResult, FunctorRequest, FunctorResult, KernelCheck,
                                       KernelRequest, KernelResult, PlanRequest, PlanResult, PrRequest)
+from metalport.agent.replies import answer_json, tool_calls_in_text
 from metalport.agent.tools import ToolBox
 from metalport.agent.transcript import Redactor, Transcript, read_transcript
 from metalport.config import AgentConfig
 from metalport.errors import AgentError, UsageError
 from metalport.prompts import render_prompt
-
-_RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
-              openai.APIConnectionError)
-
 
 class FunctorAnswer(pydantic.BaseModel):
     """The structured final answer of `write_functor`."""
@@ -106,26 +107,6 @@ def _check_plan(request: PlanRequest) -> Callable[[PlanAnswer], str | None]:
     return check
 
 
-@dataclass(frozen=True)
-class _ToolCall:
-    """One tool call of a reply, normalized: a custom (non-function) call or a missing name is data,
-    never an AttributeError."""
-
-    id: str
-    kind: str
-    name: str
-    arguments: str
-
-    @classmethod
-    def of(cls, call: Any) -> _ToolCall:
-        function = getattr(call, "function", None)
-        if function is not None:
-            return cls(str(call.id), "function", str(function.name or ""), str(function.arguments or ""))
-        custom = getattr(call, "custom", None)
-        return cls(str(getattr(call, "id", "")), str(getattr(call, "type", "unknown")),
-                   str(getattr(custom, "name", "") or ""), str(getattr(custom, "input", "") or ""))
-
-
 def select_diagnostics(diagnostics: tuple[dict, ...], limit: int = 8,
                        max_message_chars: int = 300) -> tuple[list[dict], int]:
     """The diagnostics worth a prompt: the first of each (file, line, kind), at most `limit`, messages
@@ -143,10 +124,22 @@ def select_diagnostics(diagnostics: tuple[dict, ...], limit: int = 8,
     return shown, len(diagnostics) - len(shown)
 
 
+LOCAL_KEY = "no-key-needed"  # sent to a server on this machine when no key is set: local servers ignore it
+
+
+def is_loopback(base_url: str | None) -> bool:
+    """`base_url` points at this machine (127.0.0.0/8, ::1 or localhost)."""
+    from urllib.parse import urlsplit
+
+    host = urlsplit(base_url or "").hostname or ""
+    return host == "localhost" or host == "::1" or host.startswith("127.")
+
+
 def make_client(config: AgentConfig, key: str | None = None) -> openai.OpenAI:
     """An openai client for the configured endpoint, without the SDK's own retries, whose replies
     are capped at `provider.max_reply_bytes`; the key is `key`, else the configured variable's."""
-    key = key or config.provider.api_key(None)
+    key = key or config.provider.api_key(None) or (LOCAL_KEY if is_loopback(config.provider.resolved_base_url(None))
+                                                   else None)
     if not key:
         raise UsageError(f"no API key: ${config.provider.api_key_env} is not set",
                          hint=f"export {config.provider.api_key_env}=... or set provider.api_key_env")
@@ -166,14 +159,18 @@ class OpenAIProvider:
         self.transcript = transcript
         self._sleep = sleep
         self._notify = notify or _to_stderr  # one line per retry, so a 429/5xx storm is never silent
+        self.endpoint = Endpoint(config.provider, client, budget, transcript, sleep, self._notify)
 
     def write_functor(self, request: FunctorRequest, tools: ToolBox) -> FunctorResult:
         """Run the tool loop until the model answers with a valid `FunctorAnswer`."""
         shown, omitted = select_diagnostics(request.diagnostics)
+        op = request.op.removeprefix("aten::")
         messages = self._start("write_functor", op=request.op, family=request.family,
                                dtypes=request.dtypes, plan_summary=request.plan_summary,
                                kernel_file=request.kernel_file, functor_name=request.functor_name,
-                               feedback=request.feedback, diagnostics=shown, omitted=omitted)
+                               feedback=request.feedback, diagnostics=shown, omitted=omitted,
+                               example=sibling_example(tools.read_text(request.kernel_file), request.family, op),
+                               macro=MACROS.get(request.family, "REGISTER_*_OP"), helpers=helpers_for(tools.root))
         answer = self._loop(messages, tools, FunctorAnswer, offered=READ_ONLY_TOOLS)
         return FunctorResult(functor_source=answer.functor_source, summary=answer.summary,
                              usage=self.budget.usage())
@@ -218,8 +215,7 @@ class OpenAIProvider:
         appended by us (the model may drop it)."""
         messages = self._start("pr_description", op=request.op, plan_summary=request.plan_summary,
                                diff_stat=request.diff_stat, verdicts=request.verdicts, usage=request.usage)
-        message = self._complete(messages, None, None)
-        text = (message.content or "").strip()
+        text = self._complete(messages, None, None).content.strip()
         if not text or len(text) > self.config.provider.max_reply_chars:
             raise AgentError(f"the model's PR description is {'empty' if not text else 'over the size cap'}",
                              hint="retry, or write the description by hand at the gate")
@@ -231,69 +227,71 @@ class OpenAIProvider:
 
     def _loop(self, messages: list[dict], tools: ToolBox, schema: type[pydantic.BaseModel] | None, *,
               validate: Callable[[Any], str | None] | None = None, offered: frozenset[str] | None = None) -> Any:
-        """Tool loop: run tool calls, feed every refusal back, stop at a valid answer or `finish`."""
+        """Tool loop: run tool calls (from `tool_calls` or written in the text), feed every refusal
+        back, stop at a valid answer or `finish`. On a server that cannot take tools and a schema in
+        one request, a reply that is neither a call nor a valid answer is followed by an answer
+        request that carries the schema and no tools."""
         cap, strikes = self.config.provider, Counter()
+        answer_now = False
+        names = tools.names()
         for _ in range(cap.max_turns):
-            message = self._complete(messages, tools.specs(offered), schema)
-            calls = [_ToolCall.of(c) for c in message.tool_calls or []]
-            content = message.content or ""
-            size = len(content) + sum(len(c.name) + len(c.arguments) for c in calls)
+            reply = self.endpoint.complete(messages, tools.specs(offered), schema, answer_now=answer_now)
+            answer_now = False
+            calls, from_text = reply.tool_calls, False
+            if not calls:
+                calls = [ToolCall(f"text_call_{i}", "function", c.name, c.arguments, c.form)
+                         for i, c in enumerate(tool_calls_in_text(reply.content, names))]
+                from_text = bool(calls)
+            size = len(reply.content) + sum(len(c.name) + len(c.arguments) for c in calls)
             if size > cap.max_reply_chars:
                 messages.append({"role": "assistant", "content": f"[reply of {size} chars withheld]"})
                 error = render_prompt("correction", kind="oversized", size=size, cap=cap.max_reply_chars)
-            elif calls:
-                self._run_tools(messages, message, calls, tools, strikes, offered)
+            elif calls and not (from_text and schema is not None and _is_answer(schema, reply.content)):
+                self._run_tools(messages, reply, calls, tools, strikes, offered, from_text)
                 if schema is None and tools.finished is not None:
                     return None
                 continue
             elif schema is None:
-                messages.append({"role": "assistant", "content": content})
+                messages.append({"role": "assistant", "content": reply.content})
                 error = render_prompt("correction", kind="no_finish")
             else:
-                messages.append({"role": "assistant", "content": content})
-                error = _parse(schema, content, validate)
+                messages.append({"role": "assistant", "content": reply.content})
+                error = _parse(schema, reply.content, validate)
                 if not isinstance(error, str):
                     return error
+                answer_now = not _is_answer(schema, reply.content)  # no JSON answer yet: ask with the schema
+            if reply.finish_reason == "length":
+                error = render_prompt("correction", kind="truncated", max_tokens=cap.max_tokens) + "; " + error
             self._strike(strikes, error.split(":")[0], {"error": error})
             messages.append({"role": "user", "content": error})
         raise AgentError(f"the model gave no accepted answer in {cap.max_turns} turns",
                          hint="raise provider.max_turns or inspect the transcript")
 
-    def _run_tools(self, messages: list[dict], message: Any, calls: list[_ToolCall], tools: ToolBox,
-                   strikes: Counter, offered: frozenset[str] | None) -> None:
-        messages.append({"role": "assistant", "content": message.content, "tool_calls": [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls]})
+    def _run_tools(self, messages: list[dict], reply: Reply, calls: list[ToolCall], tools: ToolBox,
+                   strikes: Counter, offered: frozenset[str] | None, from_text: bool) -> None:
+        """Run `calls` and append the results: as `tool` messages after API calls, or as one user
+        message after calls written in the text (no `tool_calls` exist for them to answer)."""
+        if from_text:
+            messages.append({"role": "assistant", "content": reply.content})
+        else:
+            messages.append({"role": "assistant", "content": reply.content or None, "tool_calls": [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in calls]})
+        results = []
         for call in calls:
             result = (tools.call(call.name, call.arguments, offered=offered) if call.kind == "function" else
                       {"ok": False, "error": f"{call.kind} tool calls are not supported; call one of the offered "
                                              "functions", "tools": sorted(offered or tools.names())})
-            self.transcript.write("tool_call", {"name": call.name, "arguments": call.arguments, "result": result})
+            self.transcript.write("tool_call", {"name": call.name, "arguments": call.arguments, "form": call.form,
+                                                "result": result})
             if not result.get("ok"):
                 self._strike(strikes, f"{call.name}({call.arguments})", result)
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
-
-    def _message_of(self, reply: Any, body: dict) -> Any:
-        """The first choice's message, after counting the reply's tokens (estimated when not reported).
-
-        A reply without a usable choice is an AgentError, never an AttributeError."""
-        prompt_tokens = _tokens(getattr(reply, "usage", None), "prompt_tokens")
-        completion_tokens = _tokens(getattr(reply, "usage", None), "completion_tokens")
-        self.budget.record(_estimate(body) if prompt_tokens is None else prompt_tokens, completion_tokens or 0)
-        choices = getattr(reply, "choices", None)
-        message = getattr(choices[0], "message", None) if isinstance(choices, list) and choices else None
-        if message is None or not hasattr(message, "tool_calls"):
-            raise AgentError("the endpoint returned no usable choice", location=str(self.client.base_url),
-                             hint="check that the server speaks chat completions")
-        return message
-
-    def _refuse_oversized(self, err: ReplyTooLarge) -> NoReturn:
-        """Record the head and size of a reply refused over the byte cap, then end the run."""
-        self.transcript.write("error", {"retryable": False, "error": str(err), "reply_bytes": err.size,
-                                        "bytes_read": err.read, "cap_bytes": err.cap,
-                                        "head": err.head.decode("utf-8", errors="replace")})
-        raise AgentError(str(err), location=str(self.client.base_url),
-                         hint="the rest of the reply was not read; raise provider.max_reply_bytes if the "
-                              "server is right") from None
+            if from_text:
+                results.append(f"<tool_response name=\"{call.name}\">\n{json.dumps(result)}\n</tool_response>")
+            else:
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
+        if from_text:
+            messages.append({"role": "user", "content": "\n".join([TEXT_RESULTS, *results])})
 
     def _strike(self, strikes: Counter, key: str, result: dict) -> None:
         strikes[key] += 1
@@ -304,68 +302,30 @@ class OpenAIProvider:
                              hint="inspect the transcript; the run stops instead of looping")
 
     def _complete(self, messages: list[dict], tools: list[dict] | None,
-                  schema: type[pydantic.BaseModel] | None) -> Any:
-        """One model reply, with our retry loop and the budget checked before every request."""
-        cap = self.config.provider
-        body: dict[str, Any] = {"model": cap.model, "temperature": cap.temperature,
-                                "messages": self.transcript.redactor.any(messages)}
-        if tools:
-            body["tools"] = tools
-        if schema is not None:
-            body["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": schema.__name__, "schema": schema.model_json_schema()}}
-        for attempt in range(cap.max_retries + 1):
-            self.budget.start_call()
-            self.transcript.write("request", {"attempt": attempt, "messages": body["messages"][-2:],
-                                              "n_messages": len(body["messages"])})
-            try:
-                reply = self.client.chat.completions.create(**body)
-            except ReplyTooLarge as err:
-                self._refuse_oversized(err)
-            except _RETRYABLE as err:
-                if isinstance(err.__cause__, ReplyTooLarge):  # openai 1.x wraps the transport's error
-                    self._refuse_oversized(err.__cause__)
-                self.transcript.write("error", {"attempt": attempt, "retryable": True, "error": str(err)})
-                if attempt == cap.max_retries:
-                    raise AgentError(f"endpoint failed after {attempt + 1} attempts: {_describe(err)}",
-                                     location=str(self.client.base_url),
-                                     hint="check the server, or raise provider.max_retries") from None
-                delay_s = cap.backoff_s * 2 ** attempt
-                self._notify(f"retrying ({attempt + 1}/{cap.max_retries}) in {delay_s:g} s: {_describe(err)}")
-                self._sleep(delay_s)
-                continue
-            except openai.APIStatusError as err:
-                self.transcript.write("error", {"attempt": attempt, "retryable": False, "error": str(err)})
-                raise AgentError(f"endpoint refused the request: {_describe(err)}",
-                                 location=str(self.client.base_url),
-                                 hint="check the model name and the key (not retried)") from None
-            except (ValueError, openai.APIResponseValidationError) as err:  # a 200 whose body is not JSON
-                self.transcript.write("error", {"attempt": attempt, "retryable": False, "error": str(err)[:500]})
-                raise AgentError(f"the endpoint's reply is not a chat completion ({type(err).__name__})",
-                                 location=str(self.client.base_url),
-                                 hint="check that base_url ends in /v1 and the server speaks chat "
-                                      "completions") from None
-            message = self._message_of(reply, body)
-            self.transcript.write("reply", message.model_dump(exclude_none=True))
-            self.transcript.write("usage", self.budget.total_usage())
-            return message
-        raise AssertionError("unreachable")
+                  schema: type[pydantic.BaseModel] | None) -> Reply:
+        """One model reply (see `Endpoint.complete`)."""
+        return self.endpoint.complete(messages, tools, schema)
 
 
-def _tokens(usage: Any, name: str) -> int | None:
-    value = getattr(usage, name, None) if usage is not None else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def _is_answer(schema: type[pydantic.BaseModel], content: str) -> bool:
+    """`content` holds a valid `schema` answer (then a call-shaped JSON inside it is not a call)."""
+    try:
+        schema.model_validate_json(answer_json(content))
+    except pydantic.ValidationError:
+        return False
+    return True
 
 
 def _parse(schema: type[pydantic.BaseModel], content: str,
            validate: Callable[[Any], str | None] | None) -> Any:
     """The validated answer, or the sentence telling the model what is wrong with it."""
     try:
-        answer = schema.model_validate_json(content)
+        answer = schema.model_validate_json(answer_json(content))
     except pydantic.ValidationError as err:
         first = err.errors()[0]
         detail = f"{first['msg']} at {'.'.join(map(str, first['loc'])) or 'top level'}"
-        return render_prompt("correction", kind="invalid", schema=schema.__name__, detail=detail)
+        return render_prompt("correction", kind="invalid", schema=schema.__name__, detail=detail,
+                             fields=list(schema.model_fields))
     problem = validate(answer) if validate else None
     if problem:
         return render_prompt("correction", kind="refused", schema=schema.__name__, detail=problem)
@@ -383,16 +343,6 @@ def _usage_footer(usage: dict) -> str:
 
 def _to_stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
-
-
-def _describe(err: openai.OpenAIError) -> str:
-    status = getattr(err, "status_code", None)
-    return f"HTTP {status}" if status else type(err).__name__
-
-
-def _estimate(body: dict) -> int:
-    """Input tokens estimated as characters / 4 when the server reports no usage."""
-    return len(json.dumps(body["messages"])) // 4
 
 
 def build_provider(config: AgentConfig, transcript_path: Path | None,

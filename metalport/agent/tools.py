@@ -108,6 +108,13 @@ class ToolBox:
             return {"ok": False, "error": problem}
         return self._cap(getattr(self, f"_{name}")(**args))
 
+    def read_text(self, path: str) -> str:
+        """The text of a checkout file under the read guard, secrets redacted ("" when refused or missing)."""
+        target, error = self._resolve(path)
+        if error or target is None or not target.is_file():
+            return ""
+        return self.redactor.text(target.read_text(encoding="utf-8", errors="replace"))
+
     def _cap(self, result: dict) -> dict:
         text = json.dumps(self.redactor.any(result))
         if len(text) <= self.max_result_chars:

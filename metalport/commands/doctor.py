@@ -20,13 +20,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint, ending in /v1")
     parser.add_argument("--model", default=None, help="model expected on the endpoint")
     parser.add_argument("--no-endpoint", action="store_true", help="skip the endpoint check")
+    parser.add_argument("--probe", action="store_true",
+                        help="also send three tiny requests (at most 48 output tokens each) to find whether the "
+                             "model returns tool calls, honours a json_schema, and keeps tools beside a schema")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Print one section per check; exit 1 when the compiler or the sandbox is missing or the
     endpoint is down."""
-    from metalport.agent.doctor import check_endpoint
     from metalport.config import CONFIG_NAME, given_config, load_config
     from metalport.emulate import find_compiler
     from metalport.errors import EmulateError
@@ -48,11 +50,34 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_endpoint:
         config_path = given or (root / CONFIG_NAME if root else Path(CONFIG_NAME))
         config = load_config(config_path).with_flags(base_url=args.base_url, model=args.model)
-        report = check_endpoint(config)
-        healthy = healthy and report.ok
-        for line in report.lines():
-            print(line)
+        healthy = _endpoint(config, args.probe) and healthy
     return 0 if healthy else 1
+
+
+def _endpoint(config, probe: bool) -> bool:
+    """Print the endpoint section; False when it is unhealthy. Without a key for a remote endpoint
+    the check is skipped: the default model (`recipe`) needs none."""
+    from metalport.agent.doctor import check_endpoint
+    from metalport.agent.openai_provider import is_loopback
+
+    cap = config.provider
+    if not cap.api_key(None) and not is_loopback(cap.resolved_base_url(None)):
+        print(f"endpoint: skipped (${cap.api_key_env} is not set; the default --model recipe needs no model; "
+              f"export {cap.api_key_env} or set provider.base_url to a local server to check one)")
+        return True
+    report = check_endpoint(config)
+    for line in report.lines():
+        print(line)
+    if probe and report.ok:
+        if not cap.model:
+            print("probe: skipped (name the model with --model)")
+        else:
+            from metalport.agent.openai_provider import make_client
+            from metalport.agent.probe import probe_capabilities
+
+            for line in probe_capabilities(make_client(config), config).lines():
+                print(line)
+    return report.ok
 
 
 def _checkout(repo: Path | None) -> tuple[bool, Path | None]:

@@ -274,11 +274,28 @@ def _table_parts(checkout: Checkout, recipe: FunctorRecipe, stub: str) -> _Parts
                   rp.host_file, rp.macro, stub, decl.header, decl.params, rp.host_stub.family)
 
 
+def _tensor_outputs(func: str) -> tuple[str, ...]:
+    """The names of the tensors a schema returns: `(Tensor mantissa, Tensor exponent)` gives two."""
+    returns = func.split("->", 1)[1].strip() if "->" in func else ""
+    parts = [r.strip() for r in returns.strip("()").split(",") if r.strip()]
+    return tuple((r.split()[-1] if len(r.split()) > 1 else f"result{i}") for i, r in enumerate(parts)
+                 if r.startswith("Tensor") and not r.startswith("Tensor[]"))
+
+
 def _llm_parts(checkout: Checkout, res: Resolution) -> _Parts:
     shape = _BY_FAMILY.get(res.family)
     if shape is None:
         return _Parts(NEEDS_LLM, stub=res.stub)
     host_family, kernel, host, macro = shape
+    # A pointwise functor returns one value: an op whose kernel writes two tensors (frexp's mantissa and
+    # exponent) cannot be met by any functor a model writes, so it is refused here, before a model call.
+    many = next((e for e in res.entries if len(_tensor_outputs(e.func)) > 1), None)
+    if many is not None:
+        outputs = _tensor_outputs(many.func)
+        raise PipelineError(f"aten::{res.op} writes {len(outputs)} tensors ({', '.join(outputs)}) per element; a "
+                            f"{macro} functor returns one, so its port is not a functor for a model to write",
+                            location=f"{res.registry.path}:{many.span.start}",
+                            hint="it needs a kernel with one output buffer per result; port it by hand")
     names = _opinfo_names(res.op, res)
     keep_complex = res.status in _MIGRATING and any(n in mps_complex_names(checkout) for n in names)
     dtypes = _opinfo_dtypes(names, complex=keep_complex)

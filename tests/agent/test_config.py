@@ -50,3 +50,20 @@ def test_no_config_uses_openai_env_and_flags_override(tmp_path: Path, monkeypatc
     assert flagged.provider.model == "m2" and flagged.provider.resolved_base_url() == "http://flag/v1"
     with pytest.raises(UsageError, match="unknown provider option"):
         config.with_flags(modle="x")
+
+
+def test_capabilities_of_the_endpoint_are_typed_settings(tmp_path) -> None:
+    from metalport.config import load_config
+    from metalport.errors import UsageError
+
+    good = tmp_path / "good.yaml"
+    good.write_text("provider:\n  structured_output: prompt\n  schema_with_tools: true\n  max_tokens: 512\n  stream: true\n")
+    cap = load_config(good).provider
+    assert (cap.structured_output, cap.schema_with_tools, cap.max_tokens, cap.stream) == ("prompt", True, 512, True)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("provider:\n  structured_output: grammar\n")
+    with pytest.raises(UsageError, match=r"bad.yaml:1: provider.structured_output 'grammar' is not one of json_schema"):
+        load_config(bad)
+    bad.write_text("provider:\n  stream: yes please\n")
+    with pytest.raises(UsageError, match=r"provider.stream must be a bool"):
+        load_config(bad)

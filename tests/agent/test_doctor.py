@@ -43,3 +43,53 @@ def test_doctor_command_says_the_key_is_set_without_printing_it(tmp_path, monkey
     assert f"endpoint {server.base_url}/: reachable" in out.out and "models: scripted-model" in out.out
     assert "model scripted-model: listed" in out.out
     assert server.requests == [] and code == 0
+
+
+def test_doctor_without_a_key_skips_the_remote_endpoint_and_passes(tmp_path, monkeypatch, capsys) -> None:
+    from metalport.cli import main
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    code = main(["doctor"])
+    out = capsys.readouterr()
+    assert "endpoint: skipped ($OPENAI_API_KEY is not set; the default --model recipe needs no model" in out.out
+    assert "APIConnectionError" not in out.out + out.err and code == 0
+
+
+def _probe(script: list, **provider: object):
+    from metalport.agent.openai_provider import make_client
+    from metalport.agent.probe import probe_capabilities
+
+    with ScriptedLLM(script) as server:
+        config = AgentConfig(provider=ProviderConfig(model="scripted-model", base_url=server.base_url, **provider))
+        return probe_capabilities(make_client(config, key="sk-probe"), config), server
+
+
+def test_probe_of_a_llama_server_like_endpoint() -> None:
+    from tests.llm_server import text_reply
+
+    # llama-server --jinja with a small model: the call comes as text; the schema is enforced.
+    report, server = _probe([text_reply('<tool_call>\n{"name": "ping", "arguments": {"n": 1}}\n</tool_call>'),
+                             text_reply('{"ok": true}')])
+    assert (report.tool_calls, report.structured_output, report.schema_with_tools) == ("text", "json_schema", False)
+    assert all(r["max_tokens"] <= 48 for r in server.requests) and len(server.requests) == 2
+    assert "structured_output: json_schema, schema_with_tools: false" in report.lines()[-1]
+
+
+def test_probe_of_an_endpoint_that_refuses_json_schema_and_one_that_ignores_it() -> None:
+    from tests.agent.server_shapes import LLAMA_CPP_PYTHON_SCHEMA_500
+    from tests.llm_server import text_reply, tool_reply
+
+    report, _ = _probe([tool_reply(("ping", {"n": 1})), LLAMA_CPP_PYTHON_SCHEMA_500, text_reply('{"greeting": "hello"}')])
+    assert (report.tool_calls, report.structured_output) == ("api", "json_object")
+    assert any("refused `response_format` (HTTP 500" in n for n in report.notes)
+    report, _ = _probe([text_reply("I cannot call tools."), text_reply("Hello"), text_reply("Hello!")])
+    assert (report.tool_calls, report.structured_output) == ("none", "prompt")
+
+
+def test_probe_of_an_endpoint_that_keeps_tools_beside_a_schema() -> None:
+    from tests.llm_server import text_reply, tool_reply
+
+    report, server = _probe([tool_reply(("ping", {"n": 1})), text_reply('{"ok": true}'), tool_reply(("ping", {"n": 1}))])
+    assert report.schema_with_tools and "tools" in server.requests[2] and "response_format" in server.requests[2]

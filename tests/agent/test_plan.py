@@ -22,14 +22,15 @@ PLAN = {"family": "unary-with-scalar", "kernel_file": "aten/src/ATen/native/mps/
         "legacy": "logit_out_mps", "xfail_keys": ["logit"], "summary": "logit with eps clamp"}
 
 
-def _plan(tmp_path: Path, script: list):
+def _plan(tmp_path: Path, script: list, **provider: object):
     box, _ = make_toolbox(make_tree(tmp_path / "wt"))
     with ScriptedLLM(script) as server:
-        return make_provider(server.base_url, tmp_path).plan(REQUEST, box), server
+        return make_provider(server.base_url, tmp_path, **provider).plan(REQUEST, box), server
 
 
 def test_plan_uses_read_only_tools_and_returns_the_validated_plan(tmp_path: Path) -> None:
-    result, server = _plan(tmp_path, [tool_reply(("show_op", {"op": "logit"})), json_reply(PLAN)])
+    result, server = _plan(tmp_path, [tool_reply(("show_op", {"op": "logit"})), json_reply(PLAN)],
+                           schema_with_tools=True)  # a server that keeps tools usable beside a schema (OpenAI)
     assert result.summary == "logit with eps clamp" and result.plan["rows"] == PLAN["rows"]
     assert result.usage["calls"] == 2
     first = server.requests[0]
