@@ -23,7 +23,7 @@ from metalport.cli import main
 from tests.fleet.conftest import git, make_checkouts
 from tests.fleet.services import Temporal
 
-FLEET = "fleet:\n  heartbeat_s: 4\n  publish_wait_s: 8\n"
+FLEET = "fleet:\n  heartbeat_s: 4\n  publish_wait_s: 8\n  lease_s: 4\n"
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +64,10 @@ class Workers:
         store = open_store(checkout)
         until(lambda: any(w["host"] == host and w["identity"].endswith(f":{self.procs[host].pid}")
                           for w in store.workers()), f"worker {host} polling", self.log_tail(host))
+
+    def signal(self, host: str, sig: int) -> None:
+        """Send `sig` to a worker's process group (SIGSTOP: the machine went to sleep; SIGCONT: it woke)."""
+        os.killpg(self.procs[host].pid, sig)
 
     def kill(self, host: str) -> None:
         """SIGKILL a worker (its process group: nothing of it survives)."""
@@ -128,6 +132,22 @@ def _cli(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def _workflow_status(temporal: Temporal, checkout: Path, run_id: str) -> str:
+    """The Temporal status name of the workflow recorded with `run_id`."""
+    import asyncio
+
+    from temporalio.client import Client
+
+    from metalport.store import open_store
+
+    async def describe() -> str:
+        wid = open_store(checkout).placement(run_id)[1]
+        client = await Client.connect(temporal.address)
+        return (await client.get_workflow_handle(wid).describe()).status.name
+
+    return asyncio.run(describe())
+
+
 def _runs(checkout: Path) -> dict[str, object]:
     from metalport.store import open_store
 
@@ -182,13 +202,25 @@ def test_routing_concurrent_sweeps_restart_and_approval_from_another_checkout(
     temporal.start()
     workers.start_again()
 
+    # The reviewer's checkout C never sees a worker's disk: B's run folders are moved away first.
     heaviside = runs["heaviside"].run_id
+    hidden = tmp_path / "hidden-runs"
+    (b / ".git" / "metalport" / "runs").rename(hidden)
+    code, out, err = _cli(capsys, "review", "show", heaviside, "--repo", str(c))
+    assert code == 0, err
+    assert "in the shared store (made on linux-b" in out and "run.json" in out and "plan.json" in out
+    assert "Subject: [PATCH] [metalport] aten::heaviside" in out and "heaviside" in out and str(b) not in out
+    code, out, _ = _cli(capsys, "review", "show", heaviside, "--repo", str(c), "--file", "plan.json")
+    assert code == 0 and json.loads(out)
     code, out, err = _cli(capsys, "review", "approve", heaviside, "--repo", str(c))
     assert code == 0, err
-    assert out.startswith(f"run {heaviside} (aten::heaviside) published: {b}")
-    log = git(b, "log", "--format=%s%n%b", "main..metalport/heaviside")
+    bundle_dir = c / ".git" / "metalport" / "runs" / heaviside / "bundle"
+    assert out == f"run {heaviside} (aten::heaviside) published: {bundle_dir}\n"  # one line, the reviewer's side
+    log = git(c, "log", "--format=%s%n%b", "main..metalport/heaviside")
     assert log.count("[MPS] Add native Metal kernel for heaviside") == 1 and f"Metalport-Run: {heaviside}" in log
-    assert git(c, "branch", "--list", "metalport/*").strip() == ""  # the reviewer's checkout is untouched
+    assert git(b, "log", "--format=%s", "main..metalport/heaviside").strip() == ""  # nothing committed on B
+    hidden.rename(b / ".git" / "metalport" / "runs")
+    until(lambda: _workflow_status(temporal, c, heaviside) == "COMPLETED", "the workflow ended")
 
     ndtri = runs["special_ndtri"].run_id
     code, out, _ = _cli(capsys, "review", "abort", ndtri, "--repo", str(c))
@@ -201,10 +233,10 @@ def test_routing_concurrent_sweeps_restart_and_approval_from_another_checkout(
     assert code == 0 and shown.get("heaviside") == ("published", heaviside), out
 
 
-def test_killed_worker_run_reaches_the_gate_on_another_and_publishes_once_elsewhere(
+def test_stopped_worker_loses_its_lease_the_run_finishes_once_elsewhere_and_the_woken_worker_stands_down(
         wheel_workspace: object, tmp_path: Path, fleet_env: dict[str, str], workers: Workers,
         capsys: pytest.CaptureFixture) -> None:
-    a, b, c = _checkouts(wheel_workspace, tmp_path, build_s=8)
+    a, b, c = _checkouts(wheel_workspace, tmp_path, build_s=6)
     workers.start("mac-1", "mac", a)
     workers.start("mac-2", "mac", b)
     checkout = {"mac-1": a, "mac-2": b}
@@ -223,28 +255,36 @@ def test_killed_worker_run_reaches_the_gate_on_another_and_publishes_once_elsewh
     until(lambda: (r := store.get(run_id)) is not None and r.stage == "build", "the run at stage build")
     first = store.placement(run_id)[0]
     other = "mac-2" if first == "mac-1" else "mac-1"
-    workers.kill(first)
+    assert store.placement(run_id)[1].startswith("metalport-")  # the workflow id is recorded with the run
 
-    until(lambda: (r := store.get(run_id)) is not None and r.status == "awaiting-review", "the run at the gate",
-          workers.log_tail(other))
-    assert store.placement(run_id)[0] == other
+    # A Mac goes to sleep mid-build (its TCP connections stay open): the lease lapses, the other takes the run.
+    workers.signal(first, signal.SIGSTOP)
+    until(lambda: (r := store.get(run_id)) is not None and r.status == "awaiting-review"
+          and store.placement(run_id)[0] == other, "the run at the gate on the other worker", workers.log_tail(other))
+    workers.signal(first, signal.SIGCONT)
+    until(lambda: "standing down" in workers.log_tail(first)(), "the woken worker standing down",
+          workers.log_tail(first))
+    assert f"run {run_id}: this machine's lease was lost to " in workers.log_tail(first)()
+    until(lambda: not (checkout[first] / ".git" / "metalport" / "worktrees" / run_id).exists(),
+          "the woken worker's worktree removed")
+    assert "metalport/heaviside" not in git(checkout[first], "branch", "--format=%(refname:short)").split()
+    record = store.get(run_id)
+    assert (record.status, store.placement(run_id)[0]) == ("awaiting-review", other)  # not overwritten
+    assert [r.run_id for r in store.list() if r.op == "aten::heaviside"] == [run_id]
+    assert workers.procs[first].poll() is None  # it stood down from the run, not from the fleet
 
-    # The machine holding the worktree goes away too; the first one comes back. The decision waits
-    # publish_wait_s for host.<other>, then the first machine publishes through the portable run
-    # (its own half-made worktree of this run reset to base + diff).
-    workers.kill(other)
-    workers.start(first, "mac", checkout[first])
     code, out, err = _cli(capsys, "review", "approve", run_id, "--repo", str(c))
-    assert code == 0, err
-    assert out.startswith(f"run {run_id} (aten::heaviside) published: {checkout[first]}")
-    log = git(checkout[first], "log", "--format=%s%n%b", "main..metalport/heaviside")
+    assert code == 0 and out.startswith(f"run {run_id} (aten::heaviside) published: {c}"), err
+    log = git(c, "log", "--format=%s%n%b", "main..metalport/heaviside")
     assert log.count("[MPS] Add native Metal kernel for heaviside") == 1 and f"Metalport-Run: {run_id}" in log
-    assert git(checkout[other], "log", "--format=%s", "main..metalport/heaviside").strip() == ""
-    assert store.placement(run_id)[0] == first
+    for machine in (a, b):
+        assert git(machine, "log", "--format=%s", "main..metalport/heaviside").strip() == ""
 
     code, out, _ = _cli(capsys, "fleet", "status", "--repo", str(c), "--json")
     status = json.loads(out)
-    assert code == 0 and status["runs"] == [] and status["queues"]["mac"] != []
+    mac = [name for name in status["queues"] if name.endswith(".mac")]
+    assert code == 0 and status["runs"] == [] and len(mac) == 1 and status["queues"][mac[0]] != []
+    assert {w["state"] for w in status["workers"]} == {"alive"}
 
 
 def test_fleet_commands_without_a_reachable_server_or_configuration(
