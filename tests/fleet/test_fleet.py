@@ -51,17 +51,18 @@ class Workers:
         self.env, self.logs, self.procs = env, logs, {}
         self.args: dict[str, tuple[str, Path]] = {}
 
-    def start(self, host: str, queue: str, checkout: Path) -> None:
-        """Start a worker and wait until it polls."""
+    def start(self, host: str, queue: str, checkout: Path, env: dict[str, str] | None = None) -> None:
+        """Start a worker (with `env`, default the fleet's) and wait until it polls."""
         from metalport.store import open_store
 
         self.args[host] = (queue, checkout)
         with open(self.logs / f"{host}.log", "ab") as log:
             self.procs[host] = subprocess.Popen(
                 [sys.executable, "-m", "metalport", "worker", "--queue", queue, "--executor", "command", "--host",
-                 host, "--repo", str(checkout)], env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                 host, "--repo", str(checkout)], env=env or self.env, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True)
         store = open_store(checkout)
+        store.repository = (env or self.env)["METALPORT_REPOSITORY"]
         until(lambda: any(w["host"] == host and w["identity"].endswith(f":{self.procs[host].pid}")
                           for w in store.workers()), f"worker {host} polling", self.log_tail(host))
 
@@ -285,6 +286,70 @@ def test_stopped_worker_loses_its_lease_the_run_finishes_once_elsewhere_and_the_
     mac = [name for name in status["queues"] if name.endswith(".mac")]
     assert code == 0 and status["runs"] == [] and len(mac) == 1 and status["queues"][mac[0]] != []
     assert {w["state"] for w in status["workers"]} == {"alive"}
+
+
+def test_another_repositorys_worker_never_takes_this_repositorys_op_and_start_waits_for_the_outcome(
+        wheel_workspace: object, tmp_path: Path, fleet_env: dict[str, str], workers: Workers) -> None:
+    from metalport.store import open_store
+
+    a, b, c = _checkouts(wheel_workspace, tmp_path, build_s=0.2)
+    elsewhere = {**fleet_env, "METALPORT_REPOSITORY": fleet_env["METALPORT_REPOSITORY"] + "-other"}
+    workers.start("linux-other", "linux", b, env=elsewhere)  # same Temporal server, same database
+    start = subprocess.Popen([sys.executable, "-m", "metalport", "fleet", "start", "heaviside", "--queue", "linux",
+                              "--wait", "--json", "--repo", str(c)], env=fleet_env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    time.sleep(8)
+    assert start.poll() is None  # nobody of this repository works yet: the run waits
+    other_store = open_store(b)
+    other_store.repository = elsewhere["METALPORT_REPOSITORY"]
+    assert _runs(c) == {} and other_store.list() == []
+    assert "heaviside" not in workers.log_tail("linux-other")()
+
+    workers.start("linux-a", "linux", a)
+    out, err = start.communicate(timeout=180)
+    result = json.loads(out)
+    assert start.returncode == 0 and result["outcome"] == "awaiting-review", err
+    assert open_store(c).placement(result["run_id"]) == ("linux-a", result["workflow_id"])
+    assert "heaviside" not in workers.log_tail("linux-other")()
+
+
+def test_a_task_of_another_repository_is_refused_loudly(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from temporalio.exceptions import ApplicationError
+
+    from metalport.fleet.activities import FleetActivities
+
+    worker = FleetActivities(tmp_path, "mac-1", "command", "git:0123456789abcdef")
+    with pytest.raises(ApplicationError, match="worker mac-1 serves repository git:0123456789abcdef and refused a "
+                                               "task of git:fedcba9876543210 \\(run heaviside-1\\)") as err:
+        worker._refuse_other_repository({"repository": "git:fedcba9876543210", "run_id": "heaviside-1"})
+    assert err.value.non_retryable and "REFUSED" in capsys.readouterr().err
+
+
+OUTAGE_S = float(os.environ.get("METALPORT_FLEET_OUTAGE_S", "8"))  # the acceptance's 30 s: set it to 30
+
+
+def test_database_outage_and_temporal_restart_are_waited_out_by_every_worker(
+        wheel_workspace: object, tmp_path: Path, fleet_env: dict[str, str], workers: Workers, temporal: Temporal,
+        postgres: object) -> None:
+    a, b, c = _checkouts(wheel_workspace, tmp_path, build_s=3)
+    workers.start("linux-a", "linux", a)
+    workers.start("linux-b", "linux", b)
+    for family in ("binary-pointwise", "unary-pointwise"):
+        proc = _sweep(c, "linux", family, fleet_env)
+        assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    until(lambda: any(r.stage == "build" for r in _runs(c).values()), "a run building")
+
+    postgres.stop()  # type: ignore[attr-defined]
+    time.sleep(OUTAGE_S)
+    postgres.start()  # type: ignore[attr-defined]
+    temporal.stop()
+    temporal.start()
+
+    until(lambda: (lambda got: len(got) == 3 and all(r.status == "awaiting-review" for r in got.values()))(_runs(c)),
+          "three runs at the gate", lambda: workers.log_tail("linux-a")() + workers.log_tail("linux-b")())
+    assert all(proc.poll() is None for proc in workers.procs.values())  # nobody exited
+    logs = workers.log_tail("linux-a")() + workers.log_tail("linux-b")()
+    assert "unreachable" in logs and "retrying in" in logs
 
 
 def test_fleet_commands_without_a_reachable_server_or_configuration(
