@@ -52,7 +52,7 @@ async def connect(settings: FleetSettings, *, wait_s: float = 0.0) -> Client:
                 raise FleetError(f"cannot reach the Temporal server at {settings.temporal} ({why})",
                                  hint="start it (`temporal server start-dev --ip 127.0.0.1`) or check "
                                       "METALPORT_TEMPORAL_ADDRESS") from None
-            print(f"metalport: Temporal at {settings.temporal} unreachable ({why}); retrying in {delay:.0f}s "
+            print(f"metalport: Temporal at {settings.temporal} unreachable ({why}); retrying in {delay:g}s "
                   f"(waited {waited:.0f}s)", file=sys.stderr, flush=True)
             await asyncio.sleep(delay)
             waited += delay

@@ -118,6 +118,27 @@ class DatabaseError(MetalportError):
     """The shared database cannot be reached or refused a statement."""
 
 
+class ConnectionLost(DatabaseError):
+    """The connection broke under a statement (the server restarted or went away)."""
+
+
+def _retrying(method: Any) -> Any:
+    """Retry an idempotent store call whose connection broke, for as long as the store waits out outages."""
+    import functools
+
+    @functools.wraps(method)
+    def call(self: RunStore, *args: Any, **kwargs: Any) -> Any:
+        started = time.monotonic()
+        while True:
+            try:
+                return method(self, *args, **kwargs)
+            except ConnectionLost:
+                if time.monotonic() - started >= self.wait_s:
+                    raise
+                time.sleep(1.0)  # the reconnect then waits with its own backoff and progress line
+    return call
+
+
 class RunBusy(PipelineError):
     """Another process (anywhere) holds the run's lease."""
 
@@ -231,7 +252,7 @@ class RunStore:
                 if not wait or waited >= self.wait_s:
                     raise DatabaseError(f"cannot connect to the database {where}: {first}",
                                         hint="start PostgreSQL, or check METALPORT_DATABASE_URL") from None
-                print(f"metalport: database {where} unreachable ({first[:120]}); retrying in {delay:.0f}s "
+                print(f"metalport: database {where} unreachable ({first[:120]}); retrying in {delay:g}s "
                       f"(waited {waited:.0f}s)", file=sys.stderr, flush=True)
                 time.sleep(delay)
                 waited += delay
@@ -249,6 +270,10 @@ class RunStore:
             yield conn
         except psycopg.errors.UniqueViolation:
             raise
+        except psycopg.OperationalError as err:
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ConnectionLost(f"the database {safe_url(self.settings.database_url or '')} dropped the connection: "
+                                 f"{first}", hint="start PostgreSQL, or check the database's log") from None
         except psycopg.Error as err:
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise DatabaseError(f"the database {safe_url(self.settings.database_url or '')} refused a statement: "
@@ -320,6 +345,7 @@ class RunStore:
                 raise PipelineError(f"{record.op} already has a live run in the shared database: {where}",
                                     hint="decide or abort that run first (`metalport review` lists it)") from None
 
+    @_retrying
     def put(self, record: RunRecord, host: str | None = None) -> None:
         """Insert or update the record of a run (the host driving it, when given); fenced by the lease held."""
         with self.connect() as conn:
@@ -332,6 +358,7 @@ class RunStore:
                 (record.run_id, self.repository, record.op, record.status, record.stage, host,
                  json.dumps(record.to_dict()), record.created_at))
 
+    @_retrying
     def get(self, run_id: str) -> RunRecord | None:
         """The record of `run_id` in this repository, or None."""
         with self.connect() as conn:
@@ -339,6 +366,7 @@ class RunStore:
                                (run_id, self.repository)).fetchone()
         return RunRecord.from_dict(row[0]) if row else None
 
+    @_retrying
     def list(self) -> list[RunRecord]:
         """Every run of this repository, oldest first."""
         with self.connect() as conn:
@@ -347,6 +375,7 @@ class RunStore:
         records = [RunRecord.from_dict(row[0]) for row in rows]
         return sorted(records, key=lambda r: (r.created_at, r.run_id))
 
+    @_retrying
     def live_run(self, op: str) -> RunRecord | None:
         """The live run of `op` (running or awaiting review), if any."""
         with self.connect() as conn:
@@ -354,12 +383,14 @@ class RunStore:
                                "ANY(%s)", (self.repository, op, list(LIVE_STATUSES))).fetchone()
         return RunRecord.from_dict(row[0]) if row else None
 
+    @_retrying
     def placement(self, run_id: str) -> tuple[str | None, str | None]:
         """(host driving or holding the run, its workflow id)."""
         with self.connect() as conn:
             row = conn.execute("SELECT host, workflow_id FROM metalport_runs WHERE run_id = %s", (run_id,)).fetchone()
         return (row[0], row[1]) if row else (None, None)
 
+    @_retrying
     def set_workflow(self, run_id: str, workflow_id: str) -> None:
         """Remember the Temporal workflow that drives `run_id`."""
         with self.connect() as conn:
@@ -367,6 +398,7 @@ class RunStore:
 
     # Portable worktrees and run files ------------------------------------------------------------
 
+    @_retrying
     def put_portable(self, run_id: str, base_commit: str, branch: str, diff: str, host: str) -> None:
         """Record the run's worktree as base commit + diff (what another machine rebuilds it from)."""
         with self.connect() as conn:
@@ -375,18 +407,21 @@ class RunStore:
                          "branch = EXCLUDED.branch, diff = EXCLUDED.diff, host = EXCLUDED.host, updated_at = now()",
                          (run_id, base_commit, branch, diff, host))
 
+    @_retrying
     def portable(self, run_id: str) -> dict | None:
         """{base_commit, branch, diff, host} of the run's last recorded worktree, or None."""
         with self.connect(dict_rows=True) as conn:
             return conn.execute("SELECT base_commit, branch, diff, host FROM metalport_portable WHERE run_id = %s",
                                 (run_id,)).fetchone()
 
+    @_retrying
     def put_file(self, run_id: str, name: str, content: str) -> None:
         """Keep a run file (plan.json, evidence.json) for machines that do not have its run folder."""
         with self.connect() as conn:
             conn.execute("INSERT INTO metalport_run_files (run_id, name, content) VALUES (%s, %s, %s) "
                          "ON CONFLICT (run_id, name) DO UPDATE SET content = EXCLUDED.content", (run_id, name, content))
 
+    @_retrying
     def get_file(self, run_id: str, name: str) -> str | None:
         """A kept run file, or None."""
         with self.connect() as conn:
@@ -394,6 +429,7 @@ class RunStore:
                                (run_id, name)).fetchone()
         return row[0] if row else None
 
+    @_retrying
     def files(self, run_id: str, prefix: str = "") -> list[tuple[str, int]]:
         """(name, characters) of the run's kept files whose name starts with `prefix`."""
         with self.connect() as conn:
@@ -434,6 +470,7 @@ class RunStore:
             self._lease = None
             lease.release()
 
+    @_retrying
     def lease(self, run_id: str) -> dict | None:
         """{host, holder, left_s} of the run's unexpired lease, or None when nobody holds it."""
         with self.connect(dict_rows=True) as conn:
@@ -458,23 +495,27 @@ class RunStore:
             finally:
                 conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
 
+    @_retrying
     def queue_run(self, run_id: str, op: str, workflow_id: str) -> None:
         """Count `run_id` as open from its workflow's start until its worker claims it."""
         with self.connect() as conn:
             conn.execute("INSERT INTO metalport_queued (run_id, repository, op, workflow_id) VALUES (%s, %s, %s, %s) "
                          "ON CONFLICT (run_id) DO NOTHING", (run_id, self.repository, op, workflow_id))
 
+    @_retrying
     def unqueue_run(self, run_id: str) -> None:
         """Forget a queued run (its workflow was refused, or it ended before claiming the run)."""
         with self.connect() as conn:
             conn.execute("DELETE FROM metalport_queued WHERE run_id = %s", (run_id,))
 
+    @_retrying
     def queued_workflow(self, run_id: str) -> str | None:
         """The workflow id a run was queued with."""
         with self.connect() as conn:
             row = conn.execute("SELECT workflow_id FROM metalport_queued WHERE run_id = %s", (run_id,)).fetchone()
         return row[0] if row else None
 
+    @_retrying
     def open_count(self) -> int:
         """Runs open on the fleet: live runs plus queued ones not claimed yet (queued within a day)."""
         with self.connect() as conn:
@@ -486,6 +527,7 @@ class RunStore:
 
     # Sweeps and workers ----------------------------------------------------------------------------
 
+    @_retrying
     def put_report(self, report: dict) -> None:
         """Keep the latest sweep report of the repository (the dashboard's data)."""
         with self.connect() as conn:
@@ -493,6 +535,7 @@ class RunStore:
                          "(repository) DO UPDATE SET report = EXCLUDED.report, updated_at = now()",
                          (self.repository, json.dumps(report)))
 
+    @_retrying
     def report(self) -> dict | None:
         """The latest sweep report of the repository, or None."""
         with self.connect() as conn:
@@ -500,6 +543,7 @@ class RunStore:
                                (self.repository,)).fetchone()
         return row[0] if row else None
 
+    @_retrying
     def worker_seen(self, identity: str, host: str, queues: list[str], checkout: Path) -> None:
         """Record (or refresh) a running worker."""
         with self.connect() as conn:
@@ -507,6 +551,7 @@ class RunStore:
                          "(%s, %s, %s, %s, %s) ON CONFLICT (identity) DO UPDATE SET seen_at = now()",
                          (identity, host, ",".join(queues), self.repository, str(checkout)))
 
+    @_retrying
     def workers(self) -> list[dict]:
         """The workers of this repository that reported, newest first, with seconds since last seen."""
         with self.connect(dict_rows=True) as conn:
@@ -518,13 +563,24 @@ class RunStore:
 def _fenced_saver(base: type, pool: Any, store: RunStore) -> Any:
     """A `PostgresSaver` on `pool` whose writes first check `store`'s lease (Note [run leases])."""
 
+    import psycopg
+
+    def waited(write: Any, config: Any, *args: Any, **kwargs: Any) -> Any:
+        started = time.monotonic()
+        while True:
+            store.fence(config["configurable"]["thread_id"])
+            try:
+                return write(config, *args, **kwargs)  # an upsert by checkpoint id: safe to repeat
+            except psycopg.OperationalError:
+                if time.monotonic() - started >= store.wait_s:
+                    raise
+                time.sleep(1.0)
+
     class FencedSaver(base):  # type: ignore[misc, valid-type]
         def put(self, config: Any, *args: Any, **kwargs: Any) -> Any:
-            store.fence(config["configurable"]["thread_id"])
-            return super().put(config, *args, **kwargs)
+            return waited(super().put, config, *args, **kwargs)
 
         def put_writes(self, config: Any, *args: Any, **kwargs: Any) -> Any:
-            store.fence(config["configurable"]["thread_id"])
-            return super().put_writes(config, *args, **kwargs)
+            return waited(super().put_writes, config, *args, **kwargs)
 
     return FencedSaver(pool)

@@ -336,7 +336,8 @@ def test_database_outage_and_temporal_restart_are_waited_out_by_every_worker(
     workers.start("linux-b", "linux", b)
     for family in ("binary-pointwise", "unary-pointwise"):
         proc = _sweep(c, "linux", family, fleet_env)
-        assert proc.wait(timeout=120) == 0, proc.stderr.read()
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
     until(lambda: any(r.stage == "build" for r in _runs(c).values()), "a run building")
 
     postgres.stop()  # type: ignore[attr-defined]
@@ -348,8 +349,9 @@ def test_database_outage_and_temporal_restart_are_waited_out_by_every_worker(
     until(lambda: (lambda got: len(got) == 3 and all(r.status == "awaiting-review" for r in got.values()))(_runs(c)),
           "three runs at the gate", lambda: workers.log_tail("linux-a")() + workers.log_tail("linux-b")())
     assert all(proc.poll() is None for proc in workers.procs.values())  # nobody exited
-    logs = workers.log_tail("linux-a")() + workers.log_tail("linux-b")()
-    assert "unreachable" in logs and "retrying in" in logs
+    logs = "".join((tmp_path / f"{host}.log").read_text(errors="replace") for host in ("linux-a", "linux-b"))
+    assert "metalport: database postgresql://postgres@127.0.0.1" in logs and "unreachable" in logs  # said, waited
+    assert "retrying in" in logs
 
 
 def test_fleet_commands_without_a_reachable_server_or_configuration(
