@@ -25,7 +25,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from metalport.errors import MetalportError
-from metalport.fleet.workflow import PORT_ACTIVITY, SWEEP_ACTIVITY
+from metalport.fleet.workflow import CLEANUP_ACTIVITY, PORT_ACTIVITY, SWEEP_ACTIVITY
 from metalport.graph.state import TERMINAL_STATUSES
 
 
@@ -39,7 +39,17 @@ class FleetActivities:
     executor: str
     repository: str
     heartbeat_s: float = 30.0
-    _stage: dict = field(default_factory=dict)
+    concurrency: int = 1  # pipelines at once across the capability and host queues (a Mac builds one at a time)
+    _slots: asyncio.Semaphore | None = field(default=None, repr=False)
+
+    async def _take_slot(self) -> None:
+        """Wait for one of the worker's `concurrency` pipeline slots, heartbeating while waiting."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.concurrency)
+        while self._slots.locked():
+            activity.heartbeat({"stage": "waiting for a slot", "host": self.host})
+            await asyncio.sleep(max(0.2, self.heartbeat_s / 4))
+        await self._slots.acquire()  # free now: returns at once (one event loop, no await in between)
 
     def _refuse_other_repository(self, request: dict) -> None:
         theirs = request.get("repository")
@@ -60,7 +70,9 @@ class FleetActivities:
         stage = {"node": "start"}
         done, cancelled = threading.Event(), threading.Event()
         workflow_id = activity.info().workflow_id
+        await self._take_slot()
         task = asyncio.ensure_future(asyncio.to_thread(self._port, request, stage, done, cancelled, workflow_id))
+        task.add_done_callback(lambda _: self._slots.release())  # the slot is free once the pipeline thread is
         try:
             while not done.is_set():
                 lease = held_lease(run_id)
@@ -158,8 +170,23 @@ class FleetActivities:
         subprocess.run(["git", "worktree", "prune"], cwd=self.root, capture_output=True, check=False)
         branch = branch_name(op)
         subprocess.run(["git", "branch", "-D", branch], cwd=self.root, capture_output=True, check=False)
-        print(f"metalport worker: {why}; standing down: worktree {path} and branch {branch} removed here",
-              file=sys.stderr, flush=True)
+        print(f"metalport worker: {why}; {'standing down: ' if 'lease' in why else ''}worktree {path} and branch "
+              f"{branch} removed here", file=sys.stderr, flush=True)
+
+    @activity.defn(name=CLEANUP_ACTIVITY)
+    async def cleanup(self, request: dict) -> str:
+        """After the reviewer's checkout published the run: remove this machine's worktree and branch of it."""
+        from metalport.sandbox.worktree import branch_name, worktrees_dir
+
+        import git
+
+        self._refuse_other_repository(request)
+        path = worktrees_dir(git.Repo(self.root)) / request["run_id"]
+        if not path.exists():
+            return "nothing here"
+        await asyncio.to_thread(self._stand_down, request["run_id"], request["op"],
+                                f"run {request['run_id']} was published by the reviewer's checkout")
+        return f"removed {path} and {branch_name(request['op'])}"
 
     @activity.defn(name=SWEEP_ACTIVITY)
     async def sweep(self, request: dict) -> dict:

@@ -37,7 +37,8 @@ async def run_worker(root: Path, queue: str, executor: str, *, concurrency: int,
     settings, store = fleet_settings(root)
     host = host or settings.host_name()
     os.environ[HOST_ENV] = host  # the records this process writes name this machine (store settings read it)
-    activities = FleetActivities(root, host, executor, store.repository, heartbeat_s=settings.heartbeat_s)
+    activities = FleetActivities(root, host, executor, store.repository, heartbeat_s=settings.heartbeat_s,
+                                 concurrency=concurrency)
     identity = f"{host}:{queue}:{os.getpid()}"
     capability, own = repository_queue(store.repository, queue), host_queue(store.repository, host)
     queues = [capability, own]
@@ -56,7 +57,7 @@ async def run_worker(root: Path, queue: str, executor: str, *, concurrency: int,
         workers = [
             Worker(client, task_queue=capability, activities=[activities.port, activities.sweep],
                    max_concurrent_activities=concurrency, identity=identity),
-            Worker(client, task_queue=own, activities=[activities.port],
+            Worker(client, task_queue=own, activities=[activities.port, activities.cleanup],
                    max_concurrent_activities=concurrency, identity=identity),
             Worker(client, task_queue=repository_queue(store.repository, ""), workflows=[PortWorkflow, SweepWorkflow],
                    identity=identity),

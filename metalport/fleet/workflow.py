@@ -30,6 +30,7 @@ from temporalio.exceptions import ActivityError, TimeoutError, TimeoutType
 
 PORT_ACTIVITY = "metalport.port"
 SWEEP_ACTIVITY = "metalport.sweep"
+CLEANUP_ACTIVITY = "metalport.cleanup"
 _NON_RETRYABLE = ["MetalportError", "WrongRepository"]
 PATCHES = ("reviewer-publishes", "lease-retries")  # workflow.patched ids, oldest first (see module docstring)
 
@@ -64,6 +65,7 @@ class PortWorkflow:
             await workflow.wait_condition(lambda: bool(self._decisions))
             decision = self._decisions.pop(0)
             if decision.get("published") and workflow.patched("reviewer-publishes"):
+                await self._clean_host(request, record.get("host"))
                 record = {**decision["published"], "host": None}  # published by the reviewer's checkout
                 break
             self._state = {**self._state, "status": f"deciding ({decision.get('decision')})"}
@@ -80,6 +82,20 @@ class PortWorkflow:
     def state(self) -> dict:
         """Where the run is: status, host, stage, decisions waiting."""
         return {**self._state, "pending_decisions": len(self._decisions)}
+
+    async def _clean_host(self, request: dict, host: str | None) -> None:
+        """Best effort: the machine that took the run to the gate removes its worktree and branch of it."""
+        if not host:
+            return
+        try:
+            await workflow.execute_activity(
+                CLEANUP_ACTIVITY, {"run_id": request["run_id"], "op": request["op"],
+                                   "repository": request.get("repository")},
+                task_queue=self._queue(request, f"host.{host}"),
+                schedule_to_start_timeout=timedelta(seconds=request["publish_wait_s"]),
+                start_to_close_timeout=timedelta(minutes=5), retry_policy=RetryPolicy(maximum_attempts=2))
+        except ActivityError:
+            workflow.logger.info("host %s did not clean run %s's worktree (offline?)", host, request["run_id"])
 
     @staticmethod
     def _queue(request: dict, name: str) -> str:

@@ -238,6 +238,8 @@ def test_routing_concurrent_sweeps_outages_restart_and_approval_from_another_che
     assert f"Metalport-Run: {heaviside}" not in git(b, "log", "--all", "--format=%b")  # nothing committed on B
     hidden.rename(b / ".git" / "metalport" / "runs")
     until(lambda: _workflow_status(temporal, c, heaviside) == "COMPLETED", "the workflow ended")
+    assert not (b / ".git" / "metalport" / "worktrees" / heaviside).exists()  # the worker's copy cleaned up
+    assert "metalport/heaviside" not in git(b, "branch", "--format=%(refname:short)").split()
 
     ndtri = runs["special_ndtri"].run_id
     code, out, _ = _cli(capsys, "review", "abort", ndtri, "--repo", str(c))
