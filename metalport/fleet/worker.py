@@ -24,7 +24,7 @@ from temporalio.worker import Worker
 
 from metalport.fleet.activities import FleetActivities
 from metalport.fleet.client import connect, fleet_settings, host_queue
-from metalport.fleet.workflow import PortWorkflow, SweepWorkflow, repository_queue
+from metalport.fleet.workflow import LEGACY_WORKFLOW_QUEUE, PortWorkflow, SweepWorkflow, repository_queue
 from metalport.store.pg import WAIT_ENV, DatabaseError
 from metalport.store.settings import HOST_ENV
 
@@ -61,6 +61,9 @@ async def run_worker(root: Path, queue: str, executor: str, *, concurrency: int,
                    max_concurrent_activities=concurrency, identity=identity),
             Worker(client, task_queue=repository_queue(store.repository, ""), workflows=[PortWorkflow, SweepWorkflow],
                    identity=identity),
+            # Workflows started before queues carried the repository wait at the gate on the old shared
+            # workflow queue; their code is repository-neutral, and an approval needs no activity.
+            Worker(client, task_queue=LEGACY_WORKFLOW_QUEUE, workflows=[PortWorkflow, SweepWorkflow], identity=identity),
         ]
         tasks = [asyncio.create_task(w.run()) for w in workers]
         if ready is not None:

@@ -31,6 +31,7 @@ from temporalio.exceptions import ActivityError, TimeoutError, TimeoutType
 PORT_ACTIVITY = "metalport.port"
 SWEEP_ACTIVITY = "metalport.sweep"
 CLEANUP_ACTIVITY = "metalport.cleanup"
+LEGACY_WORKFLOW_QUEUE = "metalport"  # the shared workflow queue before queues carried the repository
 _NON_RETRYABLE = ["MetalportError", "WrongRepository"]
 PATCHES = ("reviewer-publishes", "lease-retries")  # workflow.patched ids, oldest first (see module docstring)
 
