@@ -331,6 +331,24 @@ def test_another_repositorys_worker_never_takes_this_repositorys_op_and_start_wa
     assert "heaviside" not in workers.log_tail("linux-other")()
 
 
+def test_max_open_holds_across_concurrent_sweeps(wheel_workspace: object, tmp_path: Path,
+                                                fleet_env: dict[str, str]) -> None:
+    """Two sweeps at once, --max-open 1, no worker yet: started-but-unclaimed workflows count as open."""
+    _, _, c = _checkouts(wheel_workspace, tmp_path, build_s=0.2)
+    sweeps = [subprocess.Popen([sys.executable, "-m", "metalport", "sweep", "--fleet", "--queue", "mac", "--status",
+                                "missing", "--family", family, "--max-open", "1", "--repo", str(c), "--json"],
+                               env=fleet_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+              for family in ("unary-pointwise", "binary-pointwise")]
+    reports = []
+    for proc in sweeps:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        reports.append(json.loads(out))
+    assert sum(len(r["started_runs"]) for r in reports) == 1
+    held = [o for r in reports for o in r["outcomes"] if o["reason"] and "(--max-open 1)" in o["reason"]]
+    assert held and all(o["reason"].startswith("not started: 1 runs are open on the fleet") for o in held)
+
+
 def test_a_task_of_another_repository_is_refused_loudly(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     from temporalio.exceptions import ApplicationError
 
