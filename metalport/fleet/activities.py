@@ -100,6 +100,8 @@ class FleetActivities:
             lease = held_lease(run_id)
             if lease is not None and lease.lost_to is not None:
                 lease.check()  # raises LeaseLost: stop before the next node starts
+            if lease is not None:
+                lease.progressed()
             if not recorded["workflow"]:
                 store.set_workflow(run_id, workflow_id)
                 recorded["workflow"] = True

@@ -25,7 +25,7 @@ from temporalio.worker import Worker
 from metalport.fleet.activities import FleetActivities
 from metalport.fleet.client import connect, fleet_settings, host_queue
 from metalport.fleet.workflow import LEGACY_WORKFLOW_QUEUE, PortWorkflow, SweepWorkflow, repository_queue
-from metalport.store.pg import WAIT_ENV, DatabaseError
+from metalport.store.pg import STALL_ENV, WAIT_ENV, DatabaseError
 from metalport.store.settings import HOST_ENV
 
 _FOREVER_S = 10 * 365 * 24 * 3600.0
@@ -37,6 +37,7 @@ async def run_worker(root: Path, queue: str, executor: str, *, concurrency: int,
     settings, store = fleet_settings(root)
     host = host or settings.host_name()
     os.environ[HOST_ENV] = host  # the records this process writes name this machine (store settings read it)
+    os.environ.setdefault(STALL_ENV, str(settings.stall_s))  # leases of this process renew only on progress
     activities = FleetActivities(root, host, executor, store.repository, heartbeat_s=settings.heartbeat_s,
                                  concurrency=concurrency)
     identity = f"{host}:{queue}:{os.getpid()}"

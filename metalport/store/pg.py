@@ -33,7 +33,7 @@ from typing import Any
 
 from metalport.errors import MetalportError, PipelineError
 from metalport.graph.records import RunRecord
-from metalport.store.settings import FleetSettings, load_settings, repository_name, safe_url
+from metalport.store.settings import STALL_ENV, FleetSettings, load_settings, repository_name, safe_url
 
 LIVE_STATUSES = ("running", "awaiting-review")
 _SCHEMA_LOCK = 7_120_531  # pg_advisory_lock key serialising schema creation across processes
@@ -148,6 +148,7 @@ class LeaseLost(PipelineError):
 
 
 WAIT_ENV = "METALPORT_DATABASE_WAIT_S"
+# STALL_ENV (settings): set in a worker (from fleet: stall_s:): its leases renew only while runs progress
 _LEASES: dict[str, Lease] = {}  # the leases this process holds, by run id (the fleet's heartbeats read them)
 
 
@@ -159,13 +160,18 @@ def held_lease(run_id: str) -> Lease | None:
 class Lease:
     """One process's lease on one run, renewed by a thread while the pipeline's thread lives."""
 
-    def __init__(self, store: RunStore, run_id: str, holder: str, lease_s: float) -> None:
+    def __init__(self, store: RunStore, run_id: str, holder: str, lease_s: float, stall_s: float = 0.0) -> None:
         self.store, self.run_id, self.holder, self.lease_s = store, run_id, holder, lease_s
+        self.stall_s = stall_s  # > 0: renew only while the pipeline reported progress this recently
         self.lost_to: str | None = None  # the holder that took it, once lost
-        self.renewed = time.monotonic()
+        self.renewed = self.progressed_at = time.monotonic()
         self._owner = threading.current_thread()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._renew, name=f"lease-{run_id}", daemon=True)
+
+    def progressed(self) -> None:
+        """The pipeline moved on (a node started or finished, a note): keep renewing."""
+        self.progressed_at = time.monotonic()
 
     def start(self) -> None:
         """Start renewing."""
@@ -173,6 +179,11 @@ class Lease:
 
     def _renew(self) -> None:
         while not self._stop.wait(max(0.2, self.lease_s / 3)) and self._owner.is_alive():
+            if self.stall_s and time.monotonic() - self.progressed_at > self.stall_s:
+                self.lost_to = f"nobody yet (no progress for {self.stall_s:g}s: a hung step; the lease lapses)"
+                print(f"metalport: run {self.run_id} made no progress for {self.stall_s:g}s; giving its lease up",
+                      file=sys.stderr, flush=True)
+                return
             try:
                 with self.store.connect(wait=False) as conn:
                     row = conn.execute("UPDATE metalport_leases SET deadline = now() + make_interval(secs => %s), "
@@ -234,6 +245,7 @@ class RunStore:
         self.wait_s = float(os.environ.get(WAIT_ENV, "0") or 0) if wait_s is None else wait_s
         self._schema_ready = False
         self._lease: Lease | None = None  # held by `hold`: every write of that run is fenced by it
+        self.stall_s = float(os.environ.get(STALL_ENV, "0") or 0)  # > 0 (a worker): renew only on progress
 
     def _open(self, dict_rows: bool, wait: bool) -> Any:
         """A new connection; with `wait` and `wait_s`, retried with backoff through an outage."""
@@ -460,7 +472,7 @@ class RunStore:
             where = f"on {held['host']}, lease for {held['left_s']:.0f}s more" if held else "on another host"
             raise RunBusy(f"run {run_id} is being driven by another process ({where})",
                                 hint="wait for it to finish, or stop that process first")
-        lease = Lease(self, run_id, holder, lease_s)
+        lease = Lease(self, run_id, holder, lease_s, self.stall_s)
         self._lease = lease
         _LEASES[run_id] = lease
         lease.start()

@@ -11,6 +11,7 @@ Read from the environment first, then from `metalport.yaml`:
       namespace: default
       host: mac-studio-1                                      # optional; default: the host name
       lease_s: 60                                             # a run's lease: a silent holder loses it after this
+      stall_s: 14400                                          # a worker gives a run up after this long without progress
       tls_ca: ~/.config/metalport/temporal-ca.pem             # optional: TLS to Temporal (server CA)
       tls_cert: ~/.config/metalport/worker.pem                # optional: mutual TLS (client cert and key)
       tls_key: ~/.config/metalport/worker.key
@@ -45,10 +46,11 @@ TEMPORAL_ENV = "METALPORT_TEMPORAL_ADDRESS"
 NAMESPACE_ENV = "METALPORT_TEMPORAL_NAMESPACE"
 HOST_ENV = "METALPORT_HOST"
 LEASE_ENV = "METALPORT_LEASE_S"
+STALL_ENV = "METALPORT_STALL_S"
 TLS_ENV = "METALPORT_TEMPORAL_TLS_"  # + CA, CERT, KEY
 _DATABASE_KEYS = ("url", "password_file", "repository")
-_FLEET_KEYS = ("temporal", "namespace", "host", "publish_wait_s", "heartbeat_s", "lease_s", "tls_ca", "tls_cert",
-               "tls_key")
+_FLEET_KEYS = ("temporal", "namespace", "host", "publish_wait_s", "heartbeat_s", "lease_s", "stall_s", "tls_ca",
+               "tls_cert", "tls_key")
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ class FleetSettings:
     publish_wait_s: float = 60.0  # how long publish waits for the run's own host before another takes it
     heartbeat_s: float = 30.0  # a worker silent this long has died: its activity moves to another worker
     lease_s: float = 60.0  # a run's lease: a holder that renews nothing for this long loses the run
+    stall_s: float = 14400.0  # a fleet worker stops renewing a run whose pipeline reported nothing this long
     tls_ca: Path | None = None  # Temporal's server CA (PEM): TLS to Temporal
     tls_cert: Path | None = None  # client certificate and key (PEM): mutual TLS
     tls_key: Path | None = None
@@ -125,6 +128,7 @@ def load_settings(repo_root: Path, environ: Mapping[str, str] | None = None) -> 
         publish_wait_s=float(fleet.get("publish_wait_s", 60.0)),
         heartbeat_s=float(fleet.get("heartbeat_s", 30.0)),
         lease_s=float(env.get(LEASE_ENV) or fleet.get("lease_s", 60.0)),
+        stall_s=float(env.get(STALL_ENV) or fleet.get("stall_s", 14400.0)),
         **{f"tls_{k}": Path(str(v)) if (v := env.get(TLS_ENV + k.upper()) or fleet.get(f"tls_{k}")) else None
            for k in ("ca", "cert", "key")})
 

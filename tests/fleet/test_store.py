@@ -181,3 +181,30 @@ def test_temporal_tls_settings_are_read_from_metalport_yaml_and_a_missing_file_i
     with pytest.raises(UsageError, match="cannot read a Temporal TLS file: No such file or directory") as err:
         load_settings(tmp_path).temporal_tls()
     assert str(tmp_path / "missing.pem") in str(err.value.location)
+
+
+def test_a_lease_whose_pipeline_makes_no_progress_is_given_up(checkouts: tuple[Path, Path], database_url: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hung step (a build that never returns) stops renewing after stall_s; progress keeps the lease."""
+    import time
+
+    from metalport.graph.records import RunRecord
+    from metalport.store import LeaseLost, open_store
+
+    a, _ = checkouts
+    monkeypatch.setenv("METALPORT_LEASE_S", "0.9")
+    monkeypatch.setenv("METALPORT_STALL_S", "1.5")
+    store = open_store(a)
+    stamp = "2026-12-03T10:00:00Z"
+    record = RunRecord("div-1", "aten::div", "running", "build", 0, None, None, stamp, stamp)
+    store.claim(record, "mac-1")
+    with store.hold("div-1") as lease:
+        for _ in range(4):  # 2 s of steady progress: longer than stall_s, still held
+            time.sleep(0.5)
+            lease.progressed()
+        store.put(record)
+        time.sleep(2.5)  # then nothing: the step hangs
+        assert lease.lost_to is not None and "no progress for 1.5s" in lease.lost_to
+        assert not store.is_live("div-1")  # lapsed: another worker may take the run
+        with pytest.raises(LeaseLost):
+            store.put(record)
