@@ -73,15 +73,21 @@ class FleetActivities:
         await self._take_slot()
         task = asyncio.ensure_future(asyncio.to_thread(self._port, request, stage, done, cancelled, workflow_id))
         task.add_done_callback(lambda _: self._slots.release())  # the slot is free once the pipeline thread is
+        def own_lease() -> object | None:
+            # This attempt's lease only: a cancelled earlier attempt of the run in this process may
+            # still hold (and have lost) one until its thread reaches its next write.
+            lease = held_lease(run_id)
+            return lease if lease is not None and lease.owner is stage.get("thread") else None
+
         try:
             while not done.is_set():
-                lease = held_lease(run_id)
+                lease = own_lease()
                 if lease is None or lease.lost_to is None:  # waiting for the lease, or driving under it
                     activity.heartbeat({"stage": stage["node"], "host": self.host})
                 await asyncio.wait([task], timeout=max(0.2, self.heartbeat_s / 4))
         except asyncio.CancelledError:
             cancelled.set()
-            lease = held_lease(run_id)
+            lease = own_lease()
             if lease is not None and lease.lost_to is None:
                 lease.lost_to = "the fleet (this attempt was cancelled)"  # the next write stops the pipeline
             raise
@@ -96,8 +102,11 @@ class FleetActivities:
         run_id, decision = request["run_id"], request.get("decision")
         recorded = {"workflow": False}
 
+        stage["thread"] = threading.current_thread()  # the pipeline's thread: its lease is this attempt's
+
         def progress(event: dict) -> None:
             lease = held_lease(run_id)
+            lease = lease if lease is not None and lease.owner is threading.current_thread() else None
             if lease is not None and lease.lost_to is not None:
                 lease.check()  # raises LeaseLost: stop before the next node starts
             if lease is not None:

@@ -165,7 +165,7 @@ class Lease:
         self.stall_s = stall_s  # > 0: renew only while the pipeline reported progress this recently
         self.lost_to: str | None = None  # the holder that took it, once lost
         self.renewed = self.progressed_at = time.monotonic()
-        self._owner = threading.current_thread()
+        self.owner = threading.current_thread()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._renew, name=f"lease-{run_id}", daemon=True)
 
@@ -178,7 +178,9 @@ class Lease:
         self._thread.start()
 
     def _renew(self) -> None:
-        while not self._stop.wait(max(0.2, self.lease_s / 3)) and self._owner.is_alive():
+        while not self._stop.wait(max(0.2, self.lease_s / 3)) and self.owner.is_alive():
+            if self.lost_to is not None:  # given up (a cancelled attempt): let the deadline lapse
+                return
             if self.stall_s and time.monotonic() - self.progressed_at > self.stall_s:
                 self.lost_to = f"nobody yet (no progress for {self.stall_s:g}s: a hung step; the lease lapses)"
                 print(f"metalport: run {self.run_id} made no progress for {self.stall_s:g}s; giving its lease up",

@@ -195,7 +195,8 @@ def test_routing_concurrent_sweeps_outages_restart_and_approval_from_another_che
 
     runs = until(lambda: (lambda got: got if len(got) == 3 and all(r.status == "awaiting-review"
                                                                     for r in got.values()) else None)(_runs(c)),
-                 "three runs at the gate", workers.log_tail("mac-a"))
+                 "three runs at the gate", lambda: workers.log_tail("mac-a")() + workers.log_tail("linux-b")(),
+                 timeout_s=480)  # the mac runs go one at a time, and retried after the restart: slow under load
     assert all(proc.poll() is None for proc in workers.procs.values())  # nobody exited
     logs = "".join((tmp_path / f"{host}.log").read_text(errors="replace") for host in ("mac-a", "linux-b"))
     assert "metalport: database postgresql://postgres@127.0.0.1" in logs and "unreachable" in logs
