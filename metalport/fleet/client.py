@@ -6,6 +6,7 @@ or `fleet: temporal:` (loopback in every example); a connection failure is one F
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from pathlib import Path
 
@@ -34,15 +35,28 @@ def fleet_settings(root: Path) -> tuple[FleetSettings, RunStore]:
     return settings, store
 
 
-async def connect(settings: FleetSettings) -> Client:
-    """A client of the configured Temporal server; FleetError when it does not answer."""
-    try:
-        return await Client.connect(settings.temporal or "", namespace=settings.namespace)
-    except RuntimeError as err:
-        why = "connection refused" if "Connection refused" in str(err) else str(err).splitlines()[0][:160]
-        raise FleetError(f"cannot reach the Temporal server at {settings.temporal} ({why})",
-                         hint="start it (`temporal server start-dev --ip 127.0.0.1`) or check "
-                              "METALPORT_TEMPORAL_ADDRESS") from None
+async def connect(settings: FleetSettings, *, wait_s: float = 0.0) -> Client:
+    """A client of the configured Temporal server; FleetError when it does not answer (after `wait_s`
+    of retries with backoff and a progress line each, for a worker riding out a server restart)."""
+    import asyncio
+    import sys
+
+    waited, delay = 0.0, 0.5
+    while True:
+        try:
+            return await Client.connect(settings.temporal or "", namespace=settings.namespace,
+                                        tls=settings.temporal_tls())
+        except RuntimeError as err:
+            why = "connection refused" if "Connection refused" in str(err) else str(err).splitlines()[0][:160]
+            if waited >= wait_s:
+                raise FleetError(f"cannot reach the Temporal server at {settings.temporal} ({why})",
+                                 hint="start it (`temporal server start-dev --ip 127.0.0.1`) or check "
+                                      "METALPORT_TEMPORAL_ADDRESS") from None
+            print(f"metalport: Temporal at {settings.temporal} unreachable ({why}); retrying in {delay:g}s "
+                  f"(waited {waited:.0f}s)", file=sys.stderr, flush=True)
+            await asyncio.sleep(delay)
+            waited += delay
+            delay = min(delay * 2, 10.0)
 
 
 def workflow_id(repository: str, op: str) -> str:
@@ -52,9 +66,11 @@ def workflow_id(repository: str, op: str) -> str:
     return f"metalport-{digest}-{name}"
 
 
-def host_queue(host: str) -> str:
-    """The task queue of one machine (decisions go there first: it holds the worktree)."""
-    return f"host.{host}"
+def host_queue(repository: str, host: str) -> str:
+    """The task queue of one machine for one repository (decisions go there first: it holds the worktree)."""
+    from metalport.fleet.workflow import repository_queue
+
+    return repository_queue(repository, f"host.{host}")
 
 
 async def decision_handle(client: Client, store: RunStore, op: str) -> WorkflowHandle | None:
@@ -76,17 +92,19 @@ async def start_port(client: Client, settings: FleetSettings, store: RunStore, o
     from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
     from temporalio.exceptions import WorkflowAlreadyStartedError
 
-    from metalport.fleet.workflow import WORKFLOW_QUEUE
+    from metalport.fleet.workflow import repository_queue
     from metalport.run_ids import new_run_id
 
     run_id, wid = new_run_id(op), workflow_id(store.repository, op)
     request = {"repository": store.repository, "op": op.removeprefix("aten::"), "run_id": run_id, "queue": queue,
                "options": options, "heartbeat_s": settings.heartbeat_s, "publish_wait_s": settings.publish_wait_s,
-               "attempts": 10}
+               "attempts": 10, "repository_queues": True}
+    await asyncio.to_thread(store.queue_run, run_id, f"aten::{request['op']}", wid)  # open from now (--max-open)
     try:
-        await client.start_workflow("PortWorkflow", request, id=wid, task_queue=WORKFLOW_QUEUE,
+        await client.start_workflow("PortWorkflow", request, id=wid, task_queue=repository_queue(store.repository, ""),
                                     id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
                                     id_conflict_policy=WorkflowIDConflictPolicy.FAIL)
     except WorkflowAlreadyStartedError:
+        await asyncio.to_thread(store.unqueue_run, run_id)
         return None
     return run_id, wid

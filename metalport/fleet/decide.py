@@ -1,10 +1,16 @@
-"""`send_decision`: a reviewer's decision from any checkout, as a signal to the workflow driving the run.
+"""`send_decision`: a reviewer's decision from any checkout, given to the workflow driving the run.
 
 Without a Temporal address (or when no running workflow drives the run: a run started locally)
-it returns None and `metalport review` resumes the run itself, as before. With one, it signals
-the op's workflow and waits like a local decision does: until the run is published or aborted, or,
-after a rejection, until the rework is back at the gate (or ended). Ctrl-C stops only the
-waiting: the decision is already the workflow's.
+it returns None and `metalport review` resumes the run itself, as before. With one:
+
+- an approval publishes here, in the reviewer's checkout: the run's worktree is rebuilt from the
+  shared store (base commit + diff, Note [portable runs]), committed, and the PR opened (a remote
+  and token configured here) or the PR bundle written under this checkout. No worker's disk is
+  needed. The workflow is then told the run is published and ends without an activity.
+- a rejection or an abort goes to the workflow as a signal (the rework needs a build machine); it
+  waits like a local decision does: until the run is aborted, or, after a rejection, until the
+  rework is back at the gate (or ended). Ctrl-C stops only the waiting: the decision is already
+  the workflow's.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from metalport.graph.records import Decision, Reject, RunRecord, decision_value
+from metalport.graph.records import Approve, Decision, Reject, RunRecord, decision_value
 from metalport.store import load_settings, open_store
 
 
@@ -31,6 +37,12 @@ async def _send(root: Path, record: RunRecord, decision: Decision, poll_s: float
     handle = await decision_handle(client, store, record.op)
     if handle is None:
         return None
+    if isinstance(decision, Approve):
+        from metalport.graph.runs import resume_run
+
+        published = await asyncio.to_thread(resume_run, root, record.run_id, decision)
+        await handle.signal("decide", {**decision_value(decision), "published": published.to_dict()})
+        return published
     await handle.signal("decide", decision_value(decision))
     if not isinstance(decision, Reject):
         await handle.result()

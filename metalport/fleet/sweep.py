@@ -13,12 +13,13 @@ import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from metalport.fleet.client import DEFAULT_EXECUTOR, connect, fleet_settings, start_port, workflow_id
 from metalport.graph.records import RunOptions
 from metalport.sweep.candidates import backlog_candidates, runs_by_op
 from metalport.sweep.dashboard import SweepReport, paths_for, write_dashboard
-from metalport.sweep.model import CANDIDATE, RUNNING, SKIPPED, OpOutcome, metalport_dir, status_of
+from metalport.sweep.model import CANDIDATE, RUNNING, SKIPPED, OpOutcome, metalport_dir
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,6 @@ class FleetSweepOptions:
 async def fleet_sweep(root: Path, options: FleetSweepOptions) -> SweepReport:
     """Start a workflow for each candidate of `root`'s backlog that nobody is on; the sweep's report."""
     from metalport.port.kinds import recipe_ops as covered
-    from metalport.sweep.candidates import local_skip
 
     settings, store = fleet_settings(root)
     client = await connect(settings)
@@ -59,12 +59,33 @@ async def fleet_sweep(root: Path, options: FleetSweepOptions) -> SweepReport:
     items = backlog_candidates(root, options.statuses, options.families)
     records = store.list()
     grouped = runs_by_op(records)
-    open_now = sum(1 for r in records if status_of(r) in ("awaiting-review", "running"))
     outcomes: list[OpOutcome] = []
     started: list[str] = []
-    stop: str | None = None
     run_options = RunOptions(model=options.model, executor=DEFAULT_EXECUTOR.get(options.queue, "auto"),
                              max_attempts=options.max_attempts).to_dict()
+    with store.sweep_lock():  # concurrent sweeps count and start one after the other: --max-open holds
+        stop = await _start_candidates(client, settings, store, options, items, grouped, recipe_ops,
+                                       store.open_count(), run_options, outcomes, started)
+    md, js = paths_for(Path(options.dashboard)) if options.dashboard else (None, None)
+    now = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    report = SweepReport(repo=store.repository, started_at=now, finished_at=now, outcomes=tuple(outcomes),
+                         options={"fleet": options.queue, "status": ",".join(options.statuses),
+                                  "family": ",".join(options.families), "limit": options.limit,
+                                  "max-open": options.max_open, "model": options.model},
+                         stop_reason=stop, started_runs=tuple(started),
+                         markdown_path=str(md) if md else None, json_path=str(js) if js else None)
+    report = write_dashboard(report, metalport_dir(root))
+    store.put_report(report.to_dict())
+    return report
+
+
+async def _start_candidates(client: Any, settings: Any, store: Any, options: FleetSweepOptions, items: list,
+                            grouped: dict, recipe_ops: frozenset, open_now: int, run_options: dict,
+                            outcomes: list[OpOutcome], started: list[str]) -> str | None:
+    """Start the candidates not skipped, within --limit and --max-open; why starting stopped, if it did."""
+    from metalport.sweep.candidates import local_skip
+
+    stop: str | None = None
     for item in items:
         skip = local_skip(item, grouped.get(item.op, []), set(), model=options.model,
                           retry_rejected=options.retry_rejected, retry_failed=options.retry_failed,
@@ -93,14 +114,4 @@ async def fleet_sweep(root: Path, options: FleetSweepOptions) -> SweepReport:
         started.append(run_id)
         outcomes.append(OpOutcome(op=item.op, outcome=RUNNING, ease=item.ease, run_id=run_id, stage="start",
                                   reason=f"run {run_id} started on the fleet (queue {options.queue}, workflow {wid})"))
-    md, js = paths_for(Path(options.dashboard)) if options.dashboard else (None, None)
-    now = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-    report = SweepReport(repo=store.repository, started_at=now, finished_at=now, outcomes=tuple(outcomes),
-                         options={"fleet": options.queue, "status": ",".join(options.statuses),
-                                  "family": ",".join(options.families), "limit": options.limit,
-                                  "max-open": options.max_open, "model": options.model},
-                         stop_reason=stop, started_runs=tuple(started),
-                         markdown_path=str(md) if md else None, json_path=str(js) if js else None)
-    report = write_dashboard(report, metalport_dir(root))
-    store.put_report(report.to_dict())
-    return report
+    return stop

@@ -6,7 +6,18 @@ workflow id comes from the repository and the op, so the engine refuses a second
 that is still going. Waiting at the gate holds no process: the workflow sleeps on a condition until
 the `decide` signal. A decision goes first to the `host.<name>` queue of the machine that holds
 the worktree; when no worker takes it there within `publish_wait_s`, any worker of the capability
-takes it through the portable run (its worktree rebuilt from base + diff).
+takes it through the portable run (its worktree rebuilt from base + diff). An approval is
+published by the reviewer's own checkout (`metalport.fleet.decide`), which then signals the
+decision with the published record: the workflow ends with it, running nothing.
+
+Every queue name carries the repository's key (`repository_queue`), so a worker of another
+repository on the same server never sees these tasks. A busy run (another machine's lease not yet
+expired) is not a failure: the activity waits for the lease, and the first activity retries
+without an attempt limit (the lease, not a count, decides).
+
+Versioning: workflows wait at the gate for days, across worker upgrades. A change in what the
+workflow does goes behind `workflow.patched(ID)` so histories recorded by older code replay on the
+new one; the ids in use are listed in PATCHES.
 """
 
 from __future__ import annotations
@@ -19,8 +30,23 @@ from temporalio.exceptions import ActivityError, TimeoutError, TimeoutType
 
 PORT_ACTIVITY = "metalport.port"
 SWEEP_ACTIVITY = "metalport.sweep"
-WORKFLOW_QUEUE = "metalport"  # every worker runs the workflows; activities go to capability and host queues
-_NON_RETRYABLE = ["MetalportError"]
+CLEANUP_ACTIVITY = "metalport.cleanup"
+LEGACY_WORKFLOW_QUEUE = "metalport"  # the shared workflow queue before queues carried the repository
+_NON_RETRYABLE = ["MetalportError", "WrongRepository"]
+PATCHES = ("reviewer-publishes", "lease-retries")  # workflow.patched ids, oldest first (see module docstring)
+
+
+def repository_key(repository: str) -> str:
+    """A short stable key of the repository's fleet-wide name (in queue names and workflow ids)."""
+    import hashlib
+
+    return hashlib.sha256(repository.encode()).hexdigest()[:12]
+
+
+def repository_queue(repository: str, name: str) -> str:
+    """The task queue `name` (mac, linux, host.NAME, or "" for workflows) of one repository."""
+    key = repository_key(repository)
+    return f"metalport.{key}.{name}" if name else f"metalport.{key}"
 
 
 @workflow.defn(name="PortWorkflow")
@@ -34,11 +60,15 @@ class PortWorkflow:
 
     @workflow.run
     async def run(self, request: dict) -> dict:
-        record = await self._port(request, None, request["queue"])
+        record = await self._port(request, None, self._queue(request, request["queue"]))
         while record.get("status") == "awaiting-review":
             self._state = {"status": "awaiting-review", "host": record.get("host"), "stage": "approve"}
             await workflow.wait_condition(lambda: bool(self._decisions))
             decision = self._decisions.pop(0)
+            if decision.get("published") and workflow.patched("reviewer-publishes"):
+                await self._clean_host(request, record.get("host"))
+                record = {**decision["published"], "host": None}  # published by the reviewer's checkout
+                break
             self._state = {**self._state, "status": f"deciding ({decision.get('decision')})"}
             record = await self._decide(request, decision, record.get("host"))
         self._state = {"status": record.get("status"), "host": record.get("host"), "stage": record.get("stage")}
@@ -54,26 +84,48 @@ class PortWorkflow:
         """Where the run is: status, host, stage, decisions waiting."""
         return {**self._state, "pending_decisions": len(self._decisions)}
 
+    async def _clean_host(self, request: dict, host: str | None) -> None:
+        """Best effort: the machine that took the run to the gate removes its worktree and branch of it."""
+        if not host:
+            return
+        try:
+            await workflow.execute_activity(
+                CLEANUP_ACTIVITY, {"run_id": request["run_id"], "op": request["op"],
+                                   "repository": request.get("repository")},
+                task_queue=self._queue(request, f"host.{host}"),
+                schedule_to_start_timeout=timedelta(seconds=request["publish_wait_s"]),
+                start_to_close_timeout=timedelta(minutes=5), retry_policy=RetryPolicy(maximum_attempts=2))
+        except ActivityError:
+            workflow.logger.info("host %s did not clean run %s's worktree (offline?)", host, request["run_id"])
+
+    @staticmethod
+    def _queue(request: dict, name: str) -> str:
+        # Workflows started before queues carried the repository have no "repository_queues" flag.
+        return repository_queue(request["repository"], name) if request.get("repository_queues") else name
+
     async def _decide(self, request: dict, decision: dict, host: str | None) -> dict:
         if host:
             try:
-                return await self._port(request, decision, f"host.{host}", wait_s=request["publish_wait_s"])
+                return await self._port(request, decision, self._queue(request, f"host.{host}"),
+                                        wait_s=request["publish_wait_s"])
             except ActivityError as err:
                 if not (isinstance(err.cause, TimeoutError) and err.cause.type == TimeoutType.SCHEDULE_TO_START):
                     raise
                 workflow.logger.info("host %s took no decision in %ss; any %s worker takes it", host,
                                      request["publish_wait_s"], request["queue"])
-        return await self._port(request, decision, request["queue"])
+        return await self._port(request, decision, self._queue(request, request["queue"]))
 
     async def _port(self, request: dict, decision: dict | None, queue: str, wait_s: float | None = None) -> dict:
         heartbeat = timedelta(seconds=request["heartbeat_s"])
         payload = {"op": request["op"], "run_id": request["run_id"], "options": request["options"],
-                   "decision": decision}
+                   "decision": decision, "repository": request.get("repository")}
+        # The lease decides whether a run is busy, not a count: unlimited attempts (0) since "lease-retries".
+        attempts = 0 if workflow.patched("lease-retries") else request["attempts"]
         return await workflow.execute_activity(
             PORT_ACTIVITY, payload, task_queue=queue, heartbeat_timeout=heartbeat,
             start_to_close_timeout=timedelta(hours=24),
             schedule_to_start_timeout=timedelta(seconds=wait_s) if wait_s else None,
-            retry_policy=RetryPolicy(maximum_attempts=1 if wait_s else request["attempts"],
+            retry_policy=RetryPolicy(maximum_attempts=1 if wait_s else attempts,
                                      initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30),
                                      non_retryable_error_types=_NON_RETRYABLE))
 
@@ -84,6 +136,8 @@ class SweepWorkflow:
 
     @workflow.run
     async def run(self, request: dict) -> dict:
+        queue = repository_queue(request["repository"], request["queue"]) if request.get("repository") \
+            else request["queue"]
         return await workflow.execute_activity(
-            SWEEP_ACTIVITY, request, task_queue=request["queue"], start_to_close_timeout=timedelta(minutes=30),
+            SWEEP_ACTIVITY, request, task_queue=queue, start_to_close_timeout=timedelta(minutes=30),
             retry_policy=RetryPolicy(maximum_attempts=2, non_retryable_error_types=_NON_RETRYABLE))

@@ -38,6 +38,7 @@ from metalport.graph.records import (
     write_record,
 )
 from metalport.graph.wiring import compile_graph, recursion_limit
+from metalport.store.pg import DatabaseError, LeaseLost
 from metalport.store.portable import share_record
 
 Progress = Callable[[dict], None]
@@ -126,6 +127,8 @@ class RunDriver:
                 return self.finish(values)
         except (FilesystemError, OSError, sqlite3.Error) as err:
             raise self._fault(values, err, fresh=isinstance(graph_input, dict)) from None
+        except (DatabaseError, LeaseLost):
+            raise  # the shared store is down, or the run is another machine's now: nothing of it to record here
         except MetalportError as err:
             if isinstance(graph_input, dict) and not values.get("worktree") and self.store is None:
                 # Input refused before any worktree existed: nothing to keep or resume. (A shared

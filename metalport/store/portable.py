@@ -31,8 +31,14 @@ if TYPE_CHECKING:
     from metalport.store.pg import RunStore
 
 
+PATCH_FILE = "patch-series.mbox"  # the run's change as `git format-patch` output, stored at the gate
+EVIDENCE_PREFIX = "evidence/"  # run-folder files stored at the gate, under this prefix
+_EVIDENCE_MAX = 2_000_000  # bytes of one run-folder file kept in the store (build logs are cut to their end)
+
+
 def share_record(store: RunStore, record: RunRecord, values: dict, directory: Path) -> None:
-    """Put the record, the worktree's base + diff and the plan in the shared store."""
+    """Put the record, the worktree's base + diff and the plan in the shared store; at the gate also
+    the patch series and the run folder's evidence, so a reviewer anywhere needs no worker's disk."""
     host = store.settings.host_name()
     store.put(record, host)
     captured = capture(values.get("worktree") or {})
@@ -41,6 +47,42 @@ def share_record(store: RunStore, record: RunRecord, values: dict, directory: Pa
     plan = directory / "plan.json"
     if values.get("plan") and plan.is_file():
         store.put_file(record.run_id, "plan.json", plan.read_text(encoding="utf-8"))
+    if record.status == "awaiting-review":
+        series = patch_series(values.get("worktree") or {}, record)
+        if series is not None:
+            store.put_file(record.run_id, PATCH_FILE, series)
+        for path in sorted(p for p in directory.rglob("*") if p.is_file() and not p.name.startswith(".")):
+            data = path.read_bytes()
+            text = data[-_EVIDENCE_MAX:].decode("utf-8", errors="replace")
+            store.put_file(record.run_id, EVIDENCE_PREFIX + path.relative_to(directory).as_posix(), text)
+
+
+def patch_series(worktree: dict, record: RunRecord) -> str | None:
+    """The worktree's change as one `git format-patch` mail (a commit made on a scratch index, no ref
+    moved), or None when the worktree is not on this machine."""
+    import os
+    import tempfile
+
+    path = Path(worktree.get("path", ""))
+    if not worktree or not path.is_dir():
+        return None
+    base = worktree["base_commit"]
+    with tempfile.TemporaryDirectory(prefix="metalport-index-") as scratch:
+        env = {**os.environ, "GIT_INDEX_FILE": str(Path(scratch) / "index"), "GIT_AUTHOR_NAME": "metalport",
+               "GIT_AUTHOR_EMAIL": "metalport@localhost", "GIT_COMMITTER_NAME": "metalport",
+               "GIT_COMMITTER_EMAIL": "metalport@localhost"}
+
+        def run(*args: str) -> str:
+            return subprocess.run(["git", *args], cwd=path, env=env, capture_output=True, text=True,
+                                  check=True).stdout
+
+        run("read-tree", base)
+        run("add", "-A")
+        tree = run("write-tree").strip()
+        message = f"[metalport] {record.op} (run {record.run_id}, awaiting review)\n\nMetalport-Run: {record.run_id}\n"
+        commit = subprocess.run(["git", "commit-tree", tree, "-p", base, "-F", "-"], cwd=path, env=env, input=message,
+                                capture_output=True, text=True, check=True).stdout.strip()
+        return run("format-patch", "-1", "--stdout", "--binary", commit)
 
 
 def capture(worktree: dict) -> tuple[str, str, str] | None:

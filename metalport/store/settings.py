@@ -10,9 +10,16 @@ Read from the environment first, then from `metalport.yaml`:
       temporal: 127.0.0.1:7233                                # Temporal frontend (loopback by default)
       namespace: default
       host: mac-studio-1                                      # optional; default: the host name
+      lease_s: 60                                             # a run's lease: a silent holder loses it after this
+      stall_s: 14400                                          # a worker gives a run up after this long without progress
+      tls_ca: ~/.config/metalport/temporal-ca.pem             # optional: TLS to Temporal (server CA)
+      tls_cert: ~/.config/metalport/worker.pem                # optional: mutual TLS (client cert and key)
+      tls_key: ~/.config/metalport/worker.key
 
 Environment: METALPORT_DATABASE_URL, METALPORT_DATABASE_PASSWORD_FILE, METALPORT_REPOSITORY,
-METALPORT_TEMPORAL_ADDRESS, METALPORT_TEMPORAL_NAMESPACE, METALPORT_HOST. A password written in
+METALPORT_TEMPORAL_ADDRESS, METALPORT_TEMPORAL_NAMESPACE, METALPORT_HOST, METALPORT_LEASE_S,
+METALPORT_TEMPORAL_TLS_CA/_CERT/_KEY. TLS to PostgreSQL is libpq's own: `?sslmode=verify-full&sslrootcert=…`
+(and `sslcert`/`sslkey`) in the URL. A password written in
 `metalport.yaml` is refused (the file lives in the repository); passwords come from the
 environment or a secret file only and are never printed (`safe_url`).
 """
@@ -38,8 +45,12 @@ REPOSITORY_ENV = "METALPORT_REPOSITORY"
 TEMPORAL_ENV = "METALPORT_TEMPORAL_ADDRESS"
 NAMESPACE_ENV = "METALPORT_TEMPORAL_NAMESPACE"
 HOST_ENV = "METALPORT_HOST"
+LEASE_ENV = "METALPORT_LEASE_S"
+STALL_ENV = "METALPORT_STALL_S"
+TLS_ENV = "METALPORT_TEMPORAL_TLS_"  # + CA, CERT, KEY
 _DATABASE_KEYS = ("url", "password_file", "repository")
-_FLEET_KEYS = ("temporal", "namespace", "host", "publish_wait_s", "heartbeat_s")
+_FLEET_KEYS = ("temporal", "namespace", "host", "publish_wait_s", "heartbeat_s", "lease_s", "stall_s", "tls_ca",
+               "tls_cert", "tls_key")
 
 
 @dataclass(frozen=True)
@@ -54,6 +65,30 @@ class FleetSettings:
     host: str | None = None  # this machine's name for `host.<name>` queues (None: socket.gethostname())
     publish_wait_s: float = 60.0  # how long publish waits for the run's own host before another takes it
     heartbeat_s: float = 30.0  # a worker silent this long has died: its activity moves to another worker
+    lease_s: float = 60.0  # a run's lease: a holder that renews nothing for this long loses the run
+    stall_s: float = 14400.0  # a fleet worker stops renewing a run whose pipeline reported nothing this long
+    tls_ca: Path | None = None  # Temporal's server CA (PEM): TLS to Temporal
+    tls_cert: Path | None = None  # client certificate and key (PEM): mutual TLS
+    tls_key: Path | None = None
+
+    def temporal_tls(self) -> object:
+        """`temporalio.service.TLSConfig` from the TLS paths, or False (plain TCP, loopback or a tunnel)."""
+        if not (self.tls_ca or self.tls_cert):
+            return False
+        from temporalio.service import TLSConfig
+
+        def read(path: Path | None) -> bytes | None:
+            if path is None:
+                return None
+            try:
+                return path.expanduser().read_bytes()
+            except OSError as err:
+                raise UsageError(f"cannot read a Temporal TLS file: {err.strerror}", location=str(path),
+                                 hint="fix fleet.tls_ca / tls_cert / tls_key (or METALPORT_TEMPORAL_TLS_*)") from None
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise UsageError("fleet.tls_cert and fleet.tls_key go together", hint="set both, or neither")
+        return TLSConfig(server_root_ca_cert=read(self.tls_ca), client_cert=read(self.tls_cert),
+                         client_private_key=read(self.tls_key))
 
     def connect_kwargs(self) -> dict:
         """Keyword arguments for `psycopg.connect`: the URL, and the password from its file if any."""
@@ -91,7 +126,11 @@ def load_settings(repo_root: Path, environ: Mapping[str, str] | None = None) -> 
         namespace=env.get(NAMESPACE_ENV) or fleet.get("namespace") or "default",
         host=env.get(HOST_ENV) or fleet.get("host"),
         publish_wait_s=float(fleet.get("publish_wait_s", 60.0)),
-        heartbeat_s=float(fleet.get("heartbeat_s", 30.0)))
+        heartbeat_s=float(fleet.get("heartbeat_s", 30.0)),
+        lease_s=float(env.get(LEASE_ENV) or fleet.get("lease_s", 60.0)),
+        stall_s=float(env.get(STALL_ENV) or fleet.get("stall_s", 14400.0)),
+        **{f"tls_{k}": Path(str(v)) if (v := env.get(TLS_ENV + k.upper()) or fleet.get(f"tls_{k}")) else None
+           for k in ("ca", "cert", "key")})
 
 
 def safe_url(url: str) -> str:

@@ -23,7 +23,7 @@ from metalport.cli import main
 from tests.fleet.conftest import git, make_checkouts
 from tests.fleet.services import Temporal
 
-FLEET = "fleet:\n  heartbeat_s: 4\n  publish_wait_s: 8\n"
+FLEET = "fleet:\n  heartbeat_s: 4\n  publish_wait_s: 8\n  lease_s: 4\n"
 
 
 @pytest.fixture(scope="module")
@@ -51,19 +51,24 @@ class Workers:
         self.env, self.logs, self.procs = env, logs, {}
         self.args: dict[str, tuple[str, Path]] = {}
 
-    def start(self, host: str, queue: str, checkout: Path) -> None:
-        """Start a worker and wait until it polls."""
+    def start(self, host: str, queue: str, checkout: Path, env: dict[str, str] | None = None) -> None:
+        """Start a worker (with `env`, default the fleet's) and wait until it polls."""
         from metalport.store import open_store
 
         self.args[host] = (queue, checkout)
         with open(self.logs / f"{host}.log", "ab") as log:
             self.procs[host] = subprocess.Popen(
                 [sys.executable, "-m", "metalport", "worker", "--queue", queue, "--executor", "command", "--host",
-                 host, "--repo", str(checkout)], env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                 host, "--repo", str(checkout)], env=env or self.env, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True)
         store = open_store(checkout)
+        store.repository = (env or self.env)["METALPORT_REPOSITORY"]
         until(lambda: any(w["host"] == host and w["identity"].endswith(f":{self.procs[host].pid}")
                           for w in store.workers()), f"worker {host} polling", self.log_tail(host))
+
+    def signal(self, host: str, sig: int) -> None:
+        """Send `sig` to a worker's process group (SIGSTOP: the machine went to sleep; SIGCONT: it woke)."""
+        os.killpg(self.procs[host].pid, sig)
 
     def kill(self, host: str) -> None:
         """SIGKILL a worker (its process group: nothing of it survives)."""
@@ -128,6 +133,22 @@ def _cli(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def _workflow_status(temporal: Temporal, checkout: Path, run_id: str) -> str:
+    """The Temporal status name of the workflow recorded with `run_id`."""
+    import asyncio
+
+    from temporalio.client import Client
+
+    from metalport.store import open_store
+
+    async def describe() -> str:
+        wid = open_store(checkout).placement(run_id)[1]
+        client = await Client.connect(temporal.address)
+        return (await client.get_workflow_handle(wid).describe()).status.name
+
+    return asyncio.run(describe())
+
+
 def _runs(checkout: Path) -> dict[str, object]:
     from metalport.store import open_store
 
@@ -140,10 +161,13 @@ def _sweep(checkout: Path, queue: str, family: str, env: dict[str, str]) -> subp
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_routing_concurrent_sweeps_restart_and_approval_from_another_checkout(
+OUTAGE_S = float(os.environ.get("METALPORT_FLEET_OUTAGE_S", "8"))  # the acceptance's 30 s: set it to 30
+
+
+def test_routing_concurrent_sweeps_outages_restart_and_approval_from_another_checkout(
         wheel_workspace: object, tmp_path: Path, fleet_env: dict[str, str], workers: Workers, temporal: Temporal,
-        capsys: pytest.CaptureFixture) -> None:
-    a, b, c = _checkouts(wheel_workspace, tmp_path, build_s=0.2)
+        postgres: object, capsys: pytest.CaptureFixture) -> None:
+    a, b, c = _checkouts(wheel_workspace, tmp_path, build_s=3)
     workers.start("mac-a", "mac", a)
     workers.start("linux-b", "linux", b)
 
@@ -160,9 +184,23 @@ def test_routing_concurrent_sweeps_restart_and_approval_from_another_checkout(
     unary = sum(len(r["started_runs"]) for r in reports[:2])
     assert unary == 2 and len(refused) == 2 and all("already porting it" in o["reason"] for o in refused)
 
+    # Runs in flight: PostgreSQL goes away for OUTAGE_S, then the Temporal server restarts. Every worker
+    # waits them out (a progress line per retry) and every run still reaches the gate.
+    until(lambda: any(r.stage == "build" for r in _runs(c).values()), "a run building")
+    postgres.stop()  # type: ignore[attr-defined]
+    time.sleep(OUTAGE_S)
+    postgres.start()  # type: ignore[attr-defined]
+    temporal.stop()
+    temporal.start()
+
     runs = until(lambda: (lambda got: got if len(got) == 3 and all(r.status == "awaiting-review"
                                                                     for r in got.values()) else None)(_runs(c)),
-                 "three runs at the gate", workers.log_tail("mac-a"))
+                 "three runs at the gate", lambda: workers.log_tail("mac-a")() + workers.log_tail("linux-b")(),
+                 timeout_s=480)  # the mac runs go one at a time, and retried after the restart: slow under load
+    assert all(proc.poll() is None for proc in workers.procs.values())  # nobody exited
+    logs = "".join((tmp_path / f"{host}.log").read_text(errors="replace") for host in ("mac-a", "linux-b"))
+    assert "metalport: database postgresql://postgres@127.0.0.1" in logs and "unreachable" in logs
+    assert "retrying in" in logs
     from metalport.store import open_store
 
     store = open_store(c)
@@ -182,13 +220,27 @@ def test_routing_concurrent_sweeps_restart_and_approval_from_another_checkout(
     temporal.start()
     workers.start_again()
 
+    # The reviewer's checkout C never sees a worker's disk: B's run folders are moved away first.
     heaviside = runs["heaviside"].run_id
+    hidden = tmp_path / "hidden-runs"
+    (b / ".git" / "metalport" / "runs").rename(hidden)
+    code, out, err = _cli(capsys, "review", "show", heaviside, "--repo", str(c))
+    assert code == 0, err
+    assert "in the shared store (made on linux-b" in out and "run.json" in out and "plan.json" in out
+    assert "Subject: [PATCH] [metalport] aten::heaviside" in out and "heaviside" in out and str(b) not in out
+    code, out, _ = _cli(capsys, "review", "show", heaviside, "--repo", str(c), "--file", "plan.json")
+    assert code == 0 and json.loads(out)
     code, out, err = _cli(capsys, "review", "approve", heaviside, "--repo", str(c))
     assert code == 0, err
-    assert out.startswith(f"run {heaviside} (aten::heaviside) published: {b}")
-    log = git(b, "log", "--format=%s%n%b", "main..metalport/heaviside")
+    bundle_dir = c / ".git" / "metalport" / "runs" / heaviside / "bundle"
+    assert out == f"run {heaviside} (aten::heaviside) published: {bundle_dir}\n"  # one line, the reviewer's side
+    log = git(c, "log", "--format=%s%n%b", "main..metalport/heaviside")
     assert log.count("[MPS] Add native Metal kernel for heaviside") == 1 and f"Metalport-Run: {heaviside}" in log
-    assert git(c, "branch", "--list", "metalport/*").strip() == ""  # the reviewer's checkout is untouched
+    assert f"Metalport-Run: {heaviside}" not in git(b, "log", "--all", "--format=%b")  # nothing committed on B
+    hidden.rename(b / ".git" / "metalport" / "runs")
+    until(lambda: _workflow_status(temporal, c, heaviside) == "COMPLETED", "the workflow ended")
+    assert not (b / ".git" / "metalport" / "worktrees" / heaviside).exists()  # the worker's copy cleaned up
+    assert "metalport/heaviside" not in git(b, "branch", "--format=%(refname:short)").split()
 
     ndtri = runs["special_ndtri"].run_id
     code, out, _ = _cli(capsys, "review", "abort", ndtri, "--repo", str(c))
@@ -201,10 +253,10 @@ def test_routing_concurrent_sweeps_restart_and_approval_from_another_checkout(
     assert code == 0 and shown.get("heaviside") == ("published", heaviside), out
 
 
-def test_killed_worker_run_reaches_the_gate_on_another_and_publishes_once_elsewhere(
+def test_stopped_worker_loses_its_lease_the_run_finishes_once_elsewhere_and_the_woken_worker_stands_down(
         wheel_workspace: object, tmp_path: Path, fleet_env: dict[str, str], workers: Workers,
         capsys: pytest.CaptureFixture) -> None:
-    a, b, c = _checkouts(wheel_workspace, tmp_path, build_s=8)
+    a, b, c = _checkouts(wheel_workspace, tmp_path, build_s=6)
     workers.start("mac-1", "mac", a)
     workers.start("mac-2", "mac", b)
     checkout = {"mac-1": a, "mac-2": b}
@@ -223,28 +275,91 @@ def test_killed_worker_run_reaches_the_gate_on_another_and_publishes_once_elsewh
     until(lambda: (r := store.get(run_id)) is not None and r.stage == "build", "the run at stage build")
     first = store.placement(run_id)[0]
     other = "mac-2" if first == "mac-1" else "mac-1"
-    workers.kill(first)
+    assert store.placement(run_id)[1].startswith("metalport-")  # the workflow id is recorded with the run
 
-    until(lambda: (r := store.get(run_id)) is not None and r.status == "awaiting-review", "the run at the gate",
-          workers.log_tail(other))
-    assert store.placement(run_id)[0] == other
+    # A Mac goes to sleep mid-build (its TCP connections stay open): the lease lapses, the other takes the run.
+    workers.signal(first, signal.SIGSTOP)
+    until(lambda: (r := store.get(run_id)) is not None and r.status == "awaiting-review"
+          and store.placement(run_id)[0] == other, "the run at the gate on the other worker", workers.log_tail(other))
+    workers.signal(first, signal.SIGCONT)
+    until(lambda: "standing down" in workers.log_tail(first)(), "the woken worker standing down",
+          workers.log_tail(first))
+    assert f"run {run_id}: this machine's lease was lost to " in workers.log_tail(first)()
+    until(lambda: not (checkout[first] / ".git" / "metalport" / "worktrees" / run_id).exists(),
+          "the woken worker's worktree removed")
+    assert "metalport/heaviside" not in git(checkout[first], "branch", "--format=%(refname:short)").split()
+    record = store.get(run_id)
+    assert (record.status, store.placement(run_id)[0]) == ("awaiting-review", other)  # not overwritten
+    assert [r.run_id for r in store.list() if r.op == "aten::heaviside"] == [run_id]
+    assert workers.procs[first].poll() is None  # it stood down from the run, not from the fleet
 
-    # The machine holding the worktree goes away too; the first one comes back. The decision waits
-    # publish_wait_s for host.<other>, then the first machine publishes through the portable run
-    # (its own half-made worktree of this run reset to base + diff).
-    workers.kill(other)
-    workers.start(first, "mac", checkout[first])
     code, out, err = _cli(capsys, "review", "approve", run_id, "--repo", str(c))
-    assert code == 0, err
-    assert out.startswith(f"run {run_id} (aten::heaviside) published: {checkout[first]}")
-    log = git(checkout[first], "log", "--format=%s%n%b", "main..metalport/heaviside")
+    assert code == 0 and out.startswith(f"run {run_id} (aten::heaviside) published: {c}"), err
+    log = git(c, "log", "--format=%s%n%b", "main..metalport/heaviside")
     assert log.count("[MPS] Add native Metal kernel for heaviside") == 1 and f"Metalport-Run: {run_id}" in log
-    assert git(checkout[other], "log", "--format=%s", "main..metalport/heaviside").strip() == ""
-    assert store.placement(run_id)[0] == first
+    for machine in (a, b):  # the workers committed nothing: the run's one commit is the reviewer's
+        assert f"Metalport-Run: {run_id}" not in git(machine, "log", "--all", "--format=%b")
 
     code, out, _ = _cli(capsys, "fleet", "status", "--repo", str(c), "--json")
     status = json.loads(out)
-    assert code == 0 and status["runs"] == [] and status["queues"]["mac"] != []
+    mac = [name for name in status["queues"] if name.endswith(".mac")]
+    assert code == 0 and status["runs"] == [] and len(mac) == 1 and status["queues"][mac[0]] != []
+    assert {w["state"] for w in status["workers"]} == {"alive"}
+
+
+def test_another_repositorys_worker_never_takes_this_repositorys_op_and_start_waits_for_the_outcome(
+        wheel_workspace: object, tmp_path: Path, fleet_env: dict[str, str], workers: Workers) -> None:
+    from metalport.store import open_store
+
+    a, b, c = _checkouts(wheel_workspace, tmp_path, build_s=0.2)
+    elsewhere = {**fleet_env, "METALPORT_REPOSITORY": fleet_env["METALPORT_REPOSITORY"] + "-other"}
+    workers.start("linux-other", "linux", b, env=elsewhere)  # same Temporal server, same database
+    start = subprocess.Popen([sys.executable, "-m", "metalport", "fleet", "start", "heaviside", "--queue", "linux",
+                              "--wait", "--json", "--repo", str(c)], env=fleet_env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    time.sleep(8)
+    assert start.poll() is None  # nobody of this repository works yet: the run waits
+    other_store = open_store(b)
+    other_store.repository = elsewhere["METALPORT_REPOSITORY"]
+    assert _runs(c) == {} and other_store.list() == []
+    assert "heaviside" not in workers.log_tail("linux-other")()
+
+    workers.start("linux-a", "linux", a)
+    out, err = start.communicate(timeout=180)
+    result = json.loads(out)
+    assert start.returncode == 0 and result["outcome"] == "awaiting-review", err
+    assert open_store(c).placement(result["run_id"]) == ("linux-a", result["workflow_id"])
+    assert "heaviside" not in workers.log_tail("linux-other")()
+
+
+def test_max_open_holds_across_concurrent_sweeps(wheel_workspace: object, tmp_path: Path,
+                                                fleet_env: dict[str, str]) -> None:
+    """Two sweeps at once, --max-open 1, no worker yet: started-but-unclaimed workflows count as open."""
+    _, _, c = _checkouts(wheel_workspace, tmp_path, build_s=0.2)
+    sweeps = [subprocess.Popen([sys.executable, "-m", "metalport", "sweep", "--fleet", "--queue", "mac", "--status",
+                                "missing", "--family", family, "--max-open", "1", "--repo", str(c), "--json"],
+                               env=fleet_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+              for family in ("unary-pointwise", "binary-pointwise")]
+    reports = []
+    for proc in sweeps:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        reports.append(json.loads(out))
+    assert sum(len(r["started_runs"]) for r in reports) == 1
+    held = [o for r in reports for o in r["outcomes"] if o["reason"] and "(--max-open 1)" in o["reason"]]
+    assert held and all(o["reason"].startswith("not started: 1 runs are open on the fleet") for o in held)
+
+
+def test_a_task_of_another_repository_is_refused_loudly(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from temporalio.exceptions import ApplicationError
+
+    from metalport.fleet.activities import FleetActivities
+
+    worker = FleetActivities(tmp_path, "mac-1", "command", "git:0123456789abcdef")
+    with pytest.raises(ApplicationError, match="worker mac-1 serves repository git:0123456789abcdef and refused a "
+                                               "task of git:fedcba9876543210 \\(run heaviside-1\\)") as err:
+        worker._refuse_other_repository({"repository": "git:fedcba9876543210", "run_id": "heaviside-1"})
+    assert err.value.non_retryable and "REFUSED" in capsys.readouterr().err
 
 
 def test_fleet_commands_without_a_reachable_server_or_configuration(

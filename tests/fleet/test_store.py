@@ -68,21 +68,54 @@ def test_one_live_run_per_op_across_machines(checkouts: tuple[Path, Path], datab
     assert [r.run_id for r in open_store(b).list()] == ["heaviside-1", "heaviside-2"]
 
 
-def test_run_lock_is_held_across_connections(checkouts: tuple[Path, Path], database_url: str) -> None:
+def test_run_lease_is_held_across_connections(checkouts: tuple[Path, Path], database_url: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
     from metalport.errors import PipelineError
     from metalport.graph.records import RunRecord
     from metalport.store import open_store
 
     a, b = checkouts
+    monkeypatch.setenv("METALPORT_HOST", "mac-1")
     store = open_store(a)
     stamp = "2026-12-03T10:00:00Z"
     store.claim(RunRecord("sub-1", "aten::sub", "running", "build", 0, None, None, stamp, stamp), "mac-1")
     with store.hold("sub-1"):
         assert open_store(b).is_live("sub-1")
-        with pytest.raises(PipelineError, match="run sub-1 is being driven by another process \\(on mac-1\\)"):
+        with pytest.raises(PipelineError, match="run sub-1 is being driven by another process \\(on mac-1, lease "
+                                                "for [0-9]+s more\\)"):
             with open_store(b).hold("sub-1"):
                 pass
     assert not open_store(b).is_live("sub-1")
+
+
+def test_a_holder_that_stops_renewing_loses_the_lease_and_its_writes_are_refused(
+        checkouts: tuple[Path, Path], database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Note [run leases]: a stopped process (its renewal thread frozen) loses the run after lease_s."""
+    import time
+
+    from metalport.graph.records import RunRecord
+    from metalport.store import LeaseLost, open_store
+
+    a, b = checkouts
+    monkeypatch.setenv("METALPORT_LEASE_S", "1.5")
+    monkeypatch.setenv("METALPORT_HOST", "mac-1")
+    asleep = open_store(a)
+    stamp = "2026-12-03T10:00:00Z"
+    record = RunRecord("mul-1", "aten::mul", "running", "build", 0, None, None, stamp, stamp)
+    asleep.claim(record, "mac-1")
+    with asleep.hold("mul-1") as lease:
+        time.sleep(1.0)
+        asleep.put(record)  # renewed: still ours after most of a lease
+        lease._stop.set()  # the machine goes to sleep: nothing renews any more
+        time.sleep(2.0)
+        monkeypatch.setenv("METALPORT_HOST", "mac-2")
+        awake = open_store(b)
+        with awake.hold("mul-1"):
+            awake.put(RunRecord("mul-1", "aten::mul", "awaiting-review", "approve", 1, None, None, stamp, stamp))
+            with pytest.raises(LeaseLost, match="run mul-1: this machine's lease was lost to mac-2"):
+                asleep.put(record)  # the woken holder cannot overwrite the new holder's record
+        assert lease.lost_to == "mac-2"
+    assert awake.get("mul-1").status == "awaiting-review"
 
 
 def test_password_in_metalport_yaml_is_refused_and_never_printed(
@@ -124,3 +157,54 @@ def test_processes_setting_up_one_database_at_once_do_not_deadlock(checkouts: tu
     results = [proc.communicate(timeout=120) for proc in procs]
     assert [proc.returncode for proc in procs] == [0] * 8, [err[-500:] for _, err in results]
     assert len({out for out, _ in results}) == 1
+
+
+def test_temporal_tls_settings_are_read_from_metalport_yaml_and_a_missing_file_is_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from metalport.errors import UsageError
+    from metalport.store import load_settings
+
+    for key in ("CA", "CERT", "KEY"):
+        monkeypatch.delenv(f"METALPORT_TEMPORAL_TLS_{key}", raising=False)
+    (tmp_path / "ca.pem").write_bytes(b"-----BEGIN CERTIFICATE-----\nca\n")
+    (tmp_path / "w.pem").write_bytes(b"cert")
+    (tmp_path / "w.key").write_bytes(b"key")
+    (tmp_path / "metalport.yaml").write_text(f"fleet:\n  temporal: temporal.internal:7233\n  tls_ca: {tmp_path}/ca.pem\n"
+                                             f"  tls_cert: {tmp_path}/w.pem\n  tls_key: {tmp_path}/w.key\n")
+    tls = load_settings(tmp_path).temporal_tls()
+    assert (tls.server_root_ca_cert, tls.client_cert, tls.client_private_key) == (
+        b"-----BEGIN CERTIFICATE-----\nca\n", b"cert", b"key")
+    assert load_settings(tmp_path, environ={}).temporal_tls() is not False
+    (tmp_path / "metalport.yaml").write_text("fleet:\n  temporal: 127.0.0.1:7233\n")
+    assert load_settings(tmp_path).temporal_tls() is False  # plain TCP: loopback or a tunnel
+    monkeypatch.setenv("METALPORT_TEMPORAL_TLS_CA", str(tmp_path / "missing.pem"))
+    with pytest.raises(UsageError, match="cannot read a Temporal TLS file: No such file or directory") as err:
+        load_settings(tmp_path).temporal_tls()
+    assert str(tmp_path / "missing.pem") in str(err.value.location)
+
+
+def test_a_lease_whose_pipeline_makes_no_progress_is_given_up(checkouts: tuple[Path, Path], database_url: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hung step (a build that never returns) stops renewing after stall_s; progress keeps the lease."""
+    import time
+
+    from metalport.graph.records import RunRecord
+    from metalport.store import LeaseLost, open_store
+
+    a, _ = checkouts
+    monkeypatch.setenv("METALPORT_LEASE_S", "0.9")
+    monkeypatch.setenv("METALPORT_STALL_S", "1.5")
+    store = open_store(a)
+    stamp = "2026-12-03T10:00:00Z"
+    record = RunRecord("div-1", "aten::div", "running", "build", 0, None, None, stamp, stamp)
+    store.claim(record, "mac-1")
+    with store.hold("div-1") as lease:
+        for _ in range(4):  # 2 s of steady progress: longer than stall_s, still held
+            time.sleep(0.5)
+            lease.progressed()
+        store.put(record)
+        time.sleep(2.5)  # then nothing: the step hangs
+        assert lease.lost_to is not None and "no progress for 1.5s" in lease.lost_to
+        assert not store.is_live("div-1")  # lapsed: another worker may take the run
+        with pytest.raises(LeaseLost):
+            store.put(record)
