@@ -31,6 +31,26 @@ BEFORE = "72942bb"  # main before the issue-14 speed work
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def make_workspace(target: Path, *, real: bool = False) -> Path:
+    """A fresh wheel workspace at `target`; with `real`, $METALPORT_REAL_TREE's files laid over it and
+    committed (as the real-tree tests do)."""
+    import shutil
+
+    from metalport.checkout import init_workspace
+    from metalport.checkout.workspace import GIT_IDENTITY
+
+    checkout = init_workspace(target)
+    if real:
+        tree = Path(os.environ.get("METALPORT_REAL_TREE") or ROOT.parent / "shared" / "pytorch-real")
+        if not tree.is_dir():
+            raise SystemExit(f"no real tree at {tree}: set METALPORT_REAL_TREE")
+        shutil.copytree(tree, checkout.root, dirs_exist_ok=True)
+        for argv in (["add", "-A"], ["commit", "-q", "-m", "real upstream files over the wheel workspace"]):
+            subprocess.run(["git", *GIT_IDENTITY, *argv], cwd=checkout.root, check=True, capture_output=True,
+                           timeout=120)
+    return checkout.root
+
+
 def _children_cpu_s() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
