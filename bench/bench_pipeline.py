@@ -196,7 +196,8 @@ def main() -> None:
                 after = _series(ROOT, tmp, "after", row, args.runs)
                 lines += _table(f"**{row}**, cold caches (run 1), seconds", before[:1], after[:1])
                 if args.runs > 1:
-                    lines += _table(f"**{row}**, warm caches (median of {args.runs - 1}), seconds", before[1:], after[1:])
+                    title = f"**{row}**, warm caches (median of {args.runs - 1}), seconds"
+                    lines += _table(title, before[1:], after[1:])
                 verdicts.append(_verdict(row, after[:1], after[1:]))
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)],
