@@ -15,6 +15,7 @@ import ast
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from metalport.content_cache import ContentCache
 from metalport.errors import RecipeError
 
 OPINFO_FILES: tuple[str, ...] = (
@@ -57,25 +58,32 @@ def _dtypes(node: ast.Call) -> tuple[str, ...] | None:
     return tuple(ast.unparse(e).removeprefix("torch.") for e in value.elts)
 
 
-def find_decorators(text: str, names: Iterable[str] | None, *, path: str,
-                    strict: bool = True) -> tuple[Decorator, ...]:
-    """Every MPS skip/expectedFailure decorator of the OpInfos called one of `names` (None: of every
-    OpInfo) in `text`.
+@dataclass(frozen=True)
+class _Index:
+    """What `find_decorators` and `narrow_decorators` need of one text, in `ast.walk` order.
 
-    With `strict`, raises RecipeError when one shares a line with another list element (whole lines
-    are removed); without, such a decorator is reported all the same (to compare files).
+    `decorators`: per MPS failure decorator in an OpInfo's `decorators=`/`skips=` list, (the
+    OpInfo's first argument, first line, last line, dtypes, whether it shares a line with a
+    neighbour). `failures`: per MPS failure `DecorateInfo(...)` anywhere, (first line, last line,
+    its `dtypes=` value's span (line, column, end line, end column) or None, its end column).
     """
-    wanted = None if names is None else set(names)
-    try:
-        tree = ast.parse(text)
-    except SyntaxError as err:
-        raise RecipeError(f"cannot parse: {err.msg}", location=f"{path}:{err.lineno}",
-                          hint="fix the syntax error first") from err
-    found = []
+
+    decorators: tuple[tuple[object, int, int, tuple[str, ...] | None, bool], ...]
+    failures: tuple[tuple[int, int, tuple[int, int, int, int] | None, int], ...]
+
+
+def _index(text: str) -> _Index:
+    tree = ast.parse(text)  # SyntaxError: raised to the caller, never cached
+    decorators, failures = [], []
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and ast.unparse(node.func).endswith("Info") and node.args
-                and isinstance(node.args[0], ast.Constant)
-                and (wanted is None or node.args[0].value in wanted)):
+        if not isinstance(node, ast.Call):
+            continue
+        if _is_mps_failure(node):
+            given = _keyword(node, "dtypes")
+            span = None if given is None else (given.lineno, given.col_offset, given.end_lineno or given.lineno,
+                                               given.end_col_offset or 0)
+            failures.append((node.lineno, node.end_lineno or node.lineno, span, node.end_col_offset or 1))
+        if not (ast.unparse(node.func).endswith("Info") and node.args and isinstance(node.args[0], ast.Constant)):
             continue
         for key in ("decorators", "skips"):
             value = _keyword(node, key)
@@ -86,10 +94,41 @@ def find_decorators(text: str, names: Iterable[str] | None, *, path: str,
                 start, end = e.lineno, e.end_lineno or e.lineno
                 before = elts[i - 1].end_lineno if i else value.lineno  # type: ignore[union-attr]
                 after = elts[i + 1].lineno if i + 1 < len(elts) else value.end_lineno  # type: ignore[union-attr]
-                if strict and ((before is not None and before >= start) or (after is not None and after <= end)):
-                    raise RecipeError(f"an MPS decorator of {node.args[0].value!r} shares its line with another",
-                                      location=f"{path}:{start}", hint="put it on its own line, then rerun")
-                found.append(Decorator(path, str(node.args[0].value), start, end, _dtypes(e)))  # type: ignore[arg-type]
+                shared = (before is not None and before >= start) or (after is not None and after <= end)
+                decorators.append((node.args[0].value, start, end, _dtypes(e), shared))  # type: ignore[arg-type]
+    return _Index(tuple(decorators), tuple(failures))
+
+
+# Note [content cache]: an OpInfo module (~1 MB) takes ~1 s to parse and walk; plan, edit and check
+# each read the same texts.
+_INDEX: ContentCache[_Index] = ContentCache("opinfo-decorators", [__file__])
+
+
+def _indexed(text: str, path: str) -> _Index:
+    try:
+        return _INDEX.get(text, _index)
+    except SyntaxError as err:
+        raise RecipeError(f"cannot parse: {err.msg}", location=f"{path}:{err.lineno}",
+                          hint="fix the syntax error first") from err
+
+
+def find_decorators(text: str, names: Iterable[str] | None, *, path: str,
+                    strict: bool = True) -> tuple[Decorator, ...]:
+    """Every MPS skip/expectedFailure decorator of the OpInfos called one of `names` (None: of every
+    OpInfo) in `text`.
+
+    With `strict`, raises RecipeError when one shares a line with another list element (whole lines
+    are removed); without, such a decorator is reported all the same (to compare files).
+    """
+    wanted = None if names is None else set(names)
+    found = []
+    for name, start, end, dtypes, shared in _indexed(text, path).decorators:
+        if wanted is not None and name not in wanted:
+            continue
+        if strict and shared:
+            raise RecipeError(f"an MPS decorator of {name!r} shares its line with another",
+                              location=f"{path}:{start}", hint="put it on its own line, then rerun")
+        found.append(Decorator(path, str(name), start, end, dtypes))
     return tuple(sorted(found, key=lambda d: d.first_line))
 
 
@@ -104,21 +143,19 @@ def narrow_decorators(text: str, spans: Mapping[tuple[int, int], tuple[str, ...]
     its `dtypes=` value replaced, or `dtypes=` added before its closing parenthesis. Line count
     and every other character stay as they were."""
     try:
-        tree = ast.parse(text)
+        index = _INDEX.get(text, _index)
     except SyntaxError as err:
         raise RecipeError(f"cannot parse: {err.msg}", location=f"{path}:{err.lineno}") from err
     lines = [line.encode("utf-8") for line in text.split("\n")]  # ast columns are UTF-8 byte offsets
     edits: list[tuple[int, int, int, int, str]] = []
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and _is_mps_failure(node) and (node.lineno, node.end_lineno) in spans):
+    for first, last, given, end_col in index.failures:
+        if (first, last) not in spans:
             continue
-        value = dtypes_source(spans[(node.lineno, node.end_lineno or node.lineno)])
-        given = _keyword(node, "dtypes")
+        value = dtypes_source(spans[(first, last)])
         if given is not None:
-            edits.append((given.lineno, given.col_offset, given.end_lineno or given.lineno,
-                          given.end_col_offset or 0, value))
+            edits.append((*given, value))
         else:
-            row, col = (node.end_lineno or node.lineno), (node.end_col_offset or 1) - 1  # at the `)`
+            row, col = last, end_col - 1  # at the `)`
             before = lines[row - 1][:col].rstrip()
             joint = " " if before.endswith(b",") else "" if before.endswith(b"(") else ", "
             edits.append((row, col, row, col, f"{joint}dtypes={value}"))

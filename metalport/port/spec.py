@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import functools
 import re
 import string
 from collections.abc import Mapping
@@ -403,10 +404,25 @@ def load_spec(data: Mapping[str, Any] | str) -> LaunchSpec:
     `check_schema` for its consistency with the op's schema.
     """
     if isinstance(data, str):
+        return _spec_from_text(data)
+    return _spec_from(data)
+
+
+@functools.lru_cache(maxsize=64)
+def _spec_from_text(text: str) -> LaunchSpec:
+    """`load_spec` of a YAML text, once per text per process (the recipe table is read by resolve,
+    plan and edit); libyaml parses it when installed, the pure-Python parser words a YAML error."""
+    try:
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
         try:
-            data = yaml.safe_load(data)
+            data = yaml.safe_load(text)
         except yaml.YAMLError as err:
             raise SpecError(f"spec: not YAML: {str(err).splitlines()[0]}") from None
+    return _spec_from(data)
+
+
+def _spec_from(data: Any) -> LaunchSpec:
     op = str(data.get("op", "?")) if isinstance(data, Mapping) else "?"
     d = _take(data, "", op, _TOP, {"op", "kind", "host", "kernel", "inputs", "outputs", "geometry", "dtypes"})
     op = _str(d["op"], "op", op)
