@@ -11,7 +11,6 @@ from __future__ import annotations
 _FLOAT = "::metal::enable_if_t<::c10::metal::is_scalar_floating_point_v<T>, T>"
 _FLOAT_BOOL = "::metal::enable_if_t<::c10::metal::is_scalar_floating_point_v<T>, bool>"
 _COMPLEX = "::metal::enable_if_t<::c10::metal::is_complex_v<T>, T>"
-_COMPLEX_BOOL = "::metal::enable_if_t<::c10::metal::is_complex_v<T>, bool>"
 _INT_FLOAT = "::metal::enable_if_t<!::metal::is_floating_point_v<T>, float>"
 _INT = "::metal::enable_if_t<!::metal::is_floating_point_v<T>, T>"
 _INT_BOOL = "::metal::enable_if_t<!::metal::is_floating_point_v<T>, bool>"
@@ -156,25 +155,17 @@ def _float_only(name: str, params: str, body: str, complex_body: str = "") -> st
 
 
 def _logical(name: str, expr: str) -> str:
-    """A binary functor giving bool from the truth values `l` and `r` of its operands."""
+    """A binary functor giving bool from the truth values `l` and `r` of its operands.
+
+    Truthiness is the tree's own `c10::metal::cast_to<bool>` (c10/metal/utils.h): `x != 0` for
+    scalars, either component nonzero for complex, one template for every dtype (Note [reuse
+    before writing] in port/reuse.py)."""
     return (
         f"struct {name}_functor {{\n"
         f"  template <typename T>\n"
-        f"  inline {_FLOAT_BOOL} operator()(const T a, const T b) {{\n"
-        f"    const bool l = a != static_cast<T>(0);\n"
-        f"    const bool r = b != static_cast<T>(0);\n"
-        f"    return {expr};\n"
-        f"  }}\n"
-        f"  template <typename T>\n"
-        f"  inline {_INT_BOOL} operator()(const T a, const T b) {{\n"
-        f"    const bool l = static_cast<bool>(a);\n"
-        f"    const bool r = static_cast<bool>(b);\n"
-        f"    return {expr};\n"
-        f"  }}\n"
-        f"  template <typename T>\n"
-        f"  inline {_COMPLEX_BOOL} operator()(const T a, const T b) {{\n"
-        f"    const bool l = a.x != 0 || a.y != 0;\n"
-        f"    const bool r = b.x != 0 || b.y != 0;\n"
+        f"  inline bool operator()(const T a, const T b) {{\n"
+        f"    const bool l = ::c10::metal::cast_to<bool>(a);\n"
+        f"    const bool r = ::c10::metal::cast_to<bool>(b);\n"
         f"    return {expr};\n"
         f"  }}\n"
         f"}};\n"
@@ -358,17 +349,10 @@ SOURCES: dict[str, str] = {
         "};\n"),
     "logical_not": (
         "struct logical_not_functor {\n"
+        "  // Truthiness by the tree's c10::metal::cast_to<bool> (complex: either part nonzero).\n"
         "  template <typename T>\n"
-        f"  inline {_FLOAT_BOOL} operator()(const T x) {{\n"
-        "    return x == static_cast<T>(0);\n"
-        "  }\n"
-        "  template <typename T>\n"
-        f"  inline {_INT_BOOL} operator()(const T x) {{\n"
-        "    return !static_cast<bool>(x);\n"
-        "  }\n"
-        "  template <typename T>\n"
-        f"  inline {_COMPLEX_BOOL} operator()(const T x) {{\n"
-        "    return x.x == 0 && x.y == 0;\n"
+        "  inline bool operator()(const T x) {\n"
+        "    return !::c10::metal::cast_to<bool>(x);\n"
         "  }\n"
         "};\n"),
     "heaviside": (

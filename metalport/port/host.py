@@ -101,6 +101,9 @@ class HostStub:
     # Further stubs the op's structured kernel calls, served by the same function (`sgn_out` calls
     # sign_stub for real dtypes and sgn_stub for complex: one `sgn` kernel runs both).
     extra_stubs: tuple[str, ...] = ()
+    # The dtype the kernel naturally writes when an `out=` may differ (`kBool` for logical ops):
+    # exec_binary_kernel's `natural_output_dtype`, which routes other out dtypes to `_castout_`.
+    natural_output: str | None = None
 
     def __post_init__(self) -> None:
         if self.family not in _EXEC:
@@ -133,6 +136,8 @@ class HostStub:
             call = f'{_EXEC[self.family]}(iter, "{self.kernel or self.op}", {self.scalar or "value"})'
         else:
             alpha = f", {self.scalar or 'alpha'}" if self.family == "alpha" else ""
+            if self.natural_output and self.family == "binary":
+                alpha = f", std::nullopt, std::nullopt, {self.natural_output}"
             call = f'lib.{_EXEC[self.family]}(iter, "{self.kernel or self.op}"{alpha})'
         return f"static void {self.function}({self.params}) {{\n  {call};\n}}\n"
 
@@ -144,7 +149,7 @@ class HostStub:
 
     def macro_line(self, text: str) -> str | None:
         """`MACRO(op);` when `text` defines a registration macro this stub fits (Note [host idiom])."""
-        if self.scalar or self.extra_stubs or self.stub != f"{self.kernel or self.op}_stub":
+        if self.scalar or self.extra_stubs or self.natural_output or self.stub != f"{self.kernel or self.op}_stub":
             return None
         for m in _MACRO_DEF.finditer(text):
             name, arg, body = m.group(1), m.group(2), re.sub(r"\s+", "", m.group(3).replace("\\\n", ""))
