@@ -19,7 +19,7 @@ from metalport.agent.budget import BudgetLimits, Price
 from metalport.errors import UsageError
 
 CONFIG_NAME = "metalport.yaml"
-_OTHER_SECTIONS = ("build", "test", "executor", "remote", "database", "fleet")
+_OTHER_SECTIONS = ("build", "test", "executor", "remote", "database", "fleet", "pr")
 
 
 @dataclass(frozen=True)
