@@ -441,9 +441,11 @@ TERNARY_ALPHA_MACRO = "REGISTER_TERNARY_ALPHA_OP"
 # Note [ternary alpha kernels]: this PyTorch's c10/metal has ternary kernels without a scalar, and
 # its exec_ternary_kernel passes none. Ops with one (addcmul's and addcdiv's `value`) get these two
 # kernels in their own kernel file, launched by the host file's exec_ternary_kernel_with_alpha
-# (host.py): `dense` when every operand is contiguous and of the output's type, else `strided_cast`,
-# which reads each input at its own type and strides. Host names: <op>_dense_<out>_<in>_<alpha> and
-# <op>_strided_cast_<out>_<alpha>.
+# (host.py): kernels are picked by the iterator's common dtype, not the output's (a wider `out=`
+# must not widen the computation): `dense` when every operand and the output are contiguous and of
+# the common dtype, else `strided_cast`, which reads each input at its own type, computes at the
+# common dtype and casts to the output's dtype on store (c10::metal::store_at_offs). Host names:
+# <op>_dense_<common>_<common>_<alpha> and <op>_strided_cast_<common>_<alpha>.
 TERNARY_ALPHA_KERNELS = (
     "// Ternary kernels taking a scalar argument (`value`), given to the functor with the\n"
     "// operands at opmath precision. c10/metal's ternary kernels take no scalar.\n"
@@ -474,6 +476,7 @@ TERNARY_ALPHA_KERNELS = (
     "    constant long* other1_strides [[buffer(8)]],\n"
     "    constant long* other2_strides [[buffer(9)]],\n"
     "    constant uint4& ndim_types [[buffer(10)]],\n"
+    "    constant uint& out_type [[buffer(11)]],\n"
     "    uint tid [[thread_position_in_grid]]) {\n"
     "  using om_t = ::c10::metal::opmath_t<T>;\n"
     "  using ::c10::metal::ScalarType;\n"
@@ -493,9 +496,12 @@ TERNARY_ALPHA_KERNELS = (
     "      other2,\n"
     "      ::c10::metal::offset_from_coord(pos, other2_strides, ndim),\n"
     "      static_cast<ScalarType>(ndim_types.w));\n"
-    "  ::c10::metal::ref_at_offs<T>(\n"
-    "      output, ::c10::metal::offset_from_coord(pos, output_strides, ndim)) =\n"
-    "      static_cast<T>(f(a, b, c, alpha));\n"
+    "  // Computed at the common dtype T, cast to the output's dtype on store.\n"
+    "  ::c10::metal::store_at_offs(\n"
+    "      output,\n"
+    "      ::c10::metal::offset_from_coord(pos, output_strides, ndim),\n"
+    "      static_cast<ScalarType>(out_type),\n"
+    "      static_cast<T>(f(a, b, c, alpha)));\n"
     "}\n"
     "\n"
     "#define REGISTER_TERNARY_ALPHA_OP(NAME, DTYPEI, DTYPEA, DTYPEO)             \\\n"
@@ -524,5 +530,6 @@ TERNARY_ALPHA_KERNELS = (
     "          constant long* other1_strides,                                    \\\n"
     "          constant long* other2_strides,                                    \\\n"
     "          constant uint4& ndim_types,                                       \\\n"
+    "          constant uint& out_type,                                          \\\n"
     "          uint tid)\n"
 )

@@ -144,3 +144,35 @@ def test_a_second_run_on_the_same_files_stacks_on_the_open_one_and_both_patches_
     assert "struct heaviside_functor" in kernel and "struct logical_and_functor" in kernel
     with pytest.raises(subprocess.CalledProcessError):  # not stacked, the second alone would not apply
         _am(base, patches[1:], tmp_path / "alone")
+
+
+def test_addcmul_with_a_wider_out_computes_at_the_common_dtype_and_casts_on_store(tmp_path: Path) -> None:
+    """half inputs written through a float32 `out=`: CPU rounds the result to half first (the
+    computation is at the common dtype); the host picks the common dtype's kernel and casts on
+    store, so the float32 output holds half-rounded values, not float32 math."""
+    import torch
+
+    from metalport.checks.backend import compile_files
+    from metalport.checks.hostmodel import plan_ternary_alpha
+    from metalport.checks.iteration import build_iteration
+    from metalport.port.port import apply_port, plan_port
+
+    checkout = overlay_real_tree(tmp_path / "real", writable=True)
+    plan = plan_port(checkout, "addcmul")
+    apply_port(plan, checkout.root)
+    kernels = compile_files([checkout.root / plan.kernel_file], checkout.root, "emulated",
+                            kernels=["addcmul_strided_cast_half_float", "addcmul_dense_half_half_float"])
+    gen = torch.Generator().manual_seed(20)
+    a, b, c = (torch.rand(257, generator=gen, dtype=torch.float32).to(torch.float16) * 3 for _ in range(3))
+    value = 0.3
+    expected = torch.empty(257, dtype=torch.float32)
+    torch.addcmul(a, b, c, value=value, out=expected)
+    it = build_iteration([a, b, c], torch.float32, lambda n, dt: torch.full((n,), float("nan"), dtype=dt))
+    launch = plan_ternary_alpha("addcmul", kernels.names, it, a, b, c, common=torch.float16, alpha=value)
+    assert launch.kernel == "addcmul_strided_cast_half_float"  # picked by the common dtype, not float32's
+    kernels.run(launch)
+    got = it.output
+    wide = a.float() + value * b.float() * c.float()
+    assert torch.equal(got, expected), (got - expected).abs().max()
+    assert not torch.equal(expected, wide)  # the case tells the two computations apart
+    kernels.close()
