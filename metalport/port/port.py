@@ -439,14 +439,21 @@ def _orphaned_macros(checkout: Checkout, res: Resolution,
                      legacy: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
     """(file, macro) of each legacy `#define` whose last invocation the port removes (Note [legacy
     helpers]: a family's macro goes with its last user, `CREATE_MPS_BINARY_COMPARISON_OP_FUNC`)."""
-    out: list[tuple[str, str]] = []
+    return tuple((rel, m) for rel, before, after in _without_legacy(checkout, res, legacy)
+                 for m in orphaned_macros(before, after))
+
+
+def _without_legacy(checkout: Checkout, res: Resolution,
+                    legacy: tuple[tuple[str, str], ...]) -> list[tuple[str, str, str]]:
+    """(file, text, text without the legacy functions) of each file holding legacy code."""
+    out = []
     for rel in dict.fromkeys(f for f, _ in legacy):
         before = (checkout.root / rel).read_text(encoding="utf-8")
         after = before
         for name in (n for f, n in legacy if f == rel):
             after = remove_legacy(after, res.op, name, path=rel, drop_include=False)
-        out += [(rel, m) for m in orphaned_macros(before, after)]
-    return tuple(out)
+        out.append((rel, before, after))
+    return out
 
 
 def _kernel_plan(checkout: Checkout, res: Resolution, kind: Classification) -> PortPlan:
@@ -513,11 +520,7 @@ def _orphaned_helpers(checkout: Checkout, res: Resolution,
     nowhere else in any `.mm` file once that code is gone."""
     gone = {name for _, name in legacy}
     found: list[tuple[str, str]] = []
-    for rel in dict.fromkeys(f for f, _ in legacy):
-        before = (checkout.root / rel).read_text(encoding="utf-8")
-        after = before
-        for name in (n for f, n in legacy if f == rel):
-            after = remove_legacy(after, res.op, name, path=rel, drop_include=False)
+    for rel, before, after in _without_legacy(checkout, res, legacy):
         others = "\n".join(p.read_text(encoding="utf-8", errors="replace")
                            for p in sorted(checkout.mps_operations.glob("*.mm")) if p != checkout.root / rel)
         for fn in res.sources.functions:
