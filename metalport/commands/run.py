@@ -60,14 +60,14 @@ def run(args: argparse.Namespace) -> int:
 
     if args.max_attempts < 1:
         raise UsageError(f"--max-attempts must be at least 1, not {args.max_attempts}")
+    if args.issue is not None and args.issue < 1:
+        raise UsageError(f"--issue must be a positive issue number, not {args.issue}")
     if args.wall_time_s <= 0:
         raise UsageError(f"--wall-time must be positive, not {args.wall_time_s:g}")
     config = given_config(args.config)
     root = checkout_root(args)
     load_config(config or root / CONFIG_NAME)  # a bad metalport.yaml is an error before any run record
     interactive = is_interactive(args.no_input, args.json)
-    if args.issue is not None and args.issue < 1:
-        raise UsageError(f"--issue must be a positive issue number, not {args.issue}")
     issue = args.issue if args.issue is not None else _config_issue(config or root / CONFIG_NAME)
     options = RunOptions(model=args.model, executor=args.executor, max_attempts=args.max_attempts, base=args.base,
                          wall_time_s=args.wall_time_s, force=args.force, remote=args.remote,
