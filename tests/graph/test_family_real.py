@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from metalport.checkout import Checkout
+from metalport.errors import PipelineError
 from metalport.graph import Approve, RunOptions, resume_run, run_dir, start_run
 from metalport.port.family import apply_family, check_family, family_of, plan_family
 from tests.graph.conftest import branches, commits_on, git
@@ -54,6 +54,8 @@ def test_logical_family_is_one_run_one_branch_one_patch_reusing_cast_to_and_cast
     assert any("CREATE_MPS_BINARY_COMPARISON_OP_FUNC" in r for r in family["reasons"]) or \
         any("is edited by logical_and, logical_or, logical_xor" in r for r in family["reasons"])
     assert [b for b in branches(root) if b.startswith("metalport/")] == ["metalport/logical_and"]
+    with pytest.raises(PipelineError, match="run logical-1 ports aten::logical_or in its family change"):
+        start_run(root, "aten::logical_or", RunOptions(executor="emulated"), run_id="alone")
 
     published = resume_run(root, "logical-1", Approve())
     assert published.status == "published", published.reason
