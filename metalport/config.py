@@ -20,7 +20,7 @@ from metalport.errors import UsageError
 
 CONFIG_NAME = "metalport.yaml"
 STRUCTURED_OUTPUTS = ("json_schema", "json_object", "prompt")
-_OTHER_SECTIONS = ("build", "test", "executor", "remote", "database", "fleet")
+_OTHER_SECTIONS = ("build", "test", "executor", "remote", "database", "fleet", "pr")
 
 
 @dataclass(frozen=True)

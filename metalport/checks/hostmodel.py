@@ -385,16 +385,19 @@ def opmath_dtype(dtype: torch.dtype) -> torch.dtype:
 def plan_ternary_alpha(name: str, names: Container[str], it: Iteration, a: torch.Tensor, b: torch.Tensor,
                        c: torch.Tensor, *, common: torch.dtype, alpha: int | float | bool | complex) -> Launch:
     """exec_ternary_kernel_with_alpha (the port's PointwiseOps.mm): `alpha` at opmath precision after
-    the operands; `dense` for contiguous operands of the output's dtype, else `strided_cast`."""
+    the operands; kernels picked by the common dtype, `dense` when operands and output are
+    contiguous and of it, else `strided_cast` (cast to the output's dtype on store)."""
     g, out = it.geometry, it.output
     a, b, c = _host_scalar(a), _host_scalar(b), _host_scalar(c)
+    common = torch.float32 if common == torch.float64 else torch.complex64 if common == torch.complex128 else common
     al = _alpha_const(alpha, opmath_dtype(common))
-    o = metal_type_name(out.dtype)
+    o = metal_type_name(common)
     bufs = (Buffer(0), Buffer(1), Buffer(2), Buffer(3))
     tensors = (out, a, b, c)
-    if g.is_contiguous() and a.dtype == b.dtype == c.dtype == out.dtype:
+    if g.is_contiguous() and a.dtype == b.dtype == c.dtype == out.dtype == common:
         return Launch(_need(names, f"{name}_dense_{o}_{o}_{al.c_type}"), (*bufs, al), (g.numel,), tensors)
     geometry = (Const("long*", g.shape), *(Const("long*", g.strides[k]) for k in range(4)),
-                Const("uint4", (g.ndim, *(scalar_type_code(t.dtype) for t in (a, b, c)))))
+                Const("uint4", (g.ndim, *(scalar_type_code(t.dtype) for t in (a, b, c)))),
+                Const("uint", (scalar_type_code(out.dtype),)))
     return Launch(_need(names, f"{name}_strided_cast_{o}_{al.c_type}"), (*bufs, al, *geometry), (g.numel,),
                   tensors)

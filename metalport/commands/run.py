@@ -13,6 +13,13 @@ from metalport.commands._sandbox import add_sandbox_flag
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `run` / `run-migration`."""
     with_completer(parser.add_argument("op", help="the ATen op to port, e.g. aten::heaviside"), complete_ops)
+    parser.add_argument("more_ops", nargs="*", metavar="OP",
+                        help="further ops ported in the same change (one plan, branch and PR), e.g. "
+                             "aten::logical_and aten::logical_or aten::logical_xor")
+    parser.add_argument("--family", action="store_true",
+                        help="also port every op sharing the op's legacy MPS macro or helper, in one change")
+    parser.add_argument("--issue", type=int, default=None, metavar="N",
+                        help="the PyTorch issue the PR fixes (adds `Fixes #N`; default: metalport.yaml's pr.issue)")
     add_repo_option(parser)
     parser.add_argument("--model", default="recipe", help="recipe (default) or openai:MODEL")
     parser.add_argument("--executor", choices=("auto", "emulated", "macos", "command"), default="auto",
@@ -54,16 +61,34 @@ def run(args: argparse.Namespace) -> int:
 
     if args.max_attempts < 1:
         raise UsageError(f"--max-attempts must be at least 1, not {args.max_attempts}")
+    if args.issue is not None and args.issue < 1:
+        raise UsageError(f"--issue must be a positive issue number, not {args.issue}")
     if args.wall_time_s <= 0:
         raise UsageError(f"--wall-time must be positive, not {args.wall_time_s:g}")
     config = given_config(args.config)
     root = checkout_root(args)
     load_config(config or root / CONFIG_NAME)  # a bad metalport.yaml is an error before any run record
     interactive = is_interactive(args.no_input, args.json)
+    issue = args.issue if args.issue is not None else _config_issue(config or root / CONFIG_NAME)
     options = RunOptions(model=args.model, executor=args.executor, max_attempts=args.max_attempts, base=args.base,
                          wall_time_s=args.wall_time_s, force=args.force, remote=args.remote,
-                         config_path=str(config.resolve()) if config else None, no_input=not interactive)
+                         config_path=str(config.resolve()) if config else None, no_input=not interactive,
+                         family_ops=list(args.more_ops) or None, expand_family=args.family, issue=issue)
     progress = make_progress()
     record = start_run(root, args.op, options, run_id=args.run_id, progress=progress)
     return conclude(record, root, progress, interactive=interactive, as_json=args.json,
                     resume=lambda run_id, decision: resume_run(root, run_id, decision, progress=progress))
+
+
+def _config_issue(path: Path) -> int | None:
+    """metalport.yaml's `pr: {issue: N}`, if set (a positive integer), else None."""
+    from metalport.config import load_config
+    from metalport.errors import UsageError
+
+    raw = load_config(path).other.get("pr") or {}
+    issue = raw.get("issue") if isinstance(raw, dict) else None
+    if issue is None:
+        return None
+    if not isinstance(issue, int) or isinstance(issue, bool) or issue < 1:
+        raise UsageError(f"{path}: pr.issue must be a positive issue number, not {issue!r}")
+    return issue

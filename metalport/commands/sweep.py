@@ -32,6 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--kind", type=_choice_list([k.value for k in Kind if k is not Kind.NOT_A_CANDIDATE]),
                         action="extend", help="only ops whose port is of these kinds (comma-separated)")
     parser.add_argument("--limit", type=_positive, default=None, help="start at most N runs")
+    parser.add_argument("--port-families", action="store_true",
+                        help="one run per op family (`run --family`): ops sharing a legacy macro or helper "
+                             "are ported in one change")
     parser.add_argument("--concurrency", "-K", type=_positive, default=None,
                         help="runs at once (default: 1 with the macOS executor, else 2)")
     parser.add_argument("--max-open", type=_positive, default=5,
@@ -105,7 +108,8 @@ def run_command(args: argparse.Namespace) -> int:
         budget=BudgetLimits(max_calls=args.budget_calls, max_input_tokens=args.budget_input_tokens,
                             max_output_tokens=args.budget_output_tokens, max_cost_usd=args.budget_usd,
                             max_wall_s=args.budget_wall_s),
-        run_limits=config.budget, run_flags=tuple(flags), github=github)
+        run_limits=config.budget, run_flags=tuple(flags), github=github,
+        port_families=getattr(args, "port_families", False))
     err = Console(stderr=True)
     with SweepView(err) as view:
         report = run_sweep(options, progress=view)

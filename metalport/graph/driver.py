@@ -232,6 +232,8 @@ class RunDriver:
             values.update(update or {})
             if node in ("plan", "edit") and update.get("plan"):  # edit: a model-written spec's plan
                 write_json(self.directory / "plan.json", update["plan"])
+            if node == "plan" and update.get("family"):  # a family port: every member's plan
+                write_json(self.directory / "family.json", update["family"])
             self._write(values)
             wall0, cpu0 = self._started.pop(node, (time.monotonic(), _cpu_s()))
             self.progress({"event": "done", "node": node, "seconds": round(time.monotonic() - wall0, 3),

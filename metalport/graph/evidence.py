@@ -43,6 +43,22 @@ def describe_plan(plan: dict) -> list[str]:
                      + (f" and {plan['legacy_include']}" if plan.get("legacy_include") else ""))
     if plan.get("xfail_keys"):
         lines.append(f"  remove xfail entries {', '.join(plan['xfail_keys'])} from common_mps.py")
+    for file, macro in plan.get("legacy_macros") or ():
+        lines.append(f"  remove legacy macro {macro} in {file}: the port removes its last invocation")
+    lines += [f"  {line}" for line in (*(plan.get("placement") or ()), *(plan.get("reuse") or ()),
+                                       *(plan.get("missing") or ()))]
+    return lines
+
+
+def describe_run_plan(state: Mapping) -> list[str]:
+    """The run's plan in lines: a family port's reasons, then each member's plan (describe_plan)."""
+    family = state.get("family") or {}
+    if not family.get("members"):
+        return describe_plan(state.get("plan", {}))
+    lines = [f"family port of {', '.join(family['ops'])} in one change"]
+    lines += [f"  together because {r}" for r in family.get("reasons") or ()]
+    for member in family["members"]:
+        lines += describe_plan(member)
     return lines
 
 
@@ -104,6 +120,7 @@ def verdict_lines(state: Mapping) -> list[str]:
 def full_evidence(state: Mapping, commit: str | None = None) -> dict:
     """Everything a reviewer needs, as JSON data: plan, verdicts, attempts, usage, commit."""
     return {"run_id": state.get("run_id"), "op": state.get("op"), "plan": state.get("plan", {}),
+            "family": state.get("family"),
             "verdicts": state.get("verdicts", {}), "attempts": state.get("attempts", 0),
             "usage": state.get("usage", {}), "model": state.get("options", {}).get("model"),
             "commit": commit, "feedback": state.get("feedback"), "failures": state.get("failures", [])}

@@ -45,6 +45,11 @@ class RunOptions:
     config_path: str | None = None  # metalport.yaml (default: <repo>/metalport.yaml)
     no_input: bool = True  # never prompt; pause at the gate
     budget: dict | None = None  # BudgetLimits fields overriding metalport.yaml's `budget:` (a sweep's share)
+    # A family port (port/family.py): the further ops ported in the same change, and whether the
+    # op's family is looked up in the tree (`--family`: ops sharing its legacy macro or helper).
+    family_ops: list | None = None
+    expand_family: bool = False
+    issue: int | None = None  # the PyTorch issue the PR fixes (`Fixes #N`)
 
     def to_dict(self) -> dict:
         """The options as JSON data."""

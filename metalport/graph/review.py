@@ -33,6 +33,11 @@ def plan_lines(repo_root: Path, run_id: str) -> list[str]:
     text = path.read_text(encoding="utf-8") if path.is_file() else store.get_file(run_id, "plan.json") if store else None
     if text is None:
         return ["(no plan recorded)"]
+    family = run_dir(repo_root, run_id) / "family.json"
+    if family.is_file():  # a family port: its reasons and every member's plan
+        from metalport.graph.evidence import describe_run_plan
+
+        return describe_run_plan({"plan": json.loads(text), "family": json.loads(family.read_text(encoding="utf-8"))})
     return describe_plan(json.loads(text))
 
 

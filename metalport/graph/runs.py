@@ -139,10 +139,27 @@ def resume_run(repo_root: Path | str, run_id: str, decision: Decision | None = N
 def _refuse_open_run(root: Path, op: str) -> None:
     """PipelineError when another run of `op` still holds its branch (at the gate, running, stopped)."""
     for record in list_runs(root):
-        if record.op == op and (record.status not in TERMINAL_STATUSES or record.worktree is not None):
+        if record.status in TERMINAL_STATUSES and record.worktree is None:
+            continue
+        if record.op != op and op.removeprefix("aten::") in _family_ops(root, record.run_id):
+            raise PipelineError(f"run {record.run_id} ports {op} in its family change ({record.op} and others), "
+                                f"{record.status} on {record.branch}",
+                                hint=f"review that run (`metalport runs show {record.run_id}{repo_arg(root)}`)")
+        if record.op == op:
             what = "is waiting for review" if record.status == "awaiting-review" else f"is {record.status}"
             command = f"metalport resume {record.run_id}"
             repo = repo_arg(root)
             raise PipelineError(f"run {record.run_id} of {op} {what} on {record.branch}", hint=(
                 f"decide it first (`{command} --approve{repo}` / `{command} --abort{repo}`)"
                 if record.status == "awaiting-review" else f"`{command}{repo}` or `{command} --abort{repo}`"))
+
+
+def _family_ops(root: Path, run_id: str) -> tuple[str, ...]:
+    """The ops a family run ports (its family.json), () for a run of one op."""
+    import json
+
+    path = run_dir(root, run_id) / "family.json"
+    try:
+        return tuple(json.loads(path.read_text(encoding="utf-8")).get("ops") or ()) if path.is_file() else ()
+    except (OSError, ValueError):
+        return ()

@@ -25,7 +25,9 @@ class PortState(TypedDict, total=False):
     base_root: str  # the base commit's tree: repo_root, or a snapshot when the user's tree differs
     options: dict  # RunOptions as a dict
     resolution: dict  # the op's rows, backlog status, family, stub, MPS impl, xfails
-    plan: dict  # PortPlan.to_dict()
+    plan: dict  # PortPlan.to_dict() (of a family port: its first member's)
+    family: dict  # FamilyPlan.to_dict() of a family port (several ops in one change); absent otherwise
+    stacked_on: dict | None  # the open run whose change this run is based on (graph/nodes/_stack.py)
     worktree: dict  # sandbox.Worktree fields (paths as strings)
     attempts: int  # edit attempts made so far
     stage: str  # the node the run last entered

@@ -11,7 +11,6 @@ from __future__ import annotations
 _FLOAT = "::metal::enable_if_t<::c10::metal::is_scalar_floating_point_v<T>, T>"
 _FLOAT_BOOL = "::metal::enable_if_t<::c10::metal::is_scalar_floating_point_v<T>, bool>"
 _COMPLEX = "::metal::enable_if_t<::c10::metal::is_complex_v<T>, T>"
-_COMPLEX_BOOL = "::metal::enable_if_t<::c10::metal::is_complex_v<T>, bool>"
 _INT_FLOAT = "::metal::enable_if_t<!::metal::is_floating_point_v<T>, float>"
 _INT = "::metal::enable_if_t<!::metal::is_floating_point_v<T>, T>"
 _INT_BOOL = "::metal::enable_if_t<!::metal::is_floating_point_v<T>, bool>"
@@ -156,25 +155,17 @@ def _float_only(name: str, params: str, body: str, complex_body: str = "") -> st
 
 
 def _logical(name: str, expr: str) -> str:
-    """A binary functor giving bool from the truth values `l` and `r` of its operands."""
+    """A binary functor giving bool from the truth values `l` and `r` of its operands.
+
+    Truthiness is the tree's own `c10::metal::cast_to<bool>` (c10/metal/utils.h): `x != 0` for
+    scalars, either component nonzero for complex, one template for every dtype (Note [reuse
+    before writing] in port/reuse.py)."""
     return (
         f"struct {name}_functor {{\n"
         f"  template <typename T>\n"
-        f"  inline {_FLOAT_BOOL} operator()(const T a, const T b) {{\n"
-        f"    const bool l = a != static_cast<T>(0);\n"
-        f"    const bool r = b != static_cast<T>(0);\n"
-        f"    return {expr};\n"
-        f"  }}\n"
-        f"  template <typename T>\n"
-        f"  inline {_INT_BOOL} operator()(const T a, const T b) {{\n"
-        f"    const bool l = static_cast<bool>(a);\n"
-        f"    const bool r = static_cast<bool>(b);\n"
-        f"    return {expr};\n"
-        f"  }}\n"
-        f"  template <typename T>\n"
-        f"  inline {_COMPLEX_BOOL} operator()(const T a, const T b) {{\n"
-        f"    const bool l = a.x != 0 || a.y != 0;\n"
-        f"    const bool r = b.x != 0 || b.y != 0;\n"
+        f"  inline bool operator()(const T a, const T b) {{\n"
+        f"    const bool l = ::c10::metal::cast_to<bool>(a);\n"
+        f"    const bool r = ::c10::metal::cast_to<bool>(b);\n"
         f"    return {expr};\n"
         f"  }}\n"
         f"}};\n"
@@ -358,17 +349,10 @@ SOURCES: dict[str, str] = {
         "};\n"),
     "logical_not": (
         "struct logical_not_functor {\n"
+        "  // Truthiness by the tree's c10::metal::cast_to<bool> (complex: either part nonzero).\n"
         "  template <typename T>\n"
-        f"  inline {_FLOAT_BOOL} operator()(const T x) {{\n"
-        "    return x == static_cast<T>(0);\n"
-        "  }\n"
-        "  template <typename T>\n"
-        f"  inline {_INT_BOOL} operator()(const T x) {{\n"
-        "    return !static_cast<bool>(x);\n"
-        "  }\n"
-        "  template <typename T>\n"
-        f"  inline {_COMPLEX_BOOL} operator()(const T x) {{\n"
-        "    return x.x == 0 && x.y == 0;\n"
+        "  inline bool operator()(const T x) {\n"
+        "    return !::c10::metal::cast_to<bool>(x);\n"
         "  }\n"
         "};\n"),
     "heaviside": (
@@ -457,9 +441,11 @@ TERNARY_ALPHA_MACRO = "REGISTER_TERNARY_ALPHA_OP"
 # Note [ternary alpha kernels]: this PyTorch's c10/metal has ternary kernels without a scalar, and
 # its exec_ternary_kernel passes none. Ops with one (addcmul's and addcdiv's `value`) get these two
 # kernels in their own kernel file, launched by the host file's exec_ternary_kernel_with_alpha
-# (host.py): `dense` when every operand is contiguous and of the output's type, else `strided_cast`,
-# which reads each input at its own type and strides. Host names: <op>_dense_<out>_<in>_<alpha> and
-# <op>_strided_cast_<out>_<alpha>.
+# (host.py): kernels are picked by the iterator's common dtype, not the output's (a wider `out=`
+# must not widen the computation): `dense` when every operand and the output are contiguous and of
+# the common dtype, else `strided_cast`, which reads each input at its own type, computes at the
+# common dtype and casts to the output's dtype on store (c10::metal::store_at_offs). Host names:
+# <op>_dense_<common>_<common>_<alpha> and <op>_strided_cast_<common>_<alpha>.
 TERNARY_ALPHA_KERNELS = (
     "// Ternary kernels taking a scalar argument (`value`), given to the functor with the\n"
     "// operands at opmath precision. c10/metal's ternary kernels take no scalar.\n"
@@ -490,6 +476,7 @@ TERNARY_ALPHA_KERNELS = (
     "    constant long* other1_strides [[buffer(8)]],\n"
     "    constant long* other2_strides [[buffer(9)]],\n"
     "    constant uint4& ndim_types [[buffer(10)]],\n"
+    "    constant uint& out_type [[buffer(11)]],\n"
     "    uint tid [[thread_position_in_grid]]) {\n"
     "  using om_t = ::c10::metal::opmath_t<T>;\n"
     "  using ::c10::metal::ScalarType;\n"
@@ -509,9 +496,12 @@ TERNARY_ALPHA_KERNELS = (
     "      other2,\n"
     "      ::c10::metal::offset_from_coord(pos, other2_strides, ndim),\n"
     "      static_cast<ScalarType>(ndim_types.w));\n"
-    "  ::c10::metal::ref_at_offs<T>(\n"
-    "      output, ::c10::metal::offset_from_coord(pos, output_strides, ndim)) =\n"
-    "      static_cast<T>(f(a, b, c, alpha));\n"
+    "  // Computed at the common dtype T, cast to the output's dtype on store.\n"
+    "  ::c10::metal::store_at_offs(\n"
+    "      output,\n"
+    "      ::c10::metal::offset_from_coord(pos, output_strides, ndim),\n"
+    "      static_cast<ScalarType>(out_type),\n"
+    "      static_cast<T>(f(a, b, c, alpha)));\n"
     "}\n"
     "\n"
     "#define REGISTER_TERNARY_ALPHA_OP(NAME, DTYPEI, DTYPEA, DTYPEO)             \\\n"
@@ -540,5 +530,6 @@ TERNARY_ALPHA_KERNELS = (
     "          constant long* other1_strides,                                    \\\n"
     "          constant long* other2_strides,                                    \\\n"
     "          constant uint4& ndim_types,                                       \\\n"
+    "          constant uint& out_type,                                          \\\n"
     "          uint tid)\n"
 )

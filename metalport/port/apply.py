@@ -14,6 +14,8 @@ from metalport.port._sources import TERNARY_ALPHA_KERNELS, TERNARY_ALPHA_MACRO
 from metalport.port.cformat import format_snippet
 from metalport.port.decorators import find_decorators, narrow_decorators, remove_lines, with_own_comment
 from metalport.port.host import HostStub, drop_empty_namespaces, has_legacy, insert_stub, remove_legacy
+from metalport.port.functors import CASTOUT_MACRO
+from metalport.port.reuse import remove_macro
 from metalport.port.metal import ensure_includes, file_style, insert_functor, needed_includes
 from metalport.port.plan import NEEDS_LLM
 from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
@@ -175,9 +177,21 @@ def _host_edit(texts: _Texts, plan: PortPlan, root: Path) -> None:
     stub = HostStub(plan.op, plan.host_family, plan.stub, plan.stub_header,
                     plan.stub_params or "TensorIteratorBase& iter",
                     kernel=plan.kernel_name if plan.kernel_name != plan.op else None,
-                    extra_stubs=tuple(s for s in plan.stubs if s != plan.stub))
+                    extra_stubs=tuple(s for s in plan.stubs if s != plan.stub),
+                    natural_output=_natural_output(plan, root))
     new = insert_stub(text, stub, kernel_basename=Path(plan.kernel_file).stem, path=plan.host_file)
     texts.texts[plan.host_file] = format_snippet(new, root, plan.host_file) if text is None else new
+
+
+def _natural_output(plan: PortPlan, root: Path) -> str | None:
+    """`kBool` when the plan registers castout kernels and the tree's exec_binary_kernel takes a
+    `natural_output_dtype` (MetalShaderLibrary.h) to route a differing `out=` dtype to them."""
+    if not any(r.startswith(CASTOUT_MACRO + "(") for r in plan.registrations):
+        return None
+    header = root / "aten/src/ATen/native/mps/MetalShaderLibrary.h"
+    if header.is_file() and "natural_output_dtype" in header.read_text(encoding="utf-8", errors="replace"):
+        return "kBool"
+    return None
 
 
 def _legacy_registration_edit(texts: _Texts, plan: PortPlan) -> None:
@@ -201,6 +215,8 @@ def _legacy_edit(texts: _Texts, plan: PortPlan) -> None:
                            if line.rstrip("\r\n").strip() != plan.legacy_include)
             text = re.sub(r"^#else[ \t]*\n(?=#endif)", "", text, flags=re.MULTILINE)  # its #else emptied
         texts.texts[rel] = text
+    for rel, macro in plan.legacy_macros:  # the port removed the macro's last invocation
+        texts.texts[rel] = remove_macro(texts.require(rel), macro)
 
 
 def _decorator_edit(texts: _Texts, plan: PortPlan) -> None:

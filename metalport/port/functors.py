@@ -38,6 +38,7 @@ _MACRO = {
     Family.ALPHA: "REGISTER_BINARY_ALPHA_OP",
     Family.TERNARY_ALPHA: TERNARY_ALPHA_MACRO,
 }
+CASTOUT_MACRO = "REGISTER_BINARY_CASTOUT_OP"
 _KERNEL_FILE = {
     Family.UNARY: "UnaryKernel.metal",
     Family.BINARY: "BinaryKernel.metal",
@@ -118,7 +119,16 @@ class FunctorRecipe:
                 lines.append(f"{self.macro}({self.op}, {t}, {OPMATH_TYPES.get(t, t)}, {out});")
             else:
                 lines.append(f"{self.macro}({self.op}, {t}, {out});")
+                if self.castout:
+                    lines.append(f"{CASTOUT_MACRO}({self.op}, {t}, {out});")
         return tuple(lines)
+
+    @property
+    def castout(self) -> bool:
+        """True when the kernel's natural result (bool) can differ from an `out=` tensor's dtype:
+        each registration gets its `_strided_castout_` variant (c10/metal/indexing.h), so
+        `torch.logical_and(a, b, out=float_tensor)` has a kernel on the Metal path."""
+        return self.family is Family.BINARY and self.out_dtype is OutDtype.BOOL
 
 
 def _entry(op: str, family: Family, out: OutDtype, opinfo: str | None = None, *,

@@ -21,8 +21,9 @@ TERNARY_ALPHA_HELPER = """\
 // Note [ternary alpha kernels]: this library's exec_ternary_kernel takes no scalar, so ternary ops
 // with one (addcmul's and addcdiv's `value`) launch their kernels here. `value` reaches the kernel
 // at opmath precision (float for half and bfloat16, as CPU computes them); no operand is rescaled
-// on the host. Contiguous operands of the output's type run `<name>_dense_<out>_<out>_<alpha>`,
-// anything else `<name>_strided_cast_<out>_<alpha>`, which reads each input at its own type.
+// on the host. Kernels are picked by the common dtype: contiguous operands and output of that type
+// run `<name>_dense_<t>_<t>_<alpha>`, anything else `<name>_strided_cast_<t>_<alpha>`, which reads
+// each input at its own type and casts the result to the output's type on store.
 static void exec_ternary_kernel_with_alpha(TensorIteratorBase& iter, const std::string& name, const Scalar& alpha) {
   using namespace mps;
   TORCH_CHECK(iter.common_dtype() != kDouble, "float64 is not supported on MPS");
@@ -37,17 +38,20 @@ static void exec_ternary_kernel_with_alpha(TensorIteratorBase& iter, const std::
   }
   // A 0-dim double or complex double operand is bound as float (mtl_setBuffer).
   auto type_of = [&](int arg) {
-    const auto type = iter.dtype(arg);
+    const auto type = arg < 0 ? iter.common_dtype() : iter.dtype(arg);
     return type == kDouble ? kFloat : type == kComplexDouble ? kComplexFloat : type;
   };
-  const auto out_type = iter.dtype(0);
+  // Computed at the common dtype and cast to the output's on store: a wider `out=` does not widen the math.
+  const auto common = type_of(-1);
+  const auto out_type = type_of(0);
   const std::array<ScalarType, 3> types = {type_of(1), type_of(2), type_of(3)};
-  const bool strided = !iter.is_contiguous() || types[0] != out_type || types[1] != out_type || types[2] != out_type;
-  const auto alpha_type = toOpMathType(iter.common_dtype());
-  const auto out_name = scalarToMetalTypeString(out_type);
+  const bool strided =
+      !iter.is_contiguous() || out_type != common || types[0] != common || types[1] != common || types[2] != common;
+  const auto alpha_type = toOpMathType(common);
+  const auto common_name = scalarToMetalTypeString(common);
   const auto alpha_name = scalarToMetalTypeString(alpha_type);
-  const auto kernel = strided ? fmt::format("{}_strided_cast_{}_{}", name, out_name, alpha_name)
-                              : fmt::format("{}_dense_{}_{}_{}", name, out_name, out_name, alpha_name);
+  const auto kernel = strided ? fmt::format("{}_strided_cast_{}_{}", name, common_name, alpha_name)
+                              : fmt::format("{}_dense_{}_{}_{}", name, common_name, common_name, alpha_name);
   const std::array<uint32_t, 4> ndim_types = {static_cast<uint32_t>(iter.ndim()),
                                               static_cast<uint32_t>(types[0]),
                                               static_cast<uint32_t>(types[1]),
@@ -64,8 +68,14 @@ static void exec_ternary_kernel_with_alpha(TensorIteratorBase& iter, const std::
       bind_iter_tensors(encoder, iter);
       mtl_setBytes(encoder, value, 4);
       if (strided) {
-        mtl_setArgs<5>(
-            encoder, iter.shape(), iter.strides(0), iter.strides(1), iter.strides(2), iter.strides(3), ndim_types);
+        mtl_setArgs<5>(encoder,
+                       iter.shape(),
+                       iter.strides(0),
+                       iter.strides(1),
+                       iter.strides(2),
+                       iter.strides(3),
+                       ndim_types,
+                       static_cast<uint32_t>(out_type));
       }
       mtl_dispatch1DJob(encoder, pso, iter.numel());
       getMPSProfiler().endProfileKernel(pso);
@@ -102,6 +112,9 @@ class HostStub:
     # Further stubs the op's structured kernel calls, served by the same function (`sgn_out` calls
     # sign_stub for real dtypes and sgn_stub for complex: one `sgn` kernel runs both).
     extra_stubs: tuple[str, ...] = ()
+    # The dtype the kernel naturally writes when an `out=` may differ (`kBool` for logical ops):
+    # exec_binary_kernel's `natural_output_dtype`, which routes other out dtypes to `_castout_`.
+    natural_output: str | None = None
 
     def __post_init__(self) -> None:
         if self.family not in _EXEC:
@@ -134,6 +147,8 @@ class HostStub:
             call = f'{_EXEC[self.family]}(iter, "{self.kernel or self.op}", {self.scalar or "value"})'
         else:
             alpha = f", {self.scalar or 'alpha'}" if self.family == "alpha" else ""
+            if self.natural_output and self.family == "binary":
+                alpha = f", std::nullopt, std::nullopt, {self.natural_output}"
             call = f'lib.{_EXEC[self.family]}(iter, "{self.kernel or self.op}"{alpha})'
         return f"static void {self.function}({self.params}) {{\n  {call};\n}}\n"
 
@@ -145,7 +160,7 @@ class HostStub:
 
     def macro_line(self, text: str) -> str | None:
         """`MACRO(op);` when `text` defines a registration macro this stub fits (Note [host idiom])."""
-        if self.scalar or self.extra_stubs or self.stub != f"{self.kernel or self.op}_stub":
+        if self.scalar or self.extra_stubs or self.natural_output or self.stub != f"{self.kernel or self.op}_stub":
             return None
         for m in _MACRO_DEF.finditer(text):
             name, arg, body = m.group(1), m.group(2), re.sub(r"\s+", "", m.group(3).replace("\\\n", ""))

@@ -118,6 +118,13 @@ class PortPlan:
     # (Note [spec rows] in port/specport.py).
     spec: dict[str, Any] | None = None
     schema: str | None = None
+    # Note [reuse before writing] (port/reuse.py): what the port reuses from the tree and what it
+    # adds, one line each; what the tree lacks ("legacy `x_out_mps` not found ...: remove it by
+    # hand"); and (file, macro) of legacy macros whose last invocation the port removes.
+    reuse: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    legacy_macros: tuple[tuple[str, str], ...] = ()
+    placement: tuple[str, ...] = ()  # where the kernel and host files come from, one line each
 
     def __post_init__(self) -> None:
         if self.needs_llm != (self.functor_step != "table"):
@@ -164,8 +171,9 @@ class PortPlan:
         values["decorator_narrowed"] = tuple((str(a), str(b), int(c), int(d), tuple(e))
                                              for a, b, c, d, e in data.get("decorator_narrowed", ()))
         values["xfail_added"] = tuple((str(a), str(b), tuple(c), str(d)) for a, b, c, d in data.get("xfail_added", ()))
-        for name in ("stubs", "stub_args"):
+        for name in ("stubs", "stub_args", "reuse", "missing", "placement"):
             values[name] = tuple(data.get(name, ()))
         values["legacy_registrations"] = tuple((str(f), int(n), str(t))
                                                for f, n, t in data.get("legacy_registrations", ()))
+        values["legacy_macros"] = tuple((str(f), str(m)) for f, m in data.get("legacy_macros", ()))
         return cls(**values)

@@ -38,6 +38,7 @@ from metalport.port.decorators import OPINFO_FILES, find_decorators
 from metalport.port.kinds import Classification, Kind
 from metalport.port.metal import fit_functor
 from metalport.port.host import remove_legacy
+from metalport.port.reuse import missing_legacy, orphaned_macros, reuse_lines
 from metalport.port.plan import (KERNELS_DIR, NEEDS_LLM, OPERATIONS_DIR, StubDeclaration,
                                           find_stub_declaration, plan_recipe)
 from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan, RowChange
@@ -221,6 +222,19 @@ def _opinfo_names(op: str, res: Resolution) -> list[str]:
     return names
 
 
+def _test_list_names(names: list[str]) -> list[str]:
+    """`names` and every test-list variant naming the same op: the PythonRefInfo (`_refs.x`,
+    `_refs.nn.functional.x`) and the `nn.functional.x` spelling, so each OpInfo/PythonRefInfo's MPS
+    decorators go with the port (a leftover expectedFailure fails CI as an unexpected success)."""
+    out = list(names)
+    for name in names:
+        bare = name.removeprefix("_refs.")
+        out += [bare, f"_refs.{bare}"]
+        if not bare.startswith(("nn.functional.", "special.", "linalg.", "fft.")) and "." not in bare:
+            out.append(f"_refs.nn.functional.{bare}")
+    return list(dict.fromkeys(out))
+
+
 def _legacy_include(checkout: Checkout, res: Resolution) -> str | None:
     """`#include <ATen/ops/<op>_native.h>` when no legacy file still needs it after the removal.
 
@@ -347,10 +361,14 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
     recipe = recipe_table().get(res.op)
     stub = res.route.stub if res.route else recipe.stub if recipe else res.stub
     parts = _table_parts(checkout, recipe, stub) if recipe is not None else _llm_parts(checkout, res)
-    names = [recipe.opinfo] if recipe is not None else _opinfo_names(res.op, res)
+    names = _test_list_names([recipe.opinfo] if recipe is not None else _opinfo_names(res.op, res))
     _complex_kept(checkout, res, names, parts.dtypes, recipe is not None)
+    placement: tuple[str, ...] = ()
     if parts.kernel_file and (existing := _existing_kernel_file(res)):
         parts = replace(parts, kernel_file=existing)
+        placement = (f"kernel file {existing}: the tree registers {res.op}'s kernels there already",)
+    elif parts.kernel_file and parts.host_file:
+        parts, placement = _placed_by_siblings(checkout, res, parts)
     if recipe is not None:
         parts = _fit_functor(checkout, res, recipe, parts)
     kept = next((r for r in res.registrations if r.stub == parts.stub and r.kind is not ImplKind.GRAPH), None)
@@ -363,6 +381,9 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
     legacy_regs = _legacy_registrations(checkout, res)
     legacy = tuple((f.where.file, f.name) for f in res.legacy)
     legacy += _orphaned_helpers(checkout, res, legacy)
+    host_call = _host_call(parts)
+    reuse = reuse_lines(checkout, functor_source=parts.functor_source, registrations=parts.registrations,
+                        host_call=host_call, kernel_file=parts.kernel_file, functor=parts.functor)
     xfail_entries, xfail_narrowed = _xfails(res, parts.dtypes)
     decorators = _obsolete_decorators(checkout, res.op, names, parts.dtypes)
     allowed = {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs)}
@@ -384,7 +405,72 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
         stub_args=res.route.calls[0].args if res.route else (),
         stub_registered_at=str(kept.where) if kept else None, legacy_registrations=legacy_regs,
         kind=kind.kind.value if kind else Kind.POINTWISE_STUB.value, kind_reason=kind.reason if kind else None,
+        reuse=reuse, missing=missing_legacy(checkout, res.mps_kernels, {f.name for f in res.legacy}),
+        legacy_macros=_orphaned_macros(checkout, res, legacy), placement=placement,
     )
+
+
+def _host_call(parts: _Parts) -> str | None:
+    """The launcher call the host stub will make (for the plan's reuse lines)."""
+    if not parts.host_family:
+        return None
+    from metalport.port.functors import CASTOUT_MACRO
+
+    if parts.host_family == "ternary_alpha":
+        return "exec_ternary_kernel_with_alpha"
+    call = {"unary": "exec_unary_kernel", "ternary": "exec_ternary_kernel"}.get(parts.host_family, "exec_binary_kernel")
+    castout = any(r.startswith(CASTOUT_MACRO + "(") for r in parts.registrations)
+    return call + (" kBool" if castout else "")
+
+
+def _placed_by_siblings(checkout: Checkout, res: Resolution, parts: _Parts) -> tuple[_Parts, tuple[str, ...]]:
+    """The kernel and host files where the tree keeps the op's siblings (Note [placement]): the
+    stubs declared in the op's stub header that are registered natively, the `.mm` files of those
+    registrations and the `.metal` files of the kernels they launch, the most common of each. The
+    family table's files stay when the tree has no such sibling, and the plan says so."""
+    from collections import Counter
+
+    header = parts.stub_header
+    declared = {d.name for d in res.sources.stubs if header and d.where.file.endswith(header)}
+    declared.discard(parts.stub or "")
+    hosts: Counter[str] = Counter()
+    kernels: Counter[str] = Counter()
+    shader_file = {s.name: s.where.file for s in res.sources.shader_ops}
+    for reg in res.sources.registrations:
+        if reg.stub not in declared or reg.kind is ImplKind.GRAPH:
+            continue
+        hosts[reg.where.file] += 1
+        for call in res.sources.kernel_calls:
+            if call.function == reg.kernel and call.kernel in shader_file:
+                kernels[shader_file[call.kernel]] += 1
+    if not hosts or not kernels:
+        return parts, (f"kernel file {parts.kernel_file} and host file {parts.host_file}: from the family table "
+                       f"(fallback: the tree registers no sibling of {parts.stub} from {header or 'its header'})",)
+    host, kernel = hosts.most_common(1)[0][0], kernels.most_common(1)[0][0]
+    why = (f"kernel file {kernel} and host file {host}: where the tree keeps the siblings of {parts.stub} "
+           f"(stubs of {header} registered natively)")
+    return replace(parts, kernel_file=kernel, host_file=host), (why,)
+
+
+def _orphaned_macros(checkout: Checkout, res: Resolution,
+                     legacy: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """(file, macro) of each legacy `#define` whose last invocation the port removes (Note [legacy
+    helpers]: a family's macro goes with its last user, `CREATE_MPS_BINARY_COMPARISON_OP_FUNC`)."""
+    return tuple((rel, m) for rel, before, after in _without_legacy(checkout, res, legacy)
+                 for m in orphaned_macros(before, after))
+
+
+def _without_legacy(checkout: Checkout, res: Resolution,
+                    legacy: tuple[tuple[str, str], ...]) -> list[tuple[str, str, str]]:
+    """(file, text, text without the legacy functions) of each file holding legacy code."""
+    out = []
+    for rel in dict.fromkeys(f for f, _ in legacy):
+        before = (checkout.root / rel).read_text(encoding="utf-8")
+        after = before
+        for name in (n for f, n in legacy if f == rel):
+            after = remove_legacy(after, res.op, name, path=rel, drop_include=False)
+        out.append((rel, before, after))
+    return out
 
 
 def _kernel_plan(checkout: Checkout, res: Resolution, kind: Classification) -> PortPlan:
@@ -451,11 +537,7 @@ def _orphaned_helpers(checkout: Checkout, res: Resolution,
     nowhere else in any `.mm` file once that code is gone."""
     gone = {name for _, name in legacy}
     found: list[tuple[str, str]] = []
-    for rel in dict.fromkeys(f for f, _ in legacy):
-        before = (checkout.root / rel).read_text(encoding="utf-8")
-        after = before
-        for name in (n for f, n in legacy if f == rel):
-            after = remove_legacy(after, res.op, name, path=rel, drop_include=False)
+    for rel, before, after in _without_legacy(checkout, res, legacy):
         others = "\n".join(p.read_text(encoding="utf-8", errors="replace")
                            for p in sorted(checkout.mps_operations.glob("*.mm")) if p != checkout.root / rel)
         for fn in res.sources.functions:

@@ -15,10 +15,11 @@ from metalport.sandbox.worktree import Worktree
 
 
 def write_bundle(worktree: Worktree, dest: Path, *, title: str, body: str,
-                 evidence: Mapping[str, object]) -> Path:
+                 evidence: Mapping[str, object], extra: Mapping[str, str] | None = None) -> Path:
     """Write the bundle of the branch's commits since the base into `dest` and return it.
 
-    `dest/patches/*.patch`, `dest/PR.md` (title and body) and `dest/evidence.json` (sorted keys).
+    `dest/patches/*.patch`, `dest/PR.md` (title and body), `dest/evidence.json` (sorted keys) and
+    each `extra` file (name -> text).
     The bundle is made in a sibling folder and renamed into place, so it is whole or absent and a
     retry leaves no stale patches. Raises PublishError when the branch has no commit since the base,
     FilesystemError when the disk is full, read-only or not writable.
@@ -37,6 +38,8 @@ def write_bundle(worktree: Worktree, dest: Path, *, title: str, body: str,
         write_text_atomic(staging / "PR.md", f"# {title}\n\n{body.rstrip()}\n")
         write_text_atomic(staging / "evidence.json",
                           json.dumps(dict(evidence), indent=2, sort_keys=True, default=str) + "\n")
+        for name, text in (extra or {}).items():  # e.g. the A/B benchmark script for a Mac reviewer
+            write_text_atomic(staging / name, text)
         shutil.rmtree(dest, ignore_errors=True)
         staging.rename(dest)
     except (OSError, git.GitCommandError) as err:

@@ -28,7 +28,7 @@ class CommitResult:
 
 def commit_title(op: str, *, migrate: bool) -> str:
     """Return `[MPS] Migrate <op> to native Metal` or `[MPS] Add native Metal kernel for <op>`."""
-    name = op.removeprefix("aten::")
+    name = ", ".join(o.strip().removeprefix("aten::") for o in op.split(","))  # a family: "a, b, c"
     return f"[MPS] Migrate {name} to native Metal" if migrate else f"[MPS] Add native Metal kernel for {name}"
 
 

@@ -48,6 +48,9 @@ class SweepOptions:
     run_limits: BudgetLimits = field(default_factory=BudgetLimits)  # for each run (capped by what is left)
     run_flags: tuple[str, ...] = ()  # passed to every `metalport run` (per-run limits)
     github: Any | None = None  # a GitHubClient when a GitHub remote is configured
+    # Start one family run (`run --family`) per op family: ops sharing the started op's legacy MPS
+    # macro or helper are ported in its change and skipped as runs of their own.
+    port_families: bool = False
     poll_s: float = 0.3
 
 
@@ -102,7 +105,9 @@ class _Sweep:
         self.o, self.mdir, self.progress = options, mdir, progress
         self.runs = Runs(options.repo_root)
         self.flag = repo_flag(options)
-        self.command = RunCommand(options.repo_root, options.model, options.executor, options.run_flags)
+        flags = (*options.run_flags, "--family") if options.port_families else options.run_flags
+        self.command = RunCommand(options.repo_root, options.model, options.executor, flags)
+        self.claimed: dict[str, str] = {}  # op -> the op whose family run ports it
         self.recipe_ops = recipe_ops()
         self.outcomes: dict[str, OpOutcome] = {}
         self.inflight: list[RunProcess] = []
@@ -169,7 +174,7 @@ class _Sweep:
                 item, resume = queue.pop(0)
                 if resume is not None:
                     self._launch(item, resume=resume)
-                elif not self._pr_skip(item) and not self._unportable(item):
+                elif not self._pr_skip(item) and not self._unportable(item) and not self._in_family(item):
                     self._launch(item)
             for proc in list(self.inflight):
                 code = proc.poll(self.runs.get)
@@ -229,6 +234,28 @@ class _Sweep:
         if skip is not None:
             self.outcomes[item.op] = skip
         return skip is not None
+
+    def _in_family(self, item: Any) -> bool:
+        """With `port_families`: True (and the op skipped) when an earlier family run ports it; else
+        the op's family is claimed for the run about to start."""
+        if not self.o.port_families:
+            return False
+        lead = self.claimed.get(item.op)
+        if lead is not None:
+            self.outcomes[item.op] = OpOutcome(op=item.op, outcome="skipped", ease=item.ease, skip="family",
+                                               reason=f"ported in the family run of aten::{lead}")
+            return True
+        from metalport.checkout import find_checkout
+        from metalport.errors import MetalportError
+        from metalport.port.family import family_of
+
+        try:
+            members, _ = family_of(find_checkout(self.o.repo_root), item.op)
+        except MetalportError:
+            members = (item.op,)
+        for op in members:
+            self.claimed.setdefault(op, item.op)
+        return False
 
     def _launch(self, item: Any, *, resume: str | None = None) -> None:
         run_id = resume or new_run_id(item.op)

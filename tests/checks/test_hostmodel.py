@@ -242,7 +242,11 @@ def test_ternary_alpha_strided_cast_reads_each_input_at_its_type():
     assert launch.kernel == "addcmul_strided_cast_half_float"
     assert launch.args[4:] == (Const("float", (3.0,)), Const("long*", (12,)), Const("long*", (2,)),
                                Const("long*", (2,)), Const("long*", (2,)), Const("long*", (0,)),
-                               Const("uint4", (1, 5, 5, 6)))
+                               Const("uint4", (1, 5, 5, 6)), Const("uint", (5,)))
+    # A wider `out=` keeps the common dtype's kernel, which casts on store (the output's type code last).
+    wide = plan_ternary_alpha("addcmul", _ADDCMUL, _iter(h, h, h, out=torch.float32), h, h, h, common=torch.float16,
+                              alpha=3)
+    assert wide.kernel == "addcmul_strided_cast_half_float" and wide.args[-1] == Const("uint", (6,))
     with pytest.raises(MissingKernel, match="addcmul_strided_cast_float_float"):
         f = torch.ones(3)
         plan_ternary_alpha("addcmul", _ADDCMUL, _iter(f, f, f[:1]), f, f, f[:1], common=torch.float32, alpha=1)

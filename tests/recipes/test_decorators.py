@@ -41,8 +41,10 @@ def test_only_the_ops_mps_failure_markers_are_found() -> None:
 def test_heaviside_port_removes_its_mps_decorators_and_the_contract_holds(wheel_workspace: Checkout,
                                                                           tmp_path: Path) -> None:
     plan = plan_port(wheel_workspace, "heaviside")
-    assert {(f, n) for f, n, _, _ in plan.decorator_entries} == {(INVOCATIONS, "heaviside")}
-    assert len(plan.decorator_entries) == 5 and INVOCATIONS in plan.allowed_paths
+    # The PythonRefInfo `_refs.heaviside` has MPS xfails too: left, they would fail as unexpected successes.
+    assert {(f, n) for f, n, _, _ in plan.decorator_entries} == {(INVOCATIONS, "heaviside"),
+                                                                  (INVOCATIONS, "_refs.heaviside")}
+    assert len(plan.decorator_entries) == 7 and INVOCATIONS in plan.allowed_paths
     wt = clone(wheel_workspace, tmp_path / "wt")
     assert INVOCATIONS in apply_port(plan, wt)
     assert find_decorators(read(wt, INVOCATIONS), ["heaviside"], path=INVOCATIONS) == ()

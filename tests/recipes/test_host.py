@@ -211,7 +211,8 @@ def test_a_ternary_scalar_goes_to_the_kernel_and_both_ops_share_one_launcher() -
     assert both.count("static void exec_ternary_kernel_with_alpha(") == 1
     assert '  exec_ternary_kernel_with_alpha(iter, "addcmul", value);\n' in both
     assert '  exec_ternary_kernel_with_alpha(iter, "addcdiv", value);\n' in both
-    assert "mtl_setBytes(encoder, value, 4);" in both and "toOpMathType(iter.common_dtype())" in both
+    assert "mtl_setBytes(encoder, value, 4);" in both and "toOpMathType(common)" in both
+    assert "const auto common = type_of(-1);" in both  # kernels by the common dtype, cast on store
     assert ".mul(" not in both and "TensorIteratorConfig" not in both  # no host-side temporary
     assert both.index("REGISTER_DISPATCH(addcmul_stub") < both.index("REGISTER_DISPATCH(addcdiv_stub")
     assert "#include <ATen/OpMathType.h>\n#include <ATen/native/PointwiseOps.h>\n" in both

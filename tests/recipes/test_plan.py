@@ -20,7 +20,8 @@ def test_heaviside_plan_from_the_wheel() -> None:
 
 def test_output_types_follow_the_op() -> None:
     table = recipe_table()
-    assert table["logical_and"].registrations(["half"]) == ("REGISTER_BINARY_OP(logical_and, half, bool);",)
+    assert table["logical_and"].registrations(["half"]) == ("REGISTER_BINARY_OP(logical_and, half, bool);",
+                                                            "REGISTER_BINARY_CASTOUT_OP(logical_and, half, bool);")
     assert table["acosh"].registrations(["int", "half"]) == (
         "REGISTER_UNARY_OP(acosh, int, float);", "REGISTER_UNARY_OP(acosh, half, half);")
     assert table["sub"].registrations(["long"]) == ("REGISTER_BINARY_ALPHA_OP(sub, long, long, long);",)

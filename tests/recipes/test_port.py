@@ -58,7 +58,8 @@ def test_wheel_plan_adds_mps_to_the_shared_row(wheel_workspace: Checkout, wheel_
     assert plan.legacy is None and plan.legacy_include is None
     assert plan.xfail_keys == ("heaviside",)
     assert plan.allowed_paths == (KERNEL, HOST, YAML, INVOCATIONS, COMMON)
-    assert len(plan.decorator_entries) == 5  # TestCommon expectedFailures on MPS
+    # TestCommon expectedFailures on MPS: five of the OpInfo, two of the PythonRefInfo `_refs.heaviside`
+    assert len(plan.decorator_entries) == 7
 
 
 def test_plan_round_trips_through_json_and_is_frozen(wheel_plan: PortPlan, fixture_plan: PortPlan) -> None:
@@ -79,8 +80,9 @@ def test_wheel_apply_writes_five_files_then_nothing(wheel_workspace: Checkout, w
     assert "-    CPU, CUDA: heaviside_out\n+    CPU, CUDA, MPS: heaviside_out\n" in diff
     assert '-            "heaviside": None,\n' in diff
     changed = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
-    # one row rewritten, one xfail line, five decorator lines and the comment heading them gone
-    assert len(changed) == 9
+    # one row rewritten, one xfail line, five decorator lines and the comment heading them gone, and
+    # _refs.heaviside's two MPS decorators with their comment
+    assert len(changed) == 12
     assert "-                        # NotImplementedError: The operator 'aten::heaviside.out' is not currently " \
            "implemented for the MPS device" in changed
     kernel = read(wt, KERNEL)
@@ -250,9 +252,13 @@ def test_complex_capable_recipes_keep_complex_registered(wheel_workspace: Checko
             ("float", "float"), ("half", "float"), ("bfloat", "float"), ("float2", "float2"), ("half2", "float2")))
         return
     macro = "REGISTER_BINARY_OP" if out else "REGISTER_UNARY_OP"
-    assert plan.registrations[-2:] == (f"{macro}({op}, float2, {out or 'float2'});",
-                                       f"{macro}({op}, half2, {out or 'half2'});")
-    assert "is_complex_v<T>" in (plan.functor_source or "")
+    regs = [r for r in plan.registrations if not r.startswith("REGISTER_BINARY_CASTOUT_OP(")]
+    assert regs[-2:] == [f"{macro}({op}, float2, {out or 'float2'});", f"{macro}({op}, half2, {out or 'half2'});"]
+    if out == "bool":  # one template for every dtype: c10::metal::cast_to<bool> tests complex truthiness
+        assert "c10::metal::cast_to<bool>" in (plan.functor_source or "")
+        assert f"REGISTER_BINARY_CASTOUT_OP({op}, half2, bool);" in plan.registrations
+    else:
+        assert "is_complex_v<T>" in (plan.functor_source or "")
 
 
 def test_partly_covered_xfails_are_narrowed_to_what_still_fails(fixture_checkout: Checkout, tmp_path: Path) -> None:

@@ -15,7 +15,13 @@ def build(state: PortState, runtime: Runtime[RunContext]) -> dict:
     """Build the worktree; compile errors become failures for diagnose."""
     executor = runtime.context.executor()
     start = time.monotonic()
-    failures = executor.build(load_worktree(state).path, load_plan(state))
+    plans = [load_plan(state)]
+    if state.get("family"):  # one build per distinct kernel/host file pair of the family's members
+        from metalport.port.family import FamilyPlan
+
+        members = FamilyPlan.from_dict(state["family"]).members
+        plans = list({(m.kernel_file, m.host_file): m for m in members}.values())
+    failures = [f for plan in plans for f in executor.build(load_worktree(state).path, plan)]
     verdict = executor_verdict(executor.name, failures, start)
     return {"stage": "build", "failures": [f.to_dict() for f in failures], "failure_stage": "build",
             "verdicts": verdicts_with(state, "build", verdict)}

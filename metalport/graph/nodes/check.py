@@ -13,7 +13,12 @@ def check(state: PortState) -> dict:
     from metalport.checks.contract import check_contract
 
     base = Path(state.get("base_root") or state["repo_root"])
-    failures = check_contract(base, load_worktree(state).path, load_plan(state))
+    if state.get("family"):  # each member against the tree its predecessors leave
+        from metalport.port.family import FamilyPlan, check_family
+
+        failures = check_family(base, load_worktree(state).path, FamilyPlan.from_dict(state["family"]))
+    else:
+        failures = check_contract(base, load_worktree(state).path, load_plan(state))
     verdict = {"ok": not failures, "failures": len(failures),
                "first": str(failures[0]) if failures else None}
     return {"stage": "check", "failures": [f.to_dict() for f in failures], "failure_stage": "check",

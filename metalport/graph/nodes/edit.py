@@ -70,6 +70,11 @@ def _apply_fresh(ctx: RunContext, state: PortState, port: PortPlan, worktree: Wo
     repo = git.Repo(worktree.path)
     repo.git.reset("-q", "--hard", "HEAD")
     repo.git.clean("-fdq")
+    if state.get("family"):  # a family port: every member's table plan, in order (port/family.py)
+        from metalport.port.family import FamilyPlan, apply_family
+
+        apply_family(FamilyPlan.from_dict(state["family"]), worktree.path, secret_env=ctx.secret_env())
+        return port
     if port.spec is None and port.needs_llm and port.kind != "pointwise-stub":
         port = _model_spec_plan(ctx, state, port, worktree)
         apply_port(port, worktree.path, secret_env=ctx.secret_env())

@@ -11,19 +11,69 @@ from metalport.graph.state import PortState
 def plan(state: PortState) -> dict:
     """Plan the port; an op outside the recipe table under `--model recipe` ends as needs-llm.
 
+    When the plan's `.metal`/`.mm` files overlap an open run's, the run re-plans on that run's
+    change and says so (Note [stacked runs] in graph/nodes/_stack.py).
     PipelineError "already native" (unless --force) and UnknownOpError propagate to the caller.
     """
+    update = _plan_at(state, Path(state.get("base_root") or state["repo_root"]))
+    if update.get("status") or state.get("stacked_on"):
+        return update
+    from metalport.graph.nodes._stack import edited_files, find_stack_base, stack_note
+
+    import git
+
+    root = Path(state["repo_root"])
+    base_commit = git.Repo(root).commit(state["options"].get("base", "HEAD")).hexsha
+    stacked = find_stack_base(root, state["run_id"], base_commit, edited_files(update["plan"], update.get("family")))
+    if stacked is None:
+        return update
+    from langgraph.config import get_stream_writer
+
+    from metalport.graph.base import base_root
+
+    options = {**state["options"], "base": stacked["commit"]}
+    snapshot = base_root(root, state["run_id"], stacked["commit"])
+    get_stream_writer()({"event": "note", "node": "plan", "message": stack_note(stacked)})
+    replanned = _plan_at({**state, "options": options}, snapshot)
+    return {**replanned, "options": options, "base_root": str(snapshot), "stacked_on": stacked}
+
+
+def _plan_at(state: PortState, root: Path) -> dict:
+    """The plan update of the run's op(s) in the tree at `root`."""
     from metalport.port.port import plan_port
     from metalport.checkout import find_checkout
 
-    checkout = find_checkout(Path(state.get("base_root") or state["repo_root"]))
-    port = plan_port(checkout, state["op"], force=bool(state["options"].get("force")))
-    update: dict = {"stage": "plan", "plan": port.to_dict()}
+    checkout = find_checkout(root)
+    options = state["options"]
+    ops, reasons = _family_ops(checkout, state["op"], options)
+    if len(ops) > 1:
+        from metalport.port.family import plan_family
+
+        family = plan_family(checkout, ops, force=bool(options.get("force")), reasons=reasons)
+        update: dict = {"stage": "plan", "plan": family.members[0].to_dict(), "family": family.to_dict()}
+        port = next((m for m in family.members if m.needs_llm), family.members[0])
+    else:
+        port = plan_port(checkout, state["op"], force=bool(options.get("force")))
+        update = {"stage": "plan", "plan": port.to_dict()}
     if port.needs_llm and state["options"].get("model", "recipe") == "recipe":
-        name = state["op"].removeprefix("aten::")
+        name = port.op
         what = "its functor" if port.kind == "pointwise-stub" else f"its kernel ({port.kind})"
         update.update(status="needs-llm", reason=(
             f"aten::{name} is not in the recipe table: {what} needs an LLM; "
             f"rerun with --model openai:MODEL (e.g. `run-migration aten::{name} --model openai:gpt-4.1"
             f"{repo_arg(state['repo_root'])}`)"))
     return update
+
+
+def _family_ops(checkout, op: str, options: dict) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The ops of the run's change and why they go together: the op alone, the ops given with it
+    (`run-migration a b c`), or with `--family` every op sharing its legacy macro or helper."""
+    name = op.removeprefix("aten::")
+    ops = [name, *(o.removeprefix("aten::") for o in options.get("family_ops") or ())]
+    reasons: tuple[str, ...] = ()
+    if options.get("expand_family"):
+        from metalport.port.family import family_of
+
+        found, reasons = family_of(checkout, name)
+        ops += list(found)
+    return tuple(dict.fromkeys(ops)), reasons

@@ -22,9 +22,10 @@ from metalport.agent.transcript import Redactor
 from metalport.config import load_config
 from metalport.errors import AgentError, PublishError
 from metalport.graph.context import RunContext, kill_point
-from metalport.graph.evidence import commit_evidence, describe_plan, full_evidence, verdict_lines
+from metalport.graph.evidence import commit_evidence, describe_run_plan, full_evidence, verdict_lines
 from metalport.graph.nodes._common import load_plan, load_worktree
 from metalport.graph.state import PortState
+from metalport.publish.pr import BENCH_SCRIPT, benchmark_script
 from metalport.publish import (PR_LABELS, GitHubClient, commit_run, conventions_section, open_draft_pr, push_branch,
                                write_bundle)
 
@@ -44,7 +45,10 @@ def publish(state: PortState, runtime: Runtime[RunContext]) -> dict:
     """Commit the approved change, then open a draft PR (remote + token) or write a PR bundle."""
     ctx, port, worktree = runtime.context, load_plan(state), load_worktree(state)
     evidence = commit_evidence(state)
-    commit = commit_run(worktree, state["op"], migrate=port.migrate, evidence=evidence)
+    family = state.get("family") or {}
+    members = list(family.get("members") or ())
+    subject = ", ".join(family["ops"]) if family.get("ops") else state["op"]
+    commit = commit_run(worktree, subject, migrate=port.migrate, evidence=evidence)
     if commit.note:
         get_stream_writer()({"event": "note", "node": "publish", "message": commit.note})
     kill_point("publish:committed")
@@ -54,9 +58,19 @@ def publish(state: PortState, runtime: Runtime[RunContext]) -> dict:
     added = repo.git.diff("--name-only", "--diff-filter=A", f"{worktree.base_commit}..HEAD").split()
     executors = [str(v.get("executor")) for v in state.get("verdicts", {}).values() if v.get("executor")]
     described = _describe(ctx, PrRequest(
-        op=state["op"], plan_summary="\n".join(f"- {line.strip()}" for line in describe_plan(state.get("plan", {}))),
+        op=state["op"], plan_summary="\n".join(f"- {line.strip()}" for line in describe_run_plan(state)),
         diff_stat=diff_stat, verdicts=tuple(verdict_lines(state)), usage=dict(state.get("usage", {}))))
-    body = redactor.text(f"{described.rstrip()}\n\n{conventions_section(state.get('plan', {}), executors, added)}")
+    from metalport.port.family import describe_family, FamilyPlan
+
+    family_lines = describe_family(FamilyPlan.from_dict(family)) if members else []
+    if state.get("stacked_on"):
+        from metalport.graph.nodes._stack import stack_note
+
+        family_lines.append(stack_note(state["stacked_on"]))
+    conventions = conventions_section(state.get("plan", {}), executors, added, members=members, family=family_lines,
+                                      model=str(state["options"].get("model", "recipe")),
+                                      issue=state["options"].get("issue"))
+    body = redactor.text(f"{described.rstrip()}\n\n{conventions}")
     usage = ctx.total_usage(ctx.provider.usage())
     update: dict = {"stage": "publish", "status": "published", "commit": commit.sha, "usage": usage,
                     "reason": f"approved and committed as {commit.sha[:12]}"}
@@ -70,7 +84,8 @@ def publish(state: PortState, runtime: Runtime[RunContext]) -> dict:
     if why_not:
         get_stream_writer()({"event": "note", "node": "publish", "message": why_not})
     bundle = write_bundle(worktree, ctx.run_dir / "bundle", title=commit.title, body=body,
-                          evidence=redactor.any(full_evidence(state, commit.sha)))
+                          evidence=redactor.any(full_evidence(state, commit.sha)),
+                          extra={BENCH_SCRIPT: benchmark_script(members or [state.get("plan", {})])})
     return {**update, "bundle_path": str(bundle), "reason": f"committed {commit.sha[:12]} on {worktree.branch}; "
             f"PR bundle in {bundle}"}
 

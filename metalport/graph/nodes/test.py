@@ -17,8 +17,18 @@ def test(state: PortState, runtime: Runtime[RunContext]) -> dict:
     except a partial one (calls skipped), which reaches the gate with its status and skips shown."""
     executor = runtime.context.executor()
     start = time.monotonic()
-    report, failures = executor.test(load_worktree(state).path, load_plan(state), held_out=True)
-    failures = list(failures)
+    plans = [load_plan(state)]
+    if state.get("family"):  # every member of a family port is tested
+        from metalport.port.family import FamilyPlan
+
+        plans = list(FamilyPlan.from_dict(state["family"]).members)
+    failures, members = [], {}
+    for plan in plans:
+        one, found = executor.test(load_worktree(state).path, plan, held_out=True)
+        members[plan.op] = one.status
+        failures += list(found)
+        if plan is plans[0] or (one.status != "pass" and report.status == "pass"):
+            report = one
     if not failures and not report.ok() and report.status != "partial":
         failures = [Failure("conformance", None, None, None,
                             f"conformance {report.status}: {report.reason or 'no verdict'}")]
@@ -26,6 +36,8 @@ def test(state: PortState, runtime: Runtime[RunContext]) -> dict:
                "failures": len(failures),
                "first": str(failures[0]) if failures else None,
                "seconds": round(time.monotonic() - start, 3), "report": report.to_dict()}
+    if len(plans) > 1:
+        verdict["members"] = members
     update: dict = {"stage": "test", "failures": [f.to_dict() for f in failures], "failure_stage": "test",
                     "verdicts": verdicts_with(state, "test", verdict)}
     if not failures:

@@ -1,0 +1,227 @@
+"""Family ports: several ops that share a kernel file, host file or legacy macro/helper, ported in
+one change (one plan, one worktree, one branch, one PR), as PyTorch's maintainers port them
+(`logical_and/or/xor` in one PR, `addcmul` + `addcdiv`).
+
+Note [family plans]: the members are planned one after another, each on the tree the previous
+members' edits leave (a scratch worktree of the base), so member `i`'s anchors, line numbers and
+"last user" decisions (a helper or macro goes with the member that removes its last caller) are
+exact; `apply_family` replays the members in order and reaches the same tree. Each member's
+contract is checked against the tree before it (`check_family`).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from metalport.checkout.layout import Checkout
+from metalport.errors import MetalportError, PipelineError
+from metalport.port.plan_model import PortPlan
+from metalport.port.reuse import macro_of
+
+_GIT = ("git", "-c", "user.name=metalport", "-c", "user.email=metalport@localhost", "-c", "commit.gpgsign=false")
+
+
+@dataclass(frozen=True)
+class FamilyPlan:
+    """The plan of a family port: its members' plans in order and why they go together."""
+
+    ops: tuple[str, ...]
+    members: tuple[PortPlan, ...]
+    reasons: tuple[str, ...]
+
+    @property
+    def title(self) -> str:
+        return "/".join(self.ops) if len(self.ops) <= 3 else f"{self.ops[0]} and {len(self.ops) - 1} more"
+
+    @property
+    def allowed_paths(self) -> tuple[str, ...]:
+        return tuple(sorted({p for m in self.members for p in m.allowed_paths}))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ops": list(self.ops), "members": [m.to_dict() for m in self.members], "reasons": list(self.reasons)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FamilyPlan:
+        return cls(tuple(data["ops"]), tuple(PortPlan.from_dict(m) for m in data["members"]),
+                   tuple(data.get("reasons", ())))
+
+
+def _git(cwd: Path, *argv: str) -> str:
+    proc = subprocess.run([*_GIT, *argv], cwd=cwd, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise MetalportError(f"git {argv[0]} failed in {cwd}: {proc.stderr.strip()[:200]}",
+                             hint="check that the checkout is a git repository with a commit")
+    return proc.stdout
+
+
+@contextmanager
+def _scratch(root: Path, commit: str = "HEAD") -> Iterator[Path]:
+    """A detached scratch worktree of `root` at `commit`, removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="metalport-family-") as tmp:
+        path = Path(tmp) / "tree"
+        _git(root, "worktree", "add", "-q", "--detach", str(path), commit)
+        try:
+            yield path
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=root, capture_output=True,
+                           timeout=120)
+
+
+def _legacy_links(checkout: Checkout, op: str) -> dict[str, set[str]]:
+    """What the op's legacy MPS code shares with others: {"macro M": functions M makes,
+    "helper H": functions calling H}, functions named as the `.mm` files define them."""
+    from metalport.port.resolve import resolve_op
+
+    res = resolve_op(checkout, op)
+    links: dict[str, set[str]] = {}
+    functions = res.sources.functions
+    for fn in res.legacy:
+        text = (checkout.root / fn.where.file).read_text(encoding="utf-8", errors="replace")
+        macro = macro_of(text, fn.where.line)
+        if macro:
+            made = {m.group(1) for m in re.finditer(rf"^\s*{re.escape(macro)}\(\s*(\w+)", text, re.M)}
+            links[f"legacy macro {macro} ({fn.where.file})"] = made
+        lines = text.splitlines()
+        in_file = sorted((f for f in functions if f.where.file == fn.where.file), key=lambda f: f.where.line)
+        starts = [f.where.line for f in in_file]
+
+        def owner(line: int) -> str | None:
+            before = [f for f, s in zip(in_file, starts) if s <= line]
+            return before[-1].name if before else None
+
+        body_end = next((s for s in starts if s > fn.where.line), len(lines) + 1)
+        body = "\n".join(lines[fn.where.line - 1:body_end - 1])
+        for helper in (f for f in in_file if not f.impl_func and f.name != fn.name):
+            if not re.search(rf"\b{re.escape(helper.name)}\s*\(", body):
+                continue
+            callers = {owner(i + 1) for i, line in enumerate(lines)
+                       if re.search(rf"\b{re.escape(helper.name)}\s*\(", line) and i + 1 != helper.where.line}
+            links[f"legacy helper {helper.name} ({fn.where.file})"] = {c for c in callers if c and c != helper.name}
+    return links
+
+
+def family_of(checkout: Checkout, op: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the op and every op whose legacy MPS code shares its legacy macro or helper, the reasons).
+
+    Only ops that are still to port join (their rows name the shared function)."""
+    from metalport.registry.index import load_registry
+
+    name = op.removeprefix("aten::")
+    registry = load_registry(checkout.native_functions)
+    by_kernel: dict[str, str] = {}
+    for entry in registry.entries:
+        for d in entry.dispatch:
+            if "MPS" in d.keys:
+                by_kernel.setdefault(d.kernel, entry.base)
+    ops = [name]
+    reasons: list[str] = []
+    for why, functions in _legacy_links(checkout, name).items():
+        joined = sorted({by_kernel[f] for f in functions if f in by_kernel} - {name})
+        if joined:
+            ops += [o for o in joined if o not in ops]
+            reasons.append(f"{why} serves {', '.join(sorted({name, *joined}))}")
+    return tuple(ops), tuple(reasons)
+
+
+def _shared_reasons(members: list[PortPlan]) -> list[str]:
+    """Why planned members go together: the kernel, host and legacy files they both edit."""
+    out = []
+    for label, pick in (("kernel file", lambda m: m.kernel_file), ("host file", lambda m: m.host_file),
+                        ("legacy file", lambda m: m.legacy[0] if m.legacy else None)):
+        files: dict[str, list[str]] = {}
+        for m in members:
+            if pick(m):
+                files.setdefault(pick(m), []).append(m.op)
+        out += [f"{label} {f} is edited by {', '.join(ops)}" for f, ops in files.items() if len(ops) > 1]
+    return out
+
+
+def plan_family(checkout: Checkout, ops: tuple[str, ...], *, force: bool = False,
+                reasons: tuple[str, ...] = ()) -> FamilyPlan:
+    """Plan every op of the family in order (Note [family plans]).
+
+    Raises PipelineError when a member cannot be planned (its message names the op), or when the
+    ops share no file (then they are separate changes)."""
+    from metalport.port.port import apply_port, plan_port
+
+    names = tuple(dict.fromkeys(o.removeprefix("aten::") for o in ops))
+    members: list[PortPlan] = []
+    with _scratch(checkout.root) as tree:
+        for i, name in enumerate(names):
+            try:
+                plan = plan_port(Checkout(tree), name, force=force)
+            except PipelineError as err:
+                raise PipelineError(f"family member aten::{name}: {err.message}", location=err.location,
+                                    hint=err.hint) from err
+            members.append(plan)
+            if i + 1 < len(names):
+                if plan.needs_llm:
+                    raise PipelineError(f"family member aten::{name} needs a model for its functor",
+                                        hint="port it alone with --model openai:MODEL, or leave it out of the family")
+                apply_port(plan, tree)
+    shared = _shared_reasons(members)
+    if len(members) > 1 and not shared and not reasons:
+        raise PipelineError(f"{', '.join(names)} share no kernel, host or legacy file: they are separate changes",
+                            hint="run them one at a time")
+    return FamilyPlan(names, tuple(members), tuple(dict.fromkeys([*reasons, *shared])))
+
+
+def apply_family(family: FamilyPlan, root: Path, **kwargs: Any) -> None:
+    """Apply each member's plan in order in the worktree at `root`."""
+    from metalport.port.port import apply_port
+
+    for plan in family.members:
+        apply_port(plan, root, **kwargs)
+
+
+def check_family(base_root: Path, worktree_root: Path, family: FamilyPlan) -> list:
+    """Every member's contract, each checked against the tree its predecessors leave, and the
+    worktree checked to hold exactly the family's edits. `[]` when all hold. The worktree's HEAD
+    is the base (`base_root` is accepted for symmetry with `check_contract`)."""
+    from metalport.checks.contract import check_contract
+    from metalport.failure import Failure
+    from metalport.port.port import apply_port
+
+    failures: list = []
+    head = _git(worktree_root, "rev-parse", "HEAD").strip()
+    with _scratch(Path(worktree_root), head) as before, _scratch(Path(worktree_root), head) as after:
+        for plan in family.members:
+            apply_port(plan, after)
+            failures += [f for f in check_contract(before, after, plan)]
+            apply_port(plan, before)
+            _git(before, "add", "-A")
+            _git(before, "commit", "-q", "-m", f"family member {plan.op}")
+            _git(after, "reset", "-q", "--hard", _git(before, "rev-parse", "HEAD").strip())
+        expected = set(_git(after, "diff", "--name-only", head).split())
+        got = set(_git(Path(worktree_root), "diff", "--name-only", "HEAD").split())
+        extra = sorted(got - expected - set(_git(Path(worktree_root), "ls-files", "--others",
+                                                   "--exclude-standard").split()))
+        for rel in extra:
+            failures.append(Failure("paths", rel, None, None,
+                                    f"{rel} is changed but no member of the family plans it"))
+        for rel in sorted(expected & got):
+            mine = _git(Path(worktree_root), "diff", "HEAD", "--", rel)
+            theirs = _git(after, "diff", head, "--", rel)
+            if _body(mine) != _body(theirs):
+                failures.append(Failure("family", rel, None, None,
+                                        f"{rel} differs from the members' edits applied in order"))
+    return failures
+
+
+def _body(diff: str) -> str:
+    """A diff without its header lines (index hashes differ between repositories)."""
+    return "\n".join(line for line in diff.splitlines() if not line.startswith(("diff ", "index ")))
+
+
+def describe_family(family: FamilyPlan) -> list[str]:
+    """The family's lines for the plan view and the PR body."""
+    lines = [f"family port of {', '.join(f'aten::{o}' for o in family.ops)} in one change"]
+    lines += [f"together because {r}" for r in family.reasons]
+    return lines
