@@ -192,3 +192,13 @@ def test_unmodelled_host_conventions_say_so_and_exit_1(real_tree_workspace, caps
     code = main(["conformance", f"aten::{op}", "--repo", str(real_tree_workspace.root), "--backend", "emulated"])
     out, err = capsys.readouterr()
     assert code == 1 and err == "" and NO_HOST_MODEL in out and f"aten::{op}: no-host-model" in out
+
+
+def test_kernels_command_compiles_a_real_kernel_file_with_the_checkout_include_path(
+        real_tree_workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    """`metalport kernels FILE --repo R` includes `R/aten/src` as conformance does (UnaryKernel.h)."""
+    root = real_tree_workspace.root
+    code = main(["kernels", str(root / KERNELS / "UnaryKernel.metal"), "--repo", str(root), "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err[-400:]
+    assert "UnaryKernel.h" not in out.err and "exp_dense" in out.out
