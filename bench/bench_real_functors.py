@@ -7,7 +7,8 @@ same kernel (special_erf for erf) count once, under the first name. Ops whose ho
 modelled convention are listed apart, never counted as passing. Each op runs `run_conformance` once
 per seed; its verdict is `pass` only when every seed passes, `unstable` when seeds disagree. The
 table gives the worst error over the OpInfo and random cases, the number of accepted divergences
-(warnings) and the first failure. The pass rate is passing ops over ops with a modelled host.
+(out-of-scope cases by an OpInfo skip/xfail, never passes) and the first failure: for an
+upstream bug, the input, kernel, CPU and truth values (Note [the oracle]). The pass rate is passing ops over ops with a modelled host.
 
     METALPORT_REAL_TREE=../shared/pytorch-real python bench/bench_real_functors.py [--seeds 5,7,11] [--op erf ...]
 """
@@ -79,7 +80,19 @@ def modelled_ops(checkout: Checkout) -> tuple[dict[str, str], dict[str, str]]:
     return ops, unmodelled
 
 
+def _shown_input(report: ConformanceReport) -> str | None:
+    """The first failure that shows an input with the kernel's, CPU's and the truth's values."""
+    for d in report.dtypes:
+        for line in (*(f.message for f in d.failures), *d.held_out_inputs):
+            if "kernel " in line and "CPU " in line and "truth " in line:
+                return f"{d.dtype} {line}"[:400]
+    return None
+
+
 def _first_failure(report: ConformanceReport) -> str:
+    shown = _shown_input(report)
+    if shown is not None:
+        return f"upstream bug: {shown}"
     for d in report.dtypes:
         for f in d.failures:
             return f.message.split("; at [")[0][:110]
@@ -124,6 +137,7 @@ def main() -> int:
         seconds = time.perf_counter() - start
     counted = [r for r in rows if r[1] != "no-host-model"]
     passed = sum(1 for r in counted if r[1] == "pass")
+    upstream = [r[0] for r in counted if r[4].split(": ", 1)[-1].startswith("upstream bug")]
     print()
     print(f"{'op':<40} {'verdict':<13} {'worst err':>9} {'warn':>5}  first failure")
     for op, status, worst, warned, why in rows:
@@ -134,7 +148,10 @@ def main() -> int:
     print(f"\nseeds {seeds}; {len(rows)} ops with a registered kernel ({len(no_host)} without an emulated host "
           f"model: {', '.join(no_host) or 'none'}); {len(unmodelled)} unmodelled (MPSGraph and other hosts)")
     print(f"pass rate: {passed}/{len(counted)} = {100.0 * passed / max(1, len(counted)):.1f}% "
-          f"of the ops with a modelled host; {seconds:.0f} s")
+          f"of the ops with a modelled host (a warning is not a pass); {seconds:.0f} s, "
+          f"{seconds / max(1, len(rows) * len(seeds)):.1f} s per op and seed")
+    print(f"upstream bugs (fail with an input wrong against CPU and the float64 truth): {len(upstream)}: "
+          f"{', '.join(upstream) or 'none'}")
     return 0
 
 

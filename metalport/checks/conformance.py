@@ -4,7 +4,7 @@ For each dtype the op's kernel files register, every OpInfo sample (recorded at 
 CPU), random draws and held-out cases from OpInfo's reference numerics (`cases`) run through torch
 on CPU (the reference, guarded where it can crash) and through the kernel as the modelled MPS host
 would dispatch it (`hostmodel`). Outputs are poisoned first; results are judged at test_mps's
-tolerances (`runner.judge_case`) and counted per kind; skipped calls make the verdict partial.
+tolerances (`runner.judge_by_oracle`, Note [the oracle]) and counted per kind; skipped calls make the verdict partial.
 """
 
 from __future__ import annotations
@@ -27,13 +27,12 @@ from metalport.checks.families import classify, classify_two_outputs
 from metalport.checks.hostcode import find_host_code
 from metalport.checks.cases import Case, build_cases
 from metalport.checks.hostmodel import MissingKernel, UnmodelledCall
-from metalport.checks.known import case_references
-from metalport.checks.pooling import RandomPool
+from metalport.checks.oracle import conditioning, truth_calls
 from metalport.checks.report import KINDS, NO_HOST_MODEL, ConformanceReport, DtypeVerdict, Tally
-from metalport.checks.runner import (CRASHED, REJECTED, CaseResult, Prepared, dispatch, judge_case, prepare_case,
+from metalport.checks.runner import (CRASHED, REJECTED, CaseResult, Prepared, dispatch, judge_by_oracle, prepare_case,
                                      references)
 from metalport.checks.samples import Call, Family, find_opinfo
-from metalport.checks.tolerances import strict, tolerance_for
+from metalport.checks.tolerances import tolerance_for
 from metalport.checkout.layout import KERNELS_DIR as LAYOUT_KERNELS_DIR
 from metalport.errors import UnknownOpError, UsageError
 from metalport.failure import Failure
@@ -207,17 +206,22 @@ class DtypeRun:
                             tuple(failures), tuple(self.warnings), tuple(self.held_inputs), self.skipped)
 
 
-def _precise_references(cases: Sequence[Case], staged: Sequence[Prepared | CaseResult]) -> dict[int, torch.Tensor]:
-    """For small-magnitude cases: the op computed in float64 (complex128) from the same inputs."""
-    wanted = [k for k, (c, item) in enumerate(zip(cases, staged)) if c.strict and isinstance(item, Prepared)]
-    calls = []
-    for k in wanted:
-        call = cases[k].call
-        values = [call._get(s) for s in call.slots]
-        calls.append(call.with_operands([v.to(torch.complex128 if v.is_complex() else torch.float64)
-                                         if isinstance(v, torch.Tensor) and (v.is_floating_point() or v.is_complex())
-                                         else v for v in values]))
-    return {k: r for k, r in zip(wanted, references(calls)) if isinstance(r, torch.Tensor)}
+def _truths(cases: Sequence[Case], staged: Sequence[Prepared | CaseResult]
+            ) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
+    """(truth, conditioning) per floating case: the op in float64/complex128 on the upcast inputs,
+    and sum |x df/dx| from its perturbed evaluations (Note [the oracle])."""
+    wanted = [k for k, item in enumerate(staged) if isinstance(item, Prepared)
+              and (item.expected.is_floating_point() or item.expected.is_complex())]
+    groups = [truth_calls(cases[k].call) for k in wanted]
+    outcomes = iter(references([c for g in groups for c in g]))
+    out = {}
+    for k, group in zip(wanted, groups):
+        results = [next(outcomes) for _ in group]
+        truth = results[0]
+        if isinstance(truth, torch.Tensor) and truth.shape == staged[k].expected.shape:
+            perturbed = [r for r in results[1:] if isinstance(r, torch.Tensor)]
+            out[k] = (truth, conditioning(truth, perturbed))
+    return out
 
 
 def _count_only(message: str | None) -> str:
@@ -335,24 +339,12 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
                                          f"no kernel file defines (MPS: 'Failed to create function state object')"))
         ready = [p for p in staged if isinstance(p, Prepared)]
         errors = dict(zip(map(id, ready), dispatch(kernels, ready)))
-        precise = _precise_references(cases, staged)
-        pool = RandomPool()
+        truths = _truths(cases, staged)
         for k, (case, item) in enumerate(zip(cases, staged)):
-            accepted = None
             if isinstance(item, Prepared):
                 tol = tolerance_for(base, item.expected.dtype, info)
-                beyond = case.kind != "opinfo"
-                known = case_references(base, item, case.call, beyond)
-                prepared = item
-                item, accepted = judge_case(item, errors[id(item)], tol, beyond_samples=beyond,
-                                            strict_tol=strict(tol, item.expected.dtype) if case.strict else None,
-                                            precise=precise.get(k), overflow=case.overflow,
-                                            operands=case.call.operands(), known=known)
-                if pool.holds(case, prepared, item, accepted, tol):
-                    continue
-            run.add(item, case, accepted)
-        for result, held, accepted in pool.settle():
-            run.add(result, held, accepted)
+                item = judge_by_oracle(item, errors[id(item)], tol, truths.get(k), case.call.operands())
+            run.add(item, case)
         unmodelled += run.unmodelled
         rejected += run.rejected
         verdicts.append(run.verdict())

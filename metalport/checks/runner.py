@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -11,6 +11,7 @@ from metalport.checks.backend import KernelSet
 from metalport.checks.guard import Crashed, Outcome, Refused, needs_guard, run_guarded
 from metalport.checks.hostmodel import (Launch, MissingKernel, UnmodelledCall, plan_binary, plan_ternary,
                                         output_spec, plan_ternary_alpha, plan_two_outputs, plan_unary)
+from metalport.checks.oracle import acceptable, describe
 from metalport.checks.iteration import build_iteration, flat_buffer
 from metalport.checks.poison import poisoned, unwritten
 from metalport.checks.samples import Call, Family
@@ -193,108 +194,26 @@ def judge(prepared: Prepared, failure: str | None, tol: Tolerance) -> CaseResult
     return CaseResult(False, err, f"{_describe_mismatch(output, expected, err, tol)}; kernel {kernel}")
 
 
-PRECISION_SLACK = 10.0
-NEAR = ("a precision-level divergence (within 10x test_mps's tolerance) beyond the OpInfo samples, "
-        "which are what test_mps gates")
-OVERFLOW = ("an intermediate overflowing on huge or infinite inputs (upstream kernels knowingly compute "
-            "in the input's precision; no PyTorch test checks MPS there)")
-ISOLATED_SHARE = 0.02
-ISOLATED = ("isolated finite divergences (at most 2% of the elements: poles, cancellation near branch cuts) "
-            "beyond the OpInfo samples, which are what test_mps gates")
-LARGE_RESULTS = ("results far from zero at inputs below OpInfo's small-value set (no PyTorch test checks "
-                 "them; only tiny results there are judged)")
-_TINY_RESULT = 1e-4  # below this |result| test_mps's atol (1e-5) hides a relative error of 10% or more
-
-
-def judge_case(prepared: Prepared, failure: str | None, tol: Tolerance, *, beyond_samples: bool,
-               strict_tol: Tolerance | None = None, precise: torch.Tensor | None = None,
-               overflow: bool = False, operands: Sequence[torch.Tensor] = (),
-               known: Sequence[tuple[str, torch.Tensor | Callable[[], torch.Tensor | None]]] = ()
-               ) -> tuple[CaseResult, str | None]:
-    """(result, why PyTorch accepts its divergence or None) for one dispatched case.
-
-    Beyond the OpInfo samples a floating divergence within PRECISION_SLACK times `tol`, or finite and
-    on at most ISOLATED_SHARE of the elements, is accepted (a wrong formula or branch moves far more). With
-    `strict_tol` (Note [small magnitudes] in `cases`) tiny results are judged relatively, against the
-    CPU reference or `precise` (the float64 result rounded), and the other results are only warned.
-    `known`: (rule, reference or a function making it) pairs of the op's known upstream divergences
-    (`checks.known`); an output that misses the CPU reference but matches one of them, at the same
-    tolerance, is that rule's warning (the caller passes only rules that hold for the case's kind)."""
-    if prepared.extra and failure is None:  # a further output (frexp's exponent) is judged exactly, no rule
-        extra = judge(prepared, None, tol)
-        if not extra.ok and (extra.message or "").startswith(_FURTHER):
-            return extra, None
-    result, accepted = _judge_case(prepared, failure, tol, beyond_samples=beyond_samples, strict_tol=strict_tol,
-                                   precise=precise, overflow=overflow, operands=operands)
-    if result.ok or accepted is not None or failure is not None or "never written" in (result.message or ""):
-        return result, accepted
-    for reason, reference in known:
-        if callable(reference):
-            reference = reference()
-        if isinstance(reference, torch.Tensor) and reference.shape == prepared.output.shape and \
-                not bool(mismatched(prepared.output, reference, strict_tol or tol).any()):
-            return result, reason
-    return result, None
-
-
-def _judge_case(prepared: Prepared, failure: str | None, tol: Tolerance, *, beyond_samples: bool,
-                strict_tol: Tolerance | None, precise: torch.Tensor | None, overflow: bool,
-                operands: Sequence[torch.Tensor]) -> tuple[CaseResult, str | None]:
+def judge_by_oracle(prepared: Prepared, failure: str | None, tol: Tolerance,
+                    truth: tuple[torch.Tensor, torch.Tensor] | None,
+                    operands: Sequence[torch.Tensor] = ()) -> CaseResult:
+    """Judge one dispatched case by the one rule (Note [the oracle] in `checks.oracle`): dispatch
+    errors, unwritten elements and further outputs as `judge`; each element of the output against CPU
+    and the float64 truth (`truth`: (value, conditioning), None for integer and bool outputs)."""
     result = judge(prepared, failure, tol)
-    if failure is not None or (not result.ok and result.error == float("inf") and "never written" in
-                               (result.message or "")):
-        return result, None
-    floating = prepared.expected.is_floating_point() or prepared.expected.is_complex()
-    if strict_tol is not None and prepared.launch is not None and floating:
-        return _judge_small(prepared, tol, strict_tol, precise, result)
-    if not result.ok and overflow and floating and _overflows_only(prepared, tol, operands):
-        return result, OVERFLOW
-    if result.ok or not beyond_samples or result.error == float("inf") or not floating:
-        return result, None
-    loose = judge(prepared, None, Tolerance(tol.atol * PRECISION_SLACK, tol.rtol * PRECISION_SLACK))
-    if loose.ok:
-        return result, NEAR
-    bad = int(mismatched(prepared.output, prepared.expected, tol).sum())
-    return result, (ISOLATED if bad <= ISOLATED_SHARE * prepared.expected.numel() else None)
-
-
-def _overflows_only(prepared: Prepared, tol: Tolerance, operands: Sequence[torch.Tensor]) -> bool:
-    """Every differing element is an overflow: the kernel gives ±inf where torch is finite (an
-    intermediate overflowed), or NaN where torch applies C's special case for a NaN input
-    (hypot(inf, nan) = inf). A NaN where torch is finite, a finite value where torch gives NaN or
-    ±inf, or NaN for inf without a NaN input (inf - inf in the kernel) is not one."""
-    out, exp = prepared.output, prepared.expected
-    if out.shape != exp.shape or out.dtype != exp.dtype:
-        return False
-    bad = mismatched(out, exp, tol)
-    nan_in = torch.zeros(exp.shape, dtype=torch.bool)
-    for t in operands:
-        if (t.is_floating_point() or t.is_complex()) and t.numel():
-            nan_in |= torch.broadcast_to(t.isnan(), exp.shape)
-    a, e = (torch.view_as_real(t.to(torch.complex64)) if t.is_complex() else t.float() for t in (out, exp))
-    if out.is_complex():
-        bad, nan_in = bad.unsqueeze(-1).expand(a.shape), nan_in.unsqueeze(-1).expand(a.shape)
-    overflow = (torch.isfinite(e) & torch.isinf(a)) | (torch.isinf(e) & (torch.isinf(a) | (torch.isnan(a) & nan_in)))
-    return bool(bad.any()) and bool((overflow | ~bad | (a == e)).all())
-
-
-def _judge_small(prepared: Prepared, tol: Tolerance, strict_tol: Tolerance, precise: torch.Tensor | None,
-                 result: CaseResult) -> tuple[CaseResult, str | None]:
-    out, exp = prepared.output, prepared.expected
+    if failure is not None or "never written" in (result.message or "") or \
+            (result.message or "").startswith(_FURTHER):
+        return result
+    out, cpu = prepared.output, prepared.expected
+    if out.shape != cpu.shape or out.dtype != cpu.dtype:
+        return result
+    value, cond = truth if truth is not None else (None, None)
+    verdict = acceptable(out, cpu, value, tol, cond)
+    if not bool(verdict.bad.any()):
+        return CaseResult(True, result.error)
     kernel = prepared.launch.kernel if prepared.launch else "(no launch)"
-    tiny = (exp.abs() < _TINY_RESULT).reshape(-1)
-    bad = mismatched(out, exp, strict_tol)
-    if precise is not None and precise.shape == exp.shape:
-        bad &= mismatched(out, precise.to(exp.dtype), strict_tol)
-    bad = bad.reshape(-1) & tiny
-    flat_out, flat_exp = out.reshape(-1), exp.reshape(-1)
-    if bool(bad.any()):
-        err, _ = compare(flat_out[bad], flat_exp[bad], strict_tol)
-        return CaseResult(False, err, f"tiny results: {_describe_mismatch(flat_out[tiny], flat_exp[tiny], err, strict_tol)}"
-                          f"; kernel {kernel}"), None
-    if result.ok:
-        return result, None
-    return result, LARGE_RESULTS
+    return CaseResult(False, result.error if result.error else verdict.ulps_truth,
+                      f"{describe(out, cpu, value, verdict, operands)}; kernel {kernel}")
 
 
 def dispatch(kernels: KernelSet, prepared: list[Prepared]) -> list[str | None]:

@@ -40,12 +40,12 @@ def _describe(arg: object) -> str:
 def run(args: argparse.Namespace) -> int:
     """Compile the file and print its kernel table (or its diagnostics)."""
     from metalport.checkout import find_checkout
-    from metalport.emulate import compile_file
+    from metalport.emulate import checkout_include_dirs, compile_file
     from metalport.errors import CompileError
 
-    include_dirs = ()
-    if args.repo is not None:
-        include_dirs = (find_checkout(args.repo).c10_metal.parent.parent,)
+    include_dirs: tuple = ()
+    if args.repo is not None:  # the same include path conformance and the executors compile with
+        include_dirs = checkout_include_dirs(find_checkout(args.repo).root)
     try:
         lib = compile_file(args.file, include_dirs=include_dirs, metal_version=args.metal_version)
     except CompileError as err:
