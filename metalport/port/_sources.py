@@ -284,19 +284,20 @@ _NDTRI_EVAL = (
 )
 
 _LOG_NDTR_EVAL = (
-    "    if (v >= -2.0f) {\n"
-    "      const float e = ::c10::metal::erf(v * M_SQRT1_2_F);\n"
-    "      // Above 0 the CDF is 1 - q with q small: log1p keeps q's digits.\n"
-    "      return v > 0.0f ? ::c10::metal::log1p(-0.5f * (1.0f - e)) : ::metal::precise::log(0.5f * (1.0f + e));\n"
+    "    if (v < -2.0f || v > 2.0f) {\n"
+    "      // The tail beyond |v|: log(phi(v) * R(|v|)) with the Mills ratio R as a continued fraction\n"
+    "      // R(z) = 1 / (z + 1 / (z + 2 / (z + 3 / ...))), finite where erfc underflows; above 2 the CDF is\n"
+    "      // 1 - tail, taken through log1p (1 - erf(...) would cancel the tail's digits).\n"
+    "      const float z = ::metal::abs(v);\n"
+    "      float acc = 0.0f;\n"
+    "      for (int k = 20; k > 0; --k) {\n"
+    "        acc = static_cast<float>(k) / (z + acc);\n"
+    "      }\n"
+    "      const float log_tail = -0.5f * v * v - 0.918938533f - ::metal::precise::log(z + acc);\n"
+    "      return v < 0.0f ? log_tail : ::c10::metal::log1p(-::metal::precise::exp(log_tail));\n"
     "    }\n"
-    "    // Below -2: log(phi(v) * R(-v)) with the Mills ratio R as a continued fraction\n"
-    "    // R(z) = 1 / (z + 1 / (z + 2 / (z + 3 / ...))), finite where erfc underflows.\n"
-    "    const float z = -v;\n"
-    "    float acc = 0.0f;\n"
-    "    for (int k = 20; k > 0; --k) {\n"
-    "      acc = static_cast<float>(k) / (z + acc);\n"
-    "    }\n"
-    "    return -0.5f * v * v - 0.918938533f - ::metal::precise::log(z + acc);\n"
+    "    const float e = ::c10::metal::erf(v * M_SQRT1_2_F);\n"
+    "    return v > 0.0f ? ::c10::metal::log1p(-0.5f * (1.0f - e)) : ::metal::precise::log(0.5f * (1.0f + e));\n"
 )
 
 

@@ -216,13 +216,14 @@ def visible_roots(include_dirs: Iterable[Path]) -> tuple[Path, ...]:
     return tuple(roots)
 
 
-@functools.lru_cache(maxsize=4)
 def pids_cgroup(limit: int) -> Path | None:
     """The `cgroup.procs` of this process's own pids cgroup (max `limit` processes), or None.
 
     RLIMIT_NPROC does not hold a host root's user namespaces (the kernel exempts uid 0's
     processes), so when metalport runs as root the sandboxes join a pids cgroup, where the host
-    lets root make one (cgroup v1 `pids` hierarchy or the v2 root with `pids` enabled)."""
+    lets root make one (cgroup v1 `pids` hierarchy or the v2 root with `pids` enabled). The group
+    is made again on each call when missing: a forked child's exit (or another process's clean-up)
+    may have removed it, and a cached path to a removed group would fail every later sandbox."""
     if os.geteuid() != 0:
         return None
     from metalport.sandbox.leftovers import scratch_prefix
@@ -236,11 +237,18 @@ def pids_cgroup(limit: int) -> Path | None:
             (group / "pids.max").write_text(str(limit))
         except OSError:
             continue
-        import atexit
-
-        atexit.register(_rmdir_quietly, group)
+        _remove_at_exit(group)
         return group / "cgroup.procs"
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _remove_at_exit(group: Path) -> None:
+    """Remove `group` when the process that made it exits (never from a forked child)."""
+    import atexit
+
+    owner = os.getpid()
+    atexit.register(lambda: os.getpid() == owner and _rmdir_quietly(group))
 
 
 def _read(path: Path) -> str:
