@@ -64,7 +64,7 @@ def test_sweep_k2_to_the_gate_then_approve_and_sweep_again(workspace: Path, caps
     rows = json.loads(listing)
     assert code == 0 and [(r["run_id"], r["op"], r["branch"]) for r in rows] == [
         (run_id, "aten::heaviside", "metalport/heaviside")]
-    assert rows[0]["checks"] == "check pass, build pass, baseline pass" and rows[0]["conformance"].startswith("pass (")
+    assert rows[0]["checks"] == "check pass, build pass, baseline pass, hostcheck pass" and rows[0]["conformance"].startswith("pass (")
     code, shown = _review(workspace, capsys, "show", run_id)
     assert code == 0 and "heaviside_functor" in shown and "test: passed" in shown and "+++ b/" in shown
 
