@@ -49,7 +49,7 @@ def _upcast(value: object, scale: float = 1.0) -> object:
     if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
         wide = value.to(_wide(value.dtype))
         # no multiply at scale 1: complex * 1.0 turns a -0 imaginary part into +0, the other side of a branch cut
-        return wide if scale == 1.0 else wide * scale
+        return wide.clone() if scale == 1.0 else wide * scale
     return value
 
 
@@ -124,16 +124,11 @@ def acceptable(output: torch.Tensor, cpu: torch.Tensor, truth: torch.Tensor | No
     truth_close = finite_truth & torch.isfinite(a) & (diff <= mag * (tol.rtol + SLACK * eps) + tol.atol + allowance)
     # where the truth is not finite at the dtype (NaN, or overflowing it), a non-finite output is what
     # the dtype can say (for complex: some part inf or NaN, as the parts of an overflowed product differ)
-    truth_ok = truth_close | _same_special(a, rounded) | (~finite_truth & (torch.isinf(cond) | ~torch.isfinite(a)))
+    truth_ok = truth_close | _same_special(a, rounded) | (~finite_truth & torch.isinf(cond))
     real = dtype.to_real() if dtype.is_complex else dtype
     normal = finite_truth & (mag >= torch.finfo(real).smallest_normal)
     well = normal & (cond <= mag / REL_BOUND)
     rel_ok = ~well | (torch.isfinite(a) & (diff <= mag * REL_BOUND + allowance + tol.atol * (mag >= 1).double()))
-    # ... or relatively close to CPU's own finite value (a truth across a branch cut from CPU's, say):
-    # a cancellation bug (log(1+x) for tiny x) is far from both, relatively
-    cmag = c.abs().to(torch.float64)
-    rel_ok = rel_ok | (torch.isfinite(a) & torch.isfinite(c)
-                       & ((a - c).abs().to(torch.float64) <= cmag * REL_BOUND + allowance + tol.atol * (cmag >= 1).double()))
     # the relative bound applies where the kernel is not exactly CPU's value: CPU's own result
     # (its overflow to NaN in lerp at the largest floats, say) is always what test_mps accepts
     bad = ~((cpu_ok | truth_ok) & (rel_ok | _same_special(a, c)))
