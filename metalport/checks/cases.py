@@ -42,7 +42,7 @@ class Case:
     kind: str
     force: str | None = None  # the dense flavour the host's override would pin ("ilp"/"scalar")
     strict: bool = False  # judged at small magnitudes (Note [small magnitudes])
-    accepted: str | None = None  # why PyTorch accepts a divergence here: a warning, never a failure
+    accepted: str | None = None  # the OpInfo skip/xfail putting this value set out of scope
     overflow: bool = False  # huge or infinite inputs: an intermediate overflowing is accepted
 
 

@@ -150,16 +150,17 @@ class DtypeRun:
     def __init__(self, dtype: torch.dtype | str, where: tuple[str, int | None]) -> None:
         self.dtype, self.where = dtype, where
         self.name = str(dtype).removeprefix("torch.")
-        self.counts = {kind: [0, 0, 0] for kind in KINDS}  # samples, passed, warned
+        self.counts = {kind: [0, 0, 0] for kind in KINDS}  # samples, passed, out of scope
         self.skipped = self.rejected = self.held_failed = 0
         self.worst: tuple[float, str] | None = None
         self.failures: list[Failure] = []
-        self.warnings: list[str] = []
+        self.out_of_scope: list[str] = []
         self.held_inputs: list[str] = []
         self.unmodelled: list[str] = []
 
     def add(self, result: CaseResult, case: Case, accepted: str | None = None) -> None:
-        """Count one case; a divergence is a warning when the case or `accepted` says PyTorch accepts it."""
+        """Count one case; a divergence is out of scope when the case or `accepted` names the OpInfo
+        skip/xfail that keeps PyTorch's own device tests off this value set."""
         accepted = case.accepted or accepted
         if result.skipped is not None:
             if result.skipped.startswith(REJECTED):
@@ -173,12 +174,12 @@ class DtypeRun:
         held = (f"{result.message}; inputs: "
                 f"{[t.tolist() if t.numel() <= 64 else 'large' for t in case.call.operands()]}")
         self.record(case.kind, f"{case.label}: {case.call.describe()}", None if result.ok else result.message or "differs",
-                    None if accepted is None else f"PyTorch accepts this divergence: {accepted}", held)
+                    None if accepted is None else f"out of scope: {accepted}", held)
 
     def record(self, kind: str, described: str, problem: str | None, accepted: str | None = None,
                held_detail: str | None = None) -> None:
         """Count one judged case of `kind` (`described`: its label and call): a pass when `problem` is
-        None, else a warning when `accepted` (a note) is given, else a held-out failure (its detail
+        None, else out of scope when `accepted` (the decorator) is given, else a held-out failure (its detail
         kept apart) or a regular failure (the first few kept)."""
         counts = self.counts[kind]
         counts[0] += 1
@@ -186,7 +187,7 @@ class DtypeRun:
             counts[1] += 1
         elif accepted is not None:
             counts[2] += 1
-            self.warnings.append(f"{self.name} {described}: {_count_only(problem)}; {accepted}")
+            self.out_of_scope.append(f"{self.name} {described}: {_count_only(problem)}; {accepted}")
         elif kind == "held-out":
             self.held_failed += 1
             self.held_inputs.append(f"{described}: {held_detail or problem}")
@@ -203,7 +204,7 @@ class DtypeRun:
         worst = self.worst
         return DtypeVerdict(self.name, {k: Tally(*v) for k, v in self.counts.items()},
                             None if worst is None else worst[0], None if worst is None else worst[1],
-                            tuple(failures), tuple(self.warnings), tuple(self.held_inputs), self.skipped)
+                            tuple(failures), tuple(self.out_of_scope), tuple(self.held_inputs), self.skipped)
 
 
 def _truths(cases: Sequence[Case], staged: Sequence[Prepared | CaseResult]
@@ -225,7 +226,7 @@ def _truths(cases: Sequence[Case], staged: Sequence[Prepared | CaseResult]
 
 
 def _count_only(message: str | None) -> str:
-    """The mismatch message without element values (a warning may describe a held-out case)."""
+    """The mismatch message without element values (an out-of-scope line may describe a held-out case)."""
     return (message or "differs").split("; at [")[0].split("; kernel ")[0]
 
 

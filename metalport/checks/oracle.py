@@ -16,7 +16,10 @@ and, where the truth is a normal number of the dtype and the problem well-condit
 (condition number <= 1/REL_BOUND), its relative error from the truth is at most REL_BOUND plus
 the allowance: an absolute tolerance hides log(1+x) for log1p near 0, this does not. Where the
 truth rounds to a finite value of the dtype, inf or NaN matches it only if CPU gives the same; where
-the truth is NaN or +-inf the output must be too (or match CPU). Nothing else passes: there are
+the truth is NaN or +-inf the output must be too (or match CPU). A complex truth finite in
+complex128 that overflows the dtype (some part rounds to inf) is a complex infinity, and so must
+the output be: some part infinite, as C99 Annex G counts infinities (the other part of an
+overflowed product is whatever inf - inf left, in CPU's result too). Nothing else passes: there are
 no warnings that pass, and no rule keyed to an op's name.
 
 The truth is float64 CPU for every op today. Not done yet: mpmath for the ops whose float64 CPU
@@ -124,7 +127,8 @@ def acceptable(output: torch.Tensor, cpu: torch.Tensor, truth: torch.Tensor | No
     truth_close = finite_truth & torch.isfinite(a) & (diff <= mag * (tol.rtol + SLACK * eps) + tol.atol + allowance)
     # where the truth is not finite at the dtype (NaN, or overflowing it), a non-finite output is what
     # the dtype can say (for complex: some part inf or NaN, as the parts of an overflowed product differ)
-    truth_ok = truth_close | _same_special(a, rounded) | (~finite_truth & torch.isinf(cond))
+    truth_ok = truth_close | _same_special(a, rounded) | (~finite_truth & torch.isinf(cond)) \
+        | (_complex_infinity(rounded) & _complex_infinity(a) & torch.isfinite(t))
     real = dtype.to_real() if dtype.is_complex else dtype
     normal = finite_truth & (mag >= torch.finfo(real).smallest_normal)
     well = normal & (cond <= mag / REL_BOUND)
@@ -135,6 +139,14 @@ def acceptable(output: torch.Tensor, cpu: torch.Tensor, truth: torch.Tensor | No
     ulps_t = _ulps(a, t, eps)
     ulps_c = _ulps(a, c, eps)
     return Verdict(bad, _max(ulps_t), _max(ulps_c), _argmax(ulps_t.masked_fill(~bad, -1.0) if bool(bad.any()) else ulps_t))
+
+
+def _complex_infinity(z: torch.Tensor) -> torch.Tensor:
+    """Where a complex value is an infinity in C99's sense (Annex G: some part infinite, the other
+    part anything, NaN included); all False for real tensors, whose overflow is judged by sign."""
+    if not z.is_complex():
+        return torch.zeros(z.shape, dtype=torch.bool)
+    return torch.isinf(z.real) | torch.isinf(z.imag)
 
 
 def _ulps(a: torch.Tensor, e: torch.Tensor, eps: float) -> torch.Tensor:

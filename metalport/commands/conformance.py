@@ -77,20 +77,20 @@ def _print_table(report: ConformanceReport, *, show_held_out: bool = False) -> N
 
     console = table_console()
     table = Table(title=f"conformance {report.op} ({report.backend}, seed {report.seed})")
-    for col in ("dtype", "opinfo", "random", "held-out", "warned", "skipped", "worst error", "worst sample"):
+    for col in ("dtype", "opinfo", "random", "held-out", "out of scope", "skipped", "worst error", "worst sample"):
         table.add_column(col)
     for d in report.dtypes:
         worst = "-" if d.worst_error is None else f"{d.worst_error:.3g}"
         counts = [f"{d.tally(k).passed}/{d.tally(k).samples}" if d.tally(k).samples else "-" for k in KINDS]
-        warned = sum(d.tally(k).warned for k in KINDS)
-        table.add_row(d.dtype, *counts, str(warned), str(d.skipped), worst, escape(d.worst_sample or "-"))
+        scoped = sum(d.tally(k).out_of_scope for k in KINDS)
+        table.add_row(d.dtype, *counts, str(scoped), str(d.skipped), worst, escape(d.worst_sample or "-"))
     if report.dtypes:
         console.print(table)
     for d in report.dtypes:
         for f in d.failures:
             console.print(f"FAIL {f}", markup=False)
-        for w in d.warnings:
-            console.print(f"WARN {w}", markup=False)
+        for line in d.out_of_scope_cases:
+            console.print(f"OUT OF SCOPE {line}", markup=False)
         if show_held_out:
             for line in d.held_out_inputs:
                 console.print(f"HELD-OUT {d.dtype} {line}", markup=False)

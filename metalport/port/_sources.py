@@ -53,8 +53,8 @@ _COMPLEX_HELPERS = (
     "  // log|w| + i arg(w).\n"
     "  static float2 clog(const float2 w) {\n"
     "    const float m = ::metal::max(::metal::fabs(w.x), ::metal::fabs(w.y));\n"
-    "    if (m == 0.0f) {\n"
-    "      return float2(-INFINITY, ::metal::precise::atan2(w.y, w.x));\n"
+    "    if (m == 0.0f || ::metal::isinf(m)) {  // w / m is NaN at an infinite part\n"
+    "      return float2(m == 0.0f ? -INFINITY : INFINITY, ::metal::precise::atan2(w.y, w.x));\n"
     "    }\n"
     "    const float2 s = w / m;\n"
     "    return float2(::metal::precise::log(m) + 0.5f * ::metal::precise::log(::metal::dot(s, s)),\n"
@@ -87,8 +87,13 @@ _COMPLEX_HELPERS = (
 
 # acosh(z) = 2 log(sqrt((z + 1) / 2) + sqrt((z - 1) / 2)) (Kahan's form: the right branch on
 # the cut (-inf, 1] for either sign of zero). Near z = 1 the sum is 1 + u with
-# u = h / (a + 1) + b, h = (z - 1) / 2, so log1p keeps u's digits.
+# u = h / (a + 1) + b, h = (z - 1) / 2, so log1p keeps u's digits. Past |z| = 2^13 it is
+# log(2z) (sqrt(z + 1) sqrt(z - 1) is z to float precision): infinite parts keep arg z there,
+# which the square roots of an infinity lose.
 _ACOSH_COMPLEX = (
+    "    if (::metal::max(::metal::fabs(z.x), ::metal::fabs(z.y)) > 8192.0f) {\n"
+    "      return T(clog(z) + float2(M_LN2_F, 0.0f));\n"
+    "    }\n"
     "    const float2 h = float2(0.5f * z.x - 0.5f, 0.5f * z.y);\n"
     "    const float2 a = csqrt(float2(0.5f * z.x + 0.5f, 0.5f * z.y));\n"
     "    const float2 b = csqrt(h);\n"

@@ -87,4 +87,4 @@ def test_table_counts_opinfo_random_and_held_out_apart(good_checkout: Path,
                  "--backend", "emulated", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)["dtypes"][0]
     assert d["opinfo"]["samples"] > 0 and d["random"]["samples"] > 0 and d["held_out"]["samples"] > 0
-    assert d["opinfo"]["passed"] + d["opinfo"]["warned"] == d["opinfo"]["samples"] and d["skipped"] == 0
+    assert d["opinfo"]["passed"] + d["opinfo"]["out_of_scope"] == d["opinfo"]["samples"] and d["skipped"] == 0
