@@ -344,7 +344,8 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
         for k, (case, item) in enumerate(zip(cases, staged)):
             if isinstance(item, Prepared):
                 tol = tolerance_for(base, item.expected.dtype, info)
-                item = judge_by_oracle(item, errors[id(item)], tol, truths.get(k), case.call.operands())
+                order = case.call.args[0] if case.call.args and type(case.call.args[0]) is int else None
+                item = judge_by_oracle(item, errors[id(item)], tol, truths.get(k), case.call.operands(), base, order)
             run.add(item, case)
         unmodelled += run.unmodelled
         rejected += run.rejected

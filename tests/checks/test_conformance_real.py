@@ -243,7 +243,9 @@ def test_excused_bug_fails_at_every_seed(tmp_path: Path, real_session: Conforman
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: f"{m.op}-{m.bug.split()[0]}")
-def test_single_bug_mutant_fails(tmp_path: Path, real_session: ConformanceSession, mutant: Mutant) -> None:
+def test_single_bug_mutant_fails(tmp_path: Path, real_tree_workspace, real_session: ConformanceSession,
+                                 mutant: Mutant) -> None:
+    """A failing verdict, or on a functor that fails pristine, more wrong elements than it has."""
     from tests.real_tree import overlay_real_tree
 
     root = overlay_real_tree(tmp_path / "ws", writable=True).root
@@ -251,6 +253,12 @@ def test_single_bug_mutant_fails(tmp_path: Path, real_session: ConformanceSessio
     path.write_text(mutate(path.read_text(), mutant))
     report = run_conformance(root, mutant.op, backend="emulated", seed=5, session=real_session)
     assert report.status == "fail", f"{mutant.bug} escaped: {report.out_of_scope_cases[:3]}"
+    pristine = run_conformance(real_tree_workspace.root, mutant.op, backend="emulated", seed=5, session=real_session)
+    if pristine.status == "fail":
+        before, after = _wrong_elements(pristine), _wrong_elements(report)
+        assert any(n > before.get(label, 0) for label, n in after.items()) or \
+            [d.dtype for d in report.dtypes if not d.ok] != [d.dtype for d in pristine.dtypes if not d.ok], \
+            (mutant.bug, after, before)
 
 
 def test_polygamma_runs_with_its_order_as_an_integer_alpha(real_tree_workspace,
