@@ -22,10 +22,9 @@ from typing import TYPE_CHECKING
 import git
 
 from metalport.errors import SandboxError
-from metalport.graph.records import RunRecord
-from metalport.graph.nodes._common import worktree_to_dict
+from metalport.run_record import RunRecord
 from metalport.sandbox import create_worktree
-from metalport.sandbox.worktree import Worktree, branch_name, worktrees_dir
+from metalport.sandbox.worktree import Worktree, branch_name, worktree_to_dict, worktrees_dir
 
 if TYPE_CHECKING:
     from metalport.store.pg import RunStore
@@ -110,7 +109,7 @@ def relocate(values: dict, root: Path, portable: dict | None) -> dict:
     Raises SandboxError when the run has a worktree but no portable record, or the base commit is
     not in this checkout.
     """
-    from metalport.graph.base import base_root
+    from metalport.sandbox.base_tree import base_root
 
     run_id, op = values["run_id"], values["op"]
     options = dict(values.get("options") or {})
