@@ -153,6 +153,7 @@ class DtypeRun:
         self.counts = {kind: [0, 0, 0] for kind in KINDS}  # samples, passed, out of scope
         self.skipped = self.rejected = self.held_failed = 0
         self.worst: tuple[float, str] | None = None
+        self.worst_ulps: list[tuple[float, str] | None] = [None, None]  # vs the truth, vs CPU; where
         self.failures: list[Failure] = []
         self.out_of_scope: list[str] = []
         self.held_inputs: list[str] = []
@@ -171,6 +172,10 @@ class DtypeRun:
             return
         if case.kind != "held-out" and (self.worst is None or result.error > self.worst[0]):
             self.worst = (result.error, f"{case.label}: {case.call.describe()}")
+        if result.ulps is not None:
+            for k, (u, where) in enumerate(zip(result.ulps, self.worst_ulps)):
+                if where is None or u > where[0]:
+                    self.worst_ulps[k] = (u, f"{case.label}: {case.call.describe()}")
         held = (f"{result.message}; inputs: "
                 f"{[t.tolist() if t.numel() <= 64 else 'large' for t in case.call.operands()]}")
         self.record(case.kind, f"{case.label}: {case.call.describe()}", None if result.ok else result.message or "differs",
@@ -204,7 +209,8 @@ class DtypeRun:
         worst = self.worst
         return DtypeVerdict(self.name, {k: Tally(*v) for k, v in self.counts.items()},
                             None if worst is None else worst[0], None if worst is None else worst[1],
-                            tuple(failures), tuple(self.out_of_scope), tuple(self.held_inputs), self.skipped)
+                            tuple(failures), tuple(self.out_of_scope), tuple(self.held_inputs), self.skipped,
+                            tuple(self.worst_ulps))
 
 
 def _truths(cases: Sequence[Case], staged: Sequence[Prepared | CaseResult]

@@ -32,6 +32,7 @@ class CaseResult:
     error: float
     message: str | None = None
     skipped: str | None = None
+    ulps: tuple[float, float] | None = None  # worst (vs the truth, vs CPU) of a floating output
 
 
 def _common(call: Call, out_dtype: torch.dtype) -> torch.dtype:
@@ -218,11 +219,12 @@ def judge_by_oracle(prepared: Prepared, failure: str | None, tol: Tolerance,
         if finer is not None:
             value = finer
             verdict = acceptable(out, cpu, value, tol, cond)
+    ulps = None if value is None else (verdict.ulps_truth, verdict.ulps_cpu)
     if not bool(verdict.bad.any()):
-        return CaseResult(True, result.error)
+        return CaseResult(True, result.error, ulps=ulps)
     kernel = prepared.launch.kernel if prepared.launch else "(no launch)"
     return CaseResult(False, result.error if result.error else verdict.ulps_truth,
-                      f"{describe(out, cpu, value, verdict, operands)}; kernel {kernel}")
+                      f"{describe(out, cpu, value, verdict, operands)}; kernel {kernel}", ulps=ulps)
 
 
 def dispatch(kernels: KernelSet, prepared: list[Prepared]) -> list[str | None]:
