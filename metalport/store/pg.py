@@ -444,6 +444,13 @@ class RunStore:
         return row[0] if row else None
 
     @_retrying
+    def drop_files(self, run_id: str, prefix: str) -> None:
+        """Forget the run's kept files whose name starts with `prefix`."""
+        with self.connect() as conn:
+            conn.execute("DELETE FROM metalport_run_files WHERE run_id = %s AND starts_with(name, %s)",
+                         (run_id, prefix))
+
+    @_retrying
     def files(self, run_id: str, prefix: str = "") -> list[tuple[str, int]]:
         """(name, characters) of the run's kept files whose name starts with `prefix`."""
         with self.connect() as conn:
