@@ -43,15 +43,24 @@ def share_record(store: RunStore, record: RunRecord, values: dict, directory: Pa
     the patch series and the run folder's evidence (in the store, or pushed to the artifacts remote:
     Note [artifact refs]), so a reviewer anywhere needs no worker's disk."""
     host = store.settings.host_name()
-    store.put(record, host)
+    at_gate = record.status == "awaiting-review"
+    if at_gate:  # the record last: a reviewer who sees the run at the gate finds its artifacts there
+        store.fence(record.run_id)
+    else:
+        store.put(record, host)
     captured = capture(values.get("worktree") or {})
     if captured is not None:
         store.put_portable(record.run_id, *captured, host=host)
     plan = directory / "plan.json"
     if values.get("plan") and plan.is_file():
         store.put_file(record.run_id, "plan.json", plan.read_text(encoding="utf-8"))
-    if record.status != "awaiting-review":
-        return
+    if at_gate:
+        _share_artifacts(store, record, values, directory)
+        store.put(record, host)
+
+
+def _share_artifacts(store: RunStore, record: RunRecord, values: dict, directory: Path) -> None:
+    """The patch series and the run folder, to the artifacts remote or else the database."""
     made = change_commit(values.get("worktree") or {}, record)
     if made is None:
         return
