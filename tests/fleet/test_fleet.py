@@ -255,8 +255,12 @@ def test_routing_concurrent_sweeps_outages_restart_and_approval_from_another_che
 
 def test_stopped_worker_loses_its_lease_the_run_finishes_once_elsewhere_and_the_woken_worker_stands_down(
         wheel_workspace: object, tmp_path: Path, fleet_env: dict[str, str], workers: Workers,
-        capsys: pytest.CaptureFixture) -> None:
+        capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     a, b, c = _checkouts(wheel_workspace, tmp_path, build_s=6)
+    artifacts = tmp_path / "artifacts.git"  # this fleet's artifacts go to a git remote (Note [artifact refs])
+    git(tmp_path, "init", "-q", "--bare", str(artifacts))
+    workers.env["METALPORT_ARTIFACTS_REMOTE"] = str(artifacts)
+    monkeypatch.setenv("METALPORT_ARTIFACTS_REMOTE", str(artifacts))
     workers.start("mac-1", "mac", a)
     workers.start("mac-2", "mac", b)
     checkout = {"mac-1": a, "mac-2": b}
@@ -293,6 +297,10 @@ def test_stopped_worker_loses_its_lease_the_run_finishes_once_elsewhere_and_the_
     assert [r.run_id for r in store.list() if r.op == "aten::heaviside"] == [run_id]
     assert workers.procs[first].poll() is None  # it stood down from the run, not from the fleet
 
+    assert git(artifacts, "for-each-ref", "--format=%(refname)").split() == [
+        f"refs/metalport/evidence/{run_id}", f"refs/metalport/runs/{run_id}"]
+    code, out, err = _cli(capsys, "review", "show", run_id, "--repo", str(c))
+    assert code == 0 and f"evidence in git remote {artifacts} (refs/metalport/evidence/{run_id})" in out, err
     code, out, err = _cli(capsys, "review", "approve", run_id, "--repo", str(c))
     assert code == 0 and out.startswith(f"run {run_id} (aten::heaviside) published: {c}"), err
     log = git(c, "log", "--format=%s%n%b", "main..metalport/heaviside")
