@@ -50,9 +50,13 @@ def _git(cwd: Path, *args: str, env: dict | None = None, input: str | bytes | No
 
 
 def _last_line(done: subprocess.CompletedProcess) -> str:
+    """git's last complaint, with any `user:password@` of a URL in it replaced by `user:***@`."""
+    import re
+
     err = done.stderr if isinstance(done.stderr, str) else done.stderr.decode("utf-8", "replace")
     lines = [line.strip() for line in err.splitlines() if line.strip()]
-    return lines[-1] if lines else f"git exited with {done.returncode}"
+    last = lines[-1] if lines else f"git exited with {done.returncode}"
+    return re.sub(r"(://[^/:@\s]+):[^@/\s]+@", r"\1:***@", last)
 
 
 def remote_url(root: Path, remote: str) -> str:
@@ -61,14 +65,21 @@ def remote_url(root: Path, remote: str) -> str:
     return done.stdout.strip() if done.returncode == 0 else remote
 
 
+def shown_url(root: Path, remote: str) -> str:
+    """`remote_url` with any password or token in it replaced by `***` (messages, the stored pointer)."""
+    from metalport.store.settings import safe_url
+
+    return safe_url(remote_url(root, remote))
+
+
 def check_remote(root: Path, remote: str) -> None:
     """UsageError when `remote` is the publish remote or upstream PyTorch (Note [artifact refs])."""
     url = remote_url(root, remote)
     publish = _publish_remote(root)
     public = publish is not None and (remote == publish or url == remote_url(root, publish))
     if public or any(u in url.removesuffix(".git") for u in _UPSTREAM):
-        raise UsageError(f"fleet.artifacts_remote {remote!r} ({url}) is the public fork or upstream: runs are "
-                         "never pushed there before approval", location=str(root / "metalport.yaml"),
+        raise UsageError(f"fleet.artifacts_remote {shown_url(root, remote)} is the public fork or upstream: runs "
+                         "are never pushed there before approval", location=str(root / "metalport.yaml"),
                          hint="name a private remote for artifacts (or unset fleet.artifacts_remote)")
 
 
@@ -109,7 +120,7 @@ def push_artifacts(root: Path, cwd: Path, remote: str, run_id: str, change: str,
     check_remote(root, remote)
     run_ref, evidence_ref = RUN_REF.format(run_id), EVIDENCE_REF.format(run_id)
     done = _git(cwd, "push", "--quiet", "--force", remote, f"{change}:{run_ref}", f"{evidence}:{evidence_ref}")
-    url = remote_url(root, remote)
+    url = shown_url(root, remote)  # a token in the URL stays out of messages and the database
     if done.returncode != 0:
         raise ArtifactsUnreachable(f"cannot push run {run_id}'s artifacts to {url}: {_last_line(done)}")
     return {"remote": url, "run_ref": run_ref, "evidence_ref": evidence_ref, "change": change,
@@ -129,7 +140,7 @@ def fetch(root: Path, where: dict, ref: str, configured: str | None) -> str:
     remote = configured or where["remote"]
     done = _git(root, "fetch", "--quiet", "--no-tags", remote, f"+{ref}:{ref}")
     if done.returncode != 0:
-        raise ArtifactsUnreachable(f"cannot fetch {ref} from the artifacts remote {remote_url(root, remote)}: "
+        raise ArtifactsUnreachable(f"cannot fetch {ref} from the artifacts remote {shown_url(root, remote)}: "
                                    f"{_last_line(done)}",
                                    hint="check fleet.artifacts_remote (or METALPORT_ARTIFACTS_REMOTE) here and "
                                         "that the remote is reachable")

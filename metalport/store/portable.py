@@ -245,8 +245,8 @@ def stored_artifacts(root: Path, store: RunStore, run_id: str) -> StoredArtifact
         ref = where["evidence_ref"]
         commit = gitremote.fetch(root, where, ref, store.settings.artifacts_remote)
         series = gitremote.read(root, commit, gitremote.SERIES_NAME) or ""
-        return StoredArtifacts(f"git remote {gitremote.remote_url(root, store.settings.artifacts_remote or where['remote'])}"
-                               f" ({ref})", gitremote.listing(root, commit), series, commit)
+        shown = gitremote.shown_url(root, store.settings.artifacts_remote or where["remote"])
+        return StoredArtifacts(f"git remote {shown} ({ref})", gitremote.listing(root, commit), series, commit)
     series = store.get_file(run_id, PATCH_FILE)
     if series is None:
         return None

@@ -111,3 +111,14 @@ def test_the_public_fork_or_upstream_is_refused_as_artifacts_remote(tmp_path: Pa
         with pytest.raises(UsageError, match="is the public fork or upstream: runs are never pushed there"):
             check_remote(tmp_path, remote)
     check_remote(tmp_path, "private")  # a private remote is fine
+
+
+def test_a_token_in_the_artifacts_remote_url_is_never_shown(tmp_path: Path) -> None:
+    from metalport.store.gitremote import ArtifactsUnreachable, fetch
+    from tests.fleet.services import free_port
+
+    git(tmp_path, "init", "-q")
+    url = f"https://metalport:s3cret-token@127.0.0.1:{free_port()}/artifacts.git"
+    with pytest.raises(ArtifactsUnreachable) as err:
+        fetch(tmp_path, {"remote": url}, "refs/metalport/evidence/heaviside-1", None)
+    assert "s3cret-token" not in str(err.value) and "metalport:***@127.0.0.1" in str(err.value)
