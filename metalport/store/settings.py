@@ -22,7 +22,8 @@ Read from the environment first, then from `metalport.yaml`:
 
 Environment: METALPORT_DATABASE_URL, METALPORT_DATABASE_PASSWORD_FILE, METALPORT_REPOSITORY,
 METALPORT_TEMPORAL_ADDRESS, METALPORT_TEMPORAL_NAMESPACE, METALPORT_HOST, METALPORT_LEASE_S,
-METALPORT_TEMPORAL_TLS_CA/_CERT/_KEY/_SERVER_NAME, METALPORT_ARTIFACTS_REMOTE. TLS to PostgreSQL is libpq's own: `?sslmode=verify-full&sslrootcert=…`
+METALPORT_TEMPORAL_TLS_CA/_CERT/_KEY/_SERVER_NAME, METALPORT_ARTIFACTS_REMOTE. TLS to PostgreSQL
+is libpq's own: `?sslmode=verify-full&sslrootcert=…`
 (and `sslcert`/`sslkey`) in the URL. A password written in
 `metalport.yaml` is refused (the file lives in the repository); passwords come from the
 environment or a secret file only and are never printed (`safe_url`).

@@ -71,7 +71,8 @@ def test_artifacts_pushed_to_run_refs_then_shown_and_approved_from_a_checkout_wi
 
     code, out, err = _cli(capsys, "review", "approve", run_id, "--repo", str(b))
     assert code == 0, err
-    assert out == f"run {run_id} (aten::special_ndtri) published: {b / '.git' / 'metalport' / 'runs' / run_id / 'bundle'}\n"
+    bundle = b / ".git" / "metalport" / "runs" / run_id / "bundle"
+    assert out == f"run {run_id} (aten::special_ndtri) published: {bundle}\n"  # one line, the reviewer's side
     log = git(b, "log", "--format=%s%n%b", "-2", "metalport/special_ndtri")
     assert log.count("[MPS] Add native Metal kernel for special_ndtri") == 1 and f"Metalport-Run: {run_id}" in log
     assert git(b, "rev-parse", "metalport/special_ndtri^").strip() == base  # the base came with the run ref
