@@ -40,6 +40,7 @@ from metalport.checkout.sources import scan_sources  # noqa: E402
 from metalport.checks.conformance import (ConformanceSession, _mentioned, registering_files,  # noqa: E402
                                           run_conformance)
 from metalport.checks.hostcode import find_host_code  # noqa: E402
+from metalport.checks.oracle import REL_BOUND  # noqa: E402
 from metalport.checks.report import ConformanceReport  # noqa: E402
 from metalport.errors import MetalportError  # noqa: E402
 from metalport.registry.index import load_registry  # noqa: E402
@@ -125,6 +126,7 @@ def main() -> int:
         if args.op:
             ops = {o: k for o, k in ops.items() if o in args.op}
         rows = []
+        margins: list[tuple[float, str]] = []  # passing ops: worst relative error / REL_BOUND
         start = time.perf_counter()
         for op in ops:
             reports = []
@@ -138,8 +140,11 @@ def main() -> int:
             statuses = {r.status for r in reports}
             status = statuses.pop() if len(statuses) == 1 else "unstable"
             bad = next((r for r in reports if r.status != "pass"), reports[0])
+            margin = max((d.rel_used for r in reports for d in r.dtypes), default=0.0)
             rows.append((op, status, max(_worst(r) for r in reports), max(len(r.out_of_scope_cases) for r in reports),
                          "" if status == "pass" else f"seed {bad.seed}: {_first_failure(bad)}"))
+            if status == "pass":
+                margins.append((margin, op))
             print(f"{op:<40} {status:<13} {rows[-1][2]:>9.3g} {rows[-1][3]:>5}  {rows[-1][4]}", flush=True)
         seconds = time.perf_counter() - start
     counted = [r for r in rows if r[1] != "no-host-model"]
@@ -157,6 +162,10 @@ def main() -> int:
     print(f"pass rate: {passed}/{len(counted)} = {100.0 * passed / max(1, len(counted)):.1f}% "
           f"of the ops with a modelled host (an out-of-scope case, oos, is counted apart, never a pass); {seconds:.0f} s, "
           f"{seconds / max(1, len(rows) * len(seeds)):.1f} s per op and seed")
+    if margins:
+        worst, op = max(margins)
+        print(f"relative bound {REL_BOUND:g} (where the truth is normal and the problem well-conditioned): the "
+              f"passing functors use at most {100 * worst:.2g}% of it ({op}); margin {1 / max(worst, 1e-12):.3g}x")
     print(f"upstream bugs (fail with an input wrong against CPU and the float64 truth): {len(upstream)}: "
           f"{', '.join(upstream) or 'none'}")
     if args.mutants:

@@ -154,6 +154,7 @@ class DtypeRun:
         self.skipped = self.rejected = self.held_failed = 0
         self.worst: tuple[float, str] | None = None
         self.worst_ulps: list[tuple[float, str] | None] = [None, None]  # vs the truth, vs CPU; where
+        self.rel_used = 0.0
         self.failures: list[Failure] = []
         self.out_of_scope: list[str] = []
         self.held_inputs: list[str] = []
@@ -172,6 +173,7 @@ class DtypeRun:
             return
         if case.kind != "held-out" and (self.worst is None or result.error > self.worst[0]):
             self.worst = (result.error, f"{case.label}: {case.call.describe()}")
+        self.rel_used = max(self.rel_used, result.rel_used)
         if result.ulps is not None:
             for k, (u, where) in enumerate(zip(result.ulps, self.worst_ulps)):
                 if where is None or u > where[0]:
@@ -210,7 +212,7 @@ class DtypeRun:
         return DtypeVerdict(self.name, {k: Tally(*v) for k, v in self.counts.items()},
                             None if worst is None else worst[0], None if worst is None else worst[1],
                             tuple(failures), tuple(self.out_of_scope), tuple(self.held_inputs), self.skipped,
-                            tuple(self.worst_ulps))
+                            tuple(self.worst_ulps), self.rel_used)
 
 
 def _truths(cases: Sequence[Case], staged: Sequence[Prepared | CaseResult]

@@ -88,6 +88,9 @@ class Verdict:
     ulps_truth: float
     ulps_cpu: float
     worst_at: int
+    # the worst relative error from the truth where the relative bound applies, over REL_BOUND
+    # (the margin: a correct kernel stays well below 1); 0 where the bound applies nowhere
+    rel_used: float = 0.0
 
 
 def _eps(dtype: torch.dtype) -> float:
@@ -143,7 +146,10 @@ def acceptable(output: torch.Tensor, cpu: torch.Tensor, truth: torch.Tensor | No
     bad = ~((cpu_ok | truth_ok) & (rel_ok | _same_special(a, c)))
     ulps_t = _ulps(a, t, eps)
     ulps_c = _ulps(a, c, eps)
-    return Verdict(bad, _max(ulps_t), _max(ulps_c), _argmax(ulps_t.masked_fill(~bad, -1.0) if bool(bad.any()) else ulps_t))
+    judged = well & ~_same_special(a, c) & torch.isfinite(a)
+    rel = (diff / (mag * REL_BOUND)).masked_fill(~judged, 0.0)
+    return Verdict(bad, _max(ulps_t), _max(ulps_c), _argmax(ulps_t.masked_fill(~bad, -1.0) if bool(bad.any()) else ulps_t),
+                   _max(rel))
 
 
 def _complex_infinity(z: torch.Tensor) -> torch.Tensor:

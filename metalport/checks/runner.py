@@ -33,6 +33,7 @@ class CaseResult:
     message: str | None = None
     skipped: str | None = None
     ulps: tuple[float, float] | None = None  # worst (vs the truth, vs CPU) of a floating output
+    rel_used: float = 0.0  # worst relative error over the oracle's relative bound (Verdict.rel_used)
 
 
 def _common(call: Call, out_dtype: torch.dtype) -> torch.dtype:
@@ -221,10 +222,11 @@ def judge_by_oracle(prepared: Prepared, failure: str | None, tol: Tolerance,
             verdict = acceptable(out, cpu, value, tol, cond)
     ulps = None if value is None else (verdict.ulps_truth, verdict.ulps_cpu)
     if not bool(verdict.bad.any()):
-        return CaseResult(True, result.error, ulps=ulps)
+        return CaseResult(True, result.error, ulps=ulps, rel_used=verdict.rel_used)
     kernel = prepared.launch.kernel if prepared.launch else "(no launch)"
     return CaseResult(False, result.error if result.error else verdict.ulps_truth,
-                      f"{describe(out, cpu, value, verdict, operands)}; kernel {kernel}", ulps=ulps)
+                      f"{describe(out, cpu, value, verdict, operands)}; kernel {kernel}", ulps=ulps,
+                      rel_used=verdict.rel_used)
 
 
 def dispatch(kernels: KernelSet, prepared: list[Prepared]) -> list[str | None]:
