@@ -16,6 +16,7 @@ import hashlib
 import os
 import re
 import warnings
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,11 +48,16 @@ class ConformanceSession:
     """Compiled kernel files kept loaded across `run_conformance` calls (one worker per library).
 
     A file is reused while its bytes are unchanged; `close()` (or leaving the `with` block) stops
-    the workers. Without a session each call loads and stops its own.
+    the workers. Without a session each call loads and stops its own. At most `MAX_LOADED`
+    libraries stay loaded (the least recently used is stopped first): each holds a sandboxed
+    worker, and the sandbox's process limit is shared by all of them.
     """
 
+    MAX_LOADED = 8
+
     def __init__(self) -> None:
-        self._loaded: dict[tuple[str, str, tuple[tuple[str, str], ...], tuple[str, ...] | None], KernelSet] = {}
+        self._loaded: OrderedDict[tuple[str, str, tuple[tuple[str, str], ...], tuple[str, ...] | None],
+                                  KernelSet] = OrderedDict()
 
     def kernels(self, files: Sequence[Path], checkout_root: Path, backend: str,
                 names: Sequence[str] | None = None) -> KernelSet:
@@ -59,8 +65,12 @@ class ConformanceSession:
         `names`: host-name patterns to instantiate (None: all)."""
         digest = tuple((str(p), hashlib.sha256(p.read_bytes()).hexdigest()) for p in files if p.is_file())
         key = (backend, str(checkout_root), digest, None if names is None else tuple(names))
-        if key not in self._loaded:
-            self._loaded[key] = compile_files(files, checkout_root, backend, names)
+        if key in self._loaded:
+            self._loaded.move_to_end(key)
+            return self._loaded[key]
+        while len(self._loaded) >= self.MAX_LOADED:
+            self._loaded.popitem(last=False)[1].close()
+        self._loaded[key] = compile_files(files, checkout_root, backend, names)
         return self._loaded[key]
 
     def close(self) -> None:
