@@ -259,7 +259,8 @@ def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str
         texts.texts.update(spec_texts(plan, root, {rel: texts.get(rel) for rel in paths}))
     else:
         texts.texts[NATIVE_FUNCTIONS] = edit_rows(texts.require(NATIVE_FUNCTIONS), plan)
-        _kernel_edit(texts, plan, root, functor_source)
+        if plan.reused_kernel is None:  # a reused kernel is launched as the tree has it
+            _kernel_edit(texts, plan, root, functor_source)
         _host_edit(texts, plan, root)
         _legacy_edit(texts, plan)
     if plan.xfail_entries or plan.xfail_narrowed or plan.xfail_added:
