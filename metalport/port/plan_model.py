@@ -128,6 +128,10 @@ class PortPlan:
     # Note [reuse an existing kernel] (port/reuse.py): the tree's kernel the host stub launches
     # (`kernel_name`, in `kernel_file`) instead of a new functor; the kernel file is not edited.
     reused_kernel: str | None = None
+    # Note [extend shared code at home] (port/shared.py): "extend" when the port adds the shared
+    # launcher/kernel variant it needs to its home files, "reuse" when the tree has it, None when
+    # the port keeps a file-local copy (the plan's reuse lines say why).
+    shared_launcher: str | None = None
 
     def __post_init__(self) -> None:
         if self.needs_llm != (self.functor_step not in ("table", "reuse")):

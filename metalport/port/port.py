@@ -393,8 +393,16 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels
     legacy = tuple((f.where.file, f.name) for f in res.legacy)
     legacy += _orphaned_helpers(checkout, res, legacy)
     host_call = _host_call(parts)
+    shared, shared_line = None, None
+    if parts.host_family == "ternary_alpha":  # Note [extend shared code at home] (port/shared.py)
+        from metalport.port.shared import HOMES, ternary_alpha_support
+
+        shared, shared_line = ternary_alpha_support(checkout.root)
+        host_call = None  # the shared line says which launcher and why
     reuse = reuse_lines(checkout, functor_source=parts.functor_source, registrations=parts.registrations,
                         host_call=host_call, kernel_file=parts.kernel_file, functor=parts.functor)
+    if shared_line is not None:
+        reuse = (shared_line, *reuse)
     if existing is not None:
         reuse = (f"reuses kernel {existing.name} ({existing.kernel_file}) instead of adding a functor: it is "
                  f"registered for every type the port needs", *reuse)
@@ -403,6 +411,8 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels
     decorators = _obsolete_decorators(checkout, res.op, names, parts.dtypes)
     allowed = {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs)}
     allowed |= {p for p in (None if existing else parts.kernel_file, parts.host_file) if p} | {d[0] for d in decorators}
+    if shared == "extend":
+        allowed |= set(HOMES)
     plan = PortPlan(
         op=res.op, status=res.status.value, family=res.family.value, rows=rows,
         kernel_file=parts.kernel_file, functor=parts.functor, functor_source=parts.functor_source,
@@ -422,7 +432,7 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels
         kind=kind.kind.value if kind else Kind.POINTWISE_STUB.value, kind_reason=kind.reason if kind else None,
         reuse=reuse, missing=missing_legacy(checkout, res.mps_kernels, {f.name for f in res.legacy}),
         legacy_macros=_orphaned_macros(checkout, res, legacy), placement=placement,
-        reused_kernel=existing.name if existing else None,
+        reused_kernel=existing.name if existing else None, shared_launcher=shared,
     )
     if existing is None or existing.name == res.op:
         return plan

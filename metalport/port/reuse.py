@@ -61,11 +61,7 @@ def reuse_lines(checkout: Checkout, *, functor_source: str | None, registrations
             out.append(f"reuses {macro} ({where})")
     if host_call:
         launcher = _HOST_CALL.search(host_call)
-        if host_call.startswith("exec_ternary_kernel_with_alpha"):
-            out.append("adds a file-local exec_ternary_kernel_with_alpha launcher: the tree's "
-                       "MetalShaderLibrary::exec_ternary_kernel takes no scalar argument (Note [ternary alpha "
-                       "kernels]); upstream later extended the shared launcher instead")
-        elif launcher:
+        if launcher:
             declared = _file_defines(checkout, _SHADER_LIB, launcher.group(1)) or \
                 _file_defines(checkout, _OPUTILS, launcher.group(1))
             extra = " with natural_output_dtype=kBool" if "kBool" in host_call else ""
