@@ -130,7 +130,7 @@ def legacy_file_text(root: Path, rel: str) -> str:
 # functor takes the op's operand count and it is registered for every (macro, types) the port
 # would register; a candidate is reused only when conformance of the op through it (host stub
 # applied on a scratch tree, torch CPU as reference, fresh random inputs) passes. A kernel of the
-# op's own name registered for every planned type is reused as it is. Every candidate turned down
+# op's own name registered for every planned input type is reused as it is. Every candidate turned down
 # is a line in the plan with its reason.
 
 
@@ -206,7 +206,11 @@ def existing_kernels(checkout: Checkout, sources, op: str, arity: int,
         text = legacy_file_text(checkout.root, rel)
         took = functor_arity(text, f"{name}_functor")
         have = {(s.macro, s.args) for s in regs}
-        missing = sorted(wanted - have)
+        if name == op:  # the op's own kernel: the tree's output types are the op's, whatever the port guessed
+            have = {(m, t[:1]) for m, t in have}
+            missing = sorted({(m, t[:1]) for m, t in wanted} - have)
+        else:
+            missing = sorted(wanted - have)
         if took != arity:
             refused.append(f"does not reuse kernel {name} ({rel}): its functor takes {took or 'no'} operand(s), "
                            f"aten::{op} needs {arity}")

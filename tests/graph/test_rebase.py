@@ -94,3 +94,26 @@ def test_an_aborted_run_drops_its_stack_ref_and_prune_clears_refs_of_decided_run
     git(root, "update-ref", f"{STACK_REFS}second", head)
     assert sorted(prune_stack_refs(root)) == ["gone-run", "second"] and _stack_refs(root) == []
     assert resume_run(root, "first", Abort()).status == "aborted"
+
+
+def test_a_change_counts_as_landed_when_the_base_has_it_by_ancestry_or_by_text(tmp_path: Path) -> None:
+    from metalport.graph.nodes._stack import change_landed
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    _identity(root)
+    (root / "a.txt").write_text("one\ntwo\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    git(root, "checkout", "-q", "-b", "metalport/x")
+    (root / "a.txt").write_text("one\ntwo\nthree\n")
+    git(root, "commit", "-q", "-am", "port x")
+    port = git(root, "rev-parse", "HEAD").strip()
+    git(root, "checkout", "-q", "main")
+    main = git(root, "rev-parse", "HEAD").strip()
+    assert not change_landed(root, port, main)
+    git(root, "cherry-pick", port)  # landed as another commit (a squash merge, a `git am`)
+    assert change_landed(root, port, git(root, "rev-parse", "HEAD").strip())
+    git(root, "merge", "-q", "--no-edit", "-s", "ours", "metalport/x")
+    assert change_landed(root, port, git(root, "rev-parse", "HEAD").strip())

@@ -56,6 +56,24 @@ def _snapshot_commit(worktree: Path, message: str) -> str:
         return _git(worktree, "commit-tree", tree, "-p", "HEAD", "-m", message, env=env)
 
 
+def change_landed(repo_root: Path, commit: str, base: str) -> bool:
+    """Whether `base` holds the change of `commit` (its diff against its parent): as an ancestor,
+    or with the same text (a squash merge, a `git am` of its bundle), checked by applying the
+    change in reverse on `base`'s tree in a private index."""
+    if subprocess.run(["git", "merge-base", "--is-ancestor", commit, base], cwd=repo_root, capture_output=True,
+                      timeout=60).returncode == 0:
+        return True
+    try:
+        patch = _git(repo_root, "diff", "--binary", f"{commit}^", commit)
+        with tempfile.TemporaryDirectory(prefix="metalport-landed-") as tmp:
+            env = {**os.environ, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
+            _git(repo_root, "read-tree", base, env=env)
+            return subprocess.run(["git", "apply", "--cached", "--check", "-R", "-"], cwd=repo_root, input=patch + "\n",
+                                  capture_output=True, text=True, env=env, timeout=120).returncode == 0
+    except (RuntimeError, subprocess.TimeoutExpired):
+        return False
+
+
 def _stored_plan(run_dir: Path) -> tuple[dict, dict | None] | None:
     path = run_dir / "plan.json"
     if not path.is_file():
@@ -89,9 +107,7 @@ def find_stack_base(repo_root: Path, run_id: str, base_commit: str, files: Itera
         try:
             if record.status == "published":
                 commit = _git(repo_root, "rev-parse", f"refs/heads/{record.branch}")
-                merged = subprocess.run(["git", "merge-base", "--is-ancestor", commit, base_commit], cwd=repo_root,
-                                        capture_output=True, timeout=60).returncode == 0
-                if merged:
+                if change_landed(repo_root, commit, base_commit):
                     continue  # already in the base: nothing to stack on
             else:
                 commit = _snapshot_commit(worktree, f"metalport: {record.op} of run {record.run_id} "

@@ -20,7 +20,7 @@ from pathlib import Path
 from langgraph.config import get_stream_writer
 
 from metalport.graph.nodes._common import load_worktree, worktree_to_dict
-from metalport.graph.nodes._stack import drop_stack_ref, edited_files
+from metalport.graph.nodes._stack import change_landed, drop_stack_ref, edited_files
 from metalport.graph.state import PortState
 
 
@@ -29,11 +29,6 @@ def _git(cwd: Path, *argv: str) -> str:
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr.strip()[:200])
     return proc.stdout.strip()
-
-
-def _is_ancestor(root: Path, commit: str, of: str) -> bool:
-    return subprocess.run(["git", "merge-base", "--is-ancestor", commit, of], cwd=root, capture_output=True,
-                          timeout=60).returncode == 0
 
 
 def _approved_overlap(root: Path, run_id: str, base: str, files: set[str]) -> dict | None:
@@ -52,7 +47,7 @@ def _approved_overlap(root: Path, run_id: str, base: str, files: set[str]) -> di
             commit = _git(root, "rev-parse", f"refs/heads/{record.branch}")
         except RuntimeError:
             continue
-        if not _is_ancestor(root, commit, base):
+        if not change_landed(root, commit, base):
             return {"run_id": record.run_id, "op": record.op, "status": "published", "commit": commit,
                     "files": shared}
     return None
