@@ -283,7 +283,7 @@ class _OverWallTime(Exception):
     """The run's `--wall-time` budget is spent: it ends at the next node, budget-exhausted."""
 
 
-_UNTIMED = frozenset({"approve", "publish"})  # the decision and what follows it are not work to bound
+_UNTIMED = frozenset({"approve", "rebase", "publish"})  # the decision and what follows it are not work to bound
 
 
 def _check_wall_time(node: str, values: dict) -> None:
