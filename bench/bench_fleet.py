@@ -55,7 +55,7 @@ def runs_of(repo: Path, env: dict[str, str]) -> list[dict]:
 
 def busy_s(runs: list[dict]) -> float:
     """Seconds the runs spent in the pipeline (record created → last update), summed."""
-    from metalport.graph.records import parse_time
+    from metalport.run_record import parse_time
 
     return sum(parse_time(r["updated_at"]) - parse_time(r["created_at"]) for r in runs)
 

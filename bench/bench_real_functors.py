@@ -11,6 +11,12 @@ table gives the worst error over the OpInfo and random cases, the number of acce
 upstream bug, the input, kernel, CPU and truth values (Note [the oracle]). The pass rate is passing ops over ops with a modelled host.
 
     METALPORT_REAL_TREE=../shared/pytorch-real python bench/bench_real_functors.py [--seeds 5,7,11] [--op erf ...]
+        [--mutants]
+
+`--mutants` also plants each single-bug mutant of tests/checks/test_conformance_real.py (one regular
+expression edit in a real functor) and prints, per seed, how many the gate catches: a mutant of a
+functor that passes pristine is caught when the verdict fails; one of an upstream-wrong functor when it
+is wrong on more elements than the pristine functor somewhere.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from metalport.checkout.sources import scan_sources  # noqa: E402
 from metalport.checks.conformance import (ConformanceSession, _mentioned, registering_files,  # noqa: E402
                                           run_conformance)
 from metalport.checks.hostcode import find_host_code  # noqa: E402
+from metalport.checks.oracle import REL_BOUND  # noqa: E402
 from metalport.checks.report import ConformanceReport  # noqa: E402
 from metalport.errors import MetalportError  # noqa: E402
 from metalport.registry.index import load_registry  # noqa: E402
@@ -107,6 +114,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", default="5,7,11", help="comma-separated seeds (default 5,7,11)")
     parser.add_argument("--op", action="append", help="only these ops (repeatable)")
+    parser.add_argument("--mutants", action="store_true", help="also count the planted bugs caught per seed")
     args = parser.parse_args()
     tree = real_tree()
     if tree is None:
@@ -118,6 +126,7 @@ def main() -> int:
         if args.op:
             ops = {o: k for o, k in ops.items() if o in args.op}
         rows = []
+        margins: list[tuple[float, str]] = []  # passing ops: worst relative error / REL_BOUND
         start = time.perf_counter()
         for op in ops:
             reports = []
@@ -131,28 +140,68 @@ def main() -> int:
             statuses = {r.status for r in reports}
             status = statuses.pop() if len(statuses) == 1 else "unstable"
             bad = next((r for r in reports if r.status != "pass"), reports[0])
-            rows.append((op, status, max(_worst(r) for r in reports), max(len(r.warnings) for r in reports),
+            margin = max((d.rel_used for r in reports for d in r.dtypes), default=0.0)
+            rows.append((op, status, max(_worst(r) for r in reports), max(len(r.out_of_scope_cases) for r in reports),
                          "" if status == "pass" else f"seed {bad.seed}: {_first_failure(bad)}"))
+            if status == "pass":
+                margins.append((margin, op))
             print(f"{op:<40} {status:<13} {rows[-1][2]:>9.3g} {rows[-1][3]:>5}  {rows[-1][4]}", flush=True)
         seconds = time.perf_counter() - start
     counted = [r for r in rows if r[1] != "no-host-model"]
     passed = sum(1 for r in counted if r[1] == "pass")
     upstream = [r[0] for r in counted if r[4].split(": ", 1)[-1].startswith("upstream bug")]
     print()
-    print(f"{'op':<40} {'verdict':<13} {'worst err':>9} {'warn':>5}  first failure")
-    for op, status, worst, warned, why in rows:
-        print(f"{op:<40} {status:<13} {worst:>9.3g} {warned:>5}  {why}")
+    print(f"{'op':<40} {'verdict':<13} {'worst err':>9} {'oos':>5}  first failure")
+    for op, status, worst, scoped, why in rows:
+        print(f"{op:<40} {status:<13} {worst:>9.3g} {scoped:>5}  {why}")
     for op, why in sorted(unmodelled.items()):
         print(f"{op:<40} {'unmodelled':<13} {'':>9} {'':>5}  {why[:110]}")
     no_host = [r[0] for r in rows if r[1] == "no-host-model"]
     print(f"\nseeds {seeds}; {len(rows)} ops with a registered kernel ({len(no_host)} without an emulated host "
           f"model: {', '.join(no_host) or 'none'}); {len(unmodelled)} unmodelled (MPSGraph and other hosts)")
     print(f"pass rate: {passed}/{len(counted)} = {100.0 * passed / max(1, len(counted)):.1f}% "
-          f"of the ops with a modelled host (a warning is not a pass); {seconds:.0f} s, "
+          f"of the ops with a modelled host (an out-of-scope case, oos, is counted apart, never a pass); {seconds:.0f} s, "
           f"{seconds / max(1, len(rows) * len(seeds)):.1f} s per op and seed")
+    if margins:
+        worst, op = max(margins)
+        print(f"relative bound {REL_BOUND:g} (where the truth is normal and the problem well-conditioned): the "
+              f"passing functors use at most {100 * worst:.2g}% of it ({op}); margin {1 / max(worst, 1e-12):.3g}x")
     print(f"upstream bugs (fail with an input wrong against CPU and the float64 truth): {len(upstream)}: "
           f"{', '.join(upstream) or 'none'}")
+    if args.mutants:
+        caught_per_seed(tree, seeds)
     return 0
+
+
+def caught_per_seed(tree: Path, seeds: list[int]) -> None:
+    """Plant each test mutant in a fresh copy of the tree and count the ones the gate catches."""
+    from tests.checks import test_conformance_real as planted
+
+    mutants = [*planted.MUTANTS, *planted.EXCUSED, *planted.EDGE, *planted.EDGE_ON_WRONG]
+    wrong_ops = {m.op for m in planted.EDGE_ON_WRONG}
+    print(f"\n{'mutant':<60} " + " ".join(f"seed {s:<4}" for s in seeds))
+    caught = {s: 0 for s in seeds}
+    with tempfile.TemporaryDirectory(prefix="bench-mutants-") as scratch, ConformanceSession() as session:
+        pristine_root = real_checkout(tree, Path(scratch) / "pristine").root
+        for n, mutant in enumerate(mutants):
+            root = real_checkout(tree, Path(scratch) / f"m{n}").root
+            path = root / (mutant.file if "/" in mutant.file else planted.KERNELS / mutant.file)
+            path.write_text(planted.mutate(path.read_text(), mutant))
+            marks = []
+            for seed in seeds:
+                dtypes = planted._DTYPES.get(mutant.op, ["float32"]) if mutant not in planted.MUTANTS else None
+                report = run_conformance(root, mutant.op, backend="emulated", seed=seed, session=session,
+                                         dtypes=dtypes)
+                if mutant.op in wrong_ops:
+                    before = planted._wrong_elements(run_conformance(pristine_root, mutant.op, backend="emulated",
+                                                                     seed=seed, session=session, dtypes=dtypes))
+                    hit = any(k > before.get(label, 0) for label, k in planted._wrong_elements(report).items())
+                else:
+                    hit = report.status == "fail"
+                caught[seed] += hit
+                marks.append("caught   " if hit else "ESCAPED  ")
+            print(f"{(mutant.op + ': ' + mutant.bug)[:60]:<60} " + " ".join(marks), flush=True)
+    print("caught per seed: " + ", ".join(f"seed {s}: {caught[s]}/{len(mutants)}" for s in seeds))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from metalport.agent.budget import BudgetLimits, Price
+from metalport.budget_limits import BudgetLimits, Price
 from metalport.errors import UsageError
 
 CONFIG_NAME = "metalport.yaml"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from metalport.agent.budget import BudgetLimits
+from metalport.budget_limits import BudgetLimits
 from metalport.agent.provider import Provider
 from metalport.errors import UsageError
 

@@ -23,7 +23,8 @@ from typing import Any
 import openai
 import pydantic
 
-from metalport.agent.budget import Budget, BudgetLimits
+from metalport.agent.budget import Budget
+from metalport.budget_limits import BudgetLimits
 from metalport.agent.capped_http import capped_client
 from metalport.agent.context import MACROS, helpers_for, sibling_example
 from metalport.agent.endpoint import TEXT_RESULTS, Endpoint, Reply, ToolCall

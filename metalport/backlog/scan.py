@@ -10,15 +10,8 @@ from metalport.backlog.model import BacklogItem, Family, Status
 from metalport.checkout.layout import Checkout
 from metalport.checkout.routing import StubRoute
 from metalport.checkout.sources import ImplKind, Sources, StubDecl, XfailEntry, scan_sources
-from metalport.port.kinds import (
-    Porter,
-    PorterVerdict,
-    classify,
-    entry_comments,
-    porter_for,
-    recipe_ops,
-    schema_arguments,
-)
+from metalport.port.kinds import Porter, PorterVerdict, classify, entry_comments, porter_for, schema_arguments
+from metalport.port.spec_recipes import recipe_ops
 from metalport.registry.index import load_registry
 from metalport.registry.model import Op, Registry
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from metalport.checks.edges import edge_sets
 from metalport.checks.hostmodel import UnmodelledCall
 from metalport.checks.numerics import (Numerics, beyond_values, draw, draw_small, grid, numerics_for, tiny_values,
                                        value_set)
@@ -41,9 +42,7 @@ class Case:
     call: Call
     kind: str
     force: str | None = None  # the dense flavour the host's override would pin ("ilp"/"scalar")
-    strict: bool = False  # judged at small magnitudes (Note [small magnitudes])
     accepted: str | None = None  # the OpInfo skip/xfail putting this value set out of scope
-    overflow: bool = False  # huge or infinite inputs: an intermediate overflowing is accepted
 
 
 def build_cases(family: Family, base: str, packet: Any, dtype: torch.dtype, gen: torch.Generator,
@@ -94,12 +93,11 @@ class _Maker:
         self.dtype_note = _NO_COMPLEX32_TEST if dtype == torch.complex32 else None
 
     def _case(self, label: str, values: Sequence[torch.Tensor], kind: str, force: str | None = None,
-              strict: bool = False, accepted: str | None = None, overflow: bool = False) -> Case:
+              accepted: str | None = None) -> Case:
         current = [self.template._get(s) for s in self.template.slots]
         for i, v in zip(self.slots, values):
             current[i] = v
-        return Case(label, self.template.with_operands(current), kind, force, strict,
-                    accepted, overflow)
+        return Case(label, self.template.with_operands(current), kind, force, accepted)
 
     def _each(self, shape: Callable[[int], tuple[int, ...]] | tuple[int, ...],
               maker: Callable[..., torch.Tensor] = draw) -> list[torch.Tensor]:
@@ -122,7 +120,7 @@ class _Maker:
             small = self.numerics.accepted("small", self.dtype)
             if all(d.is_floating_point or d.is_complex for d in self.dtypes):
                 out.append(self._case("random small magnitudes", self._each((257,), draw_small), "random",
-                                      strict=not self.dtype.is_complex, accepted=small))
+                                      accepted=small))
         partner = _scalar_partner(self.dtype)
         if len(self.slots) >= 2 and partner is not None and self.dtypes[-1] == self.dtype:
             values = [draw((6, 5), dt, self.gen, self.numerics, k) for k, dt in enumerate(self.dtypes[:-1])]
@@ -143,7 +141,7 @@ class _Maker:
             if len(tiny) == 3:
                 tiny = [v[::3] for v in tiny]
             values = [self.numerics.restrict(t, k) for k, t in enumerate(grid(tiny, self.dtypes))]
-            out.append(self._case("held-out tiny magnitudes", values, "held-out", strict=True,
+            out.append(self._case("held-out tiny magnitudes", values, "held-out",
                                   accepted=self.numerics.accepted("small", self.dtype)))
         beyond = [beyond_values(d) for d in self.dtypes]
         if len(beyond) == 3:
@@ -152,7 +150,20 @@ class _Maker:
                               accepted=None))
         out.append(self._case("held-out beyond the value sets, ILP kernel", grid(beyond, self.dtypes), "held-out",
                               "ilp", accepted=None))
-        return out + self._layouts()
+        return out + self._edges() + self._layouts()
+
+    def _edges(self) -> list[Case]:
+        """Where kernels break that no value set aims at (Note [edge cases] in `edges`): a dense sweep
+        of the domain, wide magnitudes, every quadrant with signed zeros, the neighbourhoods of
+        integers and multiples of pi/2, the truth's overflow threshold, integers past 2^24."""
+        normal = self.numerics.accepted("normal", self.dtype)
+        large = self.numerics.accepted("large", self.dtype)
+        out = []
+        for label, values, accepted in edge_sets(self.template, self.slots, self.dtypes, self.numerics, self.gen):
+            restricted = [self.numerics.restrict(t, k) for k, t in enumerate(values)]
+            out.append(self._case(f"held-out {label}", restricted, "held-out",
+                                  accepted=large if accepted == "large" else normal))
+        return out
 
     def _value_set(self, kind: str) -> list[Case]:
         sets = [value_set(kind, d, self.numerics) for d in self.dtypes]
@@ -165,11 +176,10 @@ class _Maker:
             raw.append(torch.tensor(vals[:n], dtype=dt))
         restricted = [self.numerics.restrict(t, k) for k, t in enumerate(raw)]
         accepted = self.numerics.accepted(kind, self.dtype)
-        overflow = kind in ("large", "extremal")
-        out = [self._case(f"held-out {kind} values", restricted, "held-out", accepted=accepted, overflow=overflow)]
+        out = [self._case(f"held-out {kind} values", restricted, "held-out", accepted=accepted)]
         if kind == "extremal":
             out.append(self._case(f"held-out {kind} values, ILP kernel", restricted, "held-out", "ilp",
-                                  accepted=accepted, overflow=overflow))
+                                  accepted=accepted))
         if any(not _same(a, b) for a, b in zip(raw, restricted)):
             out.append(self._case(f"held-out {kind} values outside the domain", raw, "held-out",
                                   accepted=None))

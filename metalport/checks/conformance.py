@@ -153,6 +153,8 @@ class DtypeRun:
         self.counts = {kind: [0, 0, 0] for kind in KINDS}  # samples, passed, out of scope
         self.skipped = self.rejected = self.held_failed = 0
         self.worst: tuple[float, str] | None = None
+        self.worst_ulps: list[tuple[float, str] | None] = [None, None]  # vs the truth, vs CPU; where
+        self.rel_used = 0.0
         self.failures: list[Failure] = []
         self.out_of_scope: list[str] = []
         self.held_inputs: list[str] = []
@@ -171,6 +173,11 @@ class DtypeRun:
             return
         if case.kind != "held-out" and (self.worst is None or result.error > self.worst[0]):
             self.worst = (result.error, f"{case.label}: {case.call.describe()}")
+        self.rel_used = max(self.rel_used, result.rel_used)
+        if result.ulps is not None:
+            for k, (u, where) in enumerate(zip(result.ulps, self.worst_ulps)):
+                if where is None or u > where[0]:
+                    self.worst_ulps[k] = (u, f"{case.label}: {case.call.describe()}")
         held = (f"{result.message}; inputs: "
                 f"{[t.tolist() if t.numel() <= 64 else 'large' for t in case.call.operands()]}")
         self.record(case.kind, f"{case.label}: {case.call.describe()}", None if result.ok else result.message or "differs",
@@ -204,7 +211,8 @@ class DtypeRun:
         worst = self.worst
         return DtypeVerdict(self.name, {k: Tally(*v) for k, v in self.counts.items()},
                             None if worst is None else worst[0], None if worst is None else worst[1],
-                            tuple(failures), tuple(self.out_of_scope), tuple(self.held_inputs), self.skipped)
+                            tuple(failures), tuple(self.out_of_scope), tuple(self.held_inputs), self.skipped,
+                            tuple(self.worst_ulps), self.rel_used)
 
 
 def _truths(cases: Sequence[Case], staged: Sequence[Prepared | CaseResult]
@@ -344,7 +352,8 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
         for k, (case, item) in enumerate(zip(cases, staged)):
             if isinstance(item, Prepared):
                 tol = tolerance_for(base, item.expected.dtype, info)
-                item = judge_by_oracle(item, errors[id(item)], tol, truths.get(k), case.call.operands())
+                order = case.call.args[0] if case.call.args and type(case.call.args[0]) is int else None
+                item = judge_by_oracle(item, errors[id(item)], tol, truths.get(k), case.call.operands(), base, order)
             run.add(item, case)
         unmodelled += run.unmodelled
         rejected += run.rejected

@@ -29,12 +29,10 @@ from metalport.port.resolve import host_line, mps_only_lines
 from metalport.port.xfail import XFAIL_LIST_NAME
 from metalport.checkout.layout import KERNELS_DIR, Checkout
 from metalport.checkout.sources import ImplKind, Registration, Sources, named_assignments, scan_sources
-from metalport.errors import MetalportError, RegistryError
+from metalport.errors import MetalportError
+from metalport.checks.contract_rows import contract_failure, registry_op
 from metalport.failure import Failure
-from metalport.registry.model import Op
-from metalport.registry.validate import validate_registry
 
-_TAGS = "aten/src/ATen/native/tags.yaml"
 _CHEATS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("CPU fallback", re.compile(r"\.cpu\(\)|\bto\(\s*[\"']cpu[\"']|\bkCPU\b|DeviceType::CPU|[\"']cpu[\"']"
                                 r"|\bkCUDA\b|\w*[Ff]allback\w*\s*\(|PYTORCH_ENABLE_MPS_FALLBACK")),
@@ -53,8 +51,7 @@ class _Changes:
     added: dict[str, list[tuple[int, str]]]
 
 
-def _fail(check: str, message: str, file: str | None = None, line: int | None = None) -> Failure:
-    return Failure("contract", file, line, None, f"[{check}] {message}")
+_fail = contract_failure
 
 
 def _git(cwd: Path, *argv: str) -> str:
@@ -104,21 +101,6 @@ def _base_text(base_root: Path, changes: _Changes, rel: str) -> str | None:
         return _git(base_root, "show", f"{changes.base_commit}:{rel}")
     except MetalportError:
         return None
-
-
-def registry_op(worktree_root: Path, plan: PortPlan) -> tuple[Op | None, list[Failure]]:
-    """The plan's op in the worktree's registry after torchgen validates it, or (None, the failure)."""
-    try:
-        registry = validate_registry(worktree_root / NATIVE_FUNCTIONS, worktree_root / _TAGS)
-    except RegistryError as err:
-        where = (err.location or "").rsplit(":", 1)
-        line = int(where[1]) if len(where) == 2 and where[1].isdigit() else None
-        return None, [_fail("registry", err.message, NATIVE_FUNCTIONS, line)]
-    try:
-        return registry.resolve(plan.op), []
-    except MetalportError as err:
-        return None, [_fail("rows", f"aten::{plan.op} is no longer in the registry: {err.message}",
-                            NATIVE_FUNCTIONS)]
 
 
 def _registry_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:

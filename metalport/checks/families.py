@@ -4,7 +4,7 @@
 `REGISTER_UNARY_ALPHA_OP` `<op>_dense_<out>_<in>_<alpha>` (the alpha may be a params struct,
 `nan_to_num_dense_float_float_NanToNumParams_float`), the binary macros
 `<op>_dense_broadcast_<out>_<in>[_<alpha>]`, the ternary ones `<op>_strided_cast_<out>`, and
-ternary kernels with a scalar (Note [ternary alpha kernels], metalport/port/_sources.py)
+ternary kernels with a scalar (Note [ternary alpha kernels], metalport/port/functor_sources.py)
 `<op>_dense_<out>_<in>_<alpha>` with `<op>_strided_cast_<out>_<alpha>`.
 Only names of the form `<op>_<flavour>_<metal types>` count, so `add_relu_…` is not `add`.
 """

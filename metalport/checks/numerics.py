@@ -8,7 +8,9 @@ xfails a value set's reference-numerics test on a CUDA or MPS device (Note [acce
 
 Note [accepted divergences]
 A value set is out of scope only where the op's OpInfo skips or xfails its reference-numerics test
-on a non-CPU device at that dtype: PyTorch does not judge a device there. Such a case, when the
+on a non-CPU device at that dtype, or declares the op does not handle it
+(`handles_complex_extremal_values=False`, `handles_large_floats=False`: the test leaves those
+values out on every device): PyTorch does not judge a device there. Such a case, when the
 oracle finds it wrong, is counted as out of scope and shown with the decorator; it is neither a pass
 nor a failure. Nothing else is excused (no rule keyed to an op's name, no NumPy filter used as a
 domain): every other case, held-out ones included, must meet Note [the oracle].
@@ -58,6 +60,13 @@ class Numerics:
         """The OpInfo skip/xfail of `kind`'s reference-numerics test on a non-CPU device at `dtype`
         (the case is then out of scope: counted and shown, never a pass), or None when it gates."""
         cls_name, test_name = _TESTS[kind][0 if self.unary else 1]
+        # the op's own declaration: its reference-numerics tests leave these values out on every device
+        if kind == "extremal" and dtype.is_complex and not self.handles_complex_extremal_values:
+            return (f"OpInfo {self.name} declares handles_complex_extremal_values=False ({test_name} leaves "
+                    f"complex extremal values out on every device)")
+        if kind == "large" and (dtype.is_floating_point or dtype.is_complex) and not self.handles_large_floats:
+            return (f"OpInfo {self.name} declares handles_large_floats=False ({test_name} leaves large "
+                    f"{_short(dtype)} values out on every device)")
         for device in _NON_CPU:
             for d in self.decorators:
                 # A skip on every device is about NumPy's reference, not a device diverging from CPU.

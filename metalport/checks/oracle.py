@@ -88,6 +88,9 @@ class Verdict:
     ulps_truth: float
     ulps_cpu: float
     worst_at: int
+    # the worst relative error from the truth where the relative bound applies, over REL_BOUND
+    # (the margin: a correct kernel stays well below 1); 0 where the bound applies nowhere
+    rel_used: float = 0.0
 
 
 def _eps(dtype: torch.dtype) -> float:
@@ -101,7 +104,9 @@ def _same_special(a: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
 
 def acceptable(output: torch.Tensor, cpu: torch.Tensor, truth: torch.Tensor | None, tol: Tolerance,
                cond: torch.Tensor | None = None) -> Verdict:
-    """The rule of Note [the oracle], element by element."""
+    """The rule of Note [the oracle], element by element. `truth` None: CPU alone judges (integer
+    and bool outputs exactly); `cond` None: the conditioning is not measured, so no allowance and
+    no relative bound (the launch-spec path's reductions and windows)."""
     dtype = output.dtype
     if not (dtype.is_floating_point or dtype.is_complex) or truth is None or truth.shape != output.shape:
         a, e = output.to(torch.float64) if dtype.is_floating_point else output, cpu
@@ -116,6 +121,7 @@ def acceptable(output: torch.Tensor, cpu: torch.Tensor, truth: torch.Tensor | No
     wide = _wide(dtype)
     a, c, t = output.to(wide), cpu.to(wide), truth.to(wide)
     eps = _eps(dtype)
+    measured = cond is not None
     cond = torch.zeros(t.shape, dtype=torch.float64) if cond is None else cond
     allowance = COND_SLACK * eps * cond
     cpu_ok = _same_special(a, c) | (torch.isfinite(c) & torch.isfinite(a)
@@ -131,14 +137,19 @@ def acceptable(output: torch.Tensor, cpu: torch.Tensor, truth: torch.Tensor | No
         | (_complex_infinity(rounded) & _complex_infinity(a) & torch.isfinite(t))
     real = dtype.to_real() if dtype.is_complex else dtype
     normal = finite_truth & (mag >= torch.finfo(real).smallest_normal)
-    well = normal & (cond <= mag / REL_BOUND)
+    # the relative bound needs the conditioning: without it (a reduction's, which no per-operand
+    # perturbation measures) an element is judged by the two tolerances alone
+    well = normal & (cond <= mag / REL_BOUND) & measured
     rel_ok = ~well | (torch.isfinite(a) & (diff <= mag * REL_BOUND + allowance + tol.atol * (mag >= 1).double()))
     # the relative bound applies where the kernel is not exactly CPU's value: CPU's own result
     # (its overflow to NaN in lerp at the largest floats, say) is always what test_mps accepts
     bad = ~((cpu_ok | truth_ok) & (rel_ok | _same_special(a, c)))
     ulps_t = _ulps(a, t, eps)
     ulps_c = _ulps(a, c, eps)
-    return Verdict(bad, _max(ulps_t), _max(ulps_c), _argmax(ulps_t.masked_fill(~bad, -1.0) if bool(bad.any()) else ulps_t))
+    judged = well & ~_same_special(a, c) & torch.isfinite(a)
+    rel = (diff / (mag * REL_BOUND)).masked_fill(~judged, 0.0)
+    return Verdict(bad, _max(ulps_t), _max(ulps_c), _argmax(ulps_t.masked_fill(~bad, -1.0) if bool(bad.any()) else ulps_t),
+                   _max(rel))
 
 
 def _complex_infinity(z: torch.Tensor) -> torch.Tensor:
@@ -176,7 +187,8 @@ def describe(output: torch.Tensor, cpu: torch.Tensor, truth: torch.Tensor | None
                                                                    if _broadcasts(op, output) else None)
         inputs.append(repr(flat[idx].item()) if flat is not None else "?")
     t = "n/a" if truth is None else repr(truth.reshape(-1)[idx].item())
-    return (f"{int(bad.sum())} of {bad.numel()} elements wrong; at input ({', '.join(inputs)}) kernel "
+    where = f"at input ({', '.join(inputs)})" if operands else f"at output element {idx}"
+    return (f"{int(bad.sum())} of {bad.numel()} elements wrong; {where} kernel "
             f"{output.reshape(-1)[idx].item()!r}, CPU {cpu.reshape(-1)[idx].item()!r}, truth {t}; worst "
             f"{verdict.ulps_truth:.3g} ulp vs truth, {verdict.ulps_cpu:.3g} ulp vs CPU")
 

@@ -52,6 +52,10 @@ class DtypeVerdict:
     out_of_scope_cases: tuple[str, ...] = ()  # one line each, with the OpInfo decorator; no held-out values
     held_out_inputs: tuple[str, ...] = field(default=(), repr=False)  # failing held-out cases, verbatim
     skipped: int = 0  # recorded calls the host model does not cover, cases whose reference crashed
+    # worst error in ulps of the dtype over every judged case, (vs the truth, vs CPU), each with where
+    # (case label and call, no values); None for integer and bool outputs
+    worst_ulps: tuple[tuple[float, str] | None, ...] = (None, None)
+    rel_used: float = 0.0  # worst relative error over the oracle's relative bound where it applies
 
     def tally(self, kind: str) -> Tally:
         return self.tallies.get(kind, Tally())
@@ -85,6 +89,9 @@ class DtypeVerdict:
             "failures": [f.to_dict() for f in self.failures],
             "held_out_samples": self.held_out_samples, "held_out_passed": self.held_out_passed,
             "skipped": self.skipped, "out_of_scope_cases": list(self.out_of_scope_cases),
+            "worst_ulps_vs_truth": None if self.worst_ulps[0] is None else list(self.worst_ulps[0]),
+            "worst_ulps_vs_cpu": None if self.worst_ulps[1] is None else list(self.worst_ulps[1]),
+            "relative_bound_used": self.rel_used,
             **{kind.replace("-", "_"): self.tally(kind).to_dict() for kind in KINDS},
         }
         if include_held_out_inputs:

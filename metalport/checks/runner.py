@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -12,6 +13,7 @@ from metalport.checks.guard import Crashed, Outcome, Refused, needs_guard, run_g
 from metalport.checks.hostmodel import (Launch, MissingKernel, UnmodelledCall, plan_binary, plan_ternary,
                                         output_spec, plan_ternary_alpha, plan_two_outputs, plan_unary)
 from metalport.checks.oracle import acceptable, describe
+from metalport.checks.precise import has_precise_truth, refine
 from metalport.checks.iteration import build_iteration, flat_buffer
 from metalport.checks.poison import poisoned, unwritten
 from metalport.checks.samples import Call, Family
@@ -30,6 +32,8 @@ class CaseResult:
     error: float
     message: str | None = None
     skipped: str | None = None
+    ulps: tuple[float, float] | None = None  # worst (vs the truth, vs CPU) of a floating output
+    rel_used: float = 0.0  # worst relative error over the oracle's relative bound (Verdict.rel_used)
 
 
 def _common(call: Call, out_dtype: torch.dtype) -> torch.dtype:
@@ -196,10 +200,12 @@ def judge(prepared: Prepared, failure: str | None, tol: Tolerance) -> CaseResult
 
 def judge_by_oracle(prepared: Prepared, failure: str | None, tol: Tolerance,
                     truth: tuple[torch.Tensor, torch.Tensor] | None,
-                    operands: Sequence[torch.Tensor] = ()) -> CaseResult:
+                    operands: Sequence[torch.Tensor] = (), op: str | None = None, order: Any = None) -> CaseResult:
     """Judge one dispatched case by the one rule (Note [the oracle] in `checks.oracle`): dispatch
     errors, unwritten elements and further outputs as `judge`; each element of the output against CPU
-    and the float64 truth (`truth`: (value, conditioning), None for integer and bool outputs)."""
+    and the float64 truth (`truth`: (value, conditioning), None for integer and bool outputs), refined
+    by mpmath where `op` has a precise truth and the float64 one finds elements wrong (Note [precise
+    truth]; `order`: polygamma's integer first argument)."""
     result = judge(prepared, failure, tol)
     if failure is not None or "never written" in (result.message or "") or \
             (result.message or "").startswith(_FURTHER):
@@ -209,11 +215,18 @@ def judge_by_oracle(prepared: Prepared, failure: str | None, tol: Tolerance,
         return result
     value, cond = truth if truth is not None else (None, None)
     verdict = acceptable(out, cpu, value, tol, cond)
+    if bool(verdict.bad.any()) and value is not None and op is not None and has_precise_truth(op):
+        finer = refine(op, operands, order, value, verdict.bad)
+        if finer is not None:
+            value = finer
+            verdict = acceptable(out, cpu, value, tol, cond)
+    ulps = None if value is None else (verdict.ulps_truth, verdict.ulps_cpu)
     if not bool(verdict.bad.any()):
-        return CaseResult(True, result.error)
+        return CaseResult(True, result.error, ulps=ulps, rel_used=verdict.rel_used)
     kernel = prepared.launch.kernel if prepared.launch else "(no launch)"
     return CaseResult(False, result.error if result.error else verdict.ulps_truth,
-                      f"{describe(out, cpu, value, verdict, operands)}; kernel {kernel}")
+                      f"{describe(out, cpu, value, verdict, operands)}; kernel {kernel}", ulps=ulps,
+                      rel_used=verdict.rel_used)
 
 
 def dispatch(kernels: KernelSet, prepared: list[Prepared]) -> list[str | None]:

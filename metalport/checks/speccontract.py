@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from metalport.checks.contract_rows import contract_failure, registry_op
 from metalport.failure import Failure
 from metalport.port.hostgen import write_host
 from metalport.port.plan_model import NATIVE_FUNCTIONS, PortPlan
@@ -23,13 +24,10 @@ _OPERATIONS = "aten/src/ATen/native/mps/operations"
 _BACKENDS = ("CPU", "CUDA")
 
 
-def _fail(check: str, message: str, file: str | None = None, line: int | None = None) -> Failure:
-    return Failure("contract", file, line, None, f"[{check}] {message}")
+_fail = contract_failure
 
 
 def _row_checks(root: Path, spec: LaunchSpec, plan: PortPlan) -> Iterator[Failure]:
-    from metalport.checks.contract import registry_op
-
     op, failures = registry_op(root, plan)
     yield from failures
     if op is None:

@@ -39,7 +39,7 @@ def complete_ops(prefix: str, parsed_args: argparse.Namespace, **_: object) -> l
 
 def complete_run_ids(prefix: str, parsed_args: argparse.Namespace, **_: object) -> list[str]:
     """The ids of the checkout's runs, newest last."""
-    from metalport.graph.records import metalport_dir
+    from metalport.run_record import metalport_dir
 
     root = _root(parsed_args)
     if root is None:

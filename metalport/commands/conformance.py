@@ -77,13 +77,18 @@ def _print_table(report: ConformanceReport, *, show_held_out: bool = False) -> N
 
     console = table_console()
     table = Table(title=f"conformance {report.op} ({report.backend}, seed {report.seed})")
-    for col in ("dtype", "opinfo", "random", "held-out", "out of scope", "skipped", "worst error", "worst sample"):
+    for col in ("dtype", "opinfo", "random", "held-out", "out of scope", "skipped", "ulps vs truth", "ulps vs CPU",
+                "worst at"):
         table.add_column(col)
     for d in report.dtypes:
-        worst = "-" if d.worst_error is None else f"{d.worst_error:.3g}"
         counts = [f"{d.tally(k).passed}/{d.tally(k).samples}" if d.tally(k).samples else "-" for k in KINDS]
         scoped = sum(d.tally(k).out_of_scope for k in KINDS)
-        table.add_row(d.dtype, *counts, str(scoped), str(d.skipped), worst, escape(d.worst_sample or "-"))
+        truth, cpu = d.worst_ulps
+        if truth is None:  # integer and bool outputs: exact, judged against CPU
+            ulps, where = ["-", "-"], f"exact; {d.worst_sample or '-'}"
+        else:
+            ulps, where = [f"{truth[0]:.3g}", f"{cpu[0]:.3g}" if cpu else "-"], truth[1]
+        table.add_row(d.dtype, *counts, str(scoped), str(d.skipped), *ulps, escape(where))
     if report.dtypes:
         console.print(table)
     for d in report.dtypes:

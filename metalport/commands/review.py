@@ -146,15 +146,15 @@ def _show(root: Path, record: Any) -> int:
     for line in verdict_lines({"verdicts": dict(record.verdicts or {})}) or ["(none recorded)"]:
         console.print(line, markup=False, highlight=False)
     folder = run_dir(root, record.run_id)
-    shared = _shared_artifacts(root, record)
-    if shared is not None and not (folder / "plan.json").is_file():  # a fleet run made on another machine
-        host, files, series = shared
-        console.print(f"\n[bold]evidence[/] in the shared store (made on {host or 'another machine'}; "
+    shared = _shared_artifacts(root, record) if not (folder / "plan.json").is_file() else None
+    if shared is not None:  # a fleet run made on another machine
+        host, stored = shared
+        console.print(f"\n[bold]evidence[/] in {escape(stored.where)} (made on {host or 'another machine'}; "
                       f"`metalport review show {record.run_id} --file NAME` prints one)", highlight=False)
-        for name, size in files:
+        for name, size in stored.files:
             console.print(f"  {name}  {size} bytes", highlight=False, markup=False)
-        console.print("\n[bold]patch series[/] (git format-patch, from the shared store)")
-        print_code(series, "diff", console)
+        console.print(f"\n[bold]patch series[/] (git format-patch, from {escape(stored.where)})", highlight=False)
+        print_code(stored.series, "diff", console)
     else:
         console.print(f"\n[bold]evidence[/] in {escape(str(folder))}", highlight=False)
         for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
@@ -169,32 +169,29 @@ def _show(root: Path, record: Any) -> int:
     return 0
 
 
-def _shared_artifacts(root: Path, record: Any) -> tuple[str | None, list[tuple[str, int]], str] | None:
-    """(host, evidence files, patch series) a worker stored at the gate, or None (not a shared run)."""
+def _shared_artifacts(root: Path, record: Any) -> tuple[str | None, Any] | None:
+    """(host, StoredArtifacts) a worker stored at the gate (database or artifacts remote), or None."""
     from metalport.graph.records import shared_store
-    from metalport.store.portable import EVIDENCE_PREFIX, PATCH_FILE
+    from metalport.store.portable import stored_artifacts
 
     store = shared_store(root)
-    series = store.get_file(record.run_id, PATCH_FILE) if store is not None else None
-    if series is None:
-        return None
-    files = [(name.removeprefix(EVIDENCE_PREFIX), size) for name, size in store.files(record.run_id, EVIDENCE_PREFIX)]
-    return store.placement(record.run_id)[0], files, series
+    stored = stored_artifacts(root, store, record.run_id) if store is not None else None
+    return (store.placement(record.run_id)[0], stored) if stored is not None else None
 
 
 def _show_file(root: Path, record: Any, name: str) -> int:
-    """Print one evidence file of a run (from its run folder here, else from the shared store)."""
+    """Print one evidence file of a run (from its run folder here, else from what the worker stored)."""
     from metalport.errors import SweepError
     from metalport.graph.records import run_dir, shared_store
-    from metalport.store.portable import EVIDENCE_PREFIX, PATCH_FILE
+    from metalport.store.portable import stored_artifacts
 
     local = run_dir(root, record.run_id) / name
     if local.is_file() and local.resolve().is_relative_to(run_dir(root, record.run_id).resolve()):
         print(local.read_text(encoding="utf-8", errors="replace"), end="")
         return 0
     store = shared_store(root)
-    key = PATCH_FILE if name == PATCH_FILE else EVIDENCE_PREFIX + name
-    text = store.get_file(record.run_id, key) if store is not None else None
+    stored = stored_artifacts(root, store, record.run_id) if store is not None else None
+    text = stored.read(root, store, record.run_id, name) if stored is not None else None
     if text is None:
         raise SweepError(f"run {record.run_id} has no evidence file {name!r}",
                          hint=f"`metalport review show {record.run_id}` lists them")

@@ -76,7 +76,7 @@ def run_command(args: argparse.Namespace) -> int:
     """Run the sweep, show progress on stderr, print the summary (or JSON)."""
     from rich.console import Console
 
-    from metalport.agent.budget import BudgetLimits
+    from metalport.budget_limits import BudgetLimits
     from metalport.config import CONFIG_NAME, given_config, load_config
     from metalport.executors import select_executor
     from metalport.graph.provider import check_model

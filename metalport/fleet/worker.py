@@ -35,6 +35,10 @@ async def run_worker(root: Path, queue: str, executor: str, *, concurrency: int,
                      ready: asyncio.Event | None = None) -> None:
     """Poll the fleet's queues for `root` until SIGINT/SIGTERM; `ready` is set once polling."""
     settings, store = fleet_settings(root)
+    if settings.artifacts_remote:  # never the public fork: a configuration error, found before any run
+        from metalport.store.gitremote import check_remote
+
+        check_remote(root, settings.artifacts_remote)
     host = host or settings.host_name()
     os.environ[HOST_ENV] = host  # the records this process writes name this machine (store settings read it)
     os.environ.setdefault(STALL_ENV, str(settings.stall_s))  # leases of this process renew only on progress

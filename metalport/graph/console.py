@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from metalport.graph.records import RunRecord
+from metalport.run_record import RunRecord
 from metalport.graph.review import ask_decision, gate_commands
 
 EXIT_OK_STATUSES = frozenset({"published", "awaiting-review", "aborted"})

@@ -27,16 +27,14 @@ from metalport.graph.prune import forget_run
 from metalport.graph.records import (
     RunLock,
     RunOptions,
-    RunRecord,
     get_run,
-    metalport_dir,
-    now_iso,
     repo_arg,
     run_dir,
     shared_store,
     write_json,
     write_record,
 )
+from metalport.run_record import RunRecord, metalport_dir, now_iso
 from metalport.graph.wiring import compile_graph, recursion_limit
 from metalport.store.pg import DatabaseError, LeaseLost
 from metalport.store.portable import share_record

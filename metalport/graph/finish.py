@@ -13,7 +13,7 @@ import git
 
 from metalport.agent.transcript import Redactor
 from metalport.atomic import write_text_atomic
-from metalport.graph.base import remove_snapshot
+from metalport.sandbox.base_tree import remove_snapshot
 from metalport.graph.context import secret_env_of
 from metalport.graph.evidence import full_evidence
 from metalport.graph.nodes._common import load_worktree

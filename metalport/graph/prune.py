@@ -11,17 +11,9 @@ from pathlib import Path
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from metalport.errors import UsageError
-from metalport.graph.base import remove_snapshot
-from metalport.graph.records import (
-    RunRecord,
-    is_live,
-    list_runs,
-    metalport_dir,
-    repo_arg,
-    repo_top,
-    run_dir,
-    shared_store,
-)
+from metalport.sandbox.base_tree import remove_snapshot
+from metalport.graph.records import is_live, list_runs, repo_arg, run_dir, shared_store
+from metalport.run_record import RunRecord, metalport_dir, repo_top
 from metalport.graph.state import PRUNABLE_DEFAULT, TERMINAL_STATUSES
 
 

@@ -1,4 +1,5 @@
-"""Run records: `RunOptions`, `RunRecord`, decisions, and `run.json` under the git directory.
+"""Run records on the graph side: `RunOptions`, decisions, and `run.json` under the git directory
+(the `RunRecord` type itself is in `metalport.run_record`).
 
 A record is rewritten atomically after every node, so `runs`, `review` and `sweep` read a run's
 status without loading the graph. Layout: `<git-common-dir>/metalport/runs/<run-id>/run.json`
@@ -13,22 +14,13 @@ import fcntl
 import json
 import os
 import shlex
-import time
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
-
-import git
 
 from metalport.atomic import write_text_atomic
-from metalport.errors import RepoError, UnknownRunError
+from metalport.errors import UnknownRunError
 from metalport.run_ids import is_run_id
-
-RunStatus = Literal["running", "awaiting-review", "failed", "rejected", "published", "aborted",
-                    "budget-exhausted", "needs-llm", "base-broken"]
-RUN_STATUSES: tuple[str, ...] = ("running", "awaiting-review", "failed", "rejected", "published", "aborted",
-                                 "budget-exhausted", "needs-llm", "base-broken")
+from metalport.run_record import RunRecord, metalport_dir, repo_top
 
 
 @dataclass(frozen=True)
@@ -87,76 +79,6 @@ def decision_value(decision: Decision) -> dict:
     if isinstance(decision, Reject):
         return {"decision": "reject", "feedback": decision.feedback}
     return {"decision": "approve" if isinstance(decision, Approve) else "abort"}
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """What `runs` shows and `run.json` holds; times are ISO 8601 UTC."""
-
-    run_id: str
-    op: str
-    status: str
-    stage: str
-    attempts: int
-    branch: str | None
-    worktree: str | None
-    created_at: str
-    updated_at: str
-    reason: str | None = None
-    feedback: str | None = None
-    pr_url: str | None = None
-    bundle_path: str | None = None
-    verdicts: dict = field(default_factory=dict)
-    usage: dict = field(default_factory=dict)
-    paused_s: float = 0.0  # seconds spent waiting at the gate for a decision (not work)
-
-    def __post_init__(self) -> None:
-        if self.status not in RUN_STATUSES:
-            raise ValueError(f"unknown run status {self.status!r}")
-
-    def to_dict(self) -> dict:
-        """The record as JSON data."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> RunRecord:
-        """Inverse of `to_dict`."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
-
-    def elapsed_s(self) -> float:
-        """Seconds the run worked: created to last update, less the waits at the gate."""
-        return max(0.0, parse_time(self.updated_at) - parse_time(self.created_at) - self.paused_s)
-
-    def age_s(self, now: float | None = None) -> float:
-        """Seconds since the run was created."""
-        return (now or time.time()) - parse_time(self.created_at)
-
-
-def now_iso() -> str:
-    """The current time as ISO 8601 UTC, to the second."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(text: str) -> float:
-    """Epoch seconds of an ISO 8601 UTC time written by `now_iso`."""
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
-
-
-def repo_top(repo_root: Path | str) -> Path:
-    """The top level of the git repository holding `repo_root`."""
-    try:
-        repo = git.Repo(repo_root, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as err:
-        raise RepoError("not a git repository", location=str(repo_root),
-                        hint="pass --repo with a git checkout (`metalport workspace init DIR` makes one)") from err
-    return Path(repo.working_tree_dir or repo_root).resolve()
-
-
-def metalport_dir(repo_root: Path | str) -> Path:
-    """`<git-common-dir>/metalport`, outside every work tree."""
-    repo = git.Repo(repo_top(repo_root))
-    return Path(repo.common_dir).resolve() / "metalport"
 
 
 def repo_arg(repo_root: Path | str) -> str:

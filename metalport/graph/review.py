@@ -15,8 +15,8 @@ from rich.console import Console
 from rich.prompt import Prompt
 
 from metalport.graph.evidence import describe_plan, verdict_lines
-from metalport.graph.records import (Abort, Approve, Decision, Reject, RunRecord, repo_arg, run_dir,
-                                     shared_store)
+from metalport.graph.records import Abort, Approve, Decision, Reject, repo_arg, run_dir, shared_store
+from metalport.run_record import RunRecord
 
 
 def gate_commands(run_id: str, repo_root: Path) -> list[str]:

@@ -24,18 +24,16 @@ from metalport.graph.records import (
     Decision,
     Reject,
     RunOptions,
-    RunRecord,
     decision_value,
     get_run,
     list_runs,
     next_step,
-    now_iso,
     repo_arg,
-    repo_top,
     run_dir,
     shared_store,
     write_record,
 )
+from metalport.run_record import RunRecord, now_iso, repo_top
 from metalport.graph.state import TERMINAL_STATUSES, PortState
 from metalport.run_ids import new_run_id
 from metalport.sandbox.worktree import branch_name

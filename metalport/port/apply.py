@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from metalport.port._sources import TERNARY_ALPHA_KERNELS, TERNARY_ALPHA_MACRO
+from metalport.port.functor_sources import TERNARY_ALPHA_KERNELS, TERNARY_ALPHA_MACRO
 from metalport.port.cformat import format_snippet
 from metalport.port.decorators import find_decorators, narrow_decorators, remove_lines, with_own_comment
 from metalport.port.host import HostStub, drop_empty_namespaces, has_legacy, insert_stub, remove_legacy

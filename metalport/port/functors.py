@@ -11,7 +11,7 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from metalport.port._sources import SOURCES, TERNARY_ALPHA_MACRO
+from metalport.port.functor_sources import SOURCES, TERNARY_ALPHA_MACRO
 from metalport.errors import RecipeError
 
 

@@ -45,11 +45,34 @@ def _value(source: str, ctype: str, types: dict[str, str]) -> str:
 
 def write_host(spec: LaunchSpec, func: str) -> str:
     """The host function of `spec` for the op schema `func` (`mode(Tensor self, ...) -> ...`),
-    with the static library handle; SpecError for a spec shape this writer does not cover."""
+    with the static library handle; SpecError for a spec shape this writer does not cover.
+
+    Elementwise and dims launches have writers of their own; the rest is a reduction over slices:
+    the prologue (signature or stub kernel), the reduced dims, the outputs, the launch loop."""
     if covers(spec):
         return write_elementwise_host(spec, func)
     if covers_dims(spec):
         return write_dims_host(spec, func)
+    _check_reduction_covered(spec)
+    lines, types, given = _reduction_prologue(spec, func)
+    lines += _reduced_dims(spec, types)
+    output_lines, names, ret = _reduction_outputs(spec, given)
+    lines += output_lines
+    lines += _reduction_launch(spec, names, types)
+    if spec.stub is not None:
+        lines += [f"  if (!{names[0]}.is_alias_of(result)) {{", f"    result.copy_({names[0]}.view(result.sizes()));", "  }",
+                  "}", "", f"REGISTER_DISPATCH({spec.stub.name}, &{spec.host_function})"]
+    else:
+        lines += [*([f"  return {ret};"] if ret else []), "}"]
+    structs = [struct_declaration(p) for p in spec.params if p.struct is not None]
+    header = (f"// {spec.host_function}: aten::{spec.op} on a Metal kernel, written by metalport from its launch spec.\n"
+              + "".join(structs))
+    return header + "\n".join(lines) + "\n"
+
+
+def _check_reduction_covered(spec: LaunchSpec) -> None:
+    """SpecError unless `spec` is a reduction this writer covers: a per-output-element, per-slice or
+    per-window launch of one reduce-last or contiguous input, reduced/same outputs, scalar params."""
     if spec.geometry.threads is not None or spec.geometry.grid in (Grid.PER_INPUT_ELEMENT, Grid.PER_CHUNK):
         raise SpecError(f"spec {spec.op}: geometry: hostgen writes per-output-element, per-slice and per-window "
                         f"launches only", hint="write the host function by hand")
@@ -60,6 +83,11 @@ def write_host(spec: LaunchSpec, func: str) -> str:
     if any(f.length or f.source in DERIVED_ARRAYS for p in spec.params for f in p.fields):
         raise SpecError(f"spec {spec.op}: params: hostgen writes scalar fields only, not sizes/strides arrays",
                         hint="write the host function by hand")
+
+
+def _reduction_prologue(spec: LaunchSpec, func: str) -> tuple[list[str], dict[str, str], list[str]]:
+    """(the function's opening lines up to the `reduced` flags, argument -> C++ type, the outputs
+    the caller allocated: a structured op's `out` arguments)."""
     x = spec.inputs[0].arg
     if spec.stub is not None:
         # Note [stub reductions]: the host is the stub's kernel; its iterator (make_reduction's)
@@ -67,26 +95,32 @@ def write_host(spec: LaunchSpec, func: str) -> str:
         stub = spec.stub
         defn = f"static void {spec.host_function}({', '.join(['TensorIterator& iter', *stub.params])})"
         types = {n: p for n, p in zip(stub.param_names, stub.params)}
-        given: list[str] = []
         lines = [f"{defn} {{", "  using namespace mps;", *check_lines(spec.checks),
                  "  const Tensor& result = iter.output(0);", f"  const Tensor {x} = iter.input(0);",
                  f"  const int64_t ndim = {x}.dim();", "  std::vector<bool> reduced(ndim, false);",
                  "  for (const auto d : c10::irange(ndim)) {",
                  f"    reduced[d] = result.size(d) == 1 && {x}.size(d) != 1;", "  }"]
-    else:
-        defn, args = _signature(spec, func)
-        types = dict(args)
-        # Note [structured host]: for a structured op the host is the out entry's TORCH_IMPL_FUNC: its
-        # outputs are the `out` arguments the meta function allocated, and it returns nothing.
-        from torchgen.model import FunctionSchema
+        return lines, types, []
+    defn, args = _signature(spec, func)
+    # Note [structured host]: for a structured op the host is the out entry's TORCH_IMPL_FUNC: its
+    # outputs are the `out` arguments the meta function allocated, and it returns nothing.
+    from torchgen.model import FunctionSchema
 
-        parsed = FunctionSchema.parse(func)
-        given = [a.name for a in parsed.arguments.out] if parsed.is_out_fn() else []
-        lines = [f"{defn} {{", "  using namespace mps;", *check_lines(spec.checks), f"  const int64_t ndim = {x}.dim();",
-                 "  std::vector<bool> reduced(ndim, false);"]
+    parsed = FunctionSchema.parse(func)
+    given = [a.name for a in parsed.arguments.out] if parsed.is_out_fn() else []
+    lines = [f"{defn} {{", "  using namespace mps;", *check_lines(spec.checks), f"  const int64_t ndim = {x}.dim();",
+             "  std::vector<bool> reduced(ndim, false);"]
+    return lines, dict(args), given
+
+
+def _reduced_dims(spec: LaunchSpec, types: dict[str, str]) -> list[str]:
+    """The dims to reduce (from `reduce.dim`, unless a stub's iterator gave them), the permutation
+    putting them last, the output sizes, `reduce_size` and the laid-out `input`."""
+    x = spec.inputs[0].arg
     dim, keepdim = spec.reduce.dim, spec.reduce.keepdim
+    lines = []
     if spec.stub is not None:
-        pass
+        pass  # the stub's iterator marked them (`_reduction_prologue`)
     elif dim is None:
         lines.append("  std::fill(reduced.begin(), reduced.end(), true);")
     elif "OptionalIntArrayRef" in types[dim] or "IntArrayRef" in types[dim]:
@@ -108,17 +142,29 @@ def write_host(spec: LaunchSpec, func: str) -> str:
     layout = spec.inputs[0].layout
     lines.append(f"  const Tensor input = {x}.permute(perm).contiguous();" if layout is Layout.REDUCE_LAST
                  else f"  const Tensor input = {x}.contiguous();")
-    names = []
+    return lines
+
+
+def _output_dtype(spec: LaunchSpec, dtype: str) -> str:
+    """C++ for an output's scalar type: kLong for an index, an argument's (or its default), the input's, a fixed one."""
+    x = spec.inputs[0].arg
+    if dtype == "index":
+        return "kLong"
+    if dtype.startswith("arg:"):
+        _, arg, *default = dtype.split(":")
+        return f"{arg}.value_or({SCALAR_TYPES[default[0]] if default else f'{x}.scalar_type()'})"
+    if dtype == "same":
+        return f"{x}.scalar_type()"
+    return SCALAR_TYPES[dtype]
+
+
+def _reduction_outputs(spec: LaunchSpec, given: list[str]) -> tuple[list[str], list[str], str]:
+    """(the lines allocating or taking each output and returning early when it is empty, the
+    output names, what the function returns: "" for a structured op or a stub kernel)."""
+    x = spec.inputs[0].arg
+    lines, names = [], []
     for o in spec.outputs:
-        if o.dtype == "index":
-            dtype = "kLong"
-        elif o.dtype.startswith("arg:"):
-            _, arg, *default = o.dtype.split(":")
-            dtype = f"{arg}.value_or({SCALAR_TYPES[default[0]] if default else f'{x}.scalar_type()'})"
-        elif o.dtype == "same":
-            dtype = f"{x}.scalar_type()"
-        else:
-            dtype = SCALAR_TYPES[o.dtype]
+        dtype = _output_dtype(spec, o.dtype)
         sizes = "out_sizes" if o.shape is OutShape.REDUCED else f"{x}.sizes()"
         if spec.stub is not None:  # the result itself when the kernel can write it as laid out
             lines.append(f"  Tensor {o.name} = result.is_contiguous() ? result.view(out_sizes) : "
@@ -133,18 +179,13 @@ def write_host(spec: LaunchSpec, func: str) -> str:
     ret = "" if given or spec.stub else names[0] if len(names) == 1 else "std::make_tuple(" + ", ".join(names) + ")"
     lines += [f"  if ({names[0]}.numel() == 0) {{", f"    return{' ' * bool(ret)}{ret};", "  }",
               f"  const int64_t num_slices = {names[0]}.numel();"]
-    # The kernel name: `<kernel>_<type of each input>_<type of each output>`.
-    lines.append(kernel_name_line(spec.kernel_name, ["input", *names]))
-    per_group = spec.geometry.grid in (Grid.PER_SLICE, Grid.PER_WINDOW)
-    structs = [struct_declaration(p) for p in spec.params if p.struct is not None]
-    lines += ["  // Whole slices per launch, so every index the kernel computes stays within 32 bits.",
-              "  const int64_t per_launch = std::max<int64_t>(",
-              "      1, std::numeric_limits<int32_t>::max() / std::max<int64_t>(reduce_size, 1));",
-              "  const Tensor input_flat = input.view(-1);",
-              *[f"  const Tensor {n}_flat = {n}.view(-1);" for n in names]]
-    loop = ["      for (int64_t start = 0; start < num_slices; start += per_launch) {",
-            "        const int64_t count = std::min(per_launch, num_slices - start);"]
-    values = []
+    return lines, names, ret
+
+
+def _param_lines(spec: LaunchSpec, types: dict[str, str]) -> tuple[list[str], list[str]]:
+    """(the loop lines computing each param for a launch of `count` slices, sizes narrowed by a
+    checked cast; the C++ values passed to the kernel)."""
+    lines, values = [], []
     for p in spec.params:
         if p.struct is None:
             f = p.fields[0]
@@ -152,9 +193,8 @@ def write_host(spec: LaunchSpec, func: str) -> str:
             expr = _value(f.source, ctype, types)
             if f.source == "num_slices":
                 expr = "count"
-            loop.append(f"        const auto {p.name}_arg = checked_narrow<{ctype}>({expr}, \"{p.name}\");"
-                        if ctype in ("uint32_t", "int32_t") else f"        const {ctype} {p.name}_arg = {expr};")
-            values.append(f"{p.name}_arg")
+            lines.append(f"        const auto {p.name}_arg = checked_narrow<{ctype}>({expr}, \"{p.name}\");"
+                         if ctype in ("uint32_t", "int32_t") else f"        const {ctype} {p.name}_arg = {expr};")
         else:
             inits = []
             for f in p.fields:
@@ -162,26 +202,33 @@ def write_host(spec: LaunchSpec, func: str) -> str:
                 expr = "count" if f.source == "num_slices" else _value(f.source, ctype, types)
                 inits.append(f"checked_narrow<{ctype}>({expr}, \"{f.name}\")" if ctype in ("uint32_t", "int32_t")
                              else expr)
-            loop.append(f"        const {p.struct} {p.name}_arg{{{', '.join(inits)}}};")
-            values.append(f"{p.name}_arg")
+            lines.append(f"        const {p.struct} {p.name}_arg{{{', '.join(inits)}}};")
+        values.append(f"{p.name}_arg")
+    return lines, values
+
+
+def _reduction_launch(spec: LaunchSpec, names: list[str], types: dict[str, str]) -> list[str]:
+    """The kernel name and the launches of whole slices, at most 2^31-1 elements each, encoded on
+    the current stream: 1-D over the slices, or one threadgroup per slice (per window)."""
+    # The kernel name: `<kernel>_<type of each input>_<type of each output>`.
+    lines = [kernel_name_line(spec.kernel_name, ["input", *names])]
+    lines += ["  // Whole slices per launch, so every index the kernel computes stays within 32 bits.",
+              "  const int64_t per_launch = std::max<int64_t>(",
+              "      1, std::numeric_limits<int32_t>::max() / std::max<int64_t>(reduce_size, 1));",
+              "  const Tensor input_flat = input.view(-1);",
+              *[f"  const Tensor {n}_flat = {n}.view(-1);" for n in names]]
+    params, values = _param_lines(spec, types)
+    loop = ["      for (int64_t start = 0; start < num_slices; start += per_launch) {",
+            "        const int64_t count = std::min(per_launch, num_slices - start);", *params]
     tensors = ["input_flat.narrow(0, start * reduce_size, count * reduce_size)",
                *[f"{n}_flat.narrow(0, start, count)" for n in names]]
     loop.append(f"        mtl_setArgs(encoder, {', '.join(tensors + values)});")
-    if per_group:
-        group = spec.geometry.threadgroup
+    if spec.geometry.grid in (Grid.PER_SLICE, Grid.PER_WINDOW):
         loop += ["        [encoder dispatchThreadgroups:MTLSizeMake(count, 1, 1)",
-                 f"                threadsPerThreadgroup:MTLSizeMake({group}, 1, 1)];"]
+                 f"                threadsPerThreadgroup:MTLSizeMake({spec.geometry.threadgroup}, 1, 1)];"]
     else:
         loop.append("        mtl_dispatch1DJob(encoder, pso, count);")
-    lines += encoded([*loop, "      }"], "input")
-    if spec.stub is not None:
-        lines += [f"  if (!{names[0]}.is_alias_of(result)) {{", f"    result.copy_({names[0]}.view(result.sizes()));", "  }",
-                  "}", "", f"REGISTER_DISPATCH({spec.stub.name}, &{spec.host_function})"]
-    else:
-        lines += [*([f"  return {ret};"] if ret else []), "}"]
-    header = (f"// {spec.host_function}: aten::{spec.op} on a Metal kernel, written by metalport from its launch spec.\n"
-              + "".join(structs))
-    return header + "\n".join(lines) + "\n"
+    return lines + encoded([*loop, "      }"], "input")
 
 
 _PREAMBLE = """#define TORCH_ASSERT_ONLY_METHOD_OPERATORS

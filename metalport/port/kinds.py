@@ -37,7 +37,7 @@ from metalport.checkout.sources import StubDecl
 from metalport.registry.model import Entry, Op, Registry
 
 __all__ = ["Classification", "Kind", "Porter", "PorterVerdict", "classify", "entry_comments", "porter_for",
-           "recipe_ops", "schema_arguments"]
+           "schema_arguments"]
 
 
 class Kind(Enum):
@@ -282,14 +282,6 @@ def classify(op: Op, route: StubRoute | None = None, stub: StubDecl | None = Non
     return Classification(name, Kind.CUSTOM_KERNEL,
                           f"CPU and CUDA share {kernel}, which calls no declared stub: MPS gets a kernel of its own",
                           rows=True)
-
-
-def recipe_ops() -> frozenset[str]:
-    """The ops a recipe covers: the pointwise functor table and the spec recipe table."""
-    from metalport.port.functors import recipe_table
-    from metalport.port.spec_recipes import spec_recipes
-
-    return frozenset(recipe_table()) | frozenset(spec_recipes())
 
 
 def porter_for(kind: Classification, covered: bool) -> PorterVerdict:

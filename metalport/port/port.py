@@ -37,6 +37,7 @@ from metalport.port.functors import Family as RecipeFamily
 from metalport.port.decorators import OPINFO_FILES, find_decorators
 from metalport.port.kinds import Classification, Kind
 from metalport.port.metal import fit_functor
+from metalport.port.obsolete import legacy_include, legacy_registrations, obsolete_xfails, opinfo_names
 from metalport.port.host import remove_legacy
 from metalport.port.reuse import missing_legacy, orphaned_macros, reuse_lines
 from metalport.port.plan import (KERNELS_DIR, NEEDS_LLM, OPERATIONS_DIR, StubDeclaration,
@@ -148,26 +149,6 @@ def _obsolete_decorators(checkout: Checkout, op: str, names: list[str],
     return tuple(out)
 
 
-def _kept_dtypes(dtypes: tuple[str, ...] | None, metal: tuple[str, ...]) -> tuple[str, ...] | None:
-    """The dtypes of an xfail entry the port leaves failing (None: the entry means all dtypes)."""
-    if dtypes is None:
-        return ()  # "every dtype fails" ends with the port's registrations
-    return tuple(d for d in dtypes if METAL_TYPES.get(d) not in metal)
-
-
-def _xfails(res: Resolution, metal: tuple[str, ...]) -> tuple[tuple[tuple[str, str, int], ...],
-                                                              tuple[tuple[str, str, int, tuple[str, ...]], ...]]:
-    """(entries the port makes obsolete, entries it only narrows: (list, key, line, dtypes kept))."""
-    removed, narrowed = [], []
-    for x in res.xfails:
-        kept = _kept_dtypes(x.dtypes, metal)
-        if not kept:
-            removed.append((x.list_name, x.op, x.where.line))
-        elif x.dtypes is not None and len(kept) < len(x.dtypes):
-            narrowed.append((x.list_name, x.op, x.where.line, kept))
-    return tuple(removed), tuple(narrowed)
-
-
 def _opinfo_dtypes(names: list[str], *, complex: bool = False) -> tuple[str, ...]:
     """Metal types of the first OpInfo called one of `names` (CPU dtypes); float types if none."""
     from metalport.torch_facts import opinfo_facts
@@ -214,14 +195,6 @@ def _complex_kept(checkout: Checkout, res: Resolution, names: list[str], dtypes:
                         hint="port it by hand with a float2/half2 branch (c10::metal::is_complex_v)")
 
 
-def _opinfo_names(op: str, res: Resolution) -> list[str]:
-    names = [x.op for x in res.xfails] + [op, f"nn.functional.{op}"]
-    for prefix in ("special_", "linalg_", "fft_"):
-        if op.startswith(prefix):
-            names.append(prefix[:-1] + "." + op[len(prefix):])
-    return names
-
-
 def _test_list_names(names: list[str]) -> list[str]:
     """`names` and every test-list variant naming the same op: the PythonRefInfo (`_refs.x`,
     `_refs.nn.functional.x`) and the `nn.functional.x` spelling, so each OpInfo/PythonRefInfo's MPS
@@ -233,27 +206,6 @@ def _test_list_names(names: list[str]) -> list[str]:
         if not bare.startswith(("nn.functional.", "special.", "linalg.", "fft.")) and "." not in bare:
             out.append(f"_refs.nn.functional.{bare}")
     return list(dict.fromkeys(out))
-
-
-def _legacy_include(checkout: Checkout, res: Resolution) -> str | None:
-    """`#include <ATen/ops/<op>_native.h>` when no legacy file still needs it after the removal.
-
-    A file needs it while it still names a kernel of the op's dispatch rows.
-    """
-    include = f"#include <ATen/ops/{res.op}_native.h>"
-    kernels = {d.kernel for e in res.entries for d in e.dispatch}
-    found = False
-    for path in sorted({f.where.file for f in res.legacy}):
-        text = (checkout.root / path).read_text(encoding="utf-8")
-        if include not in text:
-            continue
-        found = True
-        for fn in (f for f in res.legacy if f.where.file == path):
-            text = remove_legacy(text, res.op, fn.name, path=path, drop_include=False)
-        rest = text.replace(include, "")
-        if any(re.search(rf"\b{re.escape(k)}\b", rest) for k in kernels):
-            return None
-    return include if found else None
 
 
 @dataclass(frozen=True)
@@ -310,7 +262,7 @@ def _llm_parts(checkout: Checkout, res: Resolution) -> _Parts:
                             f"{macro} functor returns one, so its port is not a functor for a model to write",
                             location=f"{res.registry.path}:{many.span.start}",
                             hint="it needs a kernel with one output buffer per result; port it by hand")
-    names = _opinfo_names(res.op, res)
+    names = opinfo_names(res.op, res)
     keep_complex = res.status in _MIGRATING and any(n in mps_complex_names(checkout) for n in names)
     dtypes = _opinfo_dtypes(names, complex=keep_complex)
     parts = _Parts(NEEDS_LLM, f"{KERNELS_DIR}/{kernel}", f"{res.op}_functor", None, dtypes,
@@ -363,7 +315,7 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels
     recipe = recipe_table().get(res.op)
     stub = res.route.stub if res.route else recipe.stub if recipe else res.stub
     parts = _table_parts(checkout, recipe, stub) if recipe is not None else _llm_parts(checkout, res)
-    names = _test_list_names([recipe.opinfo] if recipe is not None else _opinfo_names(res.op, res))
+    names = _test_list_names([recipe.opinfo] if recipe is not None else opinfo_names(res.op, res))
     _complex_kept(checkout, res, names, parts.dtypes, recipe is not None)
     placement: tuple[str, ...] = ()
     if parts.kernel_file and (existing := _existing_kernel_file(res)):
@@ -389,7 +341,7 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels
     else:
         register = (f"REGISTER_DISPATCH({parts.stub}, &{res.op}_mps_kernel);"
                     if parts.stub and parts.host_file else None)
-    legacy_regs = _legacy_registrations(checkout, res)
+    legacy_regs = legacy_registrations(checkout, res)
     legacy = tuple((f.where.file, f.name) for f in res.legacy)
     legacy += _orphaned_helpers(checkout, res, legacy)
     host_call = _host_call(parts)
@@ -407,7 +359,7 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels
         reuse = (f"reuses kernel {existing.name} ({existing.kernel_file}) instead of adding a functor: it is "
                  f"registered for every type the port needs", *reuse)
     reuse += tuple(turned_down)
-    xfail_entries, xfail_narrowed = _xfails(res, parts.dtypes)
+    xfail_entries, xfail_narrowed = obsolete_xfails(res, parts.dtypes)
     decorators = _obsolete_decorators(checkout, res.op, names, parts.dtypes)
     allowed = {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs)}
     allowed |= {p for p in (None if existing else parts.kernel_file, parts.host_file) if p} | {d[0] for d in decorators}
@@ -418,7 +370,7 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels
         kernel_file=parts.kernel_file, functor=parts.functor, functor_source=parts.functor_source,
         dtypes=parts.dtypes, registrations=parts.registrations, host_file=parts.host_file,
         register_dispatch=register, kernel_name=(parts.kernel_name or res.op) if parts.kernel_file else None,
-        legacy=legacy[0] if legacy else None, legacy_include=_legacy_include(checkout, res),
+        legacy=legacy[0] if legacy else None, legacy_include=legacy_include(checkout, res),
         xfail_keys=tuple(dict.fromkeys([k for _, k, _ in xfail_entries] + [k for _, k, _, _ in xfail_narrowed])),
         allowed_paths=tuple(sorted(allowed)), needs_llm=parts.needs_llm,
         migrate=res.status in _MIGRATING or any(r.deletes for r in rows),
@@ -436,7 +388,7 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels
     )
     if existing is None or existing.name == res.op:
         return plan
-    from metalport.port.reuse import verify_reuse
+    from metalport.port.reuse_check import verify_reuse
 
     passed, line = verify_reuse(checkout, plan)
     if passed:
@@ -536,13 +488,13 @@ def _kernel_plan(checkout: Checkout, res: Resolution, kind: Classification) -> P
     except PipelineError:
         rows = ()
     legacy = tuple((f.where.file, f.name) for f in res.legacy)
-    legacy_regs = _legacy_registrations(checkout, res)
+    legacy_regs = legacy_registrations(checkout, res)
     allowed = {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs)}
     stubs = res.route.stubs if res.route and kind.stub else ((kind.stub,) if kind.stub else ())
     return PortPlan(
         op=res.op, status=res.status.value, family=res.family.value, rows=rows, kernel_file=None, functor=None,
         functor_source=None, dtypes=(), registrations=(), host_file=None, register_dispatch=None, kernel_name=None,
-        legacy=legacy[0] if legacy else None, legacy_include=_legacy_include(checkout, res),
+        legacy=legacy[0] if legacy else None, legacy_include=legacy_include(checkout, res),
         xfail_keys=res.xfail_keys, allowed_paths=tuple(sorted(allowed)), needs_llm=True,
         migrate=res.status in _MIGRATING or any(r.deletes for r in rows), functor_step=NEEDS_LLM,
         stub=kind.stub, stubs=stubs, stub_route=res.route.describe() if res.route and kind.stub else None,
@@ -603,15 +555,3 @@ def _orphaned_helpers(checkout: Checkout, res: Resolution,
             if not word.search(rest) and not word.search(others):
                 found.append((rel, fn.name))
     return tuple(found)
-
-
-def _legacy_registrations(checkout: Checkout, res: Resolution) -> tuple[tuple[str, int, str], ...]:
-    """(file, line, text) of each MPSGraph registration of the route's stubs: the port replaces it
-    (a macro-made one, `REGISTER_MPS_UNARY_STUB(acosh, acosh);`, goes as its invocation line)."""
-    out = []
-    for reg in res.registrations:
-        if reg.kind is not ImplKind.GRAPH:
-            continue
-        lines = (checkout.root / reg.where.file).read_text(encoding="utf-8").splitlines()
-        out.append((reg.where.file, reg.where.line, lines[reg.where.line - 1]))
-    return tuple(out)

@@ -6,7 +6,7 @@ template that the tree lacks, PyTorch's maintainers add it where its siblings li
 `OperationUtils.mm`, the kernel templates and `REGISTER_*_OP` macros live in
 `c10/metal/indexing.h`. A ternary op with a scalar (addcmul's and addcdiv's `value`) needs
 `exec_ternary_kernel` with a scalar and ternary kernels taking one (Note [ternary alpha kernels]
-in port/_sources.py). Three cases:
+in port/functor_sources.py). Three cases:
 
 - the tree has both (a declaration of `exec_ternary_kernel(iter, name, alpha)` and
   `REGISTER_TERNARY_ALPHA_OP`): the port launches them (`reuse`);
@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 
 from metalport.errors import RecipeError
-from metalport.port._sources import TERNARY_ALPHA_KERNELS, TERNARY_ALPHA_MACRO
+from metalport.port.functor_sources import TERNARY_ALPHA_KERNELS, TERNARY_ALPHA_MACRO
 from metalport.port.host import TERNARY_ALPHA_HELPER, skip_to_close
 from metalport.port.cformat import format_inserted
 from metalport.port.metal import ensure_includes

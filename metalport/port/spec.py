@@ -423,6 +423,8 @@ def _spec_from_text(text: str) -> LaunchSpec:
 
 
 def _spec_from(data: Any) -> LaunchSpec:
+    """`load_spec` of parsed data: each part read and checked in file order, so the first bad field
+    is the one named."""
     op = str(data.get("op", "?")) if isinstance(data, Mapping) else "?"
     d = _take(data, "", op, _TOP, {"op", "kind", "host", "kernel", "inputs", "outputs", "geometry", "dtypes"})
     op = _str(d["op"], "op", op)
@@ -436,42 +438,77 @@ def _spec_from(data: Any) -> LaunchSpec:
         x = _take(raw, f"inputs[{i}]", op, {"arg", "layout"}, {"arg"})
         inputs.append(InputSpec(_str(x["arg"], f"inputs[{i}].arg", op),
                                 _enum(Layout, x.get("layout", "contiguous"), f"inputs[{i}].layout", op)))
-    outputs = []
-    for i, raw in enumerate(_list(d["outputs"], "outputs", op)):
-        x = _take(raw, f"outputs[{i}]", op, {"name", "shape", "dtype", "fill", "compare"}, {"name"})
-        if x.get("compare") not in (None, "cpu-set"):
-            raise _fail(op, f"outputs[{i}].compare", f"{x['compare']!r} is not 'cpu-set'")
-        dtype = x.get("dtype", "same")
-        fixed = dtype in METAL_DTYPES
-        by_arg = isinstance(dtype, str) and dtype.startswith("arg:") and dtype.count(":") <= 2 and \
-            (dtype.count(":") == 1 or dtype.rsplit(":", 1)[1] in METAL_DTYPES)
-        if dtype not in ("same", "index") and not fixed and not by_arg:
-            raise _fail(op, f"outputs[{i}].dtype", f"{dtype!r} is not same, index, a Metal type or "
-                        f"arg:<argument>[:<default Metal type>]")
-        shape_text = str(x.get("shape", "reduced"))
-        rule, _, shape_arg = shape_text.partition(":")
-        shape = _enum(OutShape, rule, f"outputs[{i}].shape", op)
-        if bool(shape_arg) != (shape in (OutShape.LIKE, OutShape.SIZES, OutShape.LENGTH, OutShape.DIMS)):
-            raise _fail(op, f"outputs[{i}].shape", f"{shape_text!r}: like, sizes and length take ':<argument>', "
-                        f"dims ':[<expression>, ...]', same and reduced take none")
-        if shape is OutShape.DIMS:
-            shape_arg = shape_arg.strip()
-            try:
-                listed = ast.parse(shape_arg, mode="eval").body
-            except SyntaxError:
-                listed = None
-            if not isinstance(listed, ast.List):
-                raise _fail(op, f"outputs[{i}].shape", f"{shape_text!r}: dims takes a list, dims:[<expression>, ...]")
-            for e in dims_exprs(shape_arg):
-                check_expression(e, f"outputs[{i}].shape", op)
-        if x.get("fill") not in (None, "zero"):
-            raise _fail(op, f"outputs[{i}].fill", f"{x['fill']!r} is not 'zero'")
-        if shape in (OutShape.SAME, OutShape.REDUCED, OutShape.SIZES) and not inputs:
-            raise _fail(op, f"outputs[{i}].shape", f"{shape.value} needs an input to take the shape from")
-        outputs.append(OutputSpec(_str(x["name"], f"outputs[{i}].name", op), shape, dtype, shape_arg or None,
-                                  x.get("fill"), x.get("compare")))
+    outputs = [_output(raw, f"outputs[{i}]", op, bool(inputs)) for i, raw in enumerate(_list(d["outputs"], "outputs", op))]
     params = tuple(_param(p, f"params[{i}]", op) for i, p in enumerate(_list(d.get("params", []), "params", op, empty=True)))
-    g = _take(d["geometry"], "geometry", op, {"grid", "threadgroup", "threads"}, {"grid"})
+    geometry = _geometry(d["geometry"], op)
+    types = _dtype_rows(d["dtypes"], op, inputs, outputs)
+    red = d.get("reduce", {})
+    r = _take(red, "reduce", op, {"dim", "keepdim"}, set())
+    names = [p.name for p in params]
+    if len(set(names)) != len(names):
+        raise _fail(op, "params", f"duplicate name {next(n for n in names if names.count(n) > 1)!r}")
+    cases = d.get("cases", {})
+    if not isinstance(cases, Mapping):
+        raise _fail(op, "cases", "expected a mapping")
+    checks = tuple(_check(c, f"checks[{i}]", op) for i, c in enumerate(_list(d.get("checks", []), "checks", op, empty=True)))
+    _check_kind(d["kind"], op)
+    stub = _stub(d["stub"], op, d["kind"], inputs, outputs) if "stub" in d else None
+    grad_xfail = _str(d["grad_xfail"], "grad_xfail", op) if "grad_xfail" in d else None
+    if grad_xfail is not None and (not re.fullmatch(r"[\w .,:;`'()/<>=+-]+", grad_xfail) or "opinfo" not in d):
+        raise _fail(op, "grad_xfail", "one line of plain text (it becomes a comment), with an `opinfo` to key it")
+    return LaunchSpec(
+        op=op, overload=str(d.get("overload", "") or ""), kind=_str(d["kind"], "kind", op),
+        host_function=_str(host["function"], "host.function", op), host_file=_str(host["file"], "host.file", op),
+        host_out_function=_str(host["out_function"], "host.out_function", op) if "out_function" in host else None,
+        host_inplace_function=_str(host["inplace_function"], "host.inplace_function", op)
+        if "inplace_function" in host else None,
+        kernel_file=_str(kernel["file"], "kernel.file", op), kernel_name=_str(kernel["name"], "kernel.name", op),
+        inputs=tuple(inputs), outputs=tuple(outputs), params=params, geometry=geometry, dtypes=tuple(types),
+        reduce=ReduceSpec(r.get("dim"), r.get("keepdim")),
+        opinfo=d.get("opinfo"), cases=dict(cases), checks=checks, host_shared=shared, stub=stub,
+        grad_xfail=grad_xfail)
+
+
+def _output(raw: Any, where: str, op: str, has_inputs: bool) -> OutputSpec:
+    """One `outputs:` item: its name, shape rule (and the rule's argument), dtype, fill and compare."""
+    x = _take(raw, where, op, {"name", "shape", "dtype", "fill", "compare"}, {"name"})
+    if x.get("compare") not in (None, "cpu-set"):
+        raise _fail(op, f"{where}.compare", f"{x['compare']!r} is not 'cpu-set'")
+    dtype = x.get("dtype", "same")
+    fixed = dtype in METAL_DTYPES
+    by_arg = isinstance(dtype, str) and dtype.startswith("arg:") and dtype.count(":") <= 2 and \
+        (dtype.count(":") == 1 or dtype.rsplit(":", 1)[1] in METAL_DTYPES)
+    if dtype not in ("same", "index") and not fixed and not by_arg:
+        raise _fail(op, f"{where}.dtype", f"{dtype!r} is not same, index, a Metal type or "
+                    f"arg:<argument>[:<default Metal type>]")
+    shape_text = str(x.get("shape", "reduced"))
+    rule, _, shape_arg = shape_text.partition(":")
+    shape = _enum(OutShape, rule, f"{where}.shape", op)
+    if bool(shape_arg) != (shape in (OutShape.LIKE, OutShape.SIZES, OutShape.LENGTH, OutShape.DIMS)):
+        raise _fail(op, f"{where}.shape", f"{shape_text!r}: like, sizes and length take ':<argument>', "
+                    f"dims ':[<expression>, ...]', same and reduced take none")
+    if shape is OutShape.DIMS:
+        shape_arg = shape_arg.strip()
+        try:
+            listed = ast.parse(shape_arg, mode="eval").body
+        except SyntaxError:
+            listed = None
+        if not isinstance(listed, ast.List):
+            raise _fail(op, f"{where}.shape", f"{shape_text!r}: dims takes a list, dims:[<expression>, ...]")
+        for e in dims_exprs(shape_arg):
+            check_expression(e, f"{where}.shape", op)
+    if x.get("fill") not in (None, "zero"):
+        raise _fail(op, f"{where}.fill", f"{x['fill']!r} is not 'zero'")
+    if shape in (OutShape.SAME, OutShape.REDUCED, OutShape.SIZES) and not has_inputs:
+        raise _fail(op, f"{where}.shape", f"{shape.value} needs an input to take the shape from")
+    return OutputSpec(_str(x["name"], f"{where}.name", op), shape, dtype, shape_arg or None, x.get("fill"),
+                      x.get("compare"))
+
+
+def _geometry(raw: Any, op: str) -> GeometrySpec:
+    """`geometry:`: the grid, the threadgroup size (needed by per-slice and per-window grids, at
+    most MAX_THREADGROUP) and the optional thread count expression."""
+    g = _take(raw, "geometry", op, {"grid", "threadgroup", "threads"}, {"grid"})
     grid = _enum(Grid, g["grid"], "geometry.grid", op)
     group = g.get("threadgroup")
     if group is not None and (not isinstance(group, int) or isinstance(group, bool) or group < 1):
@@ -482,9 +519,15 @@ def _spec_from(data: Any) -> LaunchSpec:
     if grid in (Grid.PER_SLICE, Grid.PER_WINDOW) and group is None:
         raise _fail(op, "geometry.threadgroup", f"a {grid.value} grid needs a threadgroup size")
     threads = _threads_expr(g["threads"], "geometry.threads", op) if "threads" in g else None
-    types = []
-    for i, raw in enumerate(_list(d["dtypes"], "dtypes", op)):
-        row = tuple(_list(raw, f"dtypes[{i}]", op))
+    return GeometrySpec(grid, group, threads)
+
+
+def _dtype_rows(raw: Any, op: str, inputs: list[InputSpec], outputs: list[OutputSpec]) -> list[tuple[str, ...]]:
+    """`dtypes:`: one Metal type per input then per output in each row, agreeing with each output's
+    dtype rule, no row twice."""
+    types: list[tuple[str, ...]] = []
+    for i, raw_row in enumerate(_list(raw, "dtypes", op)):
+        row = tuple(_list(raw_row, f"dtypes[{i}]", op))
         if len(row) != len(inputs) + len(outputs):
             raise _fail(op, f"dtypes[{i}]", f"{len(row)} types for {len(inputs)} input(s) and "
                         f"{len(outputs)} output(s)", hint="one Metal type per input, then per output")
@@ -503,36 +546,16 @@ def _spec_from(data: Any) -> LaunchSpec:
         if row in types:
             raise _fail(op, f"dtypes[{i}]", f"{list(row)} is listed twice")
         types.append(row)
-    red = d.get("reduce", {})
-    r = _take(red, "reduce", op, {"dim", "keepdim"}, set())
-    names = [p.name for p in params]
-    if len(set(names)) != len(names):
-        raise _fail(op, "params", f"duplicate name {next(n for n in names if names.count(n) > 1)!r}")
-    cases = d.get("cases", {})
-    if not isinstance(cases, Mapping):
-        raise _fail(op, "cases", "expected a mapping")
-    checks = tuple(_check(c, f"checks[{i}]", op) for i, c in enumerate(_list(d.get("checks", []), "checks", op, empty=True)))
+    return types
+
+
+def _check_kind(kind: Any, op: str) -> None:
+    """SpecError unless `kind` is a port kind a launch spec can describe."""
     from metalport.port.kinds import Kind
 
     kinds = [k.value for k in Kind if k not in (Kind.POINTWISE_STUB, Kind.NOT_A_CANDIDATE)]
-    if d["kind"] not in kinds:
-        raise _fail(op, "kind", f"{d['kind']!r} is not one of {', '.join(kinds)}")
-    stub = _stub(d["stub"], op, d["kind"], inputs, outputs) if "stub" in d else None
-    grad_xfail = _str(d["grad_xfail"], "grad_xfail", op) if "grad_xfail" in d else None
-    if grad_xfail is not None and (not re.fullmatch(r"[\w .,:;`'()/<>=+-]+", grad_xfail) or "opinfo" not in d):
-        raise _fail(op, "grad_xfail", "one line of plain text (it becomes a comment), with an `opinfo` to key it")
-    return LaunchSpec(
-        op=op, overload=str(d.get("overload", "") or ""), kind=_str(d["kind"], "kind", op),
-        host_function=_str(host["function"], "host.function", op), host_file=_str(host["file"], "host.file", op),
-        host_out_function=_str(host["out_function"], "host.out_function", op) if "out_function" in host else None,
-        host_inplace_function=_str(host["inplace_function"], "host.inplace_function", op)
-        if "inplace_function" in host else None,
-        kernel_file=_str(kernel["file"], "kernel.file", op), kernel_name=_str(kernel["name"], "kernel.name", op),
-        inputs=tuple(inputs), outputs=tuple(outputs), params=params,
-        geometry=GeometrySpec(grid, group, threads), dtypes=tuple(types),
-        reduce=ReduceSpec(r.get("dim"), r.get("keepdim")),
-        opinfo=d.get("opinfo"), cases=dict(cases), checks=checks, host_shared=shared, stub=stub,
-        grad_xfail=grad_xfail)
+    if kind not in kinds:
+        raise _fail(op, "kind", f"{kind!r} is not one of {', '.join(kinds)}")
 
 
 __all__ = ["CHECK_TENSOR_METHODS", "DERIVED", "DERIVED_ARRAYS", "LIST_ARRAYS", "LIST_FUNCTIONS", "MAX_THREADGROUP",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metalport.errors import SpecError
+from metalport.port.functors import recipe_table
 from metalport.port.spec import LaunchSpec, load_spec
 
 SPECS_DIR = Path(__file__).resolve().parent / "specs"
@@ -70,3 +71,8 @@ def spec_recipes(directory: Path = SPECS_DIR) -> dict[str, SpecRecipe]:
 
 
 __all__ = ["SPECS_DIR", "SpecRecipe", "spec_recipes"]
+
+
+def recipe_ops() -> frozenset[str]:
+    """The ops a recipe covers: the pointwise functor table and the spec recipe table."""
+    return frozenset(recipe_table()) | frozenset(spec_recipes())

@@ -15,6 +15,7 @@ from metalport.checkout.layout import KERNELS_DIR, OPERATIONS_DIR, Checkout
 from metalport.errors import PipelineError, SpecError
 from metalport.port.cformat import format_snippet
 from metalport.port.hostgen import host_file_text, kernel_file_text, registry_row
+from metalport.port.obsolete import legacy_include, legacy_registrations, obsolete_xfails, opinfo_names
 from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan, RowChange
 from metalport.port.resolve import Resolution
 from metalport.port.spec import LaunchSpec, load_spec
@@ -69,12 +70,10 @@ def _spec_xfails(res: Resolution, metal: tuple[str, ...], names: list[str]
     register (a recipe may leave some out), instead of removed."""
     import dataclasses
 
-    from metalport.port.port import _xfails
-
     # The spec's OpInfo may be named unlike the op (`_ctc_loss`'s is nn.functional.ctc_loss): its
     # entries go too.
     named = tuple(x for n in names for x in res.sources.xfails_for(n) if x not in res.xfails)
-    removed, narrowed = _xfails(dataclasses.replace(res, xfails=res.xfails + named), metal)
+    removed, narrowed = obsolete_xfails(dataclasses.replace(res, xfails=res.xfails + named), metal)
     left = _left_out(metal, names)
     if not left:
         return removed, narrowed
@@ -121,8 +120,6 @@ def _spec_decorators(checkout: Checkout, op: str, names: list[str], metal: tuple
 def plan_spec_port(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> PortPlan:
     """The plan of porting `res.op` with `recipe`; SpecError when the spec does not fit the op's
     schema, PipelineError when the op already has an MPS kernel on the routed entry."""
-    from metalport.port.port import _legacy_include, _legacy_registrations, _opinfo_names
-
     spec = recipe.spec
     named = spec_entry(res, spec)
     try:
@@ -151,11 +148,11 @@ def plan_spec_port(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> P
         indent = text[: len(text) - len(text.lstrip())]
         rows.append(RowChange(extra.full_name, last, "", f"{indent}MPS: {host}"))
     metal = tuple(dict.fromkeys(t[0] for t in spec.dtypes))
-    names = [spec.opinfo] if spec.opinfo else _opinfo_names(res.op, res)
+    names = [spec.opinfo] if spec.opinfo else opinfo_names(res.op, res)
     xfail_entries, xfail_narrowed = _spec_xfails(res, metal, names)
     decorators, narrowed_decorators = _spec_decorators(checkout, res.op, names, metal)
     legacy = tuple((f.where.file, f.name) for f in res.legacy)
-    legacy_regs = _legacy_registrations(checkout, res)
+    legacy_regs = legacy_registrations(checkout, res)
     allowed = {NATIVE_FUNCTIONS, COMMON_MPS, spec.kernel_file, spec.host_file, *(d[0] for d in decorators),
                *(d[0] for d in narrowed_decorators),
                *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs)}
@@ -164,7 +161,7 @@ def plan_spec_port(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> P
         functor=None, functor_source=recipe.kernel_source, dtypes=metal, registrations=spec.host_names,
         host_file=spec.host_file, register_dispatch=None, kernel_name=spec.kernel_name,
         legacy=legacy[0] if legacy else None, legacy_others=legacy[1:],
-        legacy_include=_legacy_include(checkout, res) if legacy else None, legacy_registrations=legacy_regs,
+        legacy_include=legacy_include(checkout, res) if legacy else None, legacy_registrations=legacy_regs,
         xfail_keys=tuple(dict.fromkeys([k for _, k, _ in xfail_entries] + [k for _, k, _, _ in xfail_narrowed])),
         allowed_paths=tuple(sorted(allowed)), needs_llm=False,
         migrate=bool(legacy or any(_names_mps(r.before) for r in legacy_rows)), xfail_entries=xfail_entries,

@@ -7,7 +7,9 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +17,22 @@ from metalport.errors import SandboxError
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION", re.I)
 _SECRET_PREFIXES = ("OPENAI_", "ANTHROPIC_", "AWS_", "GITHUB_", "GH_", "HF_", "HUGGING", "AZURE_")
+_CHECK_S = 1.0  # how often a running command asks its context's check
+_CHECK: ContextVar[Callable[[], None] | None] = ContextVar("metalport_command_check", default=None)
+
+
+@contextmanager
+def commands_checked(check: Callable[[], None]) -> Iterator[None]:
+    """Within the block (and the threads LangGraph runs its nodes in, which copy the context), a
+    running command calls `check` every second; when `check` raises, the command's process group
+    is killed and the exception goes on. A fleet worker that lost a run's lease (it slept past the
+    lease, or the attempt was cancelled) so stops that run's build at once, not at the build's end.
+    """
+    token = _CHECK.set(check)
+    try:
+        yield
+    finally:
+        _CHECK.reset(token)
 
 
 @dataclass(frozen=True)
@@ -58,13 +76,25 @@ def run_command(argv: list[str], cwd: Path | str, timeout_s: float,
     except FileNotFoundError as err:
         raise SandboxError(f"program {argv[0]!r} not found", hint="install it or set its path "
                            "in metalport.yaml") from err
-    timed_out = False
+    timed_out, check = False, _CHECK.get()
     try:
-        stdout, stderr = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(proc.pid)
-        stdout, stderr = proc.communicate()
+        while True:
+            left = start + timeout_s - time.monotonic()
+            try:
+                stdout, stderr = proc.communicate(timeout=max(0.0, min(left, _CHECK_S)) if check else timeout_s)
+                break
+            except subprocess.TimeoutExpired:
+                if check is None or time.monotonic() - start >= timeout_s:
+                    timed_out = True
+                    _kill_group(proc.pid)
+                    stdout, stderr = proc.communicate()
+                    break
+                try:
+                    check()
+                except BaseException:
+                    _kill_group(proc.pid)
+                    proc.communicate()
+                    raise
     finally:
         # Children that outlive a finished leader still belong to the group: leave none behind.
         _kill_group(proc.pid)

@@ -6,6 +6,7 @@ never read for writing, stashed or reset.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import re
@@ -47,6 +48,13 @@ class Worktree:
             return None
         return (f"{self.repo_root}: work tree has uncommitted changes; the worktree starts from "
                 f"commit {self.base_commit[:12]} without them")
+
+
+def worktree_to_dict(worktree: Worktree) -> dict:
+    """A `Worktree` as JSON data for the state."""
+    data = dataclasses.asdict(worktree)
+    data["repo_root"], data["path"] = str(worktree.repo_root), str(worktree.path)
+    return data
 
 
 def branch_name(op: str) -> str:

@@ -12,7 +12,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from metalport.graph.records import RunRecord, metalport_dir
+from metalport.run_record import RunRecord, metalport_dir
 from metalport.store.pg import RunStore
 from metalport.store.portable import capture
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from metalport.errors import MetalportError, PipelineError
-from metalport.graph.records import RunRecord
+from metalport.run_record import RunRecord
 from metalport.store.settings import STALL_ENV, FleetSettings, load_settings, repository_name, safe_url
 
 LIVE_STATUSES = ("running", "awaiting-review")
@@ -137,6 +137,19 @@ def _retrying(method: Any) -> Any:
                     raise
                 time.sleep(1.0)  # the reconnect then waits with its own backoff and progress line
     return call
+
+
+def _tls_refused(error: str) -> bool:
+    """True when libpq refused the server's certificate or TLS set-up (sslmode=verify-ca/verify-full)."""
+    return any(sign in error for sign in ("certificate verify failed", "does not match host name",
+                                          "root certificate file", "server does not support SSL",
+                                          "could not read root certificate"))
+
+
+def _tls_line(error: str) -> str:
+    """libpq's TLS complaint, without the `connection to server at … failed:` preamble."""
+    first = error.strip().splitlines()[0]
+    return "TLS: " + first.rsplit(" failed: ", 1)[-1]
 
 
 class RunBusy(PipelineError):
@@ -263,6 +276,10 @@ class RunStore:
             except psycopg.OperationalError as err:
                 first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
                 where = safe_url(self.settings.database_url or "")
+                if _tls_refused(str(err)):  # a certificate is no passing outage: one line, whatever the wait
+                    raise DatabaseError(f"cannot connect to the database {where}: {_tls_line(str(err))}",
+                                        hint="sslrootcert in the URL must be the CA that signed the server's "
+                                             "certificate, and the certificate must name the URL's host") from None
                 if not wait or waited >= self.wait_s:
                     raise DatabaseError(f"cannot connect to the database {where}: {first}",
                                         hint="start PostgreSQL, or check METALPORT_DATABASE_URL") from None
@@ -442,6 +459,13 @@ class RunStore:
             row = conn.execute("SELECT content FROM metalport_run_files WHERE run_id = %s AND name = %s",
                                (run_id, name)).fetchone()
         return row[0] if row else None
+
+    @_retrying
+    def drop_files(self, run_id: str, prefix: str) -> None:
+        """Forget the run's kept files whose name starts with `prefix`."""
+        with self.connect() as conn:
+            conn.execute("DELETE FROM metalport_run_files WHERE run_id = %s AND starts_with(name, %s)",
+                         (run_id, prefix))
 
     @_retrying
     def files(self, run_id: str, prefix: str = "") -> list[tuple[str, int]]:

@@ -15,17 +15,18 @@ here (a resume that died while rebuilding) is put back to base + diff, never reu
 
 from __future__ import annotations
 
+import json
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import git
 
 from metalport.errors import SandboxError
-from metalport.graph.records import RunRecord
-from metalport.graph.nodes._common import worktree_to_dict
+from metalport.run_record import RunRecord
 from metalport.sandbox import create_worktree
-from metalport.sandbox.worktree import Worktree, branch_name, worktrees_dir
+from metalport.sandbox.worktree import Worktree, branch_name, worktree_to_dict, worktrees_dir
 
 if TYPE_CHECKING:
     from metalport.store.pg import RunStore
@@ -38,28 +39,65 @@ _EVIDENCE_MAX = 2_000_000  # bytes of one run-folder file kept in the store (bui
 
 def share_record(store: RunStore, record: RunRecord, values: dict, directory: Path) -> None:
     """Put the record, the worktree's base + diff and the plan in the shared store; at the gate also
-    the patch series and the run folder's evidence, so a reviewer anywhere needs no worker's disk."""
+    the patch series and the run folder's evidence (in the store, or pushed to the artifacts remote:
+    Note [artifact refs]), so a reviewer anywhere needs no worker's disk."""
     host = store.settings.host_name()
-    store.put(record, host)
+    at_gate = record.status == "awaiting-review"
+    if at_gate:  # the record last: a reviewer who sees the run at the gate finds its artifacts there
+        store.fence(record.run_id)
+    else:
+        store.put(record, host)
     captured = capture(values.get("worktree") or {})
     if captured is not None:
         store.put_portable(record.run_id, *captured, host=host)
     plan = directory / "plan.json"
     if values.get("plan") and plan.is_file():
         store.put_file(record.run_id, "plan.json", plan.read_text(encoding="utf-8"))
-    if record.status == "awaiting-review":
-        series = patch_series(values.get("worktree") or {}, record)
-        if series is not None:
-            store.put_file(record.run_id, PATCH_FILE, series)
-        for path in sorted(p for p in directory.rglob("*") if p.is_file() and not p.name.startswith(".")):
-            data = path.read_bytes()
-            text = data[-_EVIDENCE_MAX:].decode("utf-8", errors="replace")
-            store.put_file(record.run_id, EVIDENCE_PREFIX + path.relative_to(directory).as_posix(), text)
+    if at_gate:
+        _share_artifacts(store, record, values, directory)
+        store.put(record, host)
 
 
-def patch_series(worktree: dict, record: RunRecord) -> str | None:
-    """The worktree's change as one `git format-patch` mail (a commit made on a scratch index, no ref
-    moved), or None when the worktree is not on this machine."""
+def _share_artifacts(store: RunStore, record: RunRecord, values: dict, directory: Path) -> None:
+    """The patch series and the run folder, to the artifacts remote or else the database."""
+    made = change_commit(values.get("worktree") or {}, record)
+    if made is None:
+        return
+    path, commit = made
+    series = _format_patch(path, commit)
+    files = {p.relative_to(directory).as_posix(): p.read_bytes()
+             for p in sorted(directory.rglob("*")) if p.is_file() and not p.name.startswith(".")}
+    remote = store.settings.artifacts_remote
+    if remote:
+        from metalport.errors import MetalportError
+        from metalport.store import gitremote
+
+        try:
+            evidence = gitremote.evidence_commit(path, files, series, f"[metalport] evidence of run {record.run_id}"
+                                                 f" ({record.op})\n\nMetalport-Run: {record.run_id}\n")
+            where = gitremote.push_artifacts(Path(values.get("repo_root") or path), path, remote, record.run_id,
+                                             commit, evidence)
+        except MetalportError as err:  # the remote down (or refused): the database keeps them instead
+            import sys
+
+            print(f"metalport: {err}; run {record.run_id}'s artifacts go to the database instead", file=sys.stderr,
+                  flush=True)
+        else:
+            store.drop_files(record.run_id, EVIDENCE_PREFIX)
+            store.drop_files(record.run_id, PATCH_FILE)
+            store.put_file(record.run_id, gitremote.POINTER_FILE, json.dumps(where))
+            return
+    from metalport.store.gitremote import POINTER_FILE
+
+    store.drop_files(record.run_id, POINTER_FILE)
+    store.put_file(record.run_id, PATCH_FILE, series)
+    for name, data in files.items():
+        store.put_file(record.run_id, EVIDENCE_PREFIX + name, data[-_EVIDENCE_MAX:].decode("utf-8", errors="replace"))
+
+
+def change_commit(worktree: dict, record: RunRecord) -> tuple[Path, str] | None:
+    """(worktree path, a commit of the worktree's change on its base), made on a scratch index with no
+    ref moved; None when the worktree is not on this machine."""
     import os
     import tempfile
 
@@ -82,7 +120,12 @@ def patch_series(worktree: dict, record: RunRecord) -> str | None:
         message = f"[metalport] {record.op} (run {record.run_id}, awaiting review)\n\nMetalport-Run: {record.run_id}\n"
         commit = subprocess.run(["git", "commit-tree", tree, "-p", base, "-F", "-"], cwd=path, env=env, input=message,
                                 capture_output=True, text=True, check=True).stdout.strip()
-        return run("format-patch", "-1", "--stdout", "--binary", commit)
+    return path, commit
+
+
+def _format_patch(path: Path, commit: str) -> str:
+    return subprocess.run(["git", "format-patch", "-1", "--stdout", "--binary", commit], cwd=path,
+                          capture_output=True, text=True, check=True).stdout
 
 
 def capture(worktree: dict) -> tuple[str, str, str] | None:
@@ -110,13 +153,19 @@ def relocate(values: dict, root: Path, portable: dict | None) -> dict:
     Raises SandboxError when the run has a worktree but no portable record, or the base commit is
     not in this checkout.
     """
-    from metalport.graph.base import base_root
+    from metalport.sandbox.base_tree import base_root
 
     run_id, op = values["run_id"], values["op"]
     options = dict(values.get("options") or {})
     update: dict = {"repo_root": str(root), "options": {**options, "config_path": None}}
     worktree = values.get("worktree") or {}
     base = (portable or {}).get("base_commit") or worktree.get("base_commit") or options.get("base", "HEAD")
+    if not _has_commit(git.Repo(root), base):
+        # The run's change ref on the artifacts remote carries its base (Note [artifact refs]).
+        from metalport.store import gitremote
+        from metalport.store.settings import load_settings
+
+        gitremote.fetch_change(root, run_id, load_settings(root).artifacts_remote)
     if values.get("base_root"):
         update["base_root"] = str(base_root(root, run_id, base))
     if not worktree:
@@ -125,14 +174,17 @@ def relocate(values: dict, root: Path, portable: dict | None) -> dict:
         raise SandboxError(f"run {run_id} has a worktree on another machine and no recorded diff",
                            hint="resume it on the machine that holds it")
     repo = git.Repo(root)
-    try:
-        repo.commit(base)
-    except (git.BadName, ValueError):
+    if not _has_commit(repo, base):
         raise SandboxError(f"{root}: base commit {base[:12]} of run {run_id} is not in this checkout",
-                           hint="`git fetch` the branch it was made from, then resume") from None
+                           hint="`git fetch` the branch it was made from (or set fleet.artifacts_remote), then resume")
     rebuilt = _rebuild(repo, root, op, run_id, base, portable["diff"])
     update["worktree"] = {**worktree_to_dict(rebuilt), "reused_branch": bool(worktree.get("reused_branch"))}
     return update
+
+
+def _has_commit(repo: git.Repo, sha: str) -> bool:
+    return git.Git(repo.working_dir).execute(["git", "cat-file", "-e", f"{sha}^{{commit}}"], with_exceptions=False,
+                                            with_extended_output=True)[0] == 0
 
 
 def _rebuild(repo: git.Repo, root: Path, op: str, run_id: str, base: str, diff: str) -> Worktree:
@@ -160,3 +212,42 @@ def _rebuild(repo: git.Repo, root: Path, op: str, run_id: str, base: str, diff: 
                                f"{done.stderr.strip().splitlines()[-1] if done.stderr.strip() else done.returncode}",
                                hint="resume it on the machine that holds it")
     return worktree
+
+
+@dataclass(frozen=True)
+class StoredArtifacts:
+    """What a worker stored at the gate, read from the database or the artifacts remote."""
+
+    where: str  # "the shared store" or "git remote URL (ref)"
+    files: list[tuple[str, int]]  # (evidence file, bytes)
+    series: str  # the patch series
+    commit: str | None = None  # the fetched evidence commit (git remote), else None
+
+    def read(self, root: Path, store: RunStore, run_id: str, name: str) -> str | None:
+        """One stored file: the patch series or an evidence file."""
+        from metalport.store import gitremote
+
+        if name == PATCH_FILE:
+            return self.series
+        if self.commit is not None:
+            return gitremote.read(root, self.commit, f"evidence/{name}")
+        return store.get_file(run_id, EVIDENCE_PREFIX + name)
+
+
+def stored_artifacts(root: Path, store: RunStore, run_id: str) -> StoredArtifacts | None:
+    """The run's artifacts stored at the gate (Note [artifact refs]), or None (not a shared run at the
+    gate). From a git remote they are fetched into this checkout first: ArtifactsUnreachable when it cannot."""
+    from metalport.store import gitremote
+
+    where = gitremote.pointer(store, run_id)
+    if where is not None:
+        ref = where["evidence_ref"]
+        commit = gitremote.fetch(root, where, ref, store.settings.artifacts_remote)
+        series = gitremote.read(root, commit, gitremote.SERIES_NAME) or ""
+        shown = gitremote.shown_url(root, store.settings.artifacts_remote or where["remote"])
+        return StoredArtifacts(f"git remote {shown} ({ref})", gitremote.listing(root, commit), series, commit)
+    series = store.get_file(run_id, PATCH_FILE)
+    if series is None:
+        return None
+    files = [(name.removeprefix(EVIDENCE_PREFIX), size) for name, size in store.files(run_id, EVIDENCE_PREFIX)]
+    return StoredArtifacts("the shared store", files, series)

@@ -15,10 +15,15 @@ Read from the environment first, then from `metalport.yaml`:
       tls_ca: ~/.config/metalport/temporal-ca.pem             # optional: TLS to Temporal (server CA)
       tls_cert: ~/.config/metalport/worker.pem                # optional: mutual TLS (client cert and key)
       tls_key: ~/.config/metalport/worker.key
+      tls_server_name: temporal.internal                      # optional: the name the server's certificate must
+                                                              # carry, when it differs from the address's host
+      artifacts_remote: artifacts                             # optional: a private git remote (name or URL) for
+                                                              # run artifacts (Note [artifact refs]); else PostgreSQL
 
 Environment: METALPORT_DATABASE_URL, METALPORT_DATABASE_PASSWORD_FILE, METALPORT_REPOSITORY,
 METALPORT_TEMPORAL_ADDRESS, METALPORT_TEMPORAL_NAMESPACE, METALPORT_HOST, METALPORT_LEASE_S,
-METALPORT_TEMPORAL_TLS_CA/_CERT/_KEY. TLS to PostgreSQL is libpq's own: `?sslmode=verify-full&sslrootcert=…`
+METALPORT_TEMPORAL_TLS_CA/_CERT/_KEY/_SERVER_NAME, METALPORT_ARTIFACTS_REMOTE. TLS to PostgreSQL
+is libpq's own: `?sslmode=verify-full&sslrootcert=…`
 (and `sslcert`/`sslkey`) in the URL. A password written in
 `metalport.yaml` is refused (the file lives in the repository); passwords come from the
 environment or a secret file only and are never printed (`safe_url`).
@@ -48,9 +53,10 @@ HOST_ENV = "METALPORT_HOST"
 LEASE_ENV = "METALPORT_LEASE_S"
 STALL_ENV = "METALPORT_STALL_S"
 TLS_ENV = "METALPORT_TEMPORAL_TLS_"  # + CA, CERT, KEY
+ARTIFACTS_ENV = "METALPORT_ARTIFACTS_REMOTE"
 _DATABASE_KEYS = ("url", "password_file", "repository")
 _FLEET_KEYS = ("temporal", "namespace", "host", "publish_wait_s", "heartbeat_s", "lease_s", "stall_s", "tls_ca",
-               "tls_cert", "tls_key")
+               "tls_cert", "tls_key", "tls_server_name", "artifacts_remote")
 
 
 @dataclass(frozen=True)
@@ -70,10 +76,12 @@ class FleetSettings:
     tls_ca: Path | None = None  # Temporal's server CA (PEM): TLS to Temporal
     tls_cert: Path | None = None  # client certificate and key (PEM): mutual TLS
     tls_key: Path | None = None
+    tls_server_name: str | None = None  # the name to verify the server's certificate against (else the address's)
+    artifacts_remote: str | None = None  # a git remote (name or URL) for run artifacts; None: PostgreSQL
 
     def temporal_tls(self) -> object:
         """`temporalio.service.TLSConfig` from the TLS paths, or False (plain TCP, loopback or a tunnel)."""
-        if not (self.tls_ca or self.tls_cert):
+        if not (self.tls_ca or self.tls_cert or self.tls_server_name):
             return False
         from temporalio.service import TLSConfig
 
@@ -88,7 +96,7 @@ class FleetSettings:
         if bool(self.tls_cert) != bool(self.tls_key):
             raise UsageError("fleet.tls_cert and fleet.tls_key go together", hint="set both, or neither")
         return TLSConfig(server_root_ca_cert=read(self.tls_ca), client_cert=read(self.tls_cert),
-                         client_private_key=read(self.tls_key))
+                         client_private_key=read(self.tls_key), domain=self.tls_server_name)
 
     def connect_kwargs(self) -> dict:
         """Keyword arguments for `psycopg.connect`: the URL, and the password from its file if any."""
@@ -129,6 +137,8 @@ def load_settings(repo_root: Path, environ: Mapping[str, str] | None = None) -> 
         heartbeat_s=float(fleet.get("heartbeat_s", 30.0)),
         lease_s=float(env.get(LEASE_ENV) or fleet.get("lease_s", 60.0)),
         stall_s=float(env.get(STALL_ENV) or fleet.get("stall_s", 14400.0)),
+        tls_server_name=env.get(TLS_ENV + "SERVER_NAME") or fleet.get("tls_server_name") or None,
+        artifacts_remote=env.get(ARTIFACTS_ENV) or fleet.get("artifacts_remote") or None,
         **{f"tls_{k}": Path(str(v)) if (v := env.get(TLS_ENV + k.upper()) or fleet.get(f"tls_{k}")) else None
            for k in ("ca", "cert", "key")})
 

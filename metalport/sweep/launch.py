@@ -7,9 +7,6 @@ checkpoints. The sweep follows a run only through its record (`get_run`), never 
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import json
 import os
 import signal
 import subprocess
@@ -20,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from metalport.agent.budget import BudgetLimits
+from metalport.budget_limits import BudgetLimits
 
 
 @dataclass(frozen=True)
@@ -38,11 +35,9 @@ class RunCommand:
         argv = [self.python, "-m", "metalport", "run", f"aten::{op}", "--no-input", "--json",
                 "--repo", str(self.repo_root), "--model", self.model, "--executor", self.executor,
                 "--run-id", run_id, *self.extra]
-        if limits is not None:
-            if limits.max_wall_s:
-                argv += ["--wall-time", f"{limits.max_wall_s:g}"]
-            if _run_option("--budget"):
-                argv += ["--budget", json.dumps(dataclasses.asdict(limits), sort_keys=True)]
+        if limits is not None and limits.max_wall_s:
+            # `run` takes a wall-time limit only; the sweep's other limits are enforced between runs.
+            argv += ["--wall-time", f"{limits.max_wall_s:g}"]
         return argv
 
     def resume_argv(self, run_id: str) -> list[str]:
@@ -98,18 +93,6 @@ class RunProcess:
             self.proc.wait()
         except ProcessLookupError:
             pass
-
-
-@functools.cache
-def _run_option(flag: str) -> bool:
-    """Whether `metalport run` takes `flag` (the run's per-run budget flag came later than the sweep)."""
-    import argparse
-
-    from metalport.commands.run import add_arguments
-
-    parser = argparse.ArgumentParser(add_help=False)
-    add_arguments(parser)
-    return flag in parser._option_string_actions
 
 
 def _child_env() -> dict[str, str]:

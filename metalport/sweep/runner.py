@@ -15,9 +15,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from metalport.agent.budget import BudgetLimits, SweepBudget
+from metalport.budget_limits import BudgetLimits, SweepBudget
 from metalport.errors import BudgetExhausted, FilesystemError, filesystem_error
-from metalport.port.kinds import recipe_ops
+from metalport.port.spec_recipes import recipe_ops
 from metalport.run_ids import new_run_id
 from metalport.sweep.candidates import (backlog_candidates, local_branches, local_skip, open_pr_skip, runs_by_op,
                                         search_open_prs)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from metalport.agent.budget import Budget, BudgetLimits, Price
+from metalport.agent.budget import Budget
+from metalport.budget_limits import BudgetLimits, Price
 from metalport.agent.openai_provider import OpenAIProvider, make_client
 from metalport.agent.tools import ToolBox
 from metalport.agent.transcript import Redactor, Transcript

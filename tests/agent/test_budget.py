@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from metalport.agent.budget import Budget, BudgetLimits, Price, SweepBudget
+from metalport.agent.budget import Budget
+from metalport.budget_limits import BudgetLimits, Price, SweepBudget
 from metalport.errors import BudgetExhausted
 
 

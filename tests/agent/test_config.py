@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from metalport.agent.budget import Price
+from metalport.budget_limits import Price
 from metalport.config import load_config
 from metalport.errors import UsageError
 

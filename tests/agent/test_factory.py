@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from metalport.agent.budget import BudgetLimits
+from metalport.budget_limits import BudgetLimits
 from metalport.agent.factory import make_provider
 from metalport.agent.openai_provider import OpenAIProvider
 from metalport.agent.provider import FunctorRequest

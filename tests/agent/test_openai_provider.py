@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from metalport.agent.budget import BudgetLimits
+from metalport.budget_limits import BudgetLimits
 from metalport.agent.provider import FixRequest, FunctorRequest, PrRequest
 from metalport.agent.transcript import read_transcript
 from metalport.errors import AgentError, BudgetExhausted

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from metalport.agent import endpoint as endpoint_module
-from metalport.agent.budget import BudgetLimits
+from metalport.budget_limits import BudgetLimits
 from metalport.agent.endpoint import DROPPED_RESULT, TEXT_RESULTS
 from metalport.agent.provider import FixRequest, FunctorRequest
 from metalport.agent.transcript import read_transcript

@@ -150,10 +150,69 @@ EXCUSED = [
 ]
 _DTYPES = {"abs": ["int32", "int64"], "maximum": ["float32"]}
 
+# Bugs of the kinds Note [edge cases] aims at, in functors the one oracle passes pristine: each fails at
+# every seed. (On an upstream-wrong functor a failing verdict would prove nothing: see EDGE_ON_WRONG.)
+EDGE = [
+    Mutant("atan2", "BinaryKernel.metal", r"precise::atan2\(float\(a\), float\(b\)\)",
+           "precise::atan(float(a) / float(b))", "lost quadrant: atan(a / b) for atan2(a, b)"),
+    Mutant("sinh", "UnaryKernel.metal", r"return T\(precise::sinh\(x\)\);",
+           "return T(::metal::fabs(float(x)) > 10.0f ? ::metal::copysign(0.5f * precise::exp(::metal::fabs(float(x))), "
+           "float(x)) : precise::sinh(float(x)));", "intermediate overflow: exp(|x|) / 2 overflows before sinh does"),
+    Mutant("exp", "UnaryKernel.metal", r"return T\(precise::exp\(x\)\);",
+           "return T(::metal::isinf(float(x)) && x < 0 ? NAN : precise::exp(x));",
+           "special value: exp(-inf) gives NaN, not 0", anchor="inline T exp_(const T x) {\n  return T(precise"),
+    Mutant("sigmoid", "UnaryKernel.metal", r"exp_\(-static_cast<float>\(x\)\)",
+           "exp_(-static_cast<float>(x)) * (x > 2.0f && x < 2.05f ? 1.01f : 1.0f)",
+           "1% off on a sub-interval 0.05 wide"),
+    Mutant("cosh", "UnaryKernel.metal", r"return T\(precise::cosh\(x\)\);",
+           "return T(::metal::fabs(float(x)) > 64.0f ? 0.5f * precise::exp(::metal::fabs(float(x)) - 0.5f) "
+           ": precise::cosh(x));", "asymptotic branch past |x| = 64 with a wrong shift"),
+]
+
+
+def _wrong_elements(report) -> dict[str, int]:
+    """Per failing case (its label and call), how many elements the oracle found wrong."""
+    out = {}
+    for d in report.dtypes:
+        for line in [str(f) for f in d.failures] + list(d.held_out_inputs):
+            m = re.search(r"(?:^|conformance: )(.*?): (\d+) of \d+ elements wrong", line)
+            if m:
+                out[m.group(1)] = out.get(m.group(1), 0) + int(m.group(2))
+    return out
+
+
+# Bugs in functors that already fail pristine (UPSTREAM_WRONG): the mutant must be wrong on more
+# elements than the pristine functor, somewhere, at every seed.
+EDGE_ON_WRONG = [
+    Mutant("lgamma", "c10/metal/special_math.h", r"return LOG_PI - rc - ::metal::log\(log_arg\);",
+           "return (::metal::fabs(float(x) - ::metal::rint(float(x))) < 0.01f ? 1.1f : 1.0f) * "
+           "(LOG_PI - rc - ::metal::log(log_arg));", "10% off within 0.01 of the negative poles",
+           anchor="inline float log_gamma(const T x)"),
+    Mutant("special_zeta", "c10/metal/special_math.h", r"if \(x == 1\.0f\) \{\n    return INFINITY;",
+           "if (x == 1.0f) {\n    return NAN;", "NaN at the pole x = 1 where the value is inf",
+           anchor="inline float zeta(float x, float q)"),
+]
+
 
 @pytest.mark.parametrize("seed", [5, 7, 11])
-@pytest.mark.parametrize("mutant", EXCUSED, ids=lambda m: f"{m.op}-{m.bug.split()[0]}")
-def test_excused_bug_fails_at_every_seed(tmp_path: Path, real_session: ConformanceSession, mutant: Mutant,
+@pytest.mark.parametrize("mutant", EDGE_ON_WRONG, ids=lambda m: m.op)
+def test_edge_bug_in_an_upstream_wrong_functor_adds_wrong_elements(
+        tmp_path: Path, real_tree_workspace, real_session: ConformanceSession, mutant: Mutant, seed: int) -> None:
+    from tests.real_tree import overlay_real_tree
+
+    pristine = _wrong_elements(run_conformance(real_tree_workspace.root, mutant.op, backend="emulated", seed=seed,
+                                               session=real_session, dtypes=["float32"]))
+    root = overlay_real_tree(tmp_path / "ws", writable=True).root
+    path = root / (mutant.file if "/" in mutant.file else KERNELS / mutant.file)
+    path.write_text(mutate(path.read_text(), mutant))
+    mutated = _wrong_elements(run_conformance(root, mutant.op, backend="emulated", seed=seed, session=real_session,
+                                              dtypes=["float32"]))
+    assert any(n > pristine.get(label, 0) for label, n in mutated.items()), (mutant.bug, mutated, pristine)
+
+
+@pytest.mark.parametrize("seed", [5, 7, 11])
+@pytest.mark.parametrize("mutant", EXCUSED + EDGE, ids=lambda m: f"{m.op}-{m.bug.split(':')[0].replace(' ', '_')}")
+def test_planted_bug_fails_at_every_seed(tmp_path: Path, real_session: ConformanceSession, mutant: Mutant,
                                          seed: int) -> None:
     from tests.real_tree import overlay_real_tree
 
@@ -164,11 +223,13 @@ def test_excused_bug_fails_at_every_seed(tmp_path: Path, real_session: Conforman
                              dtypes=_DTYPES.get(mutant.op, ["float32"]))
     assert report.status == "fail", f"{mutant.bug} escaped at seed {seed}: {report.out_of_scope_cases[:3]}"
     shown = [str(f) for d in report.dtypes for f in d.failures] + [s for d in report.dtypes for s in d.held_out_inputs]
-    assert any("kernel " in s and "CPU " in s for s in shown), shown[:3]
+    assert any("kernel " in s and "CPU " in s and "truth " in s for s in shown), shown[:3]
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: f"{m.op}-{m.bug.split()[0]}")
-def test_single_bug_mutant_fails(tmp_path: Path, real_session: ConformanceSession, mutant: Mutant) -> None:
+def test_single_bug_mutant_fails(tmp_path: Path, real_tree_workspace, real_session: ConformanceSession,
+                                 mutant: Mutant) -> None:
+    """A failing verdict, or on a functor that fails pristine, more wrong elements than it has."""
     from tests.real_tree import overlay_real_tree
 
     root = overlay_real_tree(tmp_path / "ws", writable=True).root
@@ -176,6 +237,12 @@ def test_single_bug_mutant_fails(tmp_path: Path, real_session: ConformanceSessio
     path.write_text(mutate(path.read_text(), mutant))
     report = run_conformance(root, mutant.op, backend="emulated", seed=5, session=real_session)
     assert report.status == "fail", f"{mutant.bug} escaped: {report.out_of_scope_cases[:3]}"
+    pristine = run_conformance(real_tree_workspace.root, mutant.op, backend="emulated", seed=5, session=real_session)
+    if pristine.status == "fail":
+        before, after = _wrong_elements(pristine), _wrong_elements(report)
+        assert any(n > before.get(label, 0) for label, n in after.items()) or \
+            [d.dtype for d in report.dtypes if not d.ok] != [d.dtype for d in pristine.dtypes if not d.ok], \
+            (mutant.bug, after, before)
 
 
 def test_polygamma_runs_with_its_order_as_an_integer_alpha(real_tree_workspace,

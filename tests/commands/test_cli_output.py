@@ -14,7 +14,8 @@ import git
 import pytest
 
 from metalport.cli import build_parser, main
-from metalport.graph.records import RunRecord, run_dir, write_record
+from metalport.graph.records import run_dir, write_record
+from metalport.run_record import RunRecord
 from metalport.run_ids import RUN_ID, new_run_id
 from tests.sweep.conftest import fabricate, workspace  # noqa: F401 (the fixture)
 

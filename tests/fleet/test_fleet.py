@@ -255,8 +255,12 @@ def test_routing_concurrent_sweeps_outages_restart_and_approval_from_another_che
 
 def test_stopped_worker_loses_its_lease_the_run_finishes_once_elsewhere_and_the_woken_worker_stands_down(
         wheel_workspace: object, tmp_path: Path, fleet_env: dict[str, str], workers: Workers,
-        capsys: pytest.CaptureFixture) -> None:
+        capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     a, b, c = _checkouts(wheel_workspace, tmp_path, build_s=6)
+    artifacts = tmp_path / "artifacts.git"  # this fleet's artifacts go to a git remote (Note [artifact refs])
+    git(tmp_path, "init", "-q", "--bare", str(artifacts))
+    workers.env["METALPORT_ARTIFACTS_REMOTE"] = str(artifacts)
+    monkeypatch.setenv("METALPORT_ARTIFACTS_REMOTE", str(artifacts))
     workers.start("mac-1", "mac", a)
     workers.start("mac-2", "mac", b)
     checkout = {"mac-1": a, "mac-2": b}
@@ -293,6 +297,10 @@ def test_stopped_worker_loses_its_lease_the_run_finishes_once_elsewhere_and_the_
     assert [r.run_id for r in store.list() if r.op == "aten::heaviside"] == [run_id]
     assert workers.procs[first].poll() is None  # it stood down from the run, not from the fleet
 
+    assert git(artifacts, "for-each-ref", "--format=%(refname)").split() == [
+        f"refs/metalport/evidence/{run_id}", f"refs/metalport/runs/{run_id}"]
+    code, out, err = _cli(capsys, "review", "show", run_id, "--repo", str(c))
+    assert code == 0 and f"evidence in git remote {artifacts} (refs/metalport/evidence/{run_id})" in out, err
     code, out, err = _cli(capsys, "review", "approve", run_id, "--repo", str(c))
     assert code == 0 and out.startswith(f"run {run_id} (aten::heaviside) published: {c}"), err
     log = git(c, "log", "--format=%s%n%b", "main..metalport/heaviside")
@@ -305,6 +313,50 @@ def test_stopped_worker_loses_its_lease_the_run_finishes_once_elsewhere_and_the_
     mac = [name for name in status["queues"] if name.endswith(".mac")]
     assert code == 0 and status["runs"] == [] and len(mac) == 1 and status["queues"][mac[0]] != []
     assert {w["state"] for w in status["workers"]} == {"alive"}
+
+
+def test_a_woken_worker_whose_build_outlived_its_lease_stops_the_build_at_once(
+        wheel_workspace: object, tmp_path: Path, fleet_env: dict[str, str], workers: Workers) -> None:
+    from metalport.store import open_store
+
+    a, b, c = _checkouts(wheel_workspace, tmp_path, build_s=0.5)
+    # mac-1's build takes 10 minutes (a cold PyTorch build); mac-2's half a second.
+    config = (a / "metalport.yaml").read_text().replace('"sleep 0.5; echo built"', '"sleep 617; echo built"')
+    (a / "metalport.yaml").write_text(config)
+    workers.start("mac-1", "mac", a)
+    start = subprocess.run([sys.executable, "-m", "metalport", "fleet", "start", "heaviside", "--queue", "mac",
+                            "--json", "--repo", str(c)], env=fleet_env, capture_output=True, text=True, timeout=120)
+    assert start.returncode == 0, start.stderr
+    run_id = json.loads(start.stdout)["run_id"]
+    store = open_store(c)
+    until(lambda: (r := store.get(run_id)) is not None and r.stage == "build", "mac-1 building",
+          workers.log_tail("mac-1"))
+    building = a / ".git" / "metalport" / "worktrees" / run_id
+
+    def builds_in(tree: Path) -> list[int]:  # processes working in that worktree (the build and its sleep)
+        found = []
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                if Path(os.readlink(proc / "cwd")).is_relative_to(tree):
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+        return found
+
+    until(lambda: builds_in(building), "mac-1's build running")
+    workers.start("mac-2", "mac", b)
+    workers.signal("mac-1", signal.SIGSTOP)  # asleep mid-build, past its lease
+    until(lambda: (r := store.get(run_id)) is not None and r.status == "awaiting-review"
+          and store.placement(run_id)[0] == "mac-2", "the run at the gate on mac-2", workers.log_tail("mac-2"))
+    workers.signal("mac-1", signal.SIGCONT)
+    # On waking, mac-1's build stops at once (its lease is gone), not after the 10-minute step.
+    until(lambda: "standing down" in workers.log_tail("mac-1")(), "mac-1 standing down", workers.log_tail("mac-1"),
+          timeout_s=120)
+    until(lambda: not builds_in(building), "mac-1's build killed", timeout_s=30)
+    assert f"run {run_id}: this machine's lease was lost to " in workers.log_tail("mac-1")()
+    assert not building.exists() and workers.procs["mac-1"].poll() is None
+    record = store.get(run_id)
+    assert (record.status, store.placement(run_id)[0]) == ("awaiting-review", "mac-2")  # not overwritten
 
 
 def test_another_repositorys_worker_never_takes_this_repositorys_op_and_start_waits_for_the_outcome(

@@ -51,7 +51,7 @@ def test_local_run_migrated_then_listed_refused_and_approved_from_another_checko
 
 def test_one_live_run_per_op_across_machines(checkouts: tuple[Path, Path], database_url: str) -> None:
     from metalport.errors import PipelineError
-    from metalport.graph.records import RunRecord
+    from metalport.run_record import RunRecord
     from metalport.store import open_store
 
     a, b = checkouts
@@ -71,7 +71,7 @@ def test_one_live_run_per_op_across_machines(checkouts: tuple[Path, Path], datab
 def test_run_lease_is_held_across_connections(checkouts: tuple[Path, Path], database_url: str,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     from metalport.errors import PipelineError
-    from metalport.graph.records import RunRecord
+    from metalport.run_record import RunRecord
     from metalport.store import open_store
 
     a, b = checkouts
@@ -93,7 +93,7 @@ def test_a_holder_that_stops_renewing_loses_the_lease_and_its_writes_are_refused
     """Note [run leases]: a stopped process (its renewal thread frozen) loses the run after lease_s."""
     import time
 
-    from metalport.graph.records import RunRecord
+    from metalport.run_record import RunRecord
     from metalport.store import LeaseLost, open_store
 
     a, b = checkouts
@@ -188,7 +188,7 @@ def test_a_lease_whose_pipeline_makes_no_progress_is_given_up(checkouts: tuple[P
     """A hung step (a build that never returns) stops renewing after stall_s; progress keeps the lease."""
     import time
 
-    from metalport.graph.records import RunRecord
+    from metalport.run_record import RunRecord
     from metalport.store import LeaseLost, open_store
 
     a, _ = checkouts

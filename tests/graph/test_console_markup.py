@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 
 from metalport.graph.console import ProgressPrinter, conclude
-from metalport.graph.records import RunRecord
+from metalport.run_record import RunRecord
 
 REASON = "test failed: heaviside float32 HL=[home,main,[bold]x[/bold]] at sample 3 [red]"
 

@@ -71,3 +71,31 @@ def test_failure_exit_code_and_stderr(tmp_path: Path) -> None:
     result = run_command([sys.executable, "-c", "import sys; sys.stderr.write('boom'); sys.exit(3)"],
                          tmp_path, timeout_s=10)
     assert (result.returncode, result.stderr, result.timed_out, result.ok) == (3, "boom", False, False)
+
+
+def test_a_check_that_raises_kills_the_running_command_and_its_children(tmp_path: Path) -> None:
+    """A fleet worker that lost a run's lease stops the run's build at once (commands_checked)."""
+    import threading
+
+    from metalport.sandbox.runner import commands_checked
+
+    class Lost(Exception):
+        pass
+
+    marker = tmp_path / "child.pid"
+    lost = threading.Event()
+    threading.Timer(1.5, lost.set).start()
+
+    def check() -> None:
+        if lost.is_set():
+            raise Lost("the lease went to mac-2")
+
+    with commands_checked(check), pytest.raises(Lost, match="mac-2"):
+        run_command(["sh", "-c", f"sleep 300 & echo $! > {marker}; wait"], tmp_path, timeout_s=600)
+    child = int(marker.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(child), "the build's child outlived the stop"
+    done = run_command(["sh", "-c", "echo fine"], tmp_path, timeout_s=10)  # outside the block: no check
+    assert done.ok and done.stdout == "fine\n"

@@ -25,7 +25,8 @@ def workspace(wheel_workspace, tmp_path: Path) -> Path:
 
 def fabricate(repo: Path, run_id: str, op: str, status: str, *, stage: str = "approve", **fields: object) -> None:
     """Write a run record in the contract's shape (`run.json`), as a run of another process would."""
-    from metalport.graph.records import RunRecord, run_dir, write_record
+    from metalport.graph.records import run_dir, write_record
+    from metalport.run_record import RunRecord
 
     stamp = fields.pop("created_at", "2026-12-01T10:00:00Z")
     record = RunRecord(run_id=run_id, op=f"aten::{op}", status=status, stage=stage,

@@ -74,7 +74,7 @@ def test_written_atomically_and_refreshed_from_run_records(tmp_path: Path) -> No
     assert [o["op"] for o in data["outcomes"]] == ["heaviside", "frexp", "sign", "sgn", "mode", "acosh"]
     assert sorted(p.name for p in mdir.iterdir()) == ["dashboard.json", "dashboard.md", "sweep"]
 
-    from metalport.graph.records import RunRecord
+    from metalport.run_record import RunRecord
 
     record = RunRecord("r1", "aten::heaviside", "published", "publish", 1, "metalport/heaviside", None,
                        "2026-12-02T14:00:00Z", "2026-12-02T14:10:00Z", pr_url="https://github.test/pull/9")

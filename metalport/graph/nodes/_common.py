@@ -41,13 +41,6 @@ def load_plan(state: PortState) -> Any:
     return PortPlan.from_dict(state["plan"])
 
 
-def worktree_to_dict(worktree: Worktree) -> dict:
-    """A `Worktree` as JSON data for the state."""
-    data = dataclasses.asdict(worktree)
-    data["repo_root"], data["path"] = str(worktree.repo_root), str(worktree.path)
-    return data
-
-
 def load_worktree(state: PortState) -> Worktree:
     """The run's `Worktree`, rebuilt from its dict in the state."""
     data = dict(state["worktree"])

@@ -30,7 +30,7 @@ def plan(state: PortState) -> dict:
     stacked["base_commit"] = base_commit  # where the run goes if that run is not approved (Note [rebase at approval])
     from langgraph.config import get_stream_writer
 
-    from metalport.graph.base import base_root
+    from metalport.sandbox.base_tree import base_root
 
     options = {**state["options"], "base": stacked["commit"]}
     snapshot = base_root(root, state["run_id"], stacked["commit"])

@@ -15,12 +15,12 @@ def resolve(state: PortState, runtime: Runtime[RunContext]) -> dict:
     """Resolve the op in the user's checkout; UnknownOpError (with close names) when it is not there.
 
     Also selects the executor, so a missing compiler stops the run before any worktree exists.
-    The op is resolved in the base commit's tree (`graph.base`), not in a dirty work tree.
+    The op is resolved in the base commit's tree (`sandbox.base_tree`), not in a dirty work tree.
     """
     from metalport.port.port import resolve_op
     from metalport.checkout import find_checkout
 
-    from metalport.graph.base import base_root
+    from metalport.sandbox.base_tree import base_root
 
     runtime.context.executor()
     root = base_root(Path(state["repo_root"]), state["run_id"], state["options"].get("base", "HEAD"))

@@ -7,10 +7,9 @@ from pathlib import Path
 import git
 from langgraph.config import get_stream_writer
 
-from metalport.graph.nodes._common import worktree_to_dict
 from metalport.graph.state import PortState
 from metalport.sandbox import create_worktree
-from metalport.sandbox.worktree import Worktree, branch_name, worktrees_dir
+from metalport.sandbox.worktree import Worktree, branch_name, worktree_to_dict, worktrees_dir
 
 
 def sandbox(state: PortState) -> dict:
