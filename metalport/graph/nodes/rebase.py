@@ -19,7 +19,8 @@ from pathlib import Path
 
 from langgraph.config import get_stream_writer
 
-from metalport.graph.nodes._common import load_worktree, worktree_to_dict
+from metalport.graph.nodes._common import load_worktree
+from metalport.sandbox.worktree import worktree_to_dict
 from metalport.graph.nodes._stack import change_landed, drop_stack_ref, edited_files
 from metalport.graph.state import PortState
 
@@ -106,7 +107,7 @@ def rebase(state: PortState) -> dict:
                              "message": f"rebased onto {target[:12]} ({reason}); same base files, nothing to re-verify"})
         return {"stage": "rebase", "worktree": moved, "options": options, "stacked_on": onto, "rebased": rebased,
                 "reverify": False}
-    from metalport.graph.base import base_root
+    from metalport.sandbox.base_tree import base_root
     from metalport.graph.nodes.plan import _plan_at
 
     snapshot = base_root(root, state["run_id"], target)
