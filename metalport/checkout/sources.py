@@ -366,16 +366,53 @@ def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8", errors="replace")
 
 
+_DEFINE_BLOCK = re.compile(r"^#define\s+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
+
+
+def shader_registrations(text: str, rel: str) -> list[ShaderOp]:
+    """Every `REGISTER_*_OP(name, types...)` of a `.metal` text, those a file-local macro makes
+    expanded per invocation (Note [macro-made registrations])."""
+    defines = {m.group(1): m for m in _DEFINE_BLOCK.finditer(text)}
+    inside = [(m.start(), m.end()) for m in defines.values()]
+    out: list[ShaderOp] = []
+    for m in _SHADER.finditer(text):
+        args = tuple(a.strip() for a in m.group(2).split(",") if a.strip())
+        if not args:
+            continue
+        block = next((d for d in defines.values() if d.start() <= m.start() < d.end()), None)
+        params = [p.strip() for p in block.group(2).split(",")] if block else []
+        uses = list(re.finditer(rf"^[ \t]*{re.escape(block.group(1))}\(([^)]*)\)", text, re.M)) if block else []
+        uses = [u for u in uses if not any(a <= u.start() < b for a, b in inside)]
+        if not (params and uses and any(re.search(rf"\b{re.escape(p)}\b", m.group(2)) for p in params)):
+            out.append(ShaderOp(m.group(1), args[0], args[1:], Where(rel, _line_of(text, m.start(1)))))
+            continue
+        for use in uses:
+            values = [v.strip() for v in use.group(1).split(",")]
+            if len(values) != len(params):
+                continue
+            expanded = [_substitute(a, dict(zip(params, values))) for a in args]
+            out.append(ShaderOp(m.group(1), expanded[0], tuple(expanded[1:]), Where(rel, _line_of(text, use.start(1)))))
+    return out
+
+
+def _substitute(arg: str, values: dict[str, str]) -> str:
+    """A macro argument with the macro's parameters replaced and `##` pasted (`DTYPE##2` -> `float2`)."""
+    out = re.sub(r"\b(\w+)\b", lambda w: values.get(w.group(1), w.group(1)), arg)
+    return re.sub(r"\s*##\s*", "", out)
+
+
+# Note [macro-made registrations]: kernel files register many kernels through a file-local macro
+# invoked once per type (`#define INSTANTIATE_X(DTYPE) REGISTER_UNARY_OP(neg, DTYPE##2, ...)`, then
+# `INSTANTIATE_X(float);`). Read literally, such a line registers the type `DTYPE`; each
+# invocation is what registers a real type, so each is one registration (located at it).
+
+
 def scan_sources(checkout: Checkout) -> Sources:
     """Scan every source the backlog and the porting steps need, reading each file once."""
     regs, funcs, calls = _scan_mm(sorted(checkout.mps_operations.glob("*.mm")), checkout.root)
     shaders = []
     for path in sorted(checkout.mps_kernels.glob("*.metal")):
-        text, rel = _read(path), checkout.rel(path)
-        for m in _SHADER.finditer(text):
-            args = tuple(a.strip() for a in m.group(2).split(",") if a.strip())
-            if args:
-                shaders.append(ShaderOp(m.group(1), args[0], args[1:], Where(rel, _line_of(text, m.start(1)))))
+        shaders += shader_registrations(_read(path), checkout.rel(path))
     stubs, fn_types = [], {}
     for path in sorted(checkout.native_dir.glob("*.h")):
         text = _read(path)

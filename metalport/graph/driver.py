@@ -228,9 +228,9 @@ class RunDriver:
             if node.startswith("__"):  # langgraph's own channels (pending writes applied on resume)
                 continue
             values.update(update or {})
-            if node in ("plan", "edit") and update.get("plan"):  # edit: a model-written spec's plan
+            if node in ("plan", "edit", "rebase") and update.get("plan"):  # edit: a model-written spec's plan
                 write_json(self.directory / "plan.json", update["plan"])
-            if node == "plan" and update.get("family"):  # a family port: every member's plan
+            if node in ("plan", "rebase") and update.get("family"):  # a family port: every member's plan
                 write_json(self.directory / "family.json", update["family"])
             self._write(values)
             wall0, cpu0 = self._started.pop(node, (time.monotonic(), _cpu_s()))
@@ -281,7 +281,7 @@ class _OverWallTime(Exception):
     """The run's `--wall-time` budget is spent: it ends at the next node, budget-exhausted."""
 
 
-_UNTIMED = frozenset({"approve", "publish"})  # the decision and what follows it are not work to bound
+_UNTIMED = frozenset({"approve", "rebase", "publish"})  # the decision and what follows it are not work to bound
 
 
 def _check_wall_time(node: str, values: dict) -> None:

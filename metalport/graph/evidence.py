@@ -36,7 +36,10 @@ def describe_plan(plan: dict) -> list[str]:
             lines.append(f"  remove xfail entries {', '.join(plan['xfail_keys'])} from common_mps.py")
         return lines
     dtypes = ", ".join(plan.get("dtypes", []))
-    lines.append(f"  functor {plan.get('functor')} in {plan.get('kernel_file')} for {dtypes}")
+    if plan.get("reused_kernel"):
+        lines.append(f"  kernel {plan['reused_kernel']} in {plan.get('kernel_file')} (the tree's, reused) for {dtypes}")
+    else:
+        lines.append(f"  functor {plan.get('functor')} in {plan.get('kernel_file')} for {dtypes}")
     lines.append(f"  host {plan.get('host_file')}: {plan.get('register_dispatch')}")
     if plan.get("legacy"):
         lines.append(f"  remove legacy {plan['legacy'][1]} in {plan['legacy'][0]}"

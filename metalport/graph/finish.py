@@ -32,6 +32,9 @@ def finish_run(values: dict, directory: Path, *, keep_branch: bool) -> None:
     write_json(directory / "evidence.json", redactor.any(evidence))
     if values.get("repo_root") and values.get("run_id"):
         remove_snapshot(Path(values["repo_root"]), values["run_id"])
+        from metalport.graph.nodes._stack import drop_stack_ref
+
+        drop_stack_ref(Path(values["repo_root"]), values["run_id"])  # the stack it was based on is decided
     if not values.get("worktree"):
         return
     worktree = load_worktree(values)

@@ -37,6 +37,10 @@ def prune_runs(repo_root: Path | str, statuses: tuple[str, ...] = PRUNABLE_DEFAU
     kept: list[tuple[RunRecord, str]] = []
     now = time.time()
     chosen = [r for r in list_runs(root) if r.status in statuses and r.age_s(now) >= older_than_s]
+    if not dry_run:
+        from metalport.graph.nodes._stack import prune_stack_refs
+
+        prune_stack_refs(root)  # refs of stacks already decided (left by runs that ended before they were dropped)
     if not chosen or dry_run:
         return chosen, kept
     with closing(sqlite3.connect(str(metalport_dir(root) / "state.sqlite"), timeout=30)) as conn:
@@ -54,7 +58,10 @@ def prune_runs(repo_root: Path | str, statuses: tuple[str, ...] = PRUNABLE_DEFAU
 
 
 def forget_run(root: Path, run_id: str, checkpointer: SqliteSaver) -> None:
-    """Remove a run's base snapshot, checkpoints and folder (record, plan, evidence, lock file)."""
+    """Remove a run's base snapshot, stack ref, checkpoints and folder (record, plan, evidence, lock file)."""
+    from metalport.graph.nodes._stack import drop_stack_ref
+
     remove_snapshot(root, run_id)
+    drop_stack_ref(root, run_id)
     checkpointer.delete_thread(run_id)
     shutil.rmtree(run_dir(root, run_id), ignore_errors=True)

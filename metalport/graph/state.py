@@ -28,6 +28,8 @@ class PortState(TypedDict, total=False):
     plan: dict  # PortPlan.to_dict() (of a family port: its first member's)
     family: dict  # FamilyPlan.to_dict() of a family port (several ops in one change); absent otherwise
     stacked_on: dict | None  # the open run whose change this run is based on (graph/nodes/_stack.py)
+    rebased: dict | None  # where the approval moved the run's base and why (graph/nodes/rebase.py)
+    reverify: bool  # the rebase re-planned the run: verify it again before the gate
     worktree: dict  # sandbox.Worktree fields (paths as strings)
     attempts: int  # edit attempts made so far
     stage: str  # the node the run last entered

@@ -1,9 +1,11 @@
 """The migration graph: nodes and edges only, plus the routers (pure functions of the state).
 
-resolve → plan → sandbox → baseline → edit → hostcheck → check → build → test → approve → publish; a base
+resolve → plan → sandbox → baseline → edit → hostcheck → check → build → test → approve → rebase → publish; a base
 tree that does not compile ends the run at baseline; a failure in edit, check, build or test goes
 to diagnose, which returns to edit while attempts and wall time remain.
-A rejection at the gate goes back to edit with the feedback; an abort ends the run.
+A rejection at the gate goes back to edit with the feedback; an abort ends the run. An approved
+run whose base moved is re-planned by rebase and verified again before the gate (Note [rebase at
+approval]).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from metalport.graph import nodes
 from metalport.graph.context import RunContext
 from metalport.graph.state import TERMINAL_STATUSES, PortState
 
-NODE_NAMES = ("resolve", "plan", "sandbox", "baseline", "edit", "hostcheck", "check", "build", "test", "approve", "publish", "diagnose")
+NODE_NAMES = ("resolve", "plan", "sandbox", "baseline", "edit", "hostcheck", "check", "build", "test", "approve", "rebase", "publish",
+              "diagnose")
 
 
 def after_plan(state: PortState) -> str:
@@ -62,8 +65,15 @@ def after_diagnose(state: PortState) -> str:
 
 
 def after_approve(state: PortState) -> str:
-    """approve → publish, reject → edit (with the feedback), abort → end."""
-    return {"approve": "publish", "reject": "edit"}.get(state.get("decision") or "", END)
+    """approve → rebase, reject → edit (with the feedback), abort → end."""
+    return {"approve": "rebase", "reject": "edit"}.get(state.get("decision") or "", END)
+
+
+def after_rebase(state: PortState) -> str:
+    """publish, or edit when the rebase re-planned the run (verified again before the gate)."""
+    if state.get("status") in TERMINAL_STATUSES:
+        return END
+    return "edit" if state.get("reverify") else "publish"
 
 
 def build_graph() -> StateGraph:
@@ -82,7 +92,8 @@ def build_graph() -> StateGraph:
     graph.add_conditional_edges("build", after_build, ["diagnose", "test"])
     graph.add_conditional_edges("test", after_test, ["diagnose", "approve"])
     graph.add_conditional_edges("diagnose", after_diagnose, ["edit", END])
-    graph.add_conditional_edges("approve", after_approve, ["publish", "edit", END])
+    graph.add_conditional_edges("approve", after_approve, ["rebase", "edit", END])
+    graph.add_conditional_edges("rebase", after_rebase, ["publish", "edit", END])
     graph.add_edge("publish", END)
     return graph
 

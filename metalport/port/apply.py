@@ -151,7 +151,8 @@ def _kernel_edit(texts: _Texts, plan: PortPlan, root: Path, functor_source: str 
                           hint=f"name the functor {plan.functor}")
     regs = regs or plan.registrations
     text = texts.get(plan.kernel_file)
-    if plan.macro == TERNARY_ALPHA_MACRO and f"#define {TERNARY_ALPHA_MACRO}(" not in (text or ""):
+    if plan.macro == TERNARY_ALPHA_MACRO and plan.shared_launcher is None and \
+            f"#define {TERNARY_ALPHA_MACRO}(" not in (text or ""):
         code = f"{TERNARY_ALPHA_KERNELS}\n{code}"  # the file's first ternary op with a scalar brings the kernels
     if text is None:
         new = insert_functor(None, plan.functor, code, regs, path=plan.kernel_file)
@@ -178,7 +179,7 @@ def _host_edit(texts: _Texts, plan: PortPlan, root: Path) -> None:
                     plan.stub_params or "TensorIteratorBase& iter",
                     kernel=plan.kernel_name if plan.kernel_name != plan.op else None,
                     extra_stubs=tuple(s for s in plan.stubs if s != plan.stub),
-                    natural_output=_natural_output(plan, root))
+                    natural_output=_natural_output(plan, root), shared_launcher=plan.shared_launcher is not None)
     new = insert_stub(text, stub, kernel_basename=Path(plan.kernel_file).stem, path=plan.host_file)
     texts.texts[plan.host_file] = format_snippet(new, root, plan.host_file) if text is None else new
 
@@ -259,7 +260,12 @@ def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str
         texts.texts.update(spec_texts(plan, root, {rel: texts.get(rel) for rel in paths}))
     else:
         texts.texts[NATIVE_FUNCTIONS] = edit_rows(texts.require(NATIVE_FUNCTIONS), plan)
-        _kernel_edit(texts, plan, root, functor_source)
+        if plan.shared_launcher == "extend":  # Note [extend shared code at home]
+            from metalport.port.shared import HOMES, extend_texts
+
+            texts.texts.update(extend_texts({rel: texts.require(rel) for rel in HOMES}, root))
+        if plan.reused_kernel is None:  # a reused kernel is launched as the tree has it
+            _kernel_edit(texts, plan, root, functor_source)
         _host_edit(texts, plan, root)
         _legacy_edit(texts, plan)
     if plan.xfail_entries or plan.xfail_narrowed or plan.xfail_added:

@@ -52,3 +52,26 @@ def format_snippet(source: str, root: Path, rel: str) -> str:
     if proc.returncode != 0 or not proc.stdout.strip():
         return source
     return proc.stdout if source.endswith("\n") else proc.stdout.rstrip("\n")
+
+
+def format_inserted(before: str, after: str, root: Path, rel: str) -> str:
+    """`after` with only the lines it adds to `before` formatted in place (clang-format `--lines`),
+    so code inserted inside a class or namespace is formatted in its context and the rest of the
+    file is left as it is; `after` unchanged without a style or an executable."""
+    import difflib
+
+    exe = clang_format_executable()
+    if exe is None or _style_file(root, rel) is None or before == after:
+        return after
+    ranges = []
+    matcher = difflib.SequenceMatcher(a=before.splitlines(), b=after.splitlines(), autojunk=False)
+    for tag, _, _, j1, j2 in matcher.get_opcodes():
+        if tag in ("insert", "replace") and j2 > j1:
+            ranges.append(f"--lines={j1 + 1}:{j2}")
+    try:
+        proc = subprocess.run([exe, f"--assume-filename={root / rel}", "--style=file", "--fallback-style=none",
+                               *ranges], input=after, capture_output=True, text=True, timeout=60,
+                              env=scrubbed_env())
+    except (OSError, subprocess.TimeoutExpired):
+        return after
+    return proc.stdout if proc.returncode == 0 and proc.stdout.strip() else after

@@ -12,20 +12,17 @@ contract is checked against the tree before it (`check_family`).
 from __future__ import annotations
 
 import re
-import subprocess
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from metalport.checkout.layout import Checkout
-from metalport.errors import MetalportError, PipelineError
+from metalport.errors import PipelineError
 from metalport.port.plan_model import PortPlan
 from metalport.port.reuse import macro_of
+from metalport.port.scratch import git as _git
+from metalport.port.scratch import scratch as _scratch
 
-_GIT = ("git", "-c", "user.name=metalport", "-c", "user.email=metalport@localhost", "-c", "commit.gpgsign=false")
 
 
 @dataclass(frozen=True)
@@ -51,27 +48,6 @@ class FamilyPlan:
     def from_dict(cls, data: dict[str, Any]) -> FamilyPlan:
         return cls(tuple(data["ops"]), tuple(PortPlan.from_dict(m) for m in data["members"]),
                    tuple(data.get("reasons", ())))
-
-
-def _git(cwd: Path, *argv: str) -> str:
-    proc = subprocess.run([*_GIT, *argv], cwd=cwd, capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        raise MetalportError(f"git {argv[0]} failed in {cwd}: {proc.stderr.strip()[:200]}",
-                             hint="check that the checkout is a git repository with a commit")
-    return proc.stdout
-
-
-@contextmanager
-def _scratch(root: Path, commit: str = "HEAD") -> Iterator[Path]:
-    """A detached scratch worktree of `root` at `commit`, removed afterwards."""
-    with tempfile.TemporaryDirectory(prefix="metalport-family-") as tmp:
-        path = Path(tmp) / "tree"
-        _git(root, "worktree", "add", "-q", "--detach", str(path), commit)
-        try:
-            yield path
-        finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=root, capture_output=True,
-                           timeout=120)
 
 
 def _legacy_links(checkout: Checkout, op: str) -> dict[str, set[str]]:

@@ -115,6 +115,9 @@ class HostStub:
     # The dtype the kernel naturally writes when an `out=` may differ (`kBool` for logical ops):
     # exec_binary_kernel's `natural_output_dtype`, which routes other out dtypes to `_castout_`.
     natural_output: str | None = None
+    # A ternary op with a scalar launched through the shared `lib.exec_ternary_kernel(iter, name,
+    # alpha)` (Note [extend shared code at home], port/shared.py), not the file-local launcher.
+    shared_launcher: bool = False
 
     def __post_init__(self) -> None:
         if self.family not in _EXEC:
@@ -144,7 +147,8 @@ class HostStub:
     def function_source(self) -> str:
         """The static stub function alone."""
         if self.family == "ternary_alpha":
-            call = f'{_EXEC[self.family]}(iter, "{self.kernel or self.op}", {self.scalar or "value"})'
+            launcher = "lib.exec_ternary_kernel" if self.shared_launcher else _EXEC[self.family]
+            call = f'{launcher}(iter, "{self.kernel or self.op}", {self.scalar or "value"})'
         else:
             alpha = f", {self.scalar or 'alpha'}" if self.family == "alpha" else ""
             if self.natural_output and self.family == "binary":
@@ -155,7 +159,7 @@ class HostStub:
     @property
     def includes(self) -> tuple[str, ...]:
         """The `#include` lines the stub's code needs."""
-        extra = ("#include <ATen/OpMathType.h>",) if self.family == "ternary_alpha" else ()
+        extra = ("#include <ATen/OpMathType.h>",) if self.family == "ternary_alpha" and not self.shared_launcher else ()
         return (f"#include <{self.stub_header}>", *extra)
 
     def macro_line(self, text: str) -> str | None:
@@ -181,7 +185,7 @@ def _library(kernel_basename: str) -> str:
 def _helpers(stub: HostStub, text: str) -> str:
     """What `stub` needs in a file reading `text` before its own code: the launcher of Note
     [ternary alpha kernels] when the file has none ("" otherwise)."""
-    if stub.family != "ternary_alpha" or _HELPER_DEF in text:
+    if stub.family != "ternary_alpha" or stub.shared_launcher or _HELPER_DEF in text:
         return ""
     return TERNARY_ALPHA_HELPER + "\n"
 
@@ -210,8 +214,8 @@ def insert_stub(text: str | None, stub: HostStub, *, kernel_basename: str,
     if re.search(rf"REGISTER_DISPATCH\(\s*{re.escape(stub.stub)}\s*,", text):
         return text
     helpers = _helpers(stub, text)
-    if helpers and _LIBRARY not in text:
-        helpers = f"{_library(kernel_basename)}\n{helpers}"
+    if (helpers or "lib." in stub.function_source()) and _LIBRARY not in text:
+        helpers = f"{_library(kernel_basename)}\n{helpers}"  # the file's first use of the shader library
     macro = None if helpers else stub.macro_line(text)
     if macro is not None:
         if macro in text:
@@ -252,7 +256,7 @@ def _insert_beside(text: str, stub: HostStub, path: str) -> str | None:
                          for s in (stub.stub, *stub.extra_stubs))
     out = _insert_line(text, last.end(), register)
     brace = out.find("{", functions[-1].start())
-    close = _skip_to_close(out, brace) if brace >= 0 else -1
+    close = skip_to_close(out, brace) if brace >= 0 else -1
     if close < 0:
         return None
     end = out.find("\n", close)
@@ -260,7 +264,7 @@ def _insert_beside(text: str, stub: HostStub, path: str) -> str | None:
     return f"{out[:end]}\n{stub.function_source()}{out[end:]}"
 
 
-def _skip_to_close(text: str, open_at: int) -> int:
+def skip_to_close(text: str, open_at: int) -> int:
     """Index of the `}` matching the `{` at `open_at`, skipping comments and literals; -1 if none."""
     depth, i, n = 0, open_at, len(text)
     while i < n:
@@ -291,7 +295,7 @@ def _skip_to_close(text: str, open_at: int) -> int:
 def _remove_block(text: str, start: int, path: str, what: str) -> str:
     line_start = text.rfind("\n", 0, start) + 1
     brace = text.find("{", start)
-    close = _skip_to_close(text, brace) if brace >= 0 else -1
+    close = skip_to_close(text, brace) if brace >= 0 else -1
     if close < 0:
         line = text.count("\n", 0, start) + 1
         raise RecipeError(f"unbalanced braces in {what}", location=f"{path}:{line}",

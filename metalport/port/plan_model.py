@@ -125,12 +125,22 @@ class PortPlan:
     missing: tuple[str, ...] = ()
     legacy_macros: tuple[tuple[str, str], ...] = ()
     placement: tuple[str, ...] = ()  # where the kernel and host files come from, one line each
+    # Note [reuse an existing kernel] (port/reuse.py): the tree's kernel the host stub launches
+    # (`kernel_name`, in `kernel_file`) instead of a new functor; the kernel file is not edited.
+    reused_kernel: str | None = None
+    # Note [extend shared code at home] (port/shared.py): "extend" when the port adds the shared
+    # launcher/kernel variant it needs to its home files, "reuse" when the tree has it, None when
+    # the port keeps a file-local copy (the plan's reuse lines say why).
+    shared_launcher: str | None = None
 
     def __post_init__(self) -> None:
-        if self.needs_llm != (self.functor_step != "table"):
+        if self.needs_llm != (self.functor_step not in ("table", "reuse")):
             raise ValueError(f"plan for {self.op}: needs_llm={self.needs_llm} but functor step "
                              f"{self.functor_step!r}")
-        if not self.needs_llm and not self.functor_source:
+        if (self.functor_step == "reuse") != (self.reused_kernel is not None):
+            raise ValueError(f"plan for {self.op}: functor step {self.functor_step!r} with reused kernel "
+                             f"{self.reused_kernel!r}")
+        if not self.needs_llm and not self.functor_source and self.reused_kernel is None:
             raise ValueError(f"table plan for {self.op} has no functor source")
 
     @property

@@ -228,7 +228,7 @@ class _Parts:
 
     @property
     def needs_llm(self) -> bool:
-        return self.functor_step != "table"
+        return self.functor_step not in ("table", "reuse")
 
 
 def _table_parts(checkout: Checkout, recipe: FunctorRecipe, stub: str) -> _Parts:
@@ -282,14 +282,16 @@ def _existing_kernel_file(res: Resolution) -> str | None:
     return next((s.where.file for s in res.sources.shader_ops if s.name == res.op), None)
 
 
-def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
+def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels: bool = True) -> PortPlan:
     """The plan for porting `op` in `checkout` to a native Metal kernel.
 
     Raises UnknownOpError (with close names), PipelineError "aten::x is already native (shared)"
     for a shared or composite op unless `force`, PipelineError "aten::x is not a port candidate:
     <reason>" for a not-a-candidate op (`port.kinds`), and PipelineError when a pointwise row has
     no shared CPU/CUDA kernel. Reduction-stub, custom-kernel and multi-tensor ops get a plan of
-    their kind (`_kernel_plan`). An op outside the recipe table gets `needs_llm=True`.
+    their kind (`_kernel_plan`). An op outside the recipe table gets `needs_llm=True`, unless the
+    tree has a kernel computing it (Note [reuse an existing kernel]; `reuse_kernels=False` skips
+    the lookup).
     """
     res = resolve_op(checkout, op)
     from metalport.port.spec_recipes import spec_recipes
@@ -321,7 +323,16 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
         placement = (f"kernel file {existing}: the tree registers {res.op}'s kernels there already",)
     elif parts.kernel_file and parts.host_file:
         parts, placement = _placed_by_siblings(checkout, res, parts)
-    if recipe is not None:
+    existing, turned_down = _existing_kernel(checkout, res, parts) if reuse_kernels else (None, ())
+    if existing is not None:
+        host = existing.host_file or parts.host_file
+        parts = replace(parts, functor_step="reuse", kernel_file=existing.kernel_file, functor=None,
+                        functor_source=None, registrations=(), kernel_name=existing.name, host_file=host)
+        placement = (f"kernel file {existing.kernel_file}: it registers {existing.name} "
+                     f"({existing.name}_functor, line {existing.functor_line}), which the port launches",
+                     f"host file {host}: " + (existing.host_why if existing.host_file
+                                              else "from the family table or siblings (no .mm launches the kernel)"))
+    elif recipe is not None:
         parts = _fit_functor(checkout, res, recipe, parts)
     kept = next((r for r in res.registrations if r.stub == parts.stub and r.kind is not ImplKind.GRAPH), None)
     if kept is not None:
@@ -334,13 +345,27 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
     legacy = tuple((f.where.file, f.name) for f in res.legacy)
     legacy += _orphaned_helpers(checkout, res, legacy)
     host_call = _host_call(parts)
+    shared, shared_line = None, None
+    if parts.host_family == "ternary_alpha":  # Note [extend shared code at home] (port/shared.py)
+        from metalport.port.shared import HOMES, ternary_alpha_support
+
+        shared, shared_line = ternary_alpha_support(checkout.root)
+        host_call = None  # the shared line says which launcher and why
     reuse = reuse_lines(checkout, functor_source=parts.functor_source, registrations=parts.registrations,
                         host_call=host_call, kernel_file=parts.kernel_file, functor=parts.functor)
+    if shared_line is not None:
+        reuse = (shared_line, *reuse)
+    if existing is not None:
+        reuse = (f"reuses kernel {existing.name} ({existing.kernel_file}) instead of adding a functor: it is "
+                 f"registered for every type the port needs", *reuse)
+    reuse += tuple(turned_down)
     xfail_entries, xfail_narrowed = obsolete_xfails(res, parts.dtypes)
     decorators = _obsolete_decorators(checkout, res.op, names, parts.dtypes)
     allowed = {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs)}
-    allowed |= {p for p in (parts.kernel_file, parts.host_file) if p} | {d[0] for d in decorators}
-    return PortPlan(
+    allowed |= {p for p in (None if existing else parts.kernel_file, parts.host_file) if p} | {d[0] for d in decorators}
+    if shared == "extend":
+        allowed |= set(HOMES)
+    plan = PortPlan(
         op=res.op, status=res.status.value, family=res.family.value, rows=rows,
         kernel_file=parts.kernel_file, functor=parts.functor, functor_source=parts.functor_source,
         dtypes=parts.dtypes, registrations=parts.registrations, host_file=parts.host_file,
@@ -359,7 +384,35 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False) -> PortPlan:
         kind=kind.kind.value if kind else Kind.POINTWISE_STUB.value, kind_reason=kind.reason if kind else None,
         reuse=reuse, missing=missing_legacy(checkout, res.mps_kernels, {f.name for f in res.legacy}),
         legacy_macros=_orphaned_macros(checkout, res, legacy), placement=placement,
+        reused_kernel=existing.name if existing else None, shared_launcher=shared,
     )
+    if existing is None or existing.name == res.op:
+        return plan
+    from metalport.port.reuse_check import verify_reuse
+
+    passed, line = verify_reuse(checkout, plan)
+    if passed:
+        return replace(plan, reuse=(f"{plan.reuse[0]}; {line}", *plan.reuse[1:]))
+    fallback = plan_port(checkout, op, force=force, reuse_kernels=False)
+    return replace(fallback, reuse=(*fallback.reuse, f"does not reuse kernel {existing.name} "
+                                                      f"({existing.kernel_file}): {line}"))
+
+
+_REUSE_ARITY = {"unary": 1, "binary": 2}
+
+
+def _existing_kernel(checkout: Checkout, res: Resolution, parts: _Parts):
+    """(the tree's kernel the port launches instead of adding a functor, or None; lines for the
+    candidates turned down) (Note [reuse an existing kernel] in port/reuse.py). Only a port of the
+    op's own stub with a unary or binary host looks."""
+    from metalport.port.reuse import existing_kernels
+
+    if not (parts.kernel_file and parts.host_family in _REUSE_ARITY and parts.registrations
+            and parts.stub == f"{res.op}_stub"):
+        return None, ()
+    found, refused = existing_kernels(checkout, res.sources, res.op, _REUSE_ARITY[parts.host_family],
+                                      parts.registrations)
+    return (found[0] if found else None), tuple(refused)
 
 
 def _host_call(parts: _Parts) -> str | None:

@@ -12,6 +12,7 @@ reason.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from metalport.checkout.layout import Checkout
@@ -60,11 +61,7 @@ def reuse_lines(checkout: Checkout, *, functor_source: str | None, registrations
             out.append(f"reuses {macro} ({where})")
     if host_call:
         launcher = _HOST_CALL.search(host_call)
-        if host_call.startswith("exec_ternary_kernel_with_alpha"):
-            out.append("adds a file-local exec_ternary_kernel_with_alpha launcher: the tree's "
-                       "MetalShaderLibrary::exec_ternary_kernel takes no scalar argument (Note [ternary alpha "
-                       "kernels]); upstream later extended the shared launcher instead")
-        elif launcher:
+        if launcher:
             declared = _file_defines(checkout, _SHADER_LIB, launcher.group(1)) or \
                 _file_defines(checkout, _OPUTILS, launcher.group(1))
             extra = " with natural_output_dtype=kBool" if "kBool" in host_call else ""
@@ -123,3 +120,107 @@ def remove_macro(text: str, macro: str) -> str:
 def legacy_file_text(root: Path, rel: str) -> str:
     path = root / rel
     return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+
+
+# Note [reuse an existing kernel]: the tree may already compute an op under another kernel's name
+# (`conj_physical` is the `copy_conj` kernel Copy.mm launches for conj-bit copies); upstream then
+# adds only a host stub launching that kernel from the `.mm` file that launches it already, and
+# registers the op's stub there. A kernel of another name is a candidate when its name is the op's
+# leading words with at most one word before them (`copy_conj`, `conj` for `conj_physical`), its
+# functor takes the op's operand count and it is registered for every (macro, types) the port
+# would register; a candidate is reused only when conformance of the op through it (host stub
+# applied on a scratch tree, torch CPU as reference, fresh random inputs) passes. A kernel of the
+# op's own name registered for every planned input type is reused as it is. Every candidate turned down
+# is a line in the plan with its reason.
+
+
+@dataclass(frozen=True)
+class ExistingKernel:
+    """A kernel the tree registers that a port may launch instead of adding a functor."""
+
+    name: str  # the kernel name host code passes ("copy_conj")
+    kernel_file: str  # the .metal file registering it
+    host_file: str | None  # the .mm file whose library holds it (None: none found)
+    functor_line: int
+    host_why: str = ""  # "it launches copy_conj already"
+
+
+def _tokens(name: str) -> list[str]:
+    return [t for t in name.split("_") if t]
+
+
+def _name_fits(kernel: str, op: str) -> bool:
+    """`kernel` names the op's leading words, with at most one word before them."""
+    k, o = _tokens(kernel), _tokens(op)
+    for n in range(1, len(o) + 1):
+        if k[-n:] == o[:n] and len(k) - n <= 1 and kernel != op:
+            return True
+    return False
+
+
+def _registration_set(registrations: tuple[str, ...], name: str) -> set[tuple[str, tuple[str, ...]]]:
+    """{(macro, types)} of `REGISTER_*(name, types...)` lines (the name left out)."""
+    out = set()
+    for line in registrations:
+        m = re.match(r"\s*(REGISTER_\w+)\(\s*\w+\s*,([^)]*)\)", line)
+        if m:
+            out.add((m.group(1), tuple(a.strip() for a in m.group(2).split(","))))
+    return out
+
+
+def _host_file_of(checkout: Checkout, sources, kernel: str, kernel_file: str) -> tuple[str | None, str]:
+    """(the `.mm` file whose library holds `kernel`, why): one launching it by name, else one that
+    loads its kernel file's library (`<Stem>_metallib.h`), else the `.mm` of the same stem."""
+    stem = Path(kernel_file).stem
+    named = [c.where.file for c in sources.kernel_calls if c.kernel == kernel]
+    if named:
+        return named[0], f"it launches {kernel} already"
+    mms = sorted(checkout.mps_operations.glob("*.mm")) if checkout.mps_operations.is_dir() else []
+    texts = {checkout.rel(p): p.read_text(encoding="utf-8", errors="replace") for p in mms}
+    for rel, text in texts.items():
+        if f'"{kernel}"' in text:
+            return rel, f"it launches {kernel} already"
+    for rel, text in texts.items():
+        if f"{stem}_metallib.h" in text:
+            return rel, f"it loads {Path(kernel_file).name}'s library"
+    same = checkout.mps_operations / f"{stem}.mm"
+    return (checkout.rel(same), f"the host file of {Path(kernel_file).name}") if same.is_file() else (None, "")
+
+
+def existing_kernels(checkout: Checkout, sources, op: str, arity: int,
+                     registrations: tuple[str, ...]) -> tuple[list[ExistingKernel], list[str]]:
+    """(kernels of the tree that may compute `op`, the op's own first; a line per candidate turned
+    down) for a port that would add `registrations` (Note [reuse an existing kernel])."""
+    from metalport.port.metal import functor_arity
+
+    wanted = _registration_set(registrations, op)
+    names = [op] + sorted({s.name for s in sources.shader_ops if _name_fits(s.name, op)})
+    found: list[ExistingKernel] = []
+    refused: list[str] = []
+    for name in names:
+        regs = [s for s in sources.shader_ops if s.name == name]
+        if not regs:
+            continue
+        files = sorted({s.where.file for s in regs})
+        rel = files[0]
+        text = legacy_file_text(checkout.root, rel)
+        took = functor_arity(text, f"{name}_functor")
+        have = {(s.macro, s.args) for s in regs}
+        if name == op:  # the op's own kernel: the tree's output types are the op's, whatever the port guessed
+            have = {(m, t[:1]) for m, t in have}
+            missing = sorted({(m, t[:1]) for m, t in wanted} - have)
+        else:
+            missing = sorted(wanted - have)
+        if took != arity:
+            refused.append(f"does not reuse kernel {name} ({rel}): its functor takes {took or 'no'} operand(s), "
+                           f"aten::{op} needs {arity}")
+        elif missing:
+            shown = ", ".join(f"{m}({name}, {', '.join(t)})" for m, t in missing[:3])
+            refused.append(f"does not reuse kernel {name} ({rel}): it lacks {len(missing)} registration(s) the "
+                           f"port needs, e.g. {shown}")
+        else:
+            line = text[:text.index(f"struct {name}_functor")].count("\n") + 1
+            host, why = _host_file_of(checkout, sources, name, rel)
+            found.append(ExistingKernel(name, rel, host, line, why))
+    return found, refused
+

@@ -13,6 +13,7 @@ from metalport.graph.context import RunContext
 from metalport.graph.records import RunOptions
 from metalport.graph.wiring import (
     after_approve,
+    after_rebase,
     after_baseline,
     after_build,
     after_check,
@@ -39,7 +40,9 @@ def test_routers_are_pure_functions_of_the_state() -> None:
     assert (after_build({"failures": FAIL}), after_build({})) == ("diagnose", "test")
     assert (after_test({"failures": FAIL}), after_test({"failures": []})) == ("diagnose", "approve")
     assert after_diagnose({"status": "failed"}) == END and after_diagnose({"status": "running"}) == "edit"
-    assert [after_approve({"decision": d}) for d in ("approve", "reject", "abort")] == ["publish", "edit", END]
+    assert [after_approve({"decision": d}) for d in ("approve", "reject", "abort")] == ["rebase", "edit", END]
+    assert [after_rebase(s) for s in ({"reverify": False}, {"reverify": True}, {"status": "failed"})] == \
+        ["publish", "edit", END]
     assert recursion_limit(3) > 2 * 3 + 10
 
 

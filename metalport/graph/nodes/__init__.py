@@ -9,8 +9,9 @@ from metalport.graph.nodes.edit import edit
 from metalport.graph.nodes.hostcheck import hostcheck
 from metalport.graph.nodes.plan import plan
 from metalport.graph.nodes.publish import publish
+from metalport.graph.nodes.rebase import rebase
 from metalport.graph.nodes.resolve import resolve
 from metalport.graph.nodes.sandbox import sandbox
 from metalport.graph.nodes.test import test
 
-__all__ = ["approve", "baseline", "build", "check", "diagnose", "edit", "hostcheck", "plan", "publish", "resolve", "sandbox", "test"]
+__all__ = ["approve", "baseline", "build", "check", "diagnose", "edit", "hostcheck", "plan", "publish", "rebase", "resolve", "sandbox", "test"]

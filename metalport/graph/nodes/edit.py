@@ -83,8 +83,8 @@ def _apply_fresh(ctx: RunContext, state: PortState, port: PortPlan, worktree: Wo
     # The recipe model is asked too (its table is the source of truth, and can be overridden);
     # an LLM is asked only when the table has no functor for the op. A spec recipe's plan carries
     # its kernel and launch spec already.
-    if port.spec is None and (state["options"].get("model", "recipe") == "recipe" or port.needs_llm
-                              or not port.functor_source):
+    if port.spec is None and port.reused_kernel is None and (
+            state["options"].get("model", "recipe") == "recipe" or port.needs_llm or not port.functor_source):
         from metalport.graph.toolbox import make_toolbox
 
         answer = ctx.provider.write_functor(_functor_request(state, port), make_toolbox(ctx, state, port, worktree))

@@ -27,6 +27,7 @@ def plan(state: PortState) -> dict:
     stacked = find_stack_base(root, state["run_id"], base_commit, edited_files(update["plan"], update.get("family")))
     if stacked is None:
         return update
+    stacked["base_commit"] = base_commit  # where the run goes if that run is not approved (Note [rebase at approval])
     from langgraph.config import get_stream_writer
 
     from metalport.sandbox.base_tree import base_root

@@ -67,6 +67,10 @@ def publish(state: PortState, runtime: Runtime[RunContext]) -> dict:
         from metalport.graph.nodes._stack import stack_note
 
         family_lines.append(stack_note(state["stacked_on"]))
+    if state.get("rebased"):
+        rebased = state["rebased"]
+        family_lines.append(f"rebased at approval onto {rebased['onto'][:12]}: {rebased['why']}"
+                            + ("; re-planned and verified again there" if rebased.get("replanned") else ""))
     conventions = conventions_section(state.get("plan", {}), executors, added, members=members, family=family_lines,
                                       model=str(state["options"].get("model", "recipe")),
                                       issue=state["options"].get("issue"))
