@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from metalport.backlog.model import BacklogItem, Family, Status
-from metalport.backlog.scan import scan_backlog
+from metalport.backlog.scan import backlog_item
 from metalport.checkout.layout import Checkout
 from metalport.checkout.routing import StubRoute
 from metalport.checkout.sources import MpsFunction, Registration, Sources, XfailEntry, scan_sources
@@ -81,9 +81,9 @@ def host_line(entry: Entry) -> DispatchLine | None:
 
 
 def _item(checkout: Checkout, registry: Registry, op: str) -> BacklogItem:
-    for item in scan_backlog(checkout, registry):
-        if item.op == op:
-            return item
+    item = backlog_item(checkout, registry, op)
+    if item is not None:
+        return item
     raise UnknownOpError(f"aten::{op} has no CPU, CUDA or MPS kernel to port",
                          location=f"{checkout.rel(registry.path)}",
                          hint="run `metalport backlog` to list port candidates")
