@@ -114,9 +114,9 @@ def _ease_key(item: BacklogItem) -> tuple[int, int, int, int, str]:
     return (not item.candidate, _WORK_ORDER.get(item.status, 2), score, item.rows, item.op)
 
 
-def _scan_context(checkout: Checkout, registry: Registry) -> tuple:
+def _scan_context(checkout: Checkout, registry: Registry, sources: Sources | None = None) -> tuple:
     """What classifying any op of `registry` needs from the checkout (its sources read once)."""
-    sources = scan_sources(checkout)
+    sources = sources if sources is not None else scan_sources(checkout)
     stubs = {s.name: s for s in reversed(sources.stubs)}  # the first declaration wins, as `Sources.stub`
     return (sources, _xfail_index(sources), any(checkout.mps_operations.glob("*.mm")), checkout, registry,
             entry_comments(registry), recipe_ops(), stubs)
@@ -131,9 +131,11 @@ def scan_backlog(checkout: Checkout, registry: Registry | None = None) -> list[B
     return [replace(item, ease=rank if item.candidate else None) for rank, item in enumerate(items, start=1)]
 
 
-def backlog_item(checkout: Checkout, registry: Registry, op: str) -> BacklogItem | None:
+def backlog_item(checkout: Checkout, registry: Registry, op: str, *,
+                 sources: Sources | None = None) -> BacklogItem | None:
     """The backlog item of the registry's op `op` as `scan_backlog` classifies it, without its rank
-    (`ease` None: ranking needs every op); None when the op has no backend kernel to port."""
+    (`ease` None: ranking needs every op); None when the op has no backend kernel to port.
+    `sources`: the checkout's `scan_sources`, when the caller has it."""
     found = registry.ops.get(op)
-    item = _classify(found, *_scan_context(checkout, registry)) if found is not None else None
+    item = _classify(found, *_scan_context(checkout, registry, sources)) if found is not None else None
     return replace(item, ease=None) if item is not None else None

@@ -80,8 +80,8 @@ def host_line(entry: Entry) -> DispatchLine | None:
     return entry.kernel_for("CPU") or entry.kernel_for("CUDA")
 
 
-def _item(checkout: Checkout, registry: Registry, op: str) -> BacklogItem:
-    item = backlog_item(checkout, registry, op)
+def _item(checkout: Checkout, registry: Registry, op: str, sources: Sources) -> BacklogItem:
+    item = backlog_item(checkout, registry, op, sources=sources)
     if item is not None:
         return item
     raise UnknownOpError(f"aten::{op} has no CPU, CUDA or MPS kernel to port",
@@ -96,8 +96,8 @@ def resolve_op(checkout: Checkout, op: str, *, registry: Registry | None = None)
     """
     registry = registry if registry is not None else load_registry(checkout.native_functions)
     found = registry.resolve(op)
-    item = _item(checkout, registry, found.name)
     sources = scan_sources(checkout)
+    item = _item(checkout, registry, found.name, sources)
     specific = tuple(dict.fromkeys(d.kernel for e in found.entries for d in mps_only_lines(e)))
     legacy = tuple(f for k in specific if (f := sources.function(k)) is not None)
     registration = sources.registration(item.stub) if item.stub else None
