@@ -34,14 +34,16 @@ class _DeferredInit:
         return self._loader.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
-        loader, lock = self._loader, self._lock
+        loader, lock, state = self._loader, self._lock, {"loading": False}
 
         def __getattr__(name: str) -> Any:  # PEP 562: only names not (yet) in the module
-            with lock:
-                if vars(module).get("__getattr__") is __getattr__:
-                    del module.__getattr__
+            with lock:  # another thread asking meanwhile waits here until `__init__` has run
+                if not state["loading"]:  # the loading thread itself, mid-`__init__`, reads as usual
+                    state["loading"] = True
                     module.__loader__ = loader
                     loader.exec_module(module)
+                    if vars(module).get("__getattr__") is __getattr__:
+                        del module.__getattr__
             try:
                 return vars(module)[name]
             except KeyError:

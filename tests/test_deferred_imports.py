@@ -19,15 +19,15 @@ SCRIPT = textwrap.dedent("""
     assert "langgraph_sdk.client" not in sys.modules
     from langsmith.types.run_select_field import RunSelectField  # what langsmith.run_trees uses
 
-    got = []
-    threads = [threading.Thread(target=lambda: got.append(types.Run)) for _ in range(4)]
+    got, ready = [], threading.Barrier(8)
+    threads = [threading.Thread(target=lambda: (ready.wait(), got.append(types.Run))) for _ in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     from langsmith.types import Run, RunSelectField as again
     import langsmith
-    assert got == [Run] * 4 and Run.__module__ == "langsmith.types.run" and again is RunSelectField
+    assert got == [Run] * 8 and Run.__module__ == "langsmith.types.run" and again is RunSelectField
     assert langsmith.types is types and types.__loader__ is not None
     assert not hasattr(types, "NoSuchName")
     import langgraph_sdk
