@@ -96,8 +96,9 @@ def _real_tree_rows(tmp: Path) -> list[tuple[str, float]]:
     checkout = init_workspace(tmp / "real")
     shutil.copytree(tree, checkout.root, dirs_exist_ok=True)
 
-    def cold(_: int) -> object:
+    def cold(i: int) -> object:
         forget_units()
+        os.environ["XDG_CACHE_HOME"] = str(tmp / f"cold-cache-{i}")  # nor the units kept by content
         return scan_backlog(checkout)
 
     return [("scan_backlog real tree (cold)", _median_s(cold)),

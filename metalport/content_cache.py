@@ -10,6 +10,9 @@ edited text or a changed parser is computed anew and an old entry is never read 
 Entries are written through a temp file and a rename; an unreadable one is computed again and
 rewritten; a read-only cache only costs the next computation. Errors are never cached: a bad text
 raises the same error every time. Each folder keeps its `keep` most recently written entries.
+A value that also depends on other files (a preprocessed source on the headers it included) is
+kept with what it read and checked by the caller's `valid` before use; a stale one is computed
+again and replaces the entry.
 """
 
 from __future__ import annotations
@@ -54,14 +57,17 @@ class ContentCache(Generic[T]):
         """Where the entries are pickled (follows $XDG_CACHE_HOME at each call)."""
         return user_cache_dir(self.kind)
 
-    def get(self, text: str, compute: Callable[[str], T]) -> T:
-        """`compute(text)`, from memory or the user cache when this text was computed before."""
+    def get(self, text: str, compute: Callable[[str], T], valid: Callable[[T], bool] | None = None) -> T:
+        """`compute(text)`, from memory or the user cache when this text was computed before and
+        `valid(value)` (when given) holds for the kept value."""
         key = f"{blob_id(text.encode('utf-8'))}-{self.version}"
-        if key in self._memory:
+        if key in self._memory and (valid is None or valid(self._memory[key])):
             return self._memory[key]
         entry = self.folder() / f"{key}.pickle"
         try:
             value = pickle.loads(entry.read_bytes())
+            if valid is not None and not valid(value):
+                raise ValueError("stale")
         except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
             value = compute(text)
             try:

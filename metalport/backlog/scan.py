@@ -114,17 +114,28 @@ def _ease_key(item: BacklogItem) -> tuple[int, int, int, int, str]:
     return (not item.candidate, _WORK_ORDER.get(item.status, 2), score, item.rows, item.op)
 
 
+def _scan_context(checkout: Checkout, registry: Registry, sources: Sources | None = None) -> tuple:
+    """What classifying any op of `registry` needs from the checkout (its sources read once)."""
+    sources = sources if sources is not None else scan_sources(checkout)
+    stubs = {s.name: s for s in reversed(sources.stubs)}  # the first declaration wins, as `Sources.stub`
+    return (sources, _xfail_index(sources), any(checkout.mps_operations.glob("*.mm")), checkout, registry,
+            entry_comments(registry), recipe_ops(), stubs)
+
+
 def scan_backlog(checkout: Checkout, registry: Registry | None = None) -> list[BacklogItem]:
     """Every op with a backend kernel (plus composites), ranked by ease; one registry parse."""
     registry = registry if registry is not None else load_registry(checkout.native_functions)
-    sources = scan_sources(checkout)
-    has_sources = any(checkout.mps_operations.glob("*.mm"))
-    xfails = _xfail_index(sources)
-    comments, recipes = entry_comments(registry), recipe_ops()
-    stubs = {s.name: s for s in reversed(sources.stubs)}  # the first declaration wins, as `Sources.stub`
-    items = [item for op in registry.ops.values()
-             if (item := _classify(op, sources, xfails, has_sources, checkout, registry, comments, recipes, stubs))
-             is not None]
+    context = _scan_context(checkout, registry)
+    items = [item for op in registry.ops.values() if (item := _classify(op, *context)) is not None]
     items.sort(key=_ease_key)
     return [replace(item, ease=rank if item.candidate else None) for rank, item in enumerate(items, start=1)]
 
+
+def backlog_item(checkout: Checkout, registry: Registry, op: str, *,
+                 sources: Sources | None = None) -> BacklogItem | None:
+    """The backlog item of the registry's op `op` as `scan_backlog` classifies it, without its rank
+    (`ease` None: ranking needs every op); None when the op has no backend kernel to port.
+    `sources`: the checkout's `scan_sources`, when the caller has it."""
+    found = registry.ops.get(op)
+    item = _classify(found, *_scan_context(checkout, registry, sources)) if found is not None else None
+    return replace(item, ease=None) if item is not None else None

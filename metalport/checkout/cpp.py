@@ -24,6 +24,8 @@ from pathlib import Path
 
 from pcpp import Action, OutputDirective, Preprocessor
 
+from metalport.content_cache import ContentCache, blob_id
+
 _LINE_MARK = re.compile(r'^#line (\d+)(?: "([^"]*)")?[ \t]*$')
 _TOKEN = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 _NAMESPACE = re.compile(r'(?:\binline\s+)?\bnamespace\b[\w:\s]*$|\bextern\s+"C(?:\+\+)?"\s*$')
@@ -59,19 +61,27 @@ class _Reader(Preprocessor):
     `AT_DISPATCH_*` of a whole checkout. Other includes pass through untouched; errors are
     collected, not printed."""
 
-    def __init__(self, dirs: tuple[Path, ...], memo: dict[Path, bool]) -> None:
+    def __init__(self, root: Path, dirs: tuple[Path, ...], memo: dict[Path, bool], read: set[Path]) -> None:
         super().__init__()
         self.line_directive = "#line"
+        # `__FILE__` and `#line` name a tree's file as a compiler run at the root does (relative),
+        # not by this checkout's absolute path (nor relative to the working folder, pcpp's default)
+        self.rewrite_paths = [(re.escape(str(root) + os.sep) + "(.*)", "\\1")]
         self.errors: list[str] = []
         self._dirs = dirs
         self._memo = memo
+        self._read = read
 
     def on_include_not_found(self, is_malformed: bool, is_system_include: bool, curdir: str,
                              includepath: str) -> str:
         for folder in self._dirs:
-            if _has_macros(folder, includepath, self._dirs, self._memo):
+            if _has_macros(folder, includepath, self._dirs, self._memo, self._read):
                 return str(folder)
         raise OutputDirective(Action.IgnoreAndPassThrough)
+
+    def on_file_open(self, is_system_include: bool, includepath: str):  # noqa: ANN201 (pcpp's file object)
+        self._read.add(Path(includepath))  # found or not: what the unit depends on
+        return super().on_file_open(is_system_include, includepath)
 
     def on_error(self, file: str, line: int, msg: str) -> None:
         self.errors.append(f"{file}:{line}: {msg}")
@@ -83,26 +93,30 @@ class _Reader(Preprocessor):
             super().define(tokens)
 
 
-def _has_macros(folder: Path, include: str, dirs: tuple[Path, ...], memo: dict[Path, bool]) -> bool:
+def _has_macros(folder: Path, include: str, dirs: tuple[Path, ...], memo: dict[Path, bool],
+                read: set[Path]) -> bool:
     """True when `folder/include` is an MPS header of the tree that defines a function-like macro,
-    itself or through an MPS header it includes."""
+    itself or through an MPS header it includes. Adds each MPS header path looked at to `read`."""
     path = folder / include
     if path in memo:
         return memo[path]
     memo[path] = False  # a cycle adds nothing
-    if not include.startswith(_FOLLOWED) or not path.is_file():
+    if not include.startswith(_FOLLOWED):
+        return False
+    read.add(path)
+    if not path.is_file():
         return False
     text = path.read_text(encoding="utf-8", errors="replace")
     found = _FUNCTION_MACRO.search(text) is not None or any(
-        _has_macros(d, inc, dirs, memo) for inc in _INCLUDE.findall(text) for d in dirs)
+        _has_macros(d, inc, dirs, memo, read) for inc in _INCLUDE.findall(text) for d in dirs)
     memo[path] = found
     return found
 
 
-def _needs_expansion(source: str, dirs: tuple[Path, ...], memo: dict[Path, bool]) -> bool:
+def _needs_expansion(source: str, dirs: tuple[Path, ...], memo: dict[Path, bool], read: set[Path]) -> bool:
     """True when the file defines a function-like macro or includes an MPS header that does."""
     return _FUNCTION_MACRO.search(source) is not None or any(
-        _has_macros(d, inc, dirs, memo) for inc in _INCLUDE.findall(source) for d in dirs)
+        _has_macros(d, inc, dirs, memo, read) for inc in _INCLUDE.findall(source) for d in dirs)
 
 
 def _without_directives(source: str) -> str:
@@ -171,7 +185,7 @@ def _lines(expanded: str, rel: str, root: Path) -> tuple[str, list[int], list[tu
         if mark:
             line = int(mark.group(1))
             if mark.group(2):
-                path = Path(os.path.abspath(mark.group(2)))
+                path = Path(os.path.abspath(root / mark.group(2)))  # an absolute mark stays itself
                 file = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
             continue
         kept = "" if raw.lstrip().startswith("#") else raw
@@ -285,7 +299,8 @@ def read_unit(path: Path, root: Path) -> Unit:
     """`path` preprocessed with the tree's headers (see the module docstring).
 
     Memoised on the file's path, size and mtime (pcpp takes ~0.5 s on a 90 kB `.cpp`, and one
-    command scans a tree several times); a header edited in between is not noticed.
+    command scans a tree several times; a header edited in between is not noticed), and kept by
+    content across trees and runs (Note [units by content]).
     """
     root, path = root.resolve(), path.resolve()
     stat = path.stat()
@@ -293,18 +308,63 @@ def read_unit(path: Path, root: Path) -> Unit:
 
 
 def forget_units() -> None:
-    """Drop the memoised units (benchmarks time a cold scan with it)."""
+    """Drop the memoised units, in this process and its content cache (benchmarks time a cold scan)."""
     _read_unit.cache_clear()
+    _UNITS.forget()
+
+
+# Note [units by content]: each stage of a run scans a different tree (the base snapshot, then the
+# run's worktree) and every run scans the same base files again; pcpp dominates (~0.25 s CPU for
+# the real corpus's five macro-registering `.mm`). A unit depends on its file's path and text and
+# on the MPS headers it looked at (found or not: `read`), so it is kept in a `ContentCache` keyed
+# by path and text, with the blob id of each header looked at; a kept unit is used only while
+# every one of those headers is unchanged in the tree being read.
+_UNITS: ContentCache[tuple[tuple[tuple[str, str | None], ...], str | None, Unit]] = ContentCache(
+    "cpp-units", [__file__], keep=512, memory=256)
+
+
+def _blob_at(path: Path) -> str | None:
+    try:
+        return blob_id(path.read_bytes())
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+
+
+def _rel_or_abs(path: Path, root: Path) -> str:
+    path = Path(os.path.abspath(path))
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
+def _still_holds(kept: tuple, root: Path) -> bool:
+    """True when every header the kept unit looked at is unchanged in `root`, and the unit names no
+    other tree's path (an expanded `__FILE__`)."""
+    headers, own_root, _ = kept
+    try:
+        return (own_root is None or own_root == str(root)) and all(
+            _blob_at(root / name) == blob for name, blob in headers)  # an absolute name stays itself
+    except OSError:
+        return False
 
 
 @lru_cache(maxsize=128)
 def _read_unit(path: Path, root: Path, size: int, mtime_ns: int) -> Unit:
-    memo: dict[Path, bool] = {}
     rel = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
     source = path.read_text(encoding="utf-8", errors="replace")
+
+    def compute(_: str) -> tuple[tuple[tuple[str, str | None], ...], str | None, Unit]:
+        read: set[Path] = set()
+        unit = _preprocess(path, root, rel, source, read)
+        headers = tuple(sorted((_rel_or_abs(p, root), _blob_at(p)) for p in read))
+        return headers, str(root) if str(root) in unit.text else None, unit
+
+    return _UNITS.get(f"{rel}\0{source}", compute, valid=lambda kept: _still_holds(kept, root))[2]
+
+
+def _preprocess(path: Path, root: Path, rel: str, source: str, read: set[Path]) -> Unit:
+    memo: dict[Path, bool] = {}
     dirs = tuple(d for d in (root / "aten/src", root) if d.is_dir())
-    if _needs_expansion(source, dirs, memo):
-        reader = _Reader(dirs, memo)
+    if _needs_expansion(source, dirs, memo, read):
+        reader = _Reader(root, dirs, memo, read)
         reader.parse(source, str(path))
         buffer = io.StringIO()
         reader.write(buffer)

@@ -10,6 +10,7 @@ ships, so integer types, `__APPLE__` and libc calls are the Mac's.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import re
 import shlex
@@ -18,6 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from metalport.atomic import write_text_atomic
 from metalport.errors import EmulateError
 
 SHIM_DIR = Path(__file__).parent / "shim"
@@ -76,13 +78,8 @@ def _adopted_flags(argv: tuple[str, ...]) -> list[str]:
     return ["-nostdinc", "-nostdinc++", *adopted]
 
 
-@functools.lru_cache(maxsize=1)
-def front_end() -> FrontEnd:
-    """zig's clang aimed at arm64 macOS (Apple's type model: `int64_t` is `long long`, `__APPLE__`,
-    Darwin's libc headers, which zig ships), with the libc++ setup of its `c++` driver.
-
-    Raises EmulateError when `python -m ziglang` does not run."""
-    zig = (sys.executable, "-m", "ziglang")
+def _plan(zig: tuple[str, ...]) -> tuple[str, list[str]]:
+    """zig's `--version` text and the flags its `c++` driver adds (two zig runs, ~0.1 s CPU)."""
     try:
         version = subprocess.run([*zig, "c++", "--version"], capture_output=True, text=True, timeout=120).stdout
     except (OSError, subprocess.TimeoutExpired) as err:
@@ -91,7 +88,49 @@ def front_end() -> FrontEnd:
     if "clang" not in version:
         raise EmulateError("no Objective-C++ compiler for the host check (python -m ziglang does not run)",
                            hint="`pip install ziglang`")
-    adopted = _adopted_flags((*zig, "c++", "-target", TARGET))
+    return version, _adopted_flags((*zig, "c++", "-target", TARGET))
+
+
+def _remembered_plan(zig: tuple[str, ...]) -> tuple[str, list[str]]:
+    """`_plan(zig)`, remembered on disk per identity of the Python and ziglang files behind it (as the
+    emulator's compiler versions are: `emulate.compiler._fingerprint`), so a run with a warm host-check
+    cache starts no zig process."""
+    from metalport.emulate.cache import default_cache_dir
+    from metalport.emulate.compiler import _fingerprint
+
+    found = _fingerprint(zig)
+    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]  # this probe's own code
+    key = f"{found}|{TARGET}|{code}" if found else None
+    memo_path = default_cache_dir().parent / "hostcheck" / "front-end.json"
+    try:
+        memo = json.loads(memo_path.read_text()) if key else {}
+        version, adopted = memo[key]["version"], memo[key]["adopted"]
+        if isinstance(version, str) and isinstance(adopted, list) and all(isinstance(a, str) for a in adopted):
+            return version, adopted
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    version, adopted = _plan(zig)
+    if key:
+        try:
+            memo = json.loads(memo_path.read_text())
+            memo = memo if isinstance(memo, dict) else {}
+        except (OSError, ValueError):
+            memo = {}
+        try:
+            write_text_atomic(memo_path, json.dumps({**memo, key: {"version": version, "adopted": adopted}}))
+        except OSError:
+            pass  # the memo only saves time: a full or read-only cache goes without it
+    return version, adopted
+
+
+@functools.lru_cache(maxsize=1)
+def front_end() -> FrontEnd:
+    """zig's clang aimed at arm64 macOS (Apple's type model: `int64_t` is `long long`, `__APPLE__`,
+    Darwin's libc headers, which zig ships), with the libc++ setup of its `c++` driver.
+
+    Raises EmulateError when `python -m ziglang` does not run."""
+    zig = (sys.executable, "-m", "ziglang")
+    version, adopted = _remembered_plan(zig)
     return FrontEnd(argv=(*zig, "clang", "-target", TARGET_TRIPLE, "-fno-sanitize=all"), system=tuple(adopted),
                     identity=version + json.dumps(adopted), reason=f"python -m ziglang clang for {TARGET_TRIPLE}",
                     scratch=(_zig_cache_dir(),))

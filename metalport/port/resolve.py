@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from metalport.backlog.model import BacklogItem, Family, Status
-from metalport.backlog.scan import scan_backlog
+from metalport.backlog.scan import backlog_item
 from metalport.checkout.layout import Checkout
 from metalport.checkout.routing import StubRoute
 from metalport.checkout.sources import MpsFunction, Registration, Sources, XfailEntry, scan_sources
@@ -80,10 +80,10 @@ def host_line(entry: Entry) -> DispatchLine | None:
     return entry.kernel_for("CPU") or entry.kernel_for("CUDA")
 
 
-def _item(checkout: Checkout, registry: Registry, op: str) -> BacklogItem:
-    for item in scan_backlog(checkout, registry):
-        if item.op == op:
-            return item
+def _item(checkout: Checkout, registry: Registry, op: str, sources: Sources) -> BacklogItem:
+    item = backlog_item(checkout, registry, op, sources=sources)
+    if item is not None:
+        return item
     raise UnknownOpError(f"aten::{op} has no CPU, CUDA or MPS kernel to port",
                          location=f"{checkout.rel(registry.path)}",
                          hint="run `metalport backlog` to list port candidates")
@@ -96,8 +96,8 @@ def resolve_op(checkout: Checkout, op: str, *, registry: Registry | None = None)
     """
     registry = registry if registry is not None else load_registry(checkout.native_functions)
     found = registry.resolve(op)
-    item = _item(checkout, registry, found.name)
     sources = scan_sources(checkout)
+    item = _item(checkout, registry, found.name, sources)
     specific = tuple(dict.fromkeys(d.kernel for e in found.entries for d in mps_only_lines(e)))
     legacy = tuple(f for k in specific if (f := sources.function(k)) is not None)
     registration = sources.registration(item.stub) if item.stub else None

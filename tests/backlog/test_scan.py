@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from metalport.backlog import BacklogItem, Family, Status, scan_backlog
+from metalport.backlog.scan import backlog_item
 from metalport.checkout import Checkout
 from metalport.registry import load_registry
 from tests.fixture_repo import make_fixture_checkout
@@ -88,3 +90,22 @@ def test_unregistered_stub_is_reported(tmp_path: Path) -> None:
     mm.write_text(mm.read_text().replace("REGISTER_DISPATCH(atan2_stub, &atan2_mps_kernel)\n", ""))
     items = {i.op: i for i in scan_backlog(checkout)}
     assert (items["atan2"].status, items["atan2"].stub_registered) == (Status.SHARED, False)
+
+
+def test_one_op_is_classified_as_the_whole_scan_classifies_it(wheel_workspace: Checkout,
+                                                             wheel_items: dict[str, BacklogItem]) -> None:
+    """`resolve`/`plan` classify only their op (`backlog_item`); it must be the scan's item but its rank."""
+    registry = load_registry(wheel_workspace.native_functions)
+    for op in ("heaviside", "atan2", "add", "where", "square", "sum", "signbit", "_foreach_add"):
+        assert backlog_item(wheel_workspace, registry, op) == replace(wheel_items[op], ease=None), op
+    assert backlog_item(wheel_workspace, registry, "no_such_op") is None
+    outside = [op for op in registry.ops if op not in wheel_items][:3]  # only other backends' kernels
+    assert outside and all(backlog_item(wheel_workspace, registry, op) is None for op in outside)
+
+
+def test_one_op_on_the_fixture_checkout_matches_the_scan(tmp_path: Path) -> None:
+    checkout = make_fixture_checkout(tmp_path)
+    registry = load_registry(checkout.native_functions)
+    items = {i.op: i for i in scan_backlog(checkout, registry)}
+    assert {op: backlog_item(checkout, registry, op) for op in items} == {
+        op: replace(i, ease=None) for op, i in items.items()}

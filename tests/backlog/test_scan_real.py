@@ -85,3 +85,13 @@ def test_graph_stubs_are_port_candidates(real_tree_workspace: Checkout) -> None:
     assert sorted(r["op"] for r in found) == ["acosh", "asinh", "atanh", "ceil", "floor", "trunc"]
     first_shared = min(r["ease"] for r in everything if r["status"] == "shared" and r["ease"] is not None)
     assert max(r["ease"] for r in found) < first_shared  # ranked with the port candidates
+
+
+def test_one_op_on_the_real_tree_is_the_scan_item(real_tree_workspace: Checkout, rows: dict[str, dict]) -> None:
+    """What `resolve`/`plan` classify alone (`backlog_item`) is the backlog's row but its rank."""
+    from metalport.backlog.scan import backlog_item
+    from metalport.registry import load_registry
+
+    registry = load_registry(real_tree_workspace.native_functions)
+    for op, row in rows.items():
+        assert backlog_item(real_tree_workspace, registry, op).to_json() == {**row, "ease": None}, op

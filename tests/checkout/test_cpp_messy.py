@@ -189,3 +189,39 @@ def test_scan_is_stable_when_a_file_is_unbalanced(tmp_path: Path) -> None:
     src = scan_sources(checkout)
     broken = src.function("half_done")
     assert broken is not None and [c.kernel for c in broken.calls] == ["half"]
+
+
+def test_units_are_kept_by_content_and_redone_when_an_included_header_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Note [units by content]: a second tree (a run's worktree, the next run's base) with the same
+    files reads the kept units without pcpp; a changed MPS header (or one appearing where the
+    include found none) makes every file that looked at it preprocessed again."""
+    from metalport.checkout import cpp
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    trees = []
+    for name in ("base", "worktree", "edited", "appeared"):
+        checkout = make_fixture_checkout(tmp_path / name)
+        (checkout.mps_dir / "MessyMacros.h").write_text(HEADER)
+        (checkout.mps_operations / "Messy.mm").write_text(MESSY_MM)
+        trees.append(checkout)
+    (trees[2].mps_dir / "MessyMacros.h").write_text(HEADER.replace("_messy_kernel", "_edited_kernel"))
+    (trees[3].mps_dir / "NotInTheTree.h").write_text("#define LATE_MACRO(X) X\n")
+    runs = []
+    real = cpp._preprocess
+    monkeypatch.setattr(cpp, "_preprocess", lambda *a: runs.append(a[2]) or real(*a))
+    cpp.forget_units()
+
+    def registrations(checkout: Checkout) -> list[tuple[str, str]]:
+        return [(r.stub, r.kernel) for r in scan_sources(checkout).registrations if r.stub == "frobnicate_stub"]
+
+    assert registrations(trees[0]) == [("frobnicate_stub", "frobnicate_messy_kernel")]
+    first = len(runs)
+    assert f"{OPS}/Messy.mm" in runs
+    cpp.forget_units()  # a new process: only the user cache is left
+    assert registrations(trees[1]) == [("frobnicate_stub", "frobnicate_messy_kernel")]
+    assert len(runs) == first  # nothing preprocessed again
+    assert registrations(trees[2]) == [("frobnicate_stub", "frobnicate_edited_kernel")]
+    assert runs[first:] == [f"{OPS}/Messy.mm"]  # only the file that includes the edited header
+    registrations(trees[3])
+    assert runs[first + 1:] == [f"{OPS}/Messy.mm"]

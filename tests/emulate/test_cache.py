@@ -3,6 +3,7 @@ and the same headers under another directory (another worktree) still hit."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -38,9 +39,14 @@ def test_reload_hits_and_header_change_rebuilds(gxx: Compiler, shader_cache: Pat
     # the same header bytes in another worktree: still a hit
     moved = _headers(tmp_path / "worktree-b")
     assert compile_shader(SOURCE, include_dirs=[moved], compiler=gxx, cache_dir=cache).so_path == first.so_path
-    # one changed byte in an included header: a rebuild into a new library
+    # one changed byte in an included header, same size and mtime (headers are hashed once per
+    # process while their stat stays the same): a rebuild into a new library
     common = moved / "c10" / "metal" / "common.h"
-    common.write_text(common.read_text() + "\n// changed\n")
+    text, stat = common.read_text(), common.stat()
+    at = text.index("//") + 2  # a byte of a comment: same length, still compiles
+    common.write_text(text[:at] + ("X" if text[at] != "X" else "Y") + text[at + 1:])
+    os.utime(common, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert common.stat().st_size == stat.st_size and common.stat().st_mtime_ns == stat.st_mtime_ns
     rebuilt = compile_shader(SOURCE, include_dirs=[moved], compiler=gxx, cache_dir=cache)
     assert rebuilt.so_path != first.so_path
     out = torch.zeros(10, dtype=torch.uint32)
