@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import git
 
@@ -23,8 +23,22 @@ RUN_STATUSES: tuple[str, ...] = ("running", "awaiting-review", "failed", "reject
                                  "budget-exhausted", "needs-llm", "base-broken")
 
 
+class JsonFields:
+    """A dataclass stored as JSON: `to_dict`, and `from_dict` ignoring keys it no longer has."""
+
+    def to_dict(self) -> dict:
+        """The fields as JSON data."""
+        return dataclasses.asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Any:
+        """Inverse of `to_dict` (unknown keys ignored, so older and newer records load)."""
+        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
 @dataclass(frozen=True)
-class RunRecord:
+class RunRecord(JsonFields):
     """What `runs` shows and `run.json` holds; times are ISO 8601 UTC."""
 
     run_id: str
@@ -48,15 +62,6 @@ class RunRecord:
         if self.status not in RUN_STATUSES:
             raise ValueError(f"unknown run status {self.status!r}")
 
-    def to_dict(self) -> dict:
-        """The record as JSON data."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> RunRecord:
-        """Inverse of `to_dict`."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
 
     def elapsed_s(self) -> float:
         """Seconds the run worked: created to last update, less the waits at the gate."""

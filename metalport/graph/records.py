@@ -9,7 +9,6 @@ status without loading the graph. Layout: `<git-common-dir>/metalport/runs/<run-
 
 from __future__ import annotations
 
-import dataclasses
 import fcntl
 import json
 import os
@@ -20,11 +19,11 @@ from pathlib import Path
 from metalport.atomic import write_text_atomic
 from metalport.errors import UnknownRunError
 from metalport.run_ids import is_run_id
-from metalport.run_record import RunRecord, metalport_dir, repo_top
+from metalport.run_record import JsonFields, RunRecord, metalport_dir, repo_top
 
 
 @dataclass(frozen=True)
-class RunOptions:
+class RunOptions(JsonFields):
     """How a run is carried out; stored in its state, so a resumed run keeps them."""
 
     model: str = "recipe"  # "recipe" or "openai:MODEL"
@@ -43,15 +42,6 @@ class RunOptions:
     expand_family: bool = False
     issue: int | None = None  # the PyTorch issue the PR fixes (`Fixes #N`)
 
-    def to_dict(self) -> dict:
-        """The options as JSON data."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> RunOptions:
-        """Inverse of `to_dict` (unknown keys ignored)."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
 
 
 @dataclass(frozen=True)
