@@ -108,6 +108,16 @@ def mutate(text: str, mutant: Mutant) -> str:
     return text[:start] + body + text[end:]
 
 
+def planted(tmp_path: Path, mutant: Mutant) -> Path:
+    """A writable copy of the real tree at `tmp_path / "ws"` with `mutant`'s one edit applied."""
+    from tests.real_tree import overlay_real_tree
+
+    root = overlay_real_tree(tmp_path / "ws", writable=True).root
+    path = root / (mutant.file if "/" in mutant.file else KERNELS / mutant.file)
+    path.write_text(mutate(path.read_text(), mutant))
+    return root
+
+
 @pytest.fixture(scope="module")
 def real_session():
     with ConformanceSession() as session:
@@ -198,13 +208,9 @@ EDGE_ON_WRONG = [
 @pytest.mark.parametrize("mutant", EDGE_ON_WRONG, ids=lambda m: m.op)
 def test_edge_bug_in_an_upstream_wrong_functor_adds_wrong_elements(
         tmp_path: Path, real_tree_workspace, real_session: ConformanceSession, mutant: Mutant, seed: int) -> None:
-    from tests.real_tree import overlay_real_tree
-
     pristine = _wrong_elements(run_conformance(real_tree_workspace.root, mutant.op, backend="emulated", seed=seed,
                                                session=real_session, dtypes=["float32"]))
-    root = overlay_real_tree(tmp_path / "ws", writable=True).root
-    path = root / (mutant.file if "/" in mutant.file else KERNELS / mutant.file)
-    path.write_text(mutate(path.read_text(), mutant))
+    root = planted(tmp_path, mutant)
     mutated = _wrong_elements(run_conformance(root, mutant.op, backend="emulated", seed=seed, session=real_session,
                                               dtypes=["float32"]))
     assert any(n > pristine.get(label, 0) for label, n in mutated.items()), (mutant.bug, mutated, pristine)
@@ -214,11 +220,7 @@ def test_edge_bug_in_an_upstream_wrong_functor_adds_wrong_elements(
 @pytest.mark.parametrize("mutant", EXCUSED + EDGE, ids=lambda m: f"{m.op}-{m.bug.split(':')[0].replace(' ', '_')}")
 def test_planted_bug_fails_at_every_seed(tmp_path: Path, real_session: ConformanceSession, mutant: Mutant,
                                          seed: int) -> None:
-    from tests.real_tree import overlay_real_tree
-
-    root = overlay_real_tree(tmp_path / "ws", writable=True).root
-    path = root / (mutant.file if "/" in mutant.file else KERNELS / mutant.file)
-    path.write_text(mutate(path.read_text(), mutant))
+    root = planted(tmp_path, mutant)
     report = run_conformance(root, mutant.op, backend="emulated", seed=seed, session=real_session,
                              dtypes=_DTYPES.get(mutant.op, ["float32"]))
     assert report.status == "fail", f"{mutant.bug} escaped at seed {seed}: {report.out_of_scope_cases[:3]}"
@@ -230,11 +232,7 @@ def test_planted_bug_fails_at_every_seed(tmp_path: Path, real_session: Conforman
 def test_single_bug_mutant_fails(tmp_path: Path, real_tree_workspace, real_session: ConformanceSession,
                                  mutant: Mutant) -> None:
     """A failing verdict, or on a functor that fails pristine, more wrong elements than it has."""
-    from tests.real_tree import overlay_real_tree
-
-    root = overlay_real_tree(tmp_path / "ws", writable=True).root
-    path = root / (mutant.file if "/" in mutant.file else KERNELS / mutant.file)
-    path.write_text(mutate(path.read_text(), mutant))
+    root = planted(tmp_path, mutant)
     report = run_conformance(root, mutant.op, backend="emulated", seed=5, session=real_session)
     assert report.status == "fail", f"{mutant.bug} escaped: {report.out_of_scope_cases[:3]}"
     pristine = run_conformance(real_tree_workspace.root, mutant.op, backend="emulated", seed=5, session=real_session)
