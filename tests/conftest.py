@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C reaches the commands the tests start, as it does from a terminal.
+
+    Note [ignored SIGINT]: a test runner started as a background job of a non-interactive shell (as
+    CI may start it) inherits SIGINT ignored; every child would inherit the ignore (a shell's
+    `trap` cannot undo one it was started with), so a Ctrl-C test would wait forever for an
+    interrupt that cannot arrive. A handler, unlike an ignore, is reset to the default on exec.
+    """
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _wheel_native_dir() -> Path:
