@@ -122,7 +122,6 @@ class Endpoint:
     def complete(self, messages: list[dict], tools: list[dict] | None, schema: type[pydantic.BaseModel] | None,
                  *, answer_now: bool = False) -> Reply:
         """One reply, with retries of transient failures, the budget checked before every request."""
-        cap = self.config
         attempt = 0
         while True:
             body = self.body(messages, tools, schema, answer_now=answer_now)
@@ -137,41 +136,9 @@ class Endpoint:
             except ReplyTooLarge as err:
                 self._refuse_oversized(err)
             except openai.APIStatusError as err:
-                refusal = classify(err.status_code, getattr(err, "body", None) or _text(err.response),
-                                   getattr(err.response, "headers", None))
-                self.transcript.write("error", {"attempt": attempt, "status": err.status_code,
-                                                "class": refusal.kind, "field": refusal.field,
-                                                "error": refusal.detail[:800]})
-                if refusal.kind == "context":
-                    if not _trim(messages):
-                        raise AgentError(f"context-length: the prompt does not fit the model's context even "
-                                         f"without tool results ({refusal.detail[:200]})", location=self.where,
-                                         hint="start the server with a larger context (llama-server -c)") from None
-                    self._notify(f"the model's context is full: dropped the oldest tool result and resent "
-                                 f"({refusal.detail[:120]})")
-                    self.transcript.write("context_trim", {"dropped": 1, "detail": refusal.detail[:300]})
-                    continue
-                if refusal.kind == "field" and refusal.structured_output and body.get("response_format"):
-                    self._lower_structured(refusal)
-                    continue
-                if refusal.kind == "field":
-                    raise AgentError(f"endpoint refused the request field `{refusal.field}` (HTTP {err.status_code}: "
-                                     f"{refusal.detail[:200]})", location=self.where,
-                                     hint=_field_hint(refusal.field)) from None
-                if refusal.kind != "transient":
-                    raise AgentError(f"endpoint refused the request: HTTP {err.status_code}"
-                                     f"{': ' + refusal.detail[:200] if refusal.detail else ''}", location=self.where,
-                                     hint="check the model name and the key (not retried)") from None
-                attempt = self._back_off(attempt, f"HTTP {err.status_code}", refusal.retry_after_s)
+                attempt = self._after_refusal(err, messages, body, attempt)
             except (openai.APITimeoutError, *_TIMEOUT):
-                waited = time.monotonic() - started
-                self.transcript.write("error", {"attempt": attempt, "class": "timeout", "waited_s": round(waited, 1)})
-                if attempt >= min(1, cap.max_retries):  # a timed-out request times out again: retry once
-                    raise AgentError(f"timeout: the endpoint sent no reply within {cap.timeout_s:g} s "
-                                     f"({attempt + 1} attempt(s), {waited:.1f} s on the last)", location=self.where,
-                                     hint="the server is too slow for provider.timeout_s: lower provider.max_tokens, "
-                                          "set provider.stream: true, or raise provider.timeout_s") from None
-                attempt = self._back_off(attempt, f"timeout after {waited:.0f} s", None)
+                attempt = self._after_timeout(attempt, time.monotonic() - started)
             except (openai.APIConnectionError, *_TRANSPORT) as err:
                 if isinstance(err.__cause__, ReplyTooLarge):  # openai 1.x wraps the transport's error
                     self._refuse_oversized(err.__cause__)
@@ -182,6 +149,47 @@ class Endpoint:
                 raise AgentError(f"the endpoint's reply is not a chat completion ({type(err).__name__})",
                                  location=self.where, hint="check that base_url ends in /v1 and the server speaks "
                                                            "chat completions") from None
+
+    def _after_refusal(self, err: openai.APIStatusError, messages: list[dict], body: dict, attempt: int) -> int:
+        """Handle an HTTP refusal: trim or lower and resend (same attempt), back off a transient one
+        (the next attempt), or raise the one-line error of a refusal no retry mends."""
+        refusal = classify(err.status_code, getattr(err, "body", None) or _text(err.response),
+                           getattr(err.response, "headers", None))
+        self.transcript.write("error", {"attempt": attempt, "status": err.status_code,
+                                        "class": refusal.kind, "field": refusal.field,
+                                        "error": refusal.detail[:800]})
+        if refusal.kind == "context":
+            if not _trim(messages):
+                raise AgentError(f"context-length: the prompt does not fit the model's context even "
+                                 f"without tool results ({refusal.detail[:200]})", location=self.where,
+                                 hint="start the server with a larger context (llama-server -c)") from None
+            self._notify(f"the model's context is full: dropped the oldest tool result and resent "
+                         f"({refusal.detail[:120]})")
+            self.transcript.write("context_trim", {"dropped": 1, "detail": refusal.detail[:300]})
+            return attempt
+        if refusal.kind == "field" and refusal.structured_output and body.get("response_format"):
+            self._lower_structured(refusal)
+            return attempt
+        if refusal.kind == "field":
+            raise AgentError(f"endpoint refused the request field `{refusal.field}` (HTTP {err.status_code}: "
+                             f"{refusal.detail[:200]})", location=self.where,
+                             hint=_field_hint(refusal.field)) from None
+        if refusal.kind != "transient":
+            raise AgentError(f"endpoint refused the request: HTTP {err.status_code}"
+                             f"{': ' + refusal.detail[:200] if refusal.detail else ''}", location=self.where,
+                             hint="check the model name and the key (not retried)") from None
+        return self._back_off(attempt, f"HTTP {err.status_code}", refusal.retry_after_s)
+
+    def _after_timeout(self, attempt: int, waited: float) -> int:
+        """A timed-out request times out again: retry it once, then raise."""
+        cap = self.config
+        self.transcript.write("error", {"attempt": attempt, "class": "timeout", "waited_s": round(waited, 1)})
+        if attempt >= min(1, cap.max_retries):  # a timed-out request times out again: retry once
+            raise AgentError(f"timeout: the endpoint sent no reply within {cap.timeout_s:g} s "
+                             f"({attempt + 1} attempt(s), {waited:.1f} s on the last)", location=self.where,
+                             hint="the server is too slow for provider.timeout_s: lower provider.max_tokens, "
+                                  "set provider.stream: true, or raise provider.timeout_s") from None
+        return self._back_off(attempt, f"timeout after {waited:.0f} s", None)
 
     def _back_off(self, attempt: int, what: str, retry_after_s: float | None) -> int:
         cap = self.config

@@ -177,6 +177,28 @@ def _list_buffer(value: TensorList, arg: KernelArg, where: str) -> ListBuffer:
                             for i, t in enumerate(value.tensors)))
 
 
+def _bind(arg: KernelArg, value: Any, c_type: str, where: str) -> tuple[TensorBuffer | BytesBuffer | ListBuffer, int]:
+    """One argument's buffer, and how many data elements it offers the grid (0 for bytes)."""
+    if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
+        return _tensor_buffer(value, arg, c_type, where), value.numel()
+    if isinstance(value, BufferOffset):
+        t = value.tensor
+        if not (hasattr(t, "data_ptr") and t.is_contiguous() and 0 <= value.offset <= t.numel()):
+            raise KernelArgumentError(f"{where}: a BufferOffset takes a contiguous tensor and an offset in "
+                                      f"[0, numel], got {value.offset} into {getattr(t, 'numel', lambda: '?')()}")
+        buf = _tensor_buffer(t, arg, c_type, where)
+        return dataclasses.replace(buf, offset=value.offset * t.element_size()), t.numel() - value.offset
+    if isinstance(value, TensorList):
+        return _list_buffer(value, arg, where), sum(t.numel() for t in value.tensors)
+    if isinstance(value, numbers.Real):
+        return BytesBuffer(pack_values([_plain(value)], c_type, where=where, single=not arg.is_pointer)), 0
+    if isinstance(value, (list, tuple)) and all(isinstance(v, numbers.Real) for v in value):
+        return BytesBuffer(pack_values([_plain(v) for v in value], c_type, where=where,
+                                       single=not arg.is_pointer)), 0
+    raise KernelArgumentError(f"{where}: expected a tensor, a number or a list of numbers, "
+                              f"got {type(value).__name__}")
+
+
 def prepare(kernel: int, info: KernelInfo, param_types: Sequence[str], args: Sequence[Any],
             threads: int | Sequence[int], group_size: int | Sequence[int] | None) -> PreparedCall:
     """Validate a call of kernel `info` and bind its arguments by buffer index."""
@@ -198,29 +220,8 @@ def prepare(kernel: int, info: KernelInfo, param_types: Sequence[str], args: Seq
         c_type = param_types[info.args.index(arg)]
         c_type = arg.c_type if c_type == "?" else c_type
         where = f"{name} argument {arg.name or arg.index} [[buffer({arg.index})]]"
-        if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
-            slots[arg.index or 0] = _tensor_buffer(value, arg, c_type, where)
-            largest = max(largest, value.numel())
-        elif isinstance(value, BufferOffset):
-            t = value.tensor
-            if not (hasattr(t, "data_ptr") and t.is_contiguous() and 0 <= value.offset <= t.numel()):
-                raise KernelArgumentError(f"{where}: a BufferOffset takes a contiguous tensor and an offset in "
-                                          f"[0, numel], got {value.offset} into {getattr(t, 'numel', lambda: '?')()}")
-            buf = _tensor_buffer(t, arg, c_type, where)
-            slots[arg.index or 0] = dataclasses.replace(buf, offset=value.offset * t.element_size())
-            largest = max(largest, t.numel() - value.offset)
-        elif isinstance(value, TensorList):
-            slots[arg.index or 0] = _list_buffer(value, arg, where)
-            largest = max(largest, sum(t.numel() for t in value.tensors))
-        elif isinstance(value, numbers.Real):
-            slots[arg.index or 0] = BytesBuffer(pack_values([_plain(value)], c_type, where=where,
-                                                            single=not arg.is_pointer))
-        elif isinstance(value, (list, tuple)) and all(isinstance(v, numbers.Real) for v in value):
-            slots[arg.index or 0] = BytesBuffer(pack_values([_plain(v) for v in value], c_type, where=where,
-                                                            single=not arg.is_pointer))
-        else:
-            raise KernelArgumentError(f"{where}: expected a tensor, a number or a list of numbers, "
-                                      f"got {type(value).__name__}")
+        slots[arg.index or 0], elements = _bind(arg, value, c_type, where)
+        largest = max(largest, elements)
     total = grid[0] * grid[1] * grid[2]
     for slot in info.grid_indexed:
         buf = slots.get(slot)

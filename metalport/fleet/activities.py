@@ -95,7 +95,7 @@ class FleetActivities:
 
     def _port(self, request: dict, stage: dict, done: threading.Event, cancelled: threading.Event,
               workflow_id: str) -> dict:
-        from metalport.graph.records import Abort, Approve, Reject, RunOptions
+        from metalport.graph.records import RunOptions
         from metalport.graph.runs import resume_run, start_run
         from metalport.sandbox.runner import commands_checked
         from metalport.store import DatabaseError, LeaseLost, RunBusy, held_lease, open_store
@@ -140,13 +140,8 @@ class FleetActivities:
             elif record.status in TERMINAL_STATUSES and decision is None:
                 pass  # a retry after the run ended (the worker died while reporting)
             else:
-                choice = None
-                if decision is not None:
-                    kind = decision.get("decision")
-                    choice = Approve() if kind == "approve" else Abort() if kind == "abort" else Reject(
-                        str(decision.get("feedback") or ""))
                 with commands_checked(stop_if_lost):
-                    record = resume_run(self.root, run_id, choice, progress=progress)
+                    record = resume_run(self.root, run_id, _choice(decision), progress=progress)
             store.set_workflow(run_id, workflow_id)
             host, _ = store.placement(run_id)
             return {**record.to_dict(), "host": host}
@@ -223,3 +218,17 @@ class FleetActivities:
         except MetalportError as err:
             raise ApplicationError(str(err), type="MetalportError", non_retryable=True) from None
         return {"counts": report.counts(), "started": list(report.started_runs)}
+
+
+def _choice(decision: dict | None) -> object:
+    """The reviewer's decision a workflow signal carried, as the graph takes it (None: no decision)."""
+    from metalport.graph.records import Abort, Approve, Reject
+
+    if decision is None:
+        return None
+    kind = decision.get("decision")
+    if kind == "approve":
+        return Approve()
+    if kind == "abort":
+        return Abort()
+    return Reject(str(decision.get("feedback") or ""))

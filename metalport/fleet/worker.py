@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from temporalio.worker import Worker
@@ -29,6 +30,36 @@ from metalport.store.pg import STALL_ENV, WAIT_ENV, DatabaseError
 from metalport.store.settings import HOST_ENV
 
 _FOREVER_S = 10 * 365 * 24 * 3600.0
+
+
+def _pollers(client: object, activities: FleetActivities, repository: str, capability: str, own: str,
+             concurrency: int, identity: str) -> list[Worker]:
+    """The four pollers of one worker process: capability activities, this host's activities, the
+    repository's workflows and the legacy shared workflow queue."""
+    return [
+        Worker(client, task_queue=capability, activities=[activities.port, activities.sweep],
+               max_concurrent_activities=concurrency, identity=identity),
+        Worker(client, task_queue=own, activities=[activities.port, activities.cleanup],
+               max_concurrent_activities=concurrency, identity=identity),
+        Worker(client, task_queue=repository_queue(repository, ""), workflows=[PortWorkflow, SweepWorkflow],
+               identity=identity),
+        # Workflows started before queues carried the repository wait at the gate on the old shared
+        # workflow queue; their code is repository-neutral, and an approval needs no activity.
+        Worker(client, task_queue=LEGACY_WORKFLOW_QUEUE, workflows=[PortWorkflow, SweepWorkflow], identity=identity),
+    ]
+
+
+async def _heartbeat_until(stop: asyncio.Event, tasks: list[asyncio.Task], seen: Callable[[], None]) -> None:
+    """Mark the worker seen every 5 s until `stop` is set or a poller ends."""
+    while not stop.is_set() and not any(t.done() for t in tasks):
+        try:
+            await asyncio.to_thread(seen)
+        except DatabaseError as err:  # only after the (long) wait: say so and keep polling
+            print(f"metalport worker: {err}", file=sys.stderr, flush=True)
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=5.0)
+        except TimeoutError:
+            pass
 
 
 async def run_worker(root: Path, queue: str, executor: str, *, concurrency: int, host: str | None = None,
@@ -59,31 +90,13 @@ async def run_worker(root: Path, queue: str, executor: str, *, concurrency: int,
     delay = 1.0
     while not stop.is_set():
         client = client or await connect(settings, wait_s=_FOREVER_S)
-        workers = [
-            Worker(client, task_queue=capability, activities=[activities.port, activities.sweep],
-                   max_concurrent_activities=concurrency, identity=identity),
-            Worker(client, task_queue=own, activities=[activities.port, activities.cleanup],
-                   max_concurrent_activities=concurrency, identity=identity),
-            Worker(client, task_queue=repository_queue(store.repository, ""), workflows=[PortWorkflow, SweepWorkflow],
-                   identity=identity),
-            # Workflows started before queues carried the repository wait at the gate on the old shared
-            # workflow queue; their code is repository-neutral, and an approval needs no activity.
-            Worker(client, task_queue=LEGACY_WORKFLOW_QUEUE, workflows=[PortWorkflow, SweepWorkflow], identity=identity),
-        ]
+        workers = _pollers(client, activities, store.repository, capability, own, concurrency, identity)
         tasks = [asyncio.create_task(w.run()) for w in workers]
         if ready is not None:
             ready.set()
         started = time.monotonic()
         try:
-            while not stop.is_set() and not any(t.done() for t in tasks):
-                try:
-                    await asyncio.to_thread(store.worker_seen, identity, host, queues, root)
-                except DatabaseError as err:  # only after the (long) wait: say so and keep polling
-                    print(f"metalport worker: {err}", file=sys.stderr, flush=True)
-                try:
-                    await asyncio.wait_for(stop.wait(), timeout=5.0)
-                except TimeoutError:
-                    pass
+            await _heartbeat_until(stop, tasks, lambda: store.worker_seen(identity, host, queues, root))
         finally:
             await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
         client = None

@@ -25,6 +25,32 @@ def _swizzles(n: int) -> list[str]:
     return lines
 
 
+def _vec_operators(n: int, comps: str) -> list[str]:
+    """The component-wise arithmetic, comparison, logical and unary operators of `vec<T, n>`."""
+    ops: list[str] = []
+    for op in ARITH:
+        body = " ".join(f"r.{c} = a.{c} {op} b.{c};" for c in comps)
+        ops.append(f"  friend constexpr vec operator{op}(const vec& a, const vec& b) "
+                   f"{{ vec r; {body} return r; }}")
+        ops.append(f"  template <class U> vec& operator{op}=(const U& o) "
+                   f"{{ return *this = *this {op} vec(o); }}")
+    for op in COMPARE:
+        body = " ".join(f"r.{c} = a.{c} {op} b.{c};" for c in comps)
+        ops.append(f"  friend constexpr vec<bool, {n}> operator{op}(const vec& a, const vec& b) "
+                   f"{{ vec<bool, {n}> r; {body} return r; }}")
+    for op in ("&&", "||"):
+        body = " ".join(f"r.{c} = a.{c} {op} b.{c};" for c in comps)
+        ops.append(f"  friend constexpr vec<bool, {n}> operator{op}(const vec& a, const vec& b) "
+                   f"{{ vec<bool, {n}> r; {body} return r; }}")
+    for op in ("-", "~", "+"):
+        body = " ".join(f"r.{c} = {op}a.{c};" for c in comps)
+        ops.append(f"  friend constexpr vec operator{op}(const vec& a) {{ vec r; {body} return r; }}")
+    body = " ".join(f"r.{c} = !a.{c};" for c in comps)
+    ops.append(f"  friend constexpr vec<bool, {n}> operator!(const vec& a) "
+               f"{{ vec<bool, {n}> r; {body} return r; }}")
+    return ops
+
+
 def _vec(n: int) -> str:
     """One `vec<T, n>` partial specialisation."""
     comps = "xyzw"[:n]
@@ -64,26 +90,7 @@ def _vec(n: int) -> str:
            "  constexpr T& operator[](int i) { return (&x)[i]; }",
            "  constexpr const T& operator[](int i) const { return (&x)[i]; }",
            ]
-    for op in ARITH:
-        body = " ".join(f"r.{c} = a.{c} {op} b.{c};" for c in comps)
-        out.append(f"  friend constexpr vec operator{op}(const vec& a, const vec& b) "
-                   f"{{ vec r; {body} return r; }}")
-        out.append(f"  template <class U> vec& operator{op}=(const U& o) "
-                   f"{{ return *this = *this {op} vec(o); }}")
-    for op in COMPARE:
-        body = " ".join(f"r.{c} = a.{c} {op} b.{c};" for c in comps)
-        out.append(f"  friend constexpr vec<bool, {n}> operator{op}(const vec& a, const vec& b) "
-                   f"{{ vec<bool, {n}> r; {body} return r; }}")
-    for op in ("&&", "||"):
-        body = " ".join(f"r.{c} = a.{c} {op} b.{c};" for c in comps)
-        out.append(f"  friend constexpr vec<bool, {n}> operator{op}(const vec& a, const vec& b) "
-                   f"{{ vec<bool, {n}> r; {body} return r; }}")
-    for op in ("-", "~", "+"):
-        body = " ".join(f"r.{c} = {op}a.{c};" for c in comps)
-        out.append(f"  friend constexpr vec operator{op}(const vec& a) {{ vec r; {body} return r; }}")
-    body = " ".join(f"r.{c} = !a.{c};" for c in comps)
-    out.append(f"  friend constexpr vec<bool, {n}> operator!(const vec& a) "
-               f"{{ vec<bool, {n}> r; {body} return r; }}")
+    out += _vec_operators(n, comps)
     out.append("};")
     return "\n".join(out)
 
