@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -19,6 +21,35 @@ _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COO
 _SECRET_PREFIXES = ("OPENAI_", "ANTHROPIC_", "AWS_", "GITHUB_", "GH_", "HF_", "HUGGING", "AZURE_")
 _CHECK_S = 1.0  # how often a running command asks its context's check
 _CHECK: ContextVar[Callable[[], None] | None] = ContextVar("metalport_command_check", default=None)
+
+# Note [commands die with metalport]: a command runs in its own session (so a timeout or a lost
+# lease kills its whole process group), which also means it outlives a metalport killed with
+# SIGKILL: a fleet worker killed mid-build would leave an hour-long build running on its machine.
+# So the session's leader is this small watcher, not the command: it starts the command in its
+# group, and when its parent is gone (getppid changes; portable to macOS, unlike PR_SET_PDEATHSIG)
+# it kills the group. It passes the command's exit status on unchanged (a signal by re-raising it).
+# `-I -S`: no site, no user paths, so it starts in ~20 ms whatever the environment.
+_WATCHER = """
+import os, signal, subprocess, sys
+parent, argv = int(sys.argv[1]), sys.argv[2:]
+try:
+    child = subprocess.Popen(argv)
+except OSError as err:
+    print(f"metalport: cannot run {argv[0]!r}: {err.strerror}", file=sys.stderr)
+    sys.exit(127)
+signal.signal(signal.SIGTERM, lambda *_: os.killpg(0, signal.SIGKILL))
+while True:
+    try:
+        code = child.wait(timeout=0.5)
+        break
+    except subprocess.TimeoutExpired:
+        if os.getppid() != parent:
+            os.killpg(0, signal.SIGKILL)
+if code < 0:
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+sys.exit(code)
+"""
 
 
 @contextmanager
@@ -68,14 +99,14 @@ def run_command(argv: list[str], cwd: Path | str, timeout_s: float,
     """
     if not argv or isinstance(argv, str):
         raise SandboxError(f"a command must be a non-empty argv list, not {argv!r}")
+    env = scrubbed_env(env_extra)
+    if not _found(argv[0], cwd, env):
+        raise SandboxError(f"program {argv[0]!r} not found", hint="install it or set its path in metalport.yaml")
     start = time.monotonic()
-    try:
-        proc = subprocess.Popen(list(argv), cwd=cwd, env=scrubbed_env(env_extra), text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-    except FileNotFoundError as err:
-        raise SandboxError(f"program {argv[0]!r} not found", hint="install it or set its path "
-                           "in metalport.yaml") from err
+    # The watcher leads the session and starts `argv` in it (Note [commands die with metalport]).
+    proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _WATCHER, str(os.getpid()), *argv], cwd=cwd,
+                            env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
     timed_out, check = False, _CHECK.get()
     try:
         while True:
@@ -100,6 +131,14 @@ def run_command(argv: list[str], cwd: Path | str, timeout_s: float,
         _kill_group(proc.pid)
     return CommandResult(tuple(argv), proc.returncode, stdout, stderr,
                          time.monotonic() - start, timed_out)
+
+
+def _found(program: str, cwd: Path | str, env: Mapping[str, str]) -> bool:
+    """Whether exec would find `program`: a path (relative to `cwd`) or a name on the env's PATH."""
+    if os.sep in program:
+        path = Path(cwd) / program
+        return path.is_file() and os.access(path, os.X_OK)
+    return shutil.which(program, path=env.get("PATH", os.defpath)) is not None
 
 
 def _kill_group(pgid: int) -> None:

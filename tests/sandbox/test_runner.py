@@ -99,3 +99,41 @@ def test_a_check_that_raises_kills_the_running_command_and_its_children(tmp_path
     assert not _alive(child), "the build's child outlived the stop"
     done = run_command(["sh", "-c", "echo fine"], tmp_path, timeout_s=10)  # outside the block: no check
     assert done.ok and done.stdout == "fine\n"
+
+
+def test_a_command_dies_with_a_killed_metalport(tmp_path: Path) -> None:
+    """A fleet worker killed with SIGKILL mid-build leaves no build behind (Note [commands die with
+    metalport]): the command's session is led by a watcher that kills it once its parent is gone."""
+    import signal
+    import subprocess
+
+    marker = tmp_path / "build.pid"
+    runner = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from metalport.sandbox import run_command; "
+         f"run_command(['sh', '-c', 'sleep 300 & echo $! > {marker}; wait'], sys.argv[1], timeout_s=600)",
+         str(tmp_path)], env=dict(os.environ))
+    try:
+        deadline = time.monotonic() + 60
+        while not (marker.exists() and marker.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        build = int(marker.read_text())
+        assert _alive(build)
+        runner.send_signal(signal.SIGKILL)
+        runner.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while _alive(build) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(build), "the build outlived the metalport that started it"
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+
+
+def test_a_command_killed_by_a_signal_reports_that_signal(tmp_path: Path) -> None:
+    result = run_command(["sh", "-c", "kill -TERM $$"], tmp_path, timeout_s=10)
+    assert result.returncode == -15 and not result.ok and not result.timed_out
+    relative = tmp_path / "build.sh"
+    relative.write_text("#!/bin/sh\necho built\n")
+    relative.chmod(0o755)
+    assert run_command(["./build.sh"], tmp_path, timeout_s=10).stdout == "built\n"
