@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -36,7 +36,8 @@ from metalport.graph.records import (
 )
 from metalport.run_record import RunRecord, metalport_dir, now_iso
 from metalport.graph.wiring import compile_graph, recursion_limit
-from metalport.store.pg import DatabaseError, LeaseLost
+from metalport.sandbox.runner import commands_checked
+from metalport.store.pg import DatabaseError, LeaseLost, held_lease
 from metalport.store.portable import share_record
 
 Progress = Callable[[dict], None]
@@ -103,6 +104,23 @@ class RunDriver:
         """The thread's latest checkpoint (`values == {}` for an unknown thread)."""
         return self.graph.get_state(self.config(3))
 
+    @contextmanager
+    def _stop_when_lease_lost(self) -> Iterator[Callable[[], None]]:
+        """While the graph streams, a run on the shared store stops once its lease is gone (the
+        machine slept past it, another took it): a running command (a build) is killed within a
+        second and LeaseLost raised; between nodes the yielded check raises it. Without a store: a no-op."""
+        lease = held_lease(self.run_id) if self.store is not None else None
+
+        def check() -> None:
+            if lease is not None and lease.lost_to is not None:
+                lease.check()  # raises LeaseLost naming the new holder
+
+        if lease is None:
+            yield check
+            return
+        with commands_checked(check):
+            yield check
+
     def drive(self, graph_input: object) -> RunRecord:
         """Stream the graph from `graph_input` to the gate or an end, writing the record per update."""
         values = dict(self.snapshot().values) if not isinstance(graph_input, dict) else dict(graph_input)
@@ -115,9 +133,11 @@ class RunDriver:
                                  usage_base=dict(values.get("usage") or {}),
                                  config_path=run_config_path(options, self.root))
             try:
-                for part in self.graph.stream(graph_input, config, stream_mode=["updates", "custom", "tasks"],
-                                              durability="sync", version="v2", context=context):
-                    awaiting = self._on_part(part, values) or awaiting
+                with self._stop_when_lease_lost() as lease_check:
+                    for part in self.graph.stream(graph_input, config, stream_mode=["updates", "custom", "tasks"],
+                                                  durability="sync", version="v2", context=context):
+                        lease_check()
+                        awaiting = self._on_part(part, values) or awaiting
             except UnicodeDecodeError as err:  # bad input, not a fault a resume gets past
                 raise not_utf8(err) from None
             except _OverWallTime as over:

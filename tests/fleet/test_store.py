@@ -208,3 +208,52 @@ def test_a_lease_whose_pipeline_makes_no_progress_is_given_up(checkouts: tuple[P
         assert not store.is_live("div-1")  # lapsed: another worker may take the run
         with pytest.raises(LeaseLost):
             store.put(record)
+
+
+def test_a_cli_run_whose_lease_is_taken_stops_its_build_at_once(checkouts: tuple[Path, Path], database_url: str,
+                                                                 tmp_path: Path) -> None:
+    """A plain `metalport run` on the shared store (not a fleet worker) whose lease another machine
+    took, e.g. after a laptop slept past it, kills its build within seconds and says who has the run,
+    instead of building to the end."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import psycopg
+
+    from metalport.store import open_store
+    from tests.sandbox.test_runner import _alive
+
+    a, _ = checkouts
+    marker = tmp_path / "build.pid"
+    (a / "metalport.yaml").write_text(
+        f'executor:\n  build: [sh, -c, "sleep 120 & echo $! > {marker}; wait"]\n  test: ["true"]\n')
+    env = {**os.environ, "METALPORT_LEASE_S": "3", "METALPORT_HOST": "mac-1"}
+    proc = subprocess.Popen([sys.executable, "-m", "metalport", "run", "special_ndtri", "--repo", str(a),
+                             "--executor", "command", "--no-input"], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (marker.exists() and marker.read_text().strip()) and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stderr.read()
+            time.sleep(0.2)
+        build = int(marker.read_text())
+        store = open_store(a)
+        run_id = store.list()[0].run_id
+        with psycopg.connect(database_url, autocommit=True) as conn:  # mac-2 takes the run over
+            taken = conn.execute("UPDATE metalport_leases SET holder = 'mac-2:1:x', host = 'mac-2' WHERE run_id = %s",
+                                 (run_id,)).rowcount
+        assert taken == 1
+        stolen = time.monotonic()
+        _, err = proc.communicate(timeout=60)
+        assert time.monotonic() - stolen < 20, "the run built on after losing its lease"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode != 0 and "Traceback" not in err
+    assert f"run {run_id}: this machine's lease was lost to mac-2" in err, err[-2000:]
+    deadline = time.monotonic() + 10
+    while _alive(build) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(build), "the build outlived the lost lease"
