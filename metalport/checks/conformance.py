@@ -3,8 +3,9 @@
 For each dtype the op's kernel files register, every OpInfo sample (recorded at the ATen level on
 CPU), random draws and held-out cases from OpInfo's reference numerics (`cases`) run through torch
 on CPU (the reference, guarded where it can crash) and through the kernel as the modelled MPS host
-would dispatch it (`hostmodel`). Outputs are poisoned first; results are judged at test_mps's
-tolerances (`runner.judge_by_oracle`, Note [the oracle]) and counted per kind; skipped calls make the verdict partial.
+would dispatch it (`hostmodel`). Outputs are poisoned first; results are judged by the judgement
+every launch kind shares (`judge.judge_outputs`, Note [the oracle]) and counted per kind; skipped
+calls make the verdict partial.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from metalport.checks.cases import Case, build_cases
 from metalport.checks.hostmodel import MissingKernel, UnmodelledCall
 from metalport.checks.oracle import conditioning, truth_calls
 from metalport.checks.report import KINDS, NO_HOST_MODEL, ConformanceReport, DtypeVerdict, Tally
-from metalport.checks.runner import (CRASHED, REJECTED, CaseResult, Prepared, dispatch, judge_by_oracle, prepare_case,
+from metalport.checks.runner import (CRASHED, REJECTED, CaseResult, Prepared, dispatch, judge_case, prepare_case,
                                      references)
 from metalport.checks.samples import Call, Family, find_opinfo
 from metalport.checks.tolerances import tolerance_for
@@ -363,7 +364,7 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
             if isinstance(item, Prepared):
                 tol = tolerance_for(base, item.expected.dtype, info)
                 order = case.call.args[0] if case.call.args and type(case.call.args[0]) is int else None
-                item = judge_by_oracle(item, errors[id(item)], tol, truths.get(k), case.call.operands(), base, order)
+                item = judge_case(item, errors[id(item)], tol, truths.get(k), case.call.operands(), base, order)
             run.add(item, case)
         unmodelled += run.unmodelled
         rejected += run.rejected
