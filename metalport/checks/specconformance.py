@@ -26,7 +26,8 @@ from metalport.checks.conformance import DtypeRun
 from metalport.checks.judge import judge_outputs
 from metalport.checks.oracle import upcast
 from metalport.checks.report import ConformanceReport
-from metalport.checks.speccases import draw, explicit_calls
+from metalport.checks.numerics import draw
+from metalport.checks.speccases import explicit_calls
 from metalport.checks.tolerances import Tolerance, largest_error
 from metalport.checks.speclaunch import (INDEX_LIMIT, HostCheckFailed, UnlaunchableCall, bind_call, plan_launch,
                                          run_launch)
