@@ -25,7 +25,7 @@ import torch
 from metalport.checks.conformance import DtypeRun
 from metalport.checks.judge import judge_outputs
 from metalport.checks.oracle import upcast
-from metalport.checks.report import ConformanceReport
+from metalport.checks.report import ConformanceReport, first_few, judged_report
 from metalport.checks.numerics import draw
 from metalport.checks.speccases import explicit_calls
 from metalport.checks.tolerances import Tolerance, largest_error
@@ -429,8 +429,7 @@ def _run(spec: LaunchSpec, library: Any, include_held_out: bool, seed: int,
             problem, by_truth = judged.problem, judged.by_truth
             error = max((largest_error(g, w, finite=True) for g, w in zip(got, wanted)
                          if w.is_floating_point() or w.is_complex()), default=0.0)
-            if case.kind != "held-out" and (tallies.worst is None or error > tallies.worst[0]):
-                tallies.worst = (error, f"{case.label}: {case.describe()}")
+            tallies.note_error(case.kind, error, label)
             if judged.holes:  # never accepted as a divergence PyTorch allows
                 tallies.record(case.kind, label, problem)
                 continue
@@ -444,18 +443,13 @@ def _run(spec: LaunchSpec, library: Any, include_held_out: bool, seed: int,
                 # a right answer, not an excuse: an index the op leaves unspecified naming an equal element
                 notes.append(f"{row} {case.kind}: differs from torch's CPU and is right: {accepted}")
                 problem = None
-            tallies.record(case.kind, f"{case.label}: {case.describe()}", problem)
+            tallies.record(case.kind, label, problem)
         if unset_total:
             notes.append(f"{row}: {unset_total} output elements torch's CPU kernel leaves unset not compared "
                          f"(Note [unset outputs])")
         verdicts.append(tallies.verdict())
-    counted = sum(v.samples + v.held_out_samples for v in verdicts)
-    if not counted:
-        return ConformanceReport(name, "emulated", "no-host-model", tuple(verdicts), "no case reached the kernel", seed)
-    status = "fail" if not all(v.ok for v in verdicts) else "partial" if any(v.skipped for v in verdicts) else "pass"
-    reason = "; ".join(sorted(set(notes))[:3]) + (f" (+{len(set(notes)) - 3} more)" if len(set(notes)) > 3 else "") \
-        if notes else None
-    return ConformanceReport(name, "emulated", status, tuple(verdicts), reason, seed)
+    return judged_report(name, "emulated", tuple(verdicts), first_few(notes) if notes else None, seed,
+                         none_judged="no case reached the kernel")
 
 
 __all__ = ["SpecCase", "build_spec_cases", "run_spec_conformance"]
