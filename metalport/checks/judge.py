@@ -5,7 +5,7 @@ Each output, in order: its dtype and shape must be torch's; no element may still
 truth is NaN, so a poisoned NaN could otherwise pass where torch's CPU result is a number); its
 values must meet the one rule (Note [the oracle] in `oracle`) against torch's CPU result and the
 float64 truth. The first problem found is the case's. Integer, bool and index outputs have no truth:
-they are judged exactly (tolerance zero).
+CPU's result judges them at the caller's tolerance (zero on both launch paths: exactly).
 """
 
 from __future__ import annotations
