@@ -3,8 +3,9 @@
 For each dtype the op's kernel files register, every OpInfo sample (recorded at the ATen level on
 CPU), random draws and held-out cases from OpInfo's reference numerics (`cases`) run through torch
 on CPU (the reference, guarded where it can crash) and through the kernel as the modelled MPS host
-would dispatch it (`hostmodel`). Outputs are poisoned first; results are judged at test_mps's
-tolerances (`runner.judge_by_oracle`, Note [the oracle]) and counted per kind; skipped calls make the verdict partial.
+would dispatch it (`hostmodel`). Outputs are poisoned first; results are judged by the judgement
+every launch kind shares (`judge.judge_outputs`, Note [the oracle]) and counted per kind; skipped
+calls make the verdict partial.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from metalport.checks.hostcode import find_host_code
 from metalport.checks.cases import Case, build_cases
 from metalport.checks.hostmodel import MissingKernel, UnmodelledCall
 from metalport.checks.oracle import conditioning, truth_calls
-from metalport.checks.report import KINDS, NO_HOST_MODEL, ConformanceReport, DtypeVerdict, Tally
-from metalport.checks.runner import (CRASHED, REJECTED, CaseResult, Prepared, dispatch, judge_by_oracle, prepare_case,
+from metalport.checks.report import (KINDS, NO_HOST_MODEL, ConformanceReport, DtypeVerdict, Tally, first_few,
+                                     judged_report)
+from metalport.checks.runner import (CRASHED, REJECTED, CaseResult, Prepared, dispatch, judge_case, prepare_case,
                                      references)
 from metalport.checks.samples import Call, Family, find_opinfo
 from metalport.checks.tolerances import tolerance_for
@@ -181,8 +183,7 @@ class DtypeRun:
             self.skipped += 1
             self.unmodelled.append(result.skipped)
             return
-        if case.kind != "held-out" and (self.worst is None or result.error > self.worst[0]):
-            self.worst = (result.error, f"{case.label}: {case.call.describe()}")
+        self.note_error(case.kind, result.error, f"{case.label}: {case.call.describe()}")
         self.rel_used = max(self.rel_used, result.rel_used)
         if result.ulps is not None:
             for k, (u, where) in enumerate(zip(result.ulps, self.worst_ulps)):
@@ -192,6 +193,11 @@ class DtypeRun:
                 f"{[t.tolist() if t.numel() <= 64 else 'large' for t in case.call.operands()]}")
         self.record(case.kind, f"{case.label}: {case.call.describe()}", None if result.ok else result.message or "differs",
                     None if accepted is None else f"out of scope: {accepted}", held)
+
+    def note_error(self, kind: str, error: float, described: str) -> None:
+        """Keep the largest error of OpInfo and random cases (held-out inputs are never shown)."""
+        if kind != "held-out" and (self.worst is None or error > self.worst[0]):
+            self.worst = (error, described)
 
     def record(self, kind: str, described: str, problem: str | None, accepted: str | None = None,
                held_detail: str | None = None) -> None:
@@ -363,7 +369,7 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
             if isinstance(item, Prepared):
                 tol = tolerance_for(base, item.expected.dtype, info)
                 order = case.call.args[0] if case.call.args and type(case.call.args[0]) is int else None
-                item = judge_by_oracle(item, errors[id(item)], tol, truths.get(k), case.call.operands(), base, order)
+                item = judge_case(item, errors[id(item)], tol, truths.get(k), case.call.operands(), base, order)
             run.add(item, case)
         unmodelled += run.unmodelled
         rejected += run.rejected
@@ -409,25 +415,19 @@ def _metal_names() -> dict[str, torch.dtype]:
 
 def _report(name: str, backend: str, verdicts: tuple[DtypeVerdict, ...], unmodelled: list[str], rejected: int,
             seed: int) -> ConformanceReport:
-    counted = sum(d.samples + d.held_out_samples for d in verdicts)
     reason = None
     crashed = [u for u in unmodelled if u.startswith(CRASHED)]
     unmodelled = [u for u in unmodelled if not u.startswith(CRASHED)]
     if unmodelled:
-        kinds = sorted(set(unmodelled))
-        reason = (f"{len(unmodelled)} calls skipped, {NO_HOST_MODEL}: " + "; ".join(kinds[:3])
-                  + (f" (+{len(kinds) - 3} more)" if len(kinds) > 3 else ""))
+        reason = f"{len(unmodelled)} calls skipped, {NO_HOST_MODEL}: {first_few(unmodelled)}"
     if crashed:
         lost = f"{len(crashed)} cases dropped: {crashed[0]}"
         reason = f"{reason}; {lost}" if reason else lost
     if rejected:
         dropped = f"{rejected} generated inputs dropped ({REJECTED})"
         reason = f"{reason}; {dropped}" if reason else dropped
-    if counted == 0:
-        return ConformanceReport(name, backend, "no-host-model", verdicts,
-                                 reason or f"no sample reached a modelled host convention; {NO_HOST_MODEL}", seed)
-    status = "fail" if not all(d.ok for d in verdicts) else "partial" if any(d.skipped for d in verdicts) else "pass"
-    return ConformanceReport(name, backend, status, verdicts, reason, seed)
+    return judged_report(name, backend, verdicts, reason, seed,
+                         none_judged=reason or f"no sample reached a modelled host convention; {NO_HOST_MODEL}")
 
 
 __all__ = ["ConformanceReport", "ConformanceSession", "DtypeVerdict", "case_generator",

@@ -374,18 +374,22 @@ def _narrowing_consistency(plan: PortPlan) -> Iterator[Failure]:
                         f"entries to {'; '.join(', '.join(sorted(x)) for x in xfail)}", rel)
 
 
+def _launch_kind_checks(worktree_root: Path, plan: PortPlan, changes: _Changes) -> list[Failure]:
+    """The part of the contract that depends on the plan's launch kind: a launch spec's rows, host
+    function, kernel instantiations and stub (`speccontract`); an elementwise port's rows and the
+    dispatch stubs its CPU kernel calls."""
+    if plan.spec is not None:
+        from metalport.checks.speccontract import spec_contract
+
+        return spec_contract(worktree_root, plan)
+    return [*_registry_checks(worktree_root, plan), *_stub_checks(worktree_root, plan, changes)]
+
+
 def check_contract(base_root: Path, worktree_root: Path, plan: PortPlan) -> list[Failure]:
     """Every contract failure of the worktree's port of `plan.op`; `[]` when the contract holds."""
     base_root, worktree_root = Path(base_root).resolve(), Path(worktree_root).resolve()
     changes = _changes(base_root, worktree_root)
-    failures: list[Failure] = []
-    if plan.spec is not None:
-        from metalport.checks.speccontract import spec_contract
-
-        failures += spec_contract(worktree_root, plan)
-    else:
-        failures += _registry_checks(worktree_root, plan)
-        failures += _stub_checks(worktree_root, plan, changes)
+    failures = _launch_kind_checks(worktree_root, plan, changes)
     failures += _legacy_checks(worktree_root, plan)
     failures += _xfail_checks(base_root, worktree_root, changes, plan)
     failures += _decorator_checks(base_root, worktree_root, changes, plan)

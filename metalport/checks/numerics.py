@@ -247,11 +247,21 @@ def grid(values: Sequence[Sequence[Any]], dtypes: Sequence[torch.dtype]) -> list
     return out
 
 
-def draw(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator, numerics: Numerics,
-         operand: int) -> torch.Tensor:
-    """Fresh in-domain values like OpInfo's make_tensor (uniform in [low, high), default [-9, 9])."""
+def draw(shape: Sequence[int], dtype: torch.dtype, gen: torch.Generator, numerics: Numerics | None = None,
+         operand: int = 0, *, ties: bool = False) -> torch.Tensor:
+    """Fresh random values of `dtype`, for every launch kind's cases (bools are fair coins).
+
+    With the op's `numerics` (elementwise ops): in-domain values of `operand` like OpInfo's
+    make_tensor (uniform in [low, high), default [-9, 9]). Without (the launch-spec kinds:
+    reductions, windows, gathers, tensor lists): normal floats; complex numbers with normal real and
+    imaginary parts (each of variance 1/2); integers in [-100, 100] (uint8 [0, 255]); with `ties`,
+    few distinct values so counts tie: integers in [-3, 3] (uint8 [0, 3]) of any dtype, floats
+    included, a complex number one such integer in each part."""
+    shape = tuple(shape)
     if dtype == torch.bool:
         return torch.randint(0, 2, shape, generator=gen).to(torch.bool)
+    if numerics is None:
+        return _draw_unbounded(shape, dtype, gen, ties)
     low, high = numerics.bounds(operand, dtype)
     if dtype.is_complex:
         real = draw(shape, dtype.to_real(), gen, numerics, operand)
@@ -270,6 +280,21 @@ def draw(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator, numer
     if hi <= lo:
         hi = lo + 1
     return numerics.restrict(torch.randint(lo, hi, shape, generator=gen).to(dtype), operand)
+
+
+def _draw_unbounded(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator, ties: bool) -> torch.Tensor:
+    """`draw` without an op's numerics (see there)."""
+    if ties or not (dtype.is_floating_point or dtype.is_complex):
+        low, high = (-3, 4) if ties else (-100, 101)
+        if dtype == torch.uint8:
+            low, high = (0, 4) if ties else (0, 256)
+        if dtype.is_complex:
+            parts = torch.randint(low, high, (*shape, 2), generator=gen).float()
+            return torch.view_as_complex(parts).to(dtype)
+        return torch.randint(low, high, shape, generator=gen).to(dtype)
+    if dtype.is_complex:
+        return torch.randn(shape, generator=gen, dtype=torch.complex64).to(dtype)
+    return torch.randn(shape, generator=gen).to(dtype)
 
 
 def draw_small(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator, numerics: Numerics,

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import torch
 
-from metalport.checks.tolerances import Tolerance
+from metalport.checks.tolerances import Tolerance, errors, mismatched
 
 SLACK = 8.0  # rounding steps a float evaluation may take (intermediates, output), in eps of the result
 COND_SLACK = 2.0  # input roundings the conditioning allowance grants, in eps of each input
@@ -48,11 +48,15 @@ def _wide(dtype: torch.dtype) -> torch.dtype:
     return torch.complex128 if dtype.is_complex else torch.float64
 
 
-def _upcast(value: object, scale: float = 1.0) -> object:
+def upcast(value: object, scale: float = 1.0) -> object:
+    """A floating or complex tensor (or each of a list of them) in float64/complex128, times `scale`
+    (a copy); anything else as it is. The truth's inputs (Note [the oracle])."""
     if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
         wide = value.to(_wide(value.dtype))
         # no multiply at scale 1: complex * 1.0 turns a -0 imaginary part into +0, the other side of a branch cut
         return wide.clone() if scale == 1.0 else wide * scale
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) for v in value):
+        return [upcast(v, scale) for v in value]
     return value
 
 
@@ -60,10 +64,10 @@ def truth_calls(call) -> list:
     """The calls whose float64 results give the truth and its conditioning: [the upcast call, then
     one per floating operand with that operand scaled by (1 + _STEP)]."""
     values = [call._get(s) for s in call.slots]
-    out = [call.with_operands([_upcast(v) for v in values])]
+    out = [call.with_operands([upcast(v) for v in values])]
     for k, v in enumerate(values):
         if isinstance(v, torch.Tensor) and (v.is_floating_point() or v.is_complex()):
-            out.append(call.with_operands([_upcast(w, 1.0 + _STEP if j == k else 1.0) for j, w in enumerate(values)]))
+            out.append(call.with_operands([upcast(w, 1.0 + _STEP if j == k else 1.0) for j, w in enumerate(values)]))
     return out
 
 
@@ -109,14 +113,9 @@ def acceptable(output: torch.Tensor, cpu: torch.Tensor, truth: torch.Tensor | No
     no relative bound (the launch-spec path's reductions and windows)."""
     dtype = output.dtype
     if not (dtype.is_floating_point or dtype.is_complex) or truth is None or truth.shape != output.shape:
-        a, e = output.to(torch.float64) if dtype.is_floating_point else output, cpu
+        bad = mismatched(output, cpu, tol)  # test_mps's comparison with CPU (integers and bools exactly)
         if not (dtype.is_floating_point or dtype.is_complex):
-            a, e = output.to(torch.int64) if dtype != torch.bool else output.view(torch.uint8).to(torch.int64), \
-                cpu.to(torch.int64) if dtype != torch.bool else cpu.view(torch.uint8).to(torch.int64)
-            bad = (a - e).abs() > tol.atol
-            return Verdict(bad, 0.0, float((a - e).abs().max()) if a.numel() else 0.0, _argmax(bad.to(torch.float64)))
-        a, e = output.to(_wide(dtype)), cpu.to(_wide(dtype))
-        bad = ~(_same_special(a, e) | (torch.isfinite(e) & ((a - e).abs() <= e.abs() * tol.rtol + tol.atol)))
+            return Verdict(bad, 0.0, _max(errors(output, cpu)), _argmax(bad.to(torch.float64)))
         return Verdict(bad, float("nan"), 0.0, _argmax(bad.to(torch.float64)))
     wide = _wide(dtype)
     a, c, t = output.to(wide), cpu.to(wide), truth.to(wide)
@@ -201,4 +200,5 @@ def _broadcasts(op: torch.Tensor, out: torch.Tensor) -> bool:
         return False
 
 
-__all__ = ["COND_SLACK", "REL_BOUND", "SLACK", "Verdict", "acceptable", "conditioning", "describe", "truth_calls"]
+__all__ = ["COND_SLACK", "REL_BOUND", "SLACK", "Verdict", "acceptable", "conditioning", "describe", "truth_calls",
+           "upcast"]

@@ -9,6 +9,7 @@ verdict "partial", never "pass".
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -176,3 +177,20 @@ class ConformanceReport:
             for f in d.failures[:4]:
                 lines.append(f"  - {f}")
         return "\n".join(lines)
+
+
+def first_few(reasons: Sequence[str], most: int = 3) -> str:
+    """The distinct `reasons`, sorted, the first `most` joined by `; ` and `(+N more)` for the rest."""
+    distinct = sorted(set(reasons))
+    return "; ".join(distinct[:most]) + (f" (+{len(distinct) - most} more)" if len(distinct) > most else "")
+
+
+def judged_report(op: str, backend: str, verdicts: tuple[DtypeVerdict, ...], reason: str | None, seed: int,
+                  *, none_judged: str) -> ConformanceReport:
+    """The report of every launch kind's judged dtypes: fail when one fails, else partial when a call
+    was skipped, else pass; no-host-model (`none_judged` its reason) when no case was judged."""
+    if not sum(d.samples + d.held_out_samples for d in verdicts):
+        return ConformanceReport(op, backend, "no-host-model", verdicts, none_judged, seed)
+    status = "fail" if not all(d.ok for d in verdicts) else "partial" if any(d.skipped for d in verdicts) else "pass"
+    return ConformanceReport(op, backend, status, verdicts, reason, seed)
+

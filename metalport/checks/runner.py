@@ -12,12 +12,12 @@ from metalport.checks.backend import KernelSet
 from metalport.checks.guard import Crashed, Outcome, Refused, needs_guard, run_guarded
 from metalport.checks.hostmodel import (Launch, MissingKernel, UnmodelledCall, plan_binary, plan_ternary,
                                         output_spec, plan_ternary_alpha, plan_two_outputs, plan_unary)
-from metalport.checks.oracle import acceptable, describe
+from metalport.checks.judge import judge_outputs
 from metalport.checks.precise import has_precise_truth, refine
 from metalport.checks.iteration import build_iteration, flat_buffer
-from metalport.checks.poison import poisoned, unwritten
+from metalport.checks.poison import poisoned
 from metalport.checks.samples import Call, Family
-from metalport.checks.tolerances import Tolerance, compare, mismatched
+from metalport.checks.tolerances import Tolerance, largest_error
 
 _NO_MPS_DTYPES = (torch.float64, torch.complex128)
 REJECTED = "torch CPU rejects the inputs"
@@ -84,17 +84,6 @@ def plan(kernels: KernelSet, family: Family, name: str, call: Call, expected: to
         raise UnmodelledCall(f"kernel {launch.kernel} declares {declared} buffers, the modelled host passes "
                              f"{len(launch.args)}")
     return launch, out, other
-
-
-def _describe_mismatch(actual: torch.Tensor, expected: torch.Tensor, err: float, tol: Tolerance) -> str:
-    """How many elements differ, the worst error and the first differing element (got / expected)."""
-    bad = mismatched(actual, expected, tol).reshape(-1)
-    a, e = actual.reshape(-1), expected.reshape(-1)
-    idx = int(bad.nonzero()[0]) if bool(bad.any()) else 0
-    where = [int(i) for i in torch.unravel_index(torch.tensor(idx), expected.shape)] if expected.dim() else []
-    return (f"{int(bad.sum())} of {a.numel()} elements differ, worst error {err:.3g} "
-            f"(atol {tol.atol:g}, rtol {tol.rtol:g}); at {where} got {a[idx].item()!r}, "
-            f"expected {e[idx].item()!r}")
 
 
 @dataclass
@@ -170,63 +159,33 @@ def references(calls: Sequence[Call]) -> list[Outcome]:
     return out
 
 
-_FURTHER = "output "  # how a mismatch of a further output (frexp's exponent) starts
-
-
-def judge(prepared: Prepared, failure: str | None, tol: Tolerance) -> CaseResult:
-    """Compare a dispatched case's output with the reference at `tol` (`failure`: the dispatch error, if any)."""
+def judge_case(prepared: Prepared, failure: str | None, tol: Tolerance,
+               truth: tuple[torch.Tensor, torch.Tensor] | None,
+               operands: Sequence[torch.Tensor] = (), op: str | None = None, order: Any = None) -> CaseResult:
+    """Judge one dispatched case (`failure`: the dispatch error, if any) by the one judgement of
+    outputs (`judge.judge_outputs`, Note [the oracle]): the output against CPU and the float64 truth
+    (`truth`: (value, conditioning), None for integer and bool outputs), refined by mpmath where
+    `op` has a precise truth (Note [precise truth]; `order`: polygamma's integer first argument);
+    further outputs (frexp's exponent) against CPU, exactly when they are integers."""
     kernel = prepared.launch.kernel if prepared.launch else "(no launch)"
     if failure is not None:
         return CaseResult(False, float("inf"), f"kernel {kernel} failed: {failure}")
-    output, expected = prepared.output, prepared.expected
-    err, ok = compare(output, expected, tol)
-    # A poisoned NaN can only pass where torch expects NaN; look for it there, or to word a failure.
-    may_hide = ok and (expected.is_floating_point() or expected.is_complex()) and bool(expected.isnan().any())
-    holes = unwritten(output, expected) if (may_hide or not ok) else 0
-    if holes:
-        return CaseResult(False, float("inf"), f"{holes} of {output.numel()} output elements never written "
-                          f"by {kernel}")
-    for k, (more, reference) in enumerate(prepared.extra, start=1):
-        exact = Tolerance(0.0, 0.0) if not (reference.is_floating_point() or reference.is_complex()) else tol
-        more_err, more_ok = compare(more, reference, exact)
-        if not more_ok:
-            shown = _describe_mismatch(more, reference, more_err, exact) if more.shape == reference.shape else \
-                f"shape {list(more.shape)} for {list(reference.shape)}"
-            return CaseResult(False, max(err, more_err), f"{_FURTHER}{k}: {shown}; kernel {kernel}")
-    if ok:
-        return CaseResult(True, err)
-    return CaseResult(False, err, f"{_describe_mismatch(output, expected, err, tol)}; kernel {kernel}")
-
-
-def judge_by_oracle(prepared: Prepared, failure: str | None, tol: Tolerance,
-                    truth: tuple[torch.Tensor, torch.Tensor] | None,
-                    operands: Sequence[torch.Tensor] = (), op: str | None = None, order: Any = None) -> CaseResult:
-    """Judge one dispatched case by the one rule (Note [the oracle] in `checks.oracle`): dispatch
-    errors, unwritten elements and further outputs as `judge`; each element of the output against CPU
-    and the float64 truth (`truth`: (value, conditioning), None for integer and bool outputs), refined
-    by mpmath where `op` has a precise truth and the float64 one finds elements wrong (Note [precise
-    truth]; `order`: polygamma's integer first argument)."""
-    result = judge(prepared, failure, tol)
-    if failure is not None or "never written" in (result.message or "") or \
-            (result.message or "").startswith(_FURTHER):
-        return result
-    out, cpu = prepared.output, prepared.expected
-    if out.shape != cpu.shape or out.dtype != cpu.dtype:
-        return result
+    got = (prepared.output, *(more for more, _ in prepared.extra))
+    want = (prepared.expected, *(reference for _, reference in prepared.extra))
+    tols = (tol, *(tol if r.is_floating_point() or r.is_complex() else Tolerance(0.0, 0.0) for r in want[1:]))
     value, cond = truth if truth is not None else (None, None)
-    verdict = acceptable(out, cpu, value, tol, cond)
-    if bool(verdict.bad.any()) and value is not None and op is not None and has_precise_truth(op):
-        finer = refine(op, operands, order, value, verdict.bad)
-        if finer is not None:
-            value = finer
-            verdict = acceptable(out, cpu, value, tol, cond)
-    ulps = None if value is None else (verdict.ulps_truth, verdict.ulps_cpu)
-    if not bool(verdict.bad.any()):
-        return CaseResult(True, result.error, ulps=ulps, rel_used=verdict.rel_used)
-    kernel = prepared.launch.kernel if prepared.launch else "(no launch)"
-    return CaseResult(False, result.error if result.error else verdict.ulps_truth,
-                      f"{describe(out, cpu, value, verdict, operands)}; kernel {kernel}", ulps=ulps,
-                      rel_used=verdict.rel_used)
+    finer = (lambda t, bad: refine(op, operands, order, t, bad)) \
+        if op is not None and value is not None and has_precise_truth(op) else None
+    judged = judge_outputs(got, want, tols, kernel, truths=(value,), conds=(cond,), refine=finer,
+                           operands=operands, named=False)
+    error = float("inf") if judged.holes else largest_error(prepared.output, prepared.expected)
+    first = judged.verdicts[0] if judged.verdicts else None
+    ulps = None if value is None or first is None else (first.ulps_truth, first.ulps_cpu)
+    rel_used = first.rel_used if first is not None else 0.0
+    if judged.problem is None:
+        return CaseResult(True, error, ulps=ulps, rel_used=rel_used)
+    return CaseResult(False, error or (first.ulps_truth if first is not None else float("inf")), judged.problem,
+                      ulps=ulps, rel_used=rel_used)
 
 
 def dispatch(kernels: KernelSet, prepared: list[Prepared]) -> list[str | None]:
@@ -236,4 +195,5 @@ def dispatch(kernels: KernelSet, prepared: list[Prepared]) -> list[str | None]:
     return [next(errors) if p.launch is not None else None for p in prepared]
 
 
-__all__ = ["CRASHED", "REJECTED", "CaseResult", "MissingKernel", "Prepared", "dispatch", "judge", "plan", "judge_case", "prepare_case", "references"]
+__all__ = ["CRASHED", "REJECTED", "CaseResult", "MissingKernel", "Prepared", "dispatch", "judge_case", "plan", "prepare_case",
+           "references"]

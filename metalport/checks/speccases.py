@@ -9,7 +9,8 @@ first input (gathers, windows, factories, tensor lists), from the spec's `cases`
         - {label: "self past 2^31 elements", only: [bool], self: {shape: [2147483700], large: true},
            index: {index_into: self, shape: [2000], tail: 4096}}
 
-A tensor argument is `{shape, transposed?, channels_last?, large?}` drawn in the row's dtype
+A tensor argument is `{shape, transposed?, channels_last?, large?}` drawn (`numerics.draw`, no op
+numerics) in the row's dtype
 (`large`: zeros with 4096 random elements at each end, so no 64-bit temporary is made; `range:
 [low, high]`: integers in [low, high)), drawn in its own `dtypes` column when it is a spec input; an index
 argument `{index_into: <arg>, shape, tail?}` int64 in [-numel, numel) (`tail`: only the last
@@ -20,37 +21,16 @@ run only when large cases are asked for.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 
+from metalport.checks.numerics import draw
 from metalport.errors import SpecError
 from metalport.port.spec import METAL_DTYPES, LaunchSpec
 
 _TAIL = 4096
-
-
-def draw(shape: Sequence[int], dtype: torch.dtype, gen: torch.Generator, *, ties: bool = False) -> torch.Tensor:
-    """Random values of `dtype`: bools; integers in [-100, 100] (uint8 [0, 255]); normal floats;
-    complex numbers with normal real and imaginary parts (each of variance 1/2).
-
-    With `ties`, few distinct values so counts tie: integers in [-3, 3] (uint8 [0, 3]) of any dtype,
-    floats included; a complex number gets one such integer in each part."""
-    shape = tuple(shape)
-    if dtype == torch.bool:
-        return torch.randint(0, 2, shape, generator=gen).bool()
-    if ties or not (dtype.is_floating_point or dtype.is_complex):
-        low, high = (-3, 4) if ties else (-100, 101)
-        if dtype == torch.uint8:
-            low, high = (0, 4) if ties else (0, 256)
-        if dtype.is_complex:
-            parts = torch.randint(low, high, (*shape, 2), generator=gen).float()
-            return torch.view_as_complex(parts).to(dtype)
-        return torch.randint(low, high, shape, generator=gen).to(dtype)
-    if dtype.is_complex:
-        return torch.randn(shape, generator=gen, dtype=torch.complex64).to(dtype)
-    return torch.randn(shape, generator=gen).to(dtype)
 
 
 def _tensor(desc: Mapping[str, Any], dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
@@ -142,4 +122,4 @@ def explicit_calls(spec: LaunchSpec, func: Any, types: tuple[str, ...], kind: st
     return calls
 
 
-__all__ = ["draw", "explicit_calls"]
+__all__ = ["explicit_calls"]

@@ -4,8 +4,9 @@ For every instantiation the spec registers, the op's OpInfo samples (recorded at
 random calls and held-out calls (slices crossing the threadgroup size, non-contiguous and empty
 inputs, a forced 32-bit split) run through torch on CPU and through the kernel as the spec's host
 launches it (`speclaunch`): outputs poisoned, guard bands checked, an output element the kernel
-never wrote named as such. Values are judged exactly for
-integer, bool and index outputs, at test_mps-style tolerances for floating outputs.
+never wrote named as such. Outputs are judged by the judgement every launch kind shares
+(`judge.judge_outputs`, Note [spec truth]): exactly for integer, bool and index outputs, at
+test_mps-style tolerances or by the float64 truth for floating ones.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import contextlib
 import functools
 import os
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,11 +23,12 @@ from typing import Any
 import torch
 
 from metalport.checks.conformance import DtypeRun
-from metalport.checks.oracle import acceptable, describe
-from metalport.checks.poison import unwritten
-from metalport.checks.report import ConformanceReport
-from metalport.checks.speccases import draw, explicit_calls
-from metalport.checks.tolerances import Tolerance
+from metalport.checks.judge import judge_outputs
+from metalport.checks.oracle import upcast
+from metalport.checks.report import ConformanceReport, first_few, judged_report
+from metalport.checks.numerics import draw
+from metalport.checks.speccases import explicit_calls
+from metalport.checks.tolerances import Tolerance, largest_error
 from metalport.checks.speclaunch import (INDEX_LIMIT, HostCheckFailed, UnlaunchableCall, bind_call, plan_launch,
                                          run_launch)
 from metalport.errors import EmulateError, SpecError, UsageError
@@ -217,74 +219,24 @@ def _any_occurrence(got: Sequence[torch.Tensor], want: tuple[torch.Tensor, ...],
 TRUTH_NOTE = "differs from torch's CPU result and matches the op computed in float64 (Note [spec truth])"
 
 
-def _upcast(value: Any) -> Any:
-    if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
-        return value.to(torch.complex128 if value.is_complex() else torch.float64)
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) for v in value):
-        return [_upcast(v) for v in value]
-    return value
-
-
 def _truth(func: Any, case: SpecCase) -> tuple[torch.Tensor, ...] | None:
     """The op computed by torch in float64/complex128 on the case's upcast inputs, or None when torch
     refuses that call."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            precise = func(*[_upcast(a) for a in case.args], **{k: _upcast(v) for k, v in case.kwargs.items()})
+            precise = func(*[upcast(a) for a in case.args], **{k: upcast(v) for k, v in case.kwargs.items()})
     except (RuntimeError, ValueError, TypeError, IndexError):
         return None
     return (precise,) if isinstance(precise, torch.Tensor) else tuple(precise)
 
 
-def _abs_error(got: Sequence[torch.Tensor], want: Any) -> float:
-    """The largest absolute difference over the finite elements of floating outputs (0 for others)."""
-    want = (want,) if isinstance(want, torch.Tensor) else tuple(want)
-    worst = 0.0
-    for g, w in zip(got, want):
-        if w.dtype in _TOLERANCE and g.shape == w.shape and g.dtype == w.dtype and w.numel():
-            finite = torch.isfinite(w) & torch.isfinite(g)
-            if bool(finite.any()):
-                worst = max(worst, float((g.double() - w.double()).abs()[finite].max()))
-    return worst
-
-
-def _judge(got: Sequence[torch.Tensor], want: Any, truth: Callable[[], tuple[torch.Tensor, ...] | None] | None = None,
-           ) -> tuple[str | None, bool]:
-    """(None when the kernel's outputs are right by Note [spec truth], else a one-line reason; whether
-    the truth's side of the rule was needed). `truth`: computes the float64 outputs, asked only
-    where torch's CPU result alone does not accept the kernel's."""
-    want = (want,) if isinstance(want, torch.Tensor) else tuple(want)
-    precise: tuple[torch.Tensor, ...] | None = None
-    by_truth = False
-    for n, (g, w) in enumerate(zip(got, want)):
-        if g.dtype != w.dtype or tuple(g.shape) != tuple(w.shape):
-            return (f"output {n} is {str(g.dtype).removeprefix('torch.')}{list(g.shape)}, torch gives "
-                    f"{str(w.dtype).removeprefix('torch.')}{list(w.shape)}"), False
-        if w.dtype in _TOLERANCE or w.dtype.is_complex:
-            rtol, atol = _TOLERANCE.get(w.dtype.to_real() if w.dtype.is_complex else w.dtype, (1e-5, 1e-5))
-            tol = Tolerance(atol, rtol)
-            verdict = acceptable(g, w, None, tol)
-            if not bool(verdict.bad.any()):
-                continue
-            if precise is None and truth is not None:
-                precise = truth() or ()
-            t = precise[n] if precise is not None and n < len(precise) else None
-            if t is not None and tuple(t.shape) == tuple(w.shape):
-                verdict = acceptable(g, w, t, tol)
-                if not bool(verdict.bad.any()):
-                    by_truth = True
-                    continue
-            else:
-                t = None
-            return f"output {n}: {describe(g, w, t, verdict)}", False
-        else:
-            bad = g.view(torch.uint8) != w.view(torch.uint8) if w.dtype == torch.bool else g != w
-            if bool(bad.any()):
-                at = tuple(int(i) for i in bad.nonzero()[0])
-                return (f"output {n}: {int(bad.sum())} of {w.numel()} elements differ; at {list(at)}: kernel "
-                        f"{g[at].item()!r}, torch {w[at].item()!r}"), False
-    return None, by_truth
+def _tolerance(dtype: torch.dtype) -> Tolerance:
+    """test_mps-style tolerance of a floating output (`_TOLERANCE`); integers, bools, indices exact."""
+    if not (dtype.is_floating_point or dtype.is_complex):
+        return Tolerance(0.0, 0.0)
+    rtol, atol = _TOLERANCE.get(dtype.to_real() if dtype.is_complex else dtype, (1e-5, 1e-5))
+    return Tolerance(atol, rtol)
 
 
 # Note [unset outputs]: some CPU kernels leave parts of an output unset (`_ctc_loss` allocates
@@ -325,21 +277,6 @@ def _mask_unset(spec: LaunchSpec, got: Sequence[torch.Tensor], want: Any) -> tup
             g = g.masked_fill(unset, float("nan"))
         out.append(g)
     return tuple(out), left
-
-
-def _unwritten_problem(got: Sequence[torch.Tensor], want: Any, kernel: str, *, mismatch: bool) -> str | None:
-    """A one-line reason when an output element still holds the poison where torch's does not.
-
-    Looked for only on a `mismatch` (`_judge` failed), or where torch expects a NaN (a poisoned NaN
-    passes `equal_nan` there), as the pointwise conformance does."""
-    want = (want,) if isinstance(want, torch.Tensor) else tuple(want)
-    for n, (g, w) in enumerate(zip(got, want)):
-        if not mismatch and not ((w.is_floating_point() or w.is_complex()) and bool(w.isnan().any())):
-            continue
-        holes = unwritten(g, w)
-        if holes:
-            return f"output {n}: {holes} of {g.numel()} output elements never written by {kernel}"
-    return None
 
 
 # Note [refused calls]: a call torch's CPU kernel refuses must be refused by the port's host too,
@@ -486,18 +423,19 @@ def _run(spec: LaunchSpec, library: Any, include_held_out: bool, seed: int,
             if partial_outputs:
                 got, unset = _mask_unset(spec, got, want)
                 unset_total += unset
-            problem, by_truth = _judge(got, want, lambda: _truth(func, case))
-            error = _abs_error(got, want)
-            if case.kind != "held-out" and (tallies.worst is None or error > tallies.worst[0]):
-                tallies.worst = (error, f"{case.label}: {case.describe()}")
-            holes = _unwritten_problem(got, want, launch.host_name, mismatch=problem is not None)
-            if holes is not None:  # never accepted as a divergence PyTorch allows
-                tallies.record(case.kind, label, holes)
+            wanted = (want,) if isinstance(want, torch.Tensor) else tuple(want)
+            judged = judge_outputs(got, wanted, [_tolerance(w.dtype) for w in wanted], launch.host_name,
+                                   truths=lambda: _truth(func, case))
+            problem, by_truth = judged.problem, judged.by_truth
+            error = max((largest_error(g, w, finite=True) for g, w in zip(got, wanted)
+                         if w.is_floating_point() or w.is_complex()), default=0.0)
+            tallies.note_error(case.kind, error, label)
+            if judged.holes:  # never accepted as a divergence PyTorch allows
+                tallies.record(case.kind, label, problem)
                 continue
             accepted = None
             if problem is not None and spec.cases.get("index_ties") == "any-occurrence" and launch.inputs:
                 rows = launch.inputs[0].reshape(launch.derived["num_slices"], max(launch.derived["reduce_size"], 1))
-                wanted = (want,) if isinstance(want, torch.Tensor) else tuple(want)
                 accepted = ANY_OCCURRENCE if _any_occurrence(got, wanted, rows) else None
             if by_truth:
                 notes.append(f"{row} {case.kind}: {TRUTH_NOTE}")
@@ -505,18 +443,13 @@ def _run(spec: LaunchSpec, library: Any, include_held_out: bool, seed: int,
                 # a right answer, not an excuse: an index the op leaves unspecified naming an equal element
                 notes.append(f"{row} {case.kind}: differs from torch's CPU and is right: {accepted}")
                 problem = None
-            tallies.record(case.kind, f"{case.label}: {case.describe()}", problem)
+            tallies.record(case.kind, label, problem)
         if unset_total:
             notes.append(f"{row}: {unset_total} output elements torch's CPU kernel leaves unset not compared "
                          f"(Note [unset outputs])")
         verdicts.append(tallies.verdict())
-    counted = sum(v.samples + v.held_out_samples for v in verdicts)
-    if not counted:
-        return ConformanceReport(name, "emulated", "no-host-model", tuple(verdicts), "no case reached the kernel", seed)
-    status = "fail" if not all(v.ok for v in verdicts) else "partial" if any(v.skipped for v in verdicts) else "pass"
-    reason = "; ".join(sorted(set(notes))[:3]) + (f" (+{len(set(notes)) - 3} more)" if len(set(notes)) > 3 else "") \
-        if notes else None
-    return ConformanceReport(name, "emulated", status, tuple(verdicts), reason, seed)
+    return judged_report(name, "emulated", tuple(verdicts), first_few(notes) if notes else None, seed,
+                         none_judged="no case reached the kernel")
 
 
 __all__ = ["SpecCase", "build_spec_cases", "run_spec_conformance"]

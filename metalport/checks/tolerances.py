@@ -135,6 +135,16 @@ def mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> fl
     return None if ok else worst
 
 
-def worst_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
-    """Largest absolute error; `inf` for a structural mismatch (see `compare`)."""
-    return compare(actual, expected, Tolerance(0.0, 0.0))[0]
+def largest_error(actual: torch.Tensor, expected: torch.Tensor, *, finite: bool = False) -> float:
+    """Largest absolute error (see `errors`); `inf` for a structural mismatch (see `compare`).
+    `finite`: over the elements where both are finite only (0 where there are none or the shapes
+    or dtypes differ), the error a report shows beside a verdict that judges the rest."""
+    if actual.shape != expected.shape or actual.dtype != expected.dtype:
+        return 0.0 if finite else float("inf")
+    if actual.numel() == 0:
+        return 0.0
+    each = errors(actual, expected)
+    if finite:
+        a, e = _widened(actual, expected)
+        each = each[torch.isfinite(a) & torch.isfinite(e)]
+    return float(each.max()) if each.numel() else 0.0

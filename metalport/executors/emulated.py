@@ -5,8 +5,8 @@ failure there is the base tree's, never the port's). build = `metalport.emulate.
 every `.metal` the worktree changed (plus the plan's kernel file), instantiating only the op's
 host names, against PyTorch's include path (the worktree root, `aten/src`, then the wheel);
 compiler diagnostics become `Failure`s at the user's file and line. test =
-`metalport.checks.conformance.run_conformance` on the emulated backend, held-out cases included
-when asked (at the gate).
+`metalport.checks.stage.check_port_conformance` (the plan's launch kind) on the emulated backend,
+held-out cases included when asked (at the gate).
 """
 
 from __future__ import annotations
@@ -117,19 +117,13 @@ def _failed_report(plan: PortPlan, message: str, backend: str = "emulated") -> C
 
 def conformance(worktree_root: Path, plan: PortPlan, *, held_out: bool,
                 backend: str) -> tuple[ConformanceReport, list[Failure]]:
-    """(`ConformanceReport`, failures) of `run_conformance` on `backend`; compile and usage errors
+    """(`ConformanceReport`, failures) of `check_port_conformance` on `backend`; compile and usage errors
     become a failed report with their failures."""
-    from metalport.checks.conformance import run_conformance
+    from metalport.checks.stage import check_port_conformance
 
     root = Path(worktree_root).resolve()
     try:
-        if plan.spec is not None:
-            from metalport.checks.specconformance import run_spec_conformance
-            from metalport.port.spec import load_spec
-
-            report = run_spec_conformance(root, load_spec(plan.spec), include_held_out=held_out)
-        else:
-            report = run_conformance(root, plan.op, include_held_out=held_out, backend=backend)
+        report = check_port_conformance(root, plan, held_out=held_out, backend=backend)
     except CompileError as err:
         rel = plan.kernel_file or "kernel"
         return _failed_report(plan, f"compile error: {err.message}", backend), _compile_failures(err, rel)

@@ -10,7 +10,7 @@ import re
 import pytest
 import torch
 
-from metalport.checks.speccases import draw
+from metalport.checks.numerics import draw
 from metalport.checks.speclaunch import bind_call, plan_launch, run_launch
 from metalport.checks.specconformance import build_spec_cases, run_spec_conformance
 from metalport.emulate import compile_shader

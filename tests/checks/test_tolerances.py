@@ -42,7 +42,7 @@ def test_integer_exact_and_shape():
 
 
 def test_mismatch_text_is_right_when_the_expected_value_is_infinite() -> None:
-    from metalport.checks.runner import _describe_mismatch
+    from metalport.checks.judge import judge_outputs
     from metalport.checks.tolerances import compare
 
     tol = tolerance_for("neg", torch.float32)
@@ -50,8 +50,9 @@ def test_mismatch_text_is_right_when_the_expected_value_is_infinite() -> None:
     a = torch.tensor([1.0, 3.0e38, -float("inf"), 2.0])
     err, ok = compare(a, e, tol)
     assert not ok and err == math.inf
-    assert _describe_mismatch(a, e, err, tol).startswith("1 of 4 elements differ, worst error inf")
-    assert "at [1] got 3.0000000054977558e+38, expected inf" in _describe_mismatch(a, e, err, tol)
+    problem = judge_outputs([a], [e], [tol], "neg_dense_float", named=False).problem
+    assert problem is not None and problem.startswith("1 of 4 elements wrong; at output element 1 kernel "
+                                                      "3.0000000054977558e+38, CPU inf"), problem
 
 
 def test_opinfo_precision_overrides_raise_the_floor() -> None:
