@@ -116,27 +116,8 @@ def errors(actual: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
     return diff.masked_fill_(same, 0.0)
 
 
-def compare(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> tuple[float, bool]:
-    """(worst absolute error, within tolerance) of `actual` against `expected`.
-
-    Shapes and dtypes must agree, NaN positions must agree, infinities must agree exactly; a
-    structural mismatch (shape, dtype, NaN or inf placement) is an `inf` error (see `mismatched`).
-    """
-    if actual.shape != expected.shape or actual.dtype != expected.dtype:
-        return float("inf"), False
-    if actual.numel() == 0:
-        return 0.0, True
-    return float(errors(actual, expected).max()), not bool(mismatched(actual, expected, tol).any())
-
-
-def mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> float | None:
-    """Worst error of `actual` against `expected`, or None when they match (see `compare`)."""
-    worst, ok = compare(actual, expected, tol)
-    return None if ok else worst
-
-
 def largest_error(actual: torch.Tensor, expected: torch.Tensor, *, finite: bool = False) -> float:
-    """Largest absolute error (see `errors`); `inf` for a structural mismatch (see `compare`).
+    """Largest absolute error (see `errors`); `inf` for a structural mismatch (shape, dtype, NaN or inf placement).
     `finite`: over the elements where both are finite only (0 where there are none or the shapes
     or dtypes differ), the error a report shows beside a verdict that judges the rest."""
     if actual.shape != expected.shape or actual.dtype != expected.dtype:
