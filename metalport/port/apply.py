@@ -17,6 +17,7 @@ from metalport.port.host import HostStub, drop_empty_namespaces, has_legacy, ins
 from metalport.port.functors import CASTOUT_MACRO
 from metalport.port.reuse import remove_macro
 from metalport.port.metal import ensure_includes, file_style, insert_functor, needed_includes
+from metalport.port.launch import ELEMENTWISE
 from metalport.port.plan import NEEDS_LLM
 from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
 from metalport.port.resolve import mps_only_lines
@@ -252,7 +253,7 @@ def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str
     root = Path(worktree_root).resolve()
     guard = PathGuard(root, set(plan.allowed_paths), secret_env=secret_env)
     texts = _Texts(root)
-    if plan.spec is not None:
+    if plan.launch_kind not in (ELEMENTWISE, None):  # a spec launch; no launch yet fails at the functor step
         from metalport.port.specport import spec_texts
 
         _legacy_edit(texts, plan)  # first: the host function may take the legacy one's place and file

@@ -36,6 +36,7 @@ from metalport.port.functors import COMPLEX_TYPES, METAL_TYPES, FunctorRecipe, m
 from metalport.port.functors import Family as RecipeFamily
 from metalport.port.decorators import OPINFO_FILES, find_decorators
 from metalport.port.kinds import Classification, Kind
+from metalport.port.launch import LAUNCHERS
 from metalport.port.metal import fit_functor
 from metalport.port.obsolete import legacy_include, legacy_registrations, obsolete_xfails, opinfo_names
 from metalport.port.host import remove_legacy
@@ -344,13 +345,12 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels
     legacy_regs = legacy_registrations(checkout, res)
     legacy = tuple((f.where.file, f.name) for f in res.legacy)
     legacy += _orphaned_helpers(checkout, res, legacy)
-    host_call = _host_call(parts)
     shared, shared_line = None, None
     if parts.host_family == "ternary_alpha":  # Note [extend shared code at home] (port/shared.py)
         from metalport.port.shared import HOMES, ternary_alpha_support
 
         shared, shared_line = ternary_alpha_support(checkout.root)
-        host_call = None  # the shared line says which launcher and why
+    host_call = None if shared_line is not None else _host_call(parts)  # the shared line names its launcher
     reuse = reuse_lines(checkout, functor_source=parts.functor_source, registrations=parts.registrations,
                         host_call=host_call, kernel_file=parts.kernel_file, functor=parts.functor)
     if shared_line is not None:
@@ -417,15 +417,13 @@ def _existing_kernel(checkout: Checkout, res: Resolution, parts: _Parts):
 
 def _host_call(parts: _Parts) -> str | None:
     """The launcher call the host stub will make (for the plan's reuse lines)."""
-    if not parts.host_family:
+    launcher = LAUNCHERS.get(parts.host_family or "")
+    if launcher is None:
         return None
     from metalport.port.functors import CASTOUT_MACRO
 
-    if parts.host_family == "ternary_alpha":
-        return "exec_ternary_kernel_with_alpha"
-    call = {"unary": "exec_unary_kernel", "ternary": "exec_ternary_kernel"}.get(parts.host_family, "exec_binary_kernel")
     castout = any(r.startswith(CASTOUT_MACRO + "(") for r in parts.registrations)
-    return call + (" kBool" if castout else "")
+    return launcher + (" kBool" if castout else "")
 
 
 def _placed_by_siblings(checkout: Checkout, res: Resolution, parts: _Parts) -> tuple[_Parts, tuple[str, ...]]:
