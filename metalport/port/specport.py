@@ -13,8 +13,7 @@ from pathlib import Path
 
 from metalport.checkout.layout import KERNELS_DIR, OPERATIONS_DIR, Checkout
 from metalport.errors import PipelineError, SpecError
-from metalport.port.cformat import format_snippet
-from metalport.port.hostgen import host_file_text, kernel_file_text, registry_row
+from metalport.port.hostgen import host_file_text, kernel_file_text, registry_row, write_host_code
 from metalport.port.obsolete import legacy_include, legacy_registrations, obsolete_xfails, opinfo_names
 from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan, RowChange
 from metalport.port.resolve import Resolution
@@ -305,10 +304,9 @@ def spec_texts(plan: PortPlan, root: Path, current: dict[str, str | None]) -> di
     kernel = current.get(spec.kernel_file)
     if kernel is None or f"kernel void {spec.kernel_name}(" not in kernel:
         out[spec.kernel_file] = kernel_file_text(spec, plan.functor_source or "", kernel)
-    host = current.get(spec.host_file)
-    if host is None or f" {spec.host_function}(" not in host:
-        text = host_file_text(spec, plan.schema, host)
-        out[spec.host_file] = format_snippet(text, root, spec.host_file) if host is None else text
+    host = write_host_code(plan, root, current.get)
+    if host is not None:
+        out[spec.host_file] = host
     return out
 
 

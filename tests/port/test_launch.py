@@ -1,13 +1,17 @@
-"""Note [one port model]: every plan says how its kernel is launched, through one accessor."""
+"""Note [one port model]: every plan says how its kernel is launched, through one accessor, and
+one host writer takes every launch kind."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
 from metalport.checkout import Checkout
+from metalport.errors import RecipeError
+from metalport.port.hostgen import write_host_code
 from metalport.port.launch import ELEMENTWISE, ElementwiseLaunch
 from metalport.port.port import PortPlan, plan_port
 from tests.fixture_repo import make_fixture_checkout
@@ -68,3 +72,26 @@ def test_the_launch_dict_round_trips() -> None:
                                ("REGISTER_TERNARY_ALPHA_OP(lerp, float, float);",), (), True)
     assert launch.launcher == "exec_ternary_kernel"
     assert ElementwiseLaunch.from_dict(json.loads(json.dumps(launch.to_dict()))) == launch
+
+
+def _reader(root: Path):
+    def read(rel: str) -> str | None:
+        path = root / rel
+        return path.read_text(encoding="utf-8") if path.is_file() else None
+    return read
+
+
+def test_one_host_writer_takes_every_launch_kind(wheel_workspace: Checkout, plans: dict[str, PortPlan]) -> None:
+    root, read = wheel_workspace.root, _reader(wheel_workspace.root)
+    heaviside = write_host_code(plans["heaviside"], root, read)
+    assert heaviside is not None
+    assert 'lib.exec_binary_kernel(iter, "heaviside")' in heaviside
+    assert "REGISTER_DISPATCH(heaviside_stub, &heaviside_mps_kernel);" in heaviside
+    mode = plans["mode"]
+    written = write_host_code(mode, root, read)
+    assert written is not None and f" {mode.spec['host']['function']}(" in written  # type: ignore[index]
+    # A file that registers the stub, or defines the host function, already gets nothing added.
+    assert write_host_code(plans["heaviside"], root, lambda rel: heaviside) is None
+    assert write_host_code(mode, root, lambda rel: written) is None
+    with pytest.raises(RecipeError, match="the plan for prod has no host stub"):
+        write_host_code(plans["prod"], root, read)
