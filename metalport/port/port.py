@@ -32,18 +32,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from metalport.port.apply import apply_port
-from metalport.port.functors import COMPLEX_TYPES, METAL_TYPES, FunctorRecipe, metal_types_for, recipe_table
+from metalport.port.functors import COMPLEX_TYPES, FunctorRecipe, metal_types_for, recipe_table
 from metalport.port.functors import Family as RecipeFamily
-from metalport.port.decorators import OPINFO_FILES, find_decorators
 from metalport.port.kinds import Classification, Kind
 from metalport.port.launch import LAUNCHERS
 from metalport.port.metal import fit_functor
-from metalport.port.obsolete import legacy_include, legacy_registrations, obsolete_xfails, opinfo_names
+from metalport.port.obsolete import (always_edited, legacy_include, legacy_registrations, obsolete_decorators,
+                                     obsolete_xfails, opinfo_names, xfail_keys)
 from metalport.port.host import remove_legacy
 from metalport.port.reuse import missing_legacy, orphaned_macros, reuse_lines
 from metalport.port.plan import (KERNELS_DIR, NEEDS_LLM, OPERATIONS_DIR, StubDeclaration,
                                           find_stub_declaration, plan_recipe)
-from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan, RowChange
+from metalport.port.plan_model import COMMON_MPS, PortPlan, RowChange
 from metalport.port.resolve import Resolution, host_line, mps_only_lines, resolve_op
 from metalport.backlog.model import Family, Status
 from metalport.checkout.layout import Checkout
@@ -130,24 +130,6 @@ def _stub_declaration(checkout: Checkout, stub: str) -> StubDeclaration:
         from metalport.torch_facts import torch_include_dir
 
         return find_stub_declaration(stub, torch_include_dir())
-
-
-def _obsolete_decorators(checkout: Checkout, op: str, names: list[str],
-                         metal: tuple[str, ...]) -> tuple[tuple[str, str, int, int], ...]:
-    """The OpInfo files' MPS skip/expectedFailure decorators of the op that the port makes pass:
-    those naming no dtypes or only dtypes it registers. A backward op's OpInfo is its forward's,
-    whose decorators are about the forward: none."""
-    if op.endswith("_backward"):
-        return ()
-    out = []
-    for rel in OPINFO_FILES:
-        path = checkout.root / rel
-        if not path.is_file():
-            continue
-        for d in find_decorators(path.read_text(encoding="utf-8"), names, path=rel):
-            if d.dtypes is None or all(METAL_TYPES.get(t) in metal for t in d.dtypes):
-                out.append((rel, d.opinfo, d.first_line, d.last_line))
-    return tuple(out)
 
 
 def _opinfo_dtypes(names: list[str], *, complex: bool = False) -> tuple[str, ...]:
@@ -360,9 +342,9 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels
                  f"registered for every type the port needs", *reuse)
     reuse += tuple(turned_down)
     xfail_entries, xfail_narrowed = obsolete_xfails(res, parts.dtypes)
-    decorators = _obsolete_decorators(checkout, res.op, names, parts.dtypes)
-    allowed = {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs)}
-    allowed |= {p for p in (None if existing else parts.kernel_file, parts.host_file) if p} | {d[0] for d in decorators}
+    decorators, _ = obsolete_decorators(checkout, res.op, names, parts.dtypes)
+    allowed = always_edited(legacy, legacy_regs, decorators)
+    allowed |= {p for p in (None if existing else parts.kernel_file, parts.host_file) if p}
     if shared == "extend":
         allowed |= set(HOMES)
     plan = PortPlan(
@@ -371,8 +353,8 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels
         dtypes=parts.dtypes, registrations=parts.registrations, host_file=parts.host_file,
         register_dispatch=register, kernel_name=(parts.kernel_name or res.op) if parts.kernel_file else None,
         legacy=legacy[0] if legacy else None, legacy_include=legacy_include(checkout, res),
-        xfail_keys=tuple(dict.fromkeys([k for _, k, _ in xfail_entries] + [k for _, k, _, _ in xfail_narrowed])),
-        allowed_paths=tuple(sorted(allowed)), needs_llm=parts.needs_llm,
+        xfail_keys=xfail_keys(xfail_entries, xfail_narrowed), allowed_paths=tuple(sorted(allowed)),
+        needs_llm=parts.needs_llm,
         migrate=res.status in _MIGRATING or any(r.deletes for r in rows),
         functor_step=parts.functor_step, macro=parts.macro, stub=parts.stub, stub_header=parts.stub_header,
         stub_params=parts.stub_params, host_family=parts.host_family, legacy_others=legacy[1:],
@@ -487,7 +469,7 @@ def _kernel_plan(checkout: Checkout, res: Resolution, kind: Classification) -> P
         rows = ()
     legacy = tuple((f.where.file, f.name) for f in res.legacy)
     legacy_regs = legacy_registrations(checkout, res)
-    allowed = {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs)}
+    allowed = always_edited(legacy, legacy_regs)
     stubs = res.route.stubs if res.route and kind.stub else ((kind.stub,) if kind.stub else ())
     return PortPlan(
         op=res.op, status=res.status.value, family=res.family.value, rows=rows, kernel_file=None, functor=None,
