@@ -50,20 +50,12 @@ class ElementwiseLaunch:
         return LAUNCHERS.get(self.host_family or "")
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict, `kind` and `launcher` included for a reader of the plan."""
+        """A JSON-ready dict (`PortPlan.launch`), `kind` and `launcher` included for a reader."""
         return {"kind": self.kind, "stub": self.stub, "stub_header": self.stub_header,
                 "stub_params": self.stub_params, "host_family": self.host_family, "kernel": self.kernel,
                 "functor": self.functor, "dtypes": list(self.dtypes), "registrations": list(self.registrations),
                 "extra_stubs": list(self.extra_stubs), "shared_launcher": self.shared_launcher,
                 "launcher": self.launcher}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ElementwiseLaunch:
-        """Inverse of `to_dict` (`kind` and `launcher` are derived)."""
-        return cls(data.get("stub"), data.get("stub_header"), data.get("stub_params"), data.get("host_family"),
-                   data.get("kernel"), data.get("functor"), tuple(data.get("dtypes", ())),
-                   tuple(data.get("registrations", ())), tuple(data.get("extra_stubs", ())),
-                   bool(data.get("shared_launcher", False)))
 
     @classmethod
     def of_plan(cls, plan: Any) -> ElementwiseLaunch:

@@ -40,7 +40,7 @@ from metalport.port.metal import fit_functor
 from metalport.port.obsolete import (always_edited, legacy_include, legacy_registrations, obsolete_decorators,
                                      obsolete_xfails, opinfo_names, xfail_keys)
 from metalport.port.host import remove_legacy
-from metalport.port.reuse import missing_legacy, orphaned_macros, reuse_lines
+from metalport.port.reuse import ExistingKernel, missing_legacy, orphaned_macros, reuse_lines
 from metalport.port.plan import (KERNELS_DIR, NEEDS_LLM, OPERATIONS_DIR, StubDeclaration,
                                           find_stub_declaration, plan_recipe)
 from metalport.port.plan_model import COMMON_MPS, PortPlan, RowChange
@@ -294,29 +294,30 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels
                             hint="pick one with `metalport backlog --porter recipe,llm`")
     if kind is not None and kind.kind in _OWN_KERNEL:
         return _kernel_plan(checkout, res, kind)
+    plan = _pointwise_plan(checkout, res, kind, reuse_kernels=reuse_kernels)
+    if plan.reused_kernel is None or plan.reused_kernel == res.op:
+        return plan
+    from metalport.port.reuse_check import verify_reuse
+
+    passed, line = verify_reuse(checkout, plan)
+    if passed:
+        return replace(plan, reuse=(f"{plan.reuse[0]}; {line}", *plan.reuse[1:]))
+    fallback = plan_port(checkout, op, force=force, reuse_kernels=False)
+    return replace(fallback, reuse=(*fallback.reuse, f"does not reuse kernel {plan.reused_kernel} "
+                                                      f"({plan.kernel_file}): {line}"))
+
+
+def _pointwise_plan(checkout: Checkout, res: Resolution, kind: Classification | None, *,
+                    reuse_kernels: bool) -> PortPlan:
+    """The plan of a pointwise-stub port: rows collapsed onto the shared kernel, the functor (the
+    table's, a model's, or an existing kernel launched instead), the host stub and what it removes."""
     rows = plan_rows(res)
     recipe = recipe_table().get(res.op)
     stub = res.route.stub if res.route else recipe.stub if recipe else res.stub
     parts = _table_parts(checkout, recipe, stub) if recipe is not None else _llm_parts(checkout, res)
     names = _test_list_names([recipe.opinfo] if recipe is not None else opinfo_names(res.op, res))
     _complex_kept(checkout, res, names, parts.dtypes, recipe is not None)
-    placement: tuple[str, ...] = ()
-    if parts.kernel_file and (existing := _existing_kernel_file(res)):
-        parts = replace(parts, kernel_file=existing)
-        placement = (f"kernel file {existing}: the tree registers {res.op}'s kernels there already",)
-    elif parts.kernel_file and parts.host_file:
-        parts, placement = _placed_by_siblings(checkout, res, parts)
-    existing, turned_down = _existing_kernel(checkout, res, parts) if reuse_kernels else (None, ())
-    if existing is not None:
-        host = existing.host_file or parts.host_file
-        parts = replace(parts, functor_step="reuse", kernel_file=existing.kernel_file, functor=None,
-                        functor_source=None, registrations=(), kernel_name=existing.name, host_file=host)
-        placement = (f"kernel file {existing.kernel_file}: it registers {existing.name} "
-                     f"({existing.name}_functor, line {existing.functor_line}), which the port launches",
-                     f"host file {host}: " + (existing.host_why if existing.host_file
-                                              else "from the family table or siblings (no .mm launches the kernel)"))
-    elif recipe is not None:
-        parts = _fit_functor(checkout, res, recipe, parts)
+    parts, placement, existing, turned_down = _placed_parts(checkout, res, recipe, parts, reuse_kernels)
     kept = next((r for r in res.registrations if r.stub == parts.stub and r.kind is not ImplKind.GRAPH), None)
     if kept is not None:
         parts = replace(parts, host_file=kept.where.file)  # registered natively already: no second one
@@ -332,22 +333,14 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels
         from metalport.port.shared import HOMES, ternary_alpha_support
 
         shared, shared_line = ternary_alpha_support(checkout.root)
-    host_call = None if shared_line is not None else _host_call(parts)  # the shared line names its launcher
-    reuse = reuse_lines(checkout, functor_source=parts.functor_source, registrations=parts.registrations,
-                        host_call=host_call, kernel_file=parts.kernel_file, functor=parts.functor)
-    if shared_line is not None:
-        reuse = (shared_line, *reuse)
-    if existing is not None:
-        reuse = (f"reuses kernel {existing.name} ({existing.kernel_file}) instead of adding a functor: it is "
-                 f"registered for every type the port needs", *reuse)
-    reuse += tuple(turned_down)
+    reuse = _reuse_lines(checkout, parts, shared_line, existing, turned_down)
     xfail_entries, xfail_narrowed = obsolete_xfails(res, parts.dtypes)
     decorators, _ = obsolete_decorators(checkout, res.op, names, parts.dtypes)
     allowed = always_edited(legacy, legacy_regs, decorators)
     allowed |= {p for p in (None if existing else parts.kernel_file, parts.host_file) if p}
     if shared == "extend":
         allowed |= set(HOMES)
-    plan = PortPlan(
+    return PortPlan(
         op=res.op, status=res.status.value, family=res.family.value, rows=rows,
         kernel_file=parts.kernel_file, functor=parts.functor, functor_source=parts.functor_source,
         dtypes=parts.dtypes, registrations=parts.registrations, host_file=parts.host_file,
@@ -368,16 +361,45 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels
         legacy_macros=_orphaned_macros(checkout, res, legacy), placement=placement,
         reused_kernel=existing.name if existing else None, shared_launcher=shared,
     )
-    if existing is None or existing.name == res.op:
-        return plan
-    from metalport.port.reuse_check import verify_reuse
 
-    passed, line = verify_reuse(checkout, plan)
-    if passed:
-        return replace(plan, reuse=(f"{plan.reuse[0]}; {line}", *plan.reuse[1:]))
-    fallback = plan_port(checkout, op, force=force, reuse_kernels=False)
-    return replace(fallback, reuse=(*fallback.reuse, f"does not reuse kernel {existing.name} "
-                                                      f"({existing.kernel_file}): {line}"))
+
+def _placed_parts(checkout: Checkout, res: Resolution, recipe: FunctorRecipe | None, parts: _Parts,
+                  reuse_kernels: bool) -> tuple[_Parts, tuple[str, ...], ExistingKernel | None, tuple[str, ...]]:
+    """(`parts` in the files where they go, one line each on why (Note [placement]), the tree's
+    kernel the port launches instead of a functor or None, lines on kernels turned down)."""
+    placement: tuple[str, ...] = ()
+    if parts.kernel_file and (existing_file := _existing_kernel_file(res)):
+        parts = replace(parts, kernel_file=existing_file)
+        placement = (f"kernel file {existing_file}: the tree registers {res.op}'s kernels there already",)
+    elif parts.kernel_file and parts.host_file:
+        parts, placement = _placed_by_siblings(checkout, res, parts)
+    existing, turned_down = _existing_kernel(checkout, res, parts) if reuse_kernels else (None, ())
+    if existing is not None:
+        host = existing.host_file or parts.host_file
+        parts = replace(parts, functor_step="reuse", kernel_file=existing.kernel_file, functor=None,
+                        functor_source=None, registrations=(), kernel_name=existing.name, host_file=host)
+        placement = (f"kernel file {existing.kernel_file}: it registers {existing.name} "
+                     f"({existing.name}_functor, line {existing.functor_line}), which the port launches",
+                     f"host file {host}: " + (existing.host_why if existing.host_file
+                                              else "from the family table or siblings (no .mm launches the kernel)"))
+    elif recipe is not None:
+        parts = _fit_functor(checkout, res, recipe, parts)
+    return parts, placement, existing, turned_down
+
+
+def _reuse_lines(checkout: Checkout, parts: _Parts, shared_line: str | None, existing: ExistingKernel | None,
+                 turned_down: tuple[str, ...]) -> tuple[str, ...]:
+    """Note [reuse before writing]: the plan's lines on what it reuses and adds, the shared
+    launcher's line first (it names its launcher), then the reused kernel's."""
+    host_call = None if shared_line is not None else _host_call(parts)
+    reuse = reuse_lines(checkout, functor_source=parts.functor_source, registrations=parts.registrations,
+                        host_call=host_call, kernel_file=parts.kernel_file, functor=parts.functor)
+    if shared_line is not None:
+        reuse = (shared_line, *reuse)
+    if existing is not None:
+        reuse = (f"reuses kernel {existing.name} ({existing.kernel_file}) instead of adding a functor: it is "
+                 f"registered for every type the port needs", *reuse)
+    return reuse + tuple(turned_down)
 
 
 _REUSE_ARITY = {"unary": 1, "binary": 2}
