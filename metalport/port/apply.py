@@ -12,11 +12,12 @@ from pathlib import Path
 
 from metalport.port.functor_sources import TERNARY_ALPHA_KERNELS, TERNARY_ALPHA_MACRO
 from metalport.port.cformat import format_snippet
+from metalport.port.hostgen import write_host_code
 from metalport.port.decorators import find_decorators, narrow_decorators, remove_lines, with_own_comment
-from metalport.port.host import HostStub, drop_empty_namespaces, has_legacy, insert_stub, remove_legacy
-from metalport.port.functors import CASTOUT_MACRO
+from metalport.port.host import drop_empty_namespaces, has_legacy, remove_legacy
 from metalport.port.reuse import remove_macro
 from metalport.port.metal import ensure_includes, file_style, insert_functor, needed_includes
+from metalport.port.launch import ELEMENTWISE
 from metalport.port.plan import NEEDS_LLM
 from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
 from metalport.port.resolve import mps_only_lines
@@ -165,34 +166,10 @@ def _kernel_edit(texts: _Texts, plan: PortPlan, root: Path, functor_source: str 
 
 
 def _host_edit(texts: _Texts, plan: PortPlan, root: Path) -> None:
-    if plan.stub_registered_at:
-        return  # registered natively already (maybe by a macro); a second registration is a link error
-    if plan.host_file and plan.stub:
-        text = texts.get(plan.host_file)
-        if text is not None and re.search(rf"REGISTER_DISPATCH\(\s*{re.escape(plan.stub)}\s*,", text):
-            return  # the stub is registered already
-    if not (plan.host_file and plan.stub and plan.stub_header and plan.host_family and plan.kernel_file):
-        raise RecipeError(f"the plan for {plan.op} has no host stub (stub {plan.stub or 'unknown'})",
-                          hint="declare the op's dispatch stub in an ATen/native header, then re-plan")
-    text = texts.get(plan.host_file)
-    stub = HostStub(plan.op, plan.host_family, plan.stub, plan.stub_header,
-                    plan.stub_params or "TensorIteratorBase& iter",
-                    kernel=plan.kernel_name if plan.kernel_name != plan.op else None,
-                    extra_stubs=tuple(s for s in plan.stubs if s != plan.stub),
-                    natural_output=_natural_output(plan, root), shared_launcher=plan.shared_launcher is not None)
-    new = insert_stub(text, stub, kernel_basename=Path(plan.kernel_file).stem, path=plan.host_file)
-    texts.texts[plan.host_file] = format_snippet(new, root, plan.host_file) if text is None else new
-
-
-def _natural_output(plan: PortPlan, root: Path) -> str | None:
-    """`kBool` when the plan registers castout kernels and the tree's exec_binary_kernel takes a
-    `natural_output_dtype` (MetalShaderLibrary.h) to route a differing `out=` dtype to them."""
-    if not any(r.startswith(CASTOUT_MACRO + "(") for r in plan.registrations):
-        return None
-    header = root / "aten/src/ATen/native/mps/MetalShaderLibrary.h"
-    if header.is_file() and "natural_output_dtype" in header.read_text(encoding="utf-8", errors="replace"):
-        return "kBool"
-    return None
+    """The host file through the one host writer (`hostgen.write_host_code`)."""
+    new = write_host_code(plan, root, texts.get)
+    if new is not None and plan.host_file:
+        texts.texts[plan.host_file] = new
 
 
 def _legacy_registration_edit(texts: _Texts, plan: PortPlan) -> None:
@@ -252,7 +229,7 @@ def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str
     root = Path(worktree_root).resolve()
     guard = PathGuard(root, set(plan.allowed_paths), secret_env=secret_env)
     texts = _Texts(root)
-    if plan.spec is not None:
+    if plan.launch_kind not in (ELEMENTWISE, None):  # a spec launch; no launch yet fails at the functor step
         from metalport.port.specport import spec_texts
 
         _legacy_edit(texts, plan)  # first: the host function may take the legacy one's place and file

@@ -10,12 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from metalport.port.launch import LAUNCHERS as _EXEC
 from metalport.port.metal import ensure_includes
 from metalport.errors import RecipeError
 
-_EXEC = {"unary": "exec_unary_kernel", "binary": "exec_binary_kernel",
-         "alpha": "exec_binary_kernel", "ternary": "exec_ternary_kernel",
-         "ternary_alpha": "exec_ternary_kernel_with_alpha"}
 # The file-local launcher of Note [ternary alpha kernels] (clang-formatted in PyTorch's style).
 TERNARY_ALPHA_HELPER = """\
 // Note [ternary alpha kernels]: this library's exec_ternary_kernel takes no scalar, so ternary ops

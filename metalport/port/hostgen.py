@@ -13,14 +13,20 @@ and a 1-D dispatch (`mtl_dispatch1DJob`) or one threadgroup per slice, inside
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
-from metalport.errors import SpecError
+from metalport.errors import RecipeError, SpecError
+from metalport.port.cformat import format_snippet
+from metalport.port.functors import CASTOUT_MACRO
+from metalport.port.host import HostStub, insert_stub
+from metalport.port.launch import ELEMENTWISE, ElementwiseLaunch
+from metalport.port.plan_model import PortPlan
 from metalport.port.hostcpp import C_TYPES, SCALAR_TYPES, encoded, kernel_name_line, native_signature, struct_declaration
 from metalport.port.hostgen_dims import covers as covers_dims
 from metalport.port.hostgen_dims import write_dims_host
 from metalport.port.hostgen_elementwise import check_lines, covers, write_elementwise_host
-from metalport.port.spec import DERIVED_ARRAYS, Grid, LaunchSpec, Layout, OutShape
+from metalport.port.spec import DERIVED_ARRAYS, Grid, LaunchSpec, Layout, OutShape, load_spec
 
 
 def _signature(spec: LaunchSpec, func: str) -> tuple[str, list[tuple[str, str]]]:
@@ -299,6 +305,61 @@ def host_file_text(spec: LaunchSpec, func: str, existing: str | None) -> str:
     return existing[:at] + body + "\n" + existing[at:]
 
 
+def write_host_code(plan: PortPlan, root: Path, read: Callable[[str], str | None]) -> str | None:
+    """The plan's host file after the port, or None when the port adds nothing to it: the one host
+    writer, with a part per launch kind (Note [one port model] in port/launch.py). `read` gives a
+    file's current text (None: no such file yet); a new file is clang-formatted.
+
+    An elementwise launch registers its TensorIterator stub (`_elementwise_host`); a spec launch
+    adds its host function (`host_file_text`, which writes elementwise, dims and reduction specs).
+    RecipeError for a plan with no host stub to register, SpecError for a spec it cannot write."""
+    if plan.launch_kind in (ELEMENTWISE, None):  # None: no launch yet, refused as having no stub
+        return _elementwise_host(plan, root, read)
+    if plan.spec is None or plan.schema is None:
+        raise SpecError(f"plan for {plan.op} has no launch spec")
+    spec = load_spec(plan.spec)
+    existing = read(spec.host_file)
+    if existing is not None and f" {spec.host_function}(" in existing:
+        return None
+    text = host_file_text(spec, plan.schema, existing)
+    return format_snippet(text, root, spec.host_file) if existing is None else text
+
+
+def _elementwise_host(plan: PortPlan, root: Path, read: Callable[[str], str | None]) -> str | None:
+    """The host file with the stub function launching the plan's kernel and its REGISTER_DISPATCH
+    (`host.insert_stub`, in the file's idiom); None when the stub is registered already (natively,
+    maybe by a macro: a second registration is a link error)."""
+    if plan.stub_registered_at:
+        return None
+    launch = plan.elementwise
+    if plan.host_file and plan.stub:
+        text = read(plan.host_file)
+        if text is not None and re.search(rf"REGISTER_DISPATCH\(\s*{re.escape(plan.stub)}\s*,", text):
+            return None
+    if launch is None or not (plan.host_file and launch.stub and launch.stub_header and launch.host_family
+                              and plan.kernel_file):
+        raise RecipeError(f"the plan for {plan.op} has no host stub (stub {plan.stub or 'unknown'})",
+                          hint="declare the op's dispatch stub in an ATen/native header, then re-plan")
+    text = read(plan.host_file)
+    stub = HostStub(plan.op, launch.host_family, launch.stub, launch.stub_header,
+                    launch.stub_params or "TensorIteratorBase& iter",
+                    kernel=launch.kernel if launch.kernel != plan.op else None, extra_stubs=launch.extra_stubs,
+                    natural_output=_natural_output(launch, root), shared_launcher=launch.shared_launcher)
+    new = insert_stub(text, stub, kernel_basename=Path(plan.kernel_file).stem, path=plan.host_file)
+    return format_snippet(new, root, plan.host_file) if text is None else new
+
+
+def _natural_output(launch: ElementwiseLaunch, root: Path) -> str | None:
+    """`kBool` when the launch registers castout kernels and the tree's exec_binary_kernel takes a
+    `natural_output_dtype` (MetalShaderLibrary.h) to route a differing `out=` dtype to them."""
+    if not any(r.startswith(CASTOUT_MACRO + "(") for r in launch.registrations):
+        return None
+    header = root / "aten/src/ATen/native/mps/MetalShaderLibrary.h"
+    if header.is_file() and "natural_output_dtype" in header.read_text(encoding="utf-8", errors="replace"):
+        return "kBool"
+    return None
+
+
 def kernel_file_text(spec: LaunchSpec, kernel_source: str, existing: str | None) -> str:
     """The spec's kernel file after adding the recipe's kernel (a new file gets the Metal includes)."""
     if existing is None:
@@ -322,4 +383,4 @@ def registry_row(spec: LaunchSpec, dispatch_lines: list[tuple[int, str]]) -> tup
     return last, f"{indent}MPS: {spec.host_function}"
 
 
-__all__ = ["host_file_text", "kernel_file_text", "registry_row", "write_host"]
+__all__ = ["host_file_text", "kernel_file_text", "registry_row", "write_host", "write_host_code"]

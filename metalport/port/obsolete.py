@@ -12,7 +12,12 @@ from metalport.checkout.layout import Checkout
 from metalport.checkout.sources import ImplKind
 from metalport.port.functors import METAL_TYPES
 from metalport.port.host import remove_legacy
+from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS
 from metalport.port.resolve import Resolution
+
+
+Decorator = tuple[str, str, int, int]  # (file, OpInfo name, first line, last line) in the base
+Narrowed = tuple[str, str, int, int, tuple[str, ...]]  # ... and the torch dtypes the decorator keeps
 
 
 def _kept_dtypes(dtypes: tuple[str, ...] | None, metal: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -33,6 +38,49 @@ def obsolete_xfails(res: Resolution, metal: tuple[str, ...]
         elif x.dtypes is not None and len(kept) < len(x.dtypes):
             narrowed.append((x.list_name, x.op, x.where.line, kept))
     return tuple(removed), tuple(narrowed)
+
+
+def xfail_keys(removed: tuple[tuple[str, str, int], ...],
+               narrowed: tuple[tuple[str, str, int, tuple[str, ...]], ...]) -> tuple[str, ...]:
+    """The keys of the xfail entries a port removes or narrows, each once, in order."""
+    return tuple(dict.fromkeys([k for _, k, _ in removed] + [k for _, k, _, _ in narrowed]))
+
+
+def obsolete_decorators(checkout: Checkout, op: str, names: list[str], metal: tuple[str, ...], *,
+                        narrow_to: tuple[str, ...] | None = None) -> tuple[tuple[Decorator, ...], tuple[Narrowed, ...]]:
+    """(the MPS skip/expectedFailure decorators of the op's OpInfos the port makes obsolete: (file,
+    OpInfo, first line, last line); those it narrows: (..., torch dtypes kept)).
+
+    A decorator naming only dtypes the port registers (Metal types `metal`) is obsolete. With
+    `narrow_to` None (a pointwise port) one naming no dtypes is obsolete too and nothing is
+    narrowed; a spec port passes the OpInfo dtypes it leaves out: a decorator naming no dtypes is
+    narrowed to them (obsolete when there are none), one naming some registered dtypes keeps the
+    others. A backward op's OpInfo is its forward's, whose decorators are about the forward: none."""
+    from metalport.port.decorators import OPINFO_FILES, find_decorators
+
+    if op.endswith("_backward"):
+        return (), ()
+    removed, narrowed = [], []
+    for rel in OPINFO_FILES:
+        path = checkout.root / rel
+        if not path.is_file():
+            continue
+        for d in find_decorators(path.read_text(encoding="utf-8"), names, path=rel):
+            kept = (narrow_to or ()) if d.dtypes is None else \
+                tuple(t for t in d.dtypes if METAL_TYPES.get(t) not in metal)
+            if not kept:
+                removed.append((rel, d.opinfo, d.first_line, d.last_line))
+            elif narrow_to is not None and (d.dtypes is None or len(kept) < len(d.dtypes)):
+                narrowed.append((rel, d.opinfo, d.first_line, d.last_line, tuple(sorted(kept))))
+    return tuple(removed), tuple(narrowed)
+
+
+def always_edited(legacy: tuple[tuple[str, str], ...], legacy_regs: tuple[tuple[str, int, str], ...],
+                  *decorators: tuple[tuple[object, ...], ...]) -> set[str]:
+    """The paths every port's allow-list holds besides its kernel and host files: the registry,
+    common_mps.py, and the files of the legacy code, MPSGraph registrations and decorators it edits."""
+    return {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs),
+            *(str(d[0]) for ds in decorators for d in ds)}
 
 
 def opinfo_names(op: str, res: Resolution) -> list[str]:

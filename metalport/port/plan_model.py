@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
+from metalport.port.launch import ELEMENTWISE, OWN_KERNEL_KINDS, ElementwiseLaunch
+
 NEEDS_LLM_STEP = "needs an LLM (--model openai:...)"
 NATIVE_FUNCTIONS = "aten/src/ATen/native/native_functions.yaml"
 COMMON_MPS = "torch/testing/_internal/common_mps.py"
@@ -142,6 +144,27 @@ class PortPlan:
                              f"{self.reused_kernel!r}")
         if not self.needs_llm and not self.functor_source and self.reused_kernel is None:
             raise ValueError(f"table plan for {self.op} has no functor source")
+
+    @property
+    def elementwise(self) -> ElementwiseLaunch | None:
+        """A pointwise port's launch, made from the plan's stub, kernel and dtype rows (so it never
+        disagrees with them); None for a spec port and for a kernel port with no launch yet."""
+        if self.spec is not None or self.kind in OWN_KERNEL_KINDS:
+            return None
+        return ElementwiseLaunch.of_plan(self)
+
+    @property
+    def launch_kind(self) -> str | None:
+        """How the port's kernel is launched: "elementwise", the spec's kind for a spec port, None
+        while a model has yet to write the kernel and its launch (Note [one port model])."""
+        if self.spec is not None:
+            return str(self.spec.get("kind"))
+        return ELEMENTWISE if self.kind not in OWN_KERNEL_KINDS else None
+
+    @property
+    def launch(self) -> dict[str, Any] | None:
+        """The launch description as plain data: the elementwise launch's dict or the spec."""
+        return self.elementwise.to_dict() if self.elementwise is not None else self.spec
 
     @property
     def legacy_all(self) -> tuple[tuple[str, str], ...]:

@@ -32,17 +32,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from metalport.port.apply import apply_port
-from metalport.port.functors import COMPLEX_TYPES, METAL_TYPES, FunctorRecipe, metal_types_for, recipe_table
+from metalport.port.functors import COMPLEX_TYPES, FunctorRecipe, metal_types_for, recipe_table
 from metalport.port.functors import Family as RecipeFamily
-from metalport.port.decorators import OPINFO_FILES, find_decorators
 from metalport.port.kinds import Classification, Kind
+from metalport.port.launch import LAUNCHERS
 from metalport.port.metal import fit_functor
-from metalport.port.obsolete import legacy_include, legacy_registrations, obsolete_xfails, opinfo_names
+from metalport.port.obsolete import (always_edited, legacy_include, legacy_registrations, obsolete_decorators,
+                                     obsolete_xfails, opinfo_names, xfail_keys)
 from metalport.port.host import remove_legacy
-from metalport.port.reuse import missing_legacy, orphaned_macros, reuse_lines
+from metalport.port.reuse import ExistingKernel, missing_legacy, orphaned_macros, reuse_lines
 from metalport.port.plan import (KERNELS_DIR, NEEDS_LLM, OPERATIONS_DIR, StubDeclaration,
                                           find_stub_declaration, plan_recipe)
-from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan, RowChange
+from metalport.port.plan_model import COMMON_MPS, PortPlan, RowChange
 from metalport.port.resolve import Resolution, host_line, mps_only_lines, resolve_op
 from metalport.backlog.model import Family, Status
 from metalport.checkout.layout import Checkout
@@ -129,24 +130,6 @@ def _stub_declaration(checkout: Checkout, stub: str) -> StubDeclaration:
         from metalport.torch_facts import torch_include_dir
 
         return find_stub_declaration(stub, torch_include_dir())
-
-
-def _obsolete_decorators(checkout: Checkout, op: str, names: list[str],
-                         metal: tuple[str, ...]) -> tuple[tuple[str, str, int, int], ...]:
-    """The OpInfo files' MPS skip/expectedFailure decorators of the op that the port makes pass:
-    those naming no dtypes or only dtypes it registers. A backward op's OpInfo is its forward's,
-    whose decorators are about the forward: none."""
-    if op.endswith("_backward"):
-        return ()
-    out = []
-    for rel in OPINFO_FILES:
-        path = checkout.root / rel
-        if not path.is_file():
-            continue
-        for d in find_decorators(path.read_text(encoding="utf-8"), names, path=rel):
-            if d.dtypes is None or all(METAL_TYPES.get(t) in metal for t in d.dtypes):
-                out.append((rel, d.opinfo, d.first_line, d.last_line))
-    return tuple(out)
 
 
 def _opinfo_dtypes(names: list[str], *, complex: bool = False) -> tuple[str, ...]:
@@ -311,29 +294,30 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels
                             hint="pick one with `metalport backlog --porter recipe,llm`")
     if kind is not None and kind.kind in _OWN_KERNEL:
         return _kernel_plan(checkout, res, kind)
+    plan = _pointwise_plan(checkout, res, kind, reuse_kernels=reuse_kernels)
+    if plan.reused_kernel is None or plan.reused_kernel == res.op:
+        return plan
+    from metalport.port.reuse_check import verify_reuse
+
+    passed, line = verify_reuse(checkout, plan)
+    if passed:
+        return replace(plan, reuse=(f"{plan.reuse[0]}; {line}", *plan.reuse[1:]))
+    fallback = plan_port(checkout, op, force=force, reuse_kernels=False)
+    return replace(fallback, reuse=(*fallback.reuse, f"does not reuse kernel {plan.reused_kernel} "
+                                                      f"({plan.kernel_file}): {line}"))
+
+
+def _pointwise_plan(checkout: Checkout, res: Resolution, kind: Classification | None, *,
+                    reuse_kernels: bool) -> PortPlan:
+    """The plan of a pointwise-stub port: rows collapsed onto the shared kernel, the functor (the
+    table's, a model's, or an existing kernel launched instead), the host stub and what it removes."""
     rows = plan_rows(res)
     recipe = recipe_table().get(res.op)
     stub = res.route.stub if res.route else recipe.stub if recipe else res.stub
     parts = _table_parts(checkout, recipe, stub) if recipe is not None else _llm_parts(checkout, res)
     names = _test_list_names([recipe.opinfo] if recipe is not None else opinfo_names(res.op, res))
     _complex_kept(checkout, res, names, parts.dtypes, recipe is not None)
-    placement: tuple[str, ...] = ()
-    if parts.kernel_file and (existing := _existing_kernel_file(res)):
-        parts = replace(parts, kernel_file=existing)
-        placement = (f"kernel file {existing}: the tree registers {res.op}'s kernels there already",)
-    elif parts.kernel_file and parts.host_file:
-        parts, placement = _placed_by_siblings(checkout, res, parts)
-    existing, turned_down = _existing_kernel(checkout, res, parts) if reuse_kernels else (None, ())
-    if existing is not None:
-        host = existing.host_file or parts.host_file
-        parts = replace(parts, functor_step="reuse", kernel_file=existing.kernel_file, functor=None,
-                        functor_source=None, registrations=(), kernel_name=existing.name, host_file=host)
-        placement = (f"kernel file {existing.kernel_file}: it registers {existing.name} "
-                     f"({existing.name}_functor, line {existing.functor_line}), which the port launches",
-                     f"host file {host}: " + (existing.host_why if existing.host_file
-                                              else "from the family table or siblings (no .mm launches the kernel)"))
-    elif recipe is not None:
-        parts = _fit_functor(checkout, res, recipe, parts)
+    parts, placement, existing, turned_down = _placed_parts(checkout, res, recipe, parts, reuse_kernels)
     kept = next((r for r in res.registrations if r.stub == parts.stub and r.kind is not ImplKind.GRAPH), None)
     if kept is not None:
         parts = replace(parts, host_file=kept.where.file)  # registered natively already: no second one
@@ -344,35 +328,26 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels
     legacy_regs = legacy_registrations(checkout, res)
     legacy = tuple((f.where.file, f.name) for f in res.legacy)
     legacy += _orphaned_helpers(checkout, res, legacy)
-    host_call = _host_call(parts)
     shared, shared_line = None, None
     if parts.host_family == "ternary_alpha":  # Note [extend shared code at home] (port/shared.py)
         from metalport.port.shared import HOMES, ternary_alpha_support
 
         shared, shared_line = ternary_alpha_support(checkout.root)
-        host_call = None  # the shared line says which launcher and why
-    reuse = reuse_lines(checkout, functor_source=parts.functor_source, registrations=parts.registrations,
-                        host_call=host_call, kernel_file=parts.kernel_file, functor=parts.functor)
-    if shared_line is not None:
-        reuse = (shared_line, *reuse)
-    if existing is not None:
-        reuse = (f"reuses kernel {existing.name} ({existing.kernel_file}) instead of adding a functor: it is "
-                 f"registered for every type the port needs", *reuse)
-    reuse += tuple(turned_down)
+    reuse = _reuse_lines(checkout, parts, shared_line, existing, turned_down)
     xfail_entries, xfail_narrowed = obsolete_xfails(res, parts.dtypes)
-    decorators = _obsolete_decorators(checkout, res.op, names, parts.dtypes)
-    allowed = {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs)}
-    allowed |= {p for p in (None if existing else parts.kernel_file, parts.host_file) if p} | {d[0] for d in decorators}
+    decorators, _ = obsolete_decorators(checkout, res.op, names, parts.dtypes)
+    allowed = always_edited(legacy, legacy_regs, decorators)
+    allowed |= {p for p in (None if existing else parts.kernel_file, parts.host_file) if p}
     if shared == "extend":
         allowed |= set(HOMES)
-    plan = PortPlan(
+    return PortPlan(
         op=res.op, status=res.status.value, family=res.family.value, rows=rows,
         kernel_file=parts.kernel_file, functor=parts.functor, functor_source=parts.functor_source,
         dtypes=parts.dtypes, registrations=parts.registrations, host_file=parts.host_file,
         register_dispatch=register, kernel_name=(parts.kernel_name or res.op) if parts.kernel_file else None,
         legacy=legacy[0] if legacy else None, legacy_include=legacy_include(checkout, res),
-        xfail_keys=tuple(dict.fromkeys([k for _, k, _ in xfail_entries] + [k for _, k, _, _ in xfail_narrowed])),
-        allowed_paths=tuple(sorted(allowed)), needs_llm=parts.needs_llm,
+        xfail_keys=xfail_keys(xfail_entries, xfail_narrowed), allowed_paths=tuple(sorted(allowed)),
+        needs_llm=parts.needs_llm,
         migrate=res.status in _MIGRATING or any(r.deletes for r in rows),
         functor_step=parts.functor_step, macro=parts.macro, stub=parts.stub, stub_header=parts.stub_header,
         stub_params=parts.stub_params, host_family=parts.host_family, legacy_others=legacy[1:],
@@ -386,16 +361,45 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels
         legacy_macros=_orphaned_macros(checkout, res, legacy), placement=placement,
         reused_kernel=existing.name if existing else None, shared_launcher=shared,
     )
-    if existing is None or existing.name == res.op:
-        return plan
-    from metalport.port.reuse_check import verify_reuse
 
-    passed, line = verify_reuse(checkout, plan)
-    if passed:
-        return replace(plan, reuse=(f"{plan.reuse[0]}; {line}", *plan.reuse[1:]))
-    fallback = plan_port(checkout, op, force=force, reuse_kernels=False)
-    return replace(fallback, reuse=(*fallback.reuse, f"does not reuse kernel {existing.name} "
-                                                      f"({existing.kernel_file}): {line}"))
+
+def _placed_parts(checkout: Checkout, res: Resolution, recipe: FunctorRecipe | None, parts: _Parts,
+                  reuse_kernels: bool) -> tuple[_Parts, tuple[str, ...], ExistingKernel | None, tuple[str, ...]]:
+    """(`parts` in the files where they go, one line each on why (Note [placement]), the tree's
+    kernel the port launches instead of a functor or None, lines on kernels turned down)."""
+    placement: tuple[str, ...] = ()
+    if parts.kernel_file and (existing_file := _existing_kernel_file(res)):
+        parts = replace(parts, kernel_file=existing_file)
+        placement = (f"kernel file {existing_file}: the tree registers {res.op}'s kernels there already",)
+    elif parts.kernel_file and parts.host_file:
+        parts, placement = _placed_by_siblings(checkout, res, parts)
+    existing, turned_down = _existing_kernel(checkout, res, parts) if reuse_kernels else (None, ())
+    if existing is not None:
+        host = existing.host_file or parts.host_file
+        parts = replace(parts, functor_step="reuse", kernel_file=existing.kernel_file, functor=None,
+                        functor_source=None, registrations=(), kernel_name=existing.name, host_file=host)
+        placement = (f"kernel file {existing.kernel_file}: it registers {existing.name} "
+                     f"({existing.name}_functor, line {existing.functor_line}), which the port launches",
+                     f"host file {host}: " + (existing.host_why if existing.host_file
+                                              else "from the family table or siblings (no .mm launches the kernel)"))
+    elif recipe is not None:
+        parts = _fit_functor(checkout, res, recipe, parts)
+    return parts, placement, existing, turned_down
+
+
+def _reuse_lines(checkout: Checkout, parts: _Parts, shared_line: str | None, existing: ExistingKernel | None,
+                 turned_down: tuple[str, ...]) -> tuple[str, ...]:
+    """Note [reuse before writing]: the plan's lines on what it reuses and adds, the shared
+    launcher's line first (it names its launcher), then the reused kernel's."""
+    host_call = None if shared_line is not None else _host_call(parts)
+    reuse = reuse_lines(checkout, functor_source=parts.functor_source, registrations=parts.registrations,
+                        host_call=host_call, kernel_file=parts.kernel_file, functor=parts.functor)
+    if shared_line is not None:
+        reuse = (shared_line, *reuse)
+    if existing is not None:
+        reuse = (f"reuses kernel {existing.name} ({existing.kernel_file}) instead of adding a functor: it is "
+                 f"registered for every type the port needs", *reuse)
+    return reuse + tuple(turned_down)
 
 
 _REUSE_ARITY = {"unary": 1, "binary": 2}
@@ -417,15 +421,13 @@ def _existing_kernel(checkout: Checkout, res: Resolution, parts: _Parts):
 
 def _host_call(parts: _Parts) -> str | None:
     """The launcher call the host stub will make (for the plan's reuse lines)."""
-    if not parts.host_family:
+    launcher = LAUNCHERS.get(parts.host_family or "")
+    if launcher is None:
         return None
     from metalport.port.functors import CASTOUT_MACRO
 
-    if parts.host_family == "ternary_alpha":
-        return "exec_ternary_kernel_with_alpha"
-    call = {"unary": "exec_unary_kernel", "ternary": "exec_ternary_kernel"}.get(parts.host_family, "exec_binary_kernel")
     castout = any(r.startswith(CASTOUT_MACRO + "(") for r in parts.registrations)
-    return call + (" kBool" if castout else "")
+    return launcher + (" kBool" if castout else "")
 
 
 def _placed_by_siblings(checkout: Checkout, res: Resolution, parts: _Parts) -> tuple[_Parts, tuple[str, ...]]:
@@ -489,7 +491,7 @@ def _kernel_plan(checkout: Checkout, res: Resolution, kind: Classification) -> P
         rows = ()
     legacy = tuple((f.where.file, f.name) for f in res.legacy)
     legacy_regs = legacy_registrations(checkout, res)
-    allowed = {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs)}
+    allowed = always_edited(legacy, legacy_regs)
     stubs = res.route.stubs if res.route and kind.stub else ((kind.stub,) if kind.stub else ())
     return PortPlan(
         op=res.op, status=res.status.value, family=res.family.value, rows=rows, kernel_file=None, functor=None,

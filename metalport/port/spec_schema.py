@@ -32,23 +32,11 @@ def _check_names(op: str, where: str, texts: list[str], args: Mapping[str, str],
                         f"numel(), size(d)")
 
 
-def check_schema(spec: LaunchSpec, func: str) -> None:
-    """Raise SpecError (naming the field) when `spec` does not fit the op's schema `func`
-    (the `func:` text of its native_functions.yaml entry, e.g. `mode(Tensor self, int dim=-1, ...)`)."""
+def _check_outputs(spec: LaunchSpec, args: dict[str, str], returns: list[str], return_names: list[str | None],
+                   name: str) -> None:
+    """SpecError unless the spec's outputs are the schema's returns: as many, named alike, shaped
+    from arguments of the right kind, typed from a ScalarType argument."""
     op = spec.op
-    name = func.split("(", 1)[0]
-    base, _, overload = name.partition(".")
-    if base != spec.op or overload != spec.overload:
-        raise _fail(op, "overload" if base == spec.op else "op",
-                    f"the spec is for {spec.op}{'.' + spec.overload if spec.overload else ''}, the schema is {name}")
-    args, returns, return_names = _schema_args(func)
-    for i, x in enumerate(spec.inputs):
-        kind = args.get(x.arg)
-        if kind is None:
-            raise _fail(op, f"inputs[{i}].arg", f"{name} has no argument {x.arg!r}",
-                        hint=f"arguments: {', '.join(args)}")
-        if kind.rstrip("?") not in ("Tensor", "Tensor[]"):
-            raise _fail(op, f"inputs[{i}].arg", f"{x.arg!r} is {kind}, not a Tensor")
     tensors = [r for r in returns if r.startswith("Tensor")]
     if len(tensors) != len(spec.outputs) or len(tensors) != len(returns):
         raise _fail(op, "outputs", f"{len(spec.outputs)} output(s), but {name} returns {len(returns)} "
@@ -67,14 +55,12 @@ def check_schema(spec: LaunchSpec, func: str) -> None:
             arg = o.dtype[4:].split(":")[0]
             if args.get(arg, "").rstrip("?") != "ScalarType":
                 raise _fail(op, f"outputs[{i}].dtype", f"{name} has no ScalarType argument {arg!r}")
-    if spec.reduce.dim is not None:
-        kind = args.get(spec.reduce.dim)
-        if kind is None or kind.rstrip("?").split("[")[0] not in ("int", "SymInt"):
-            raise _fail(op, "reduce.dim", f"{spec.reduce.dim!r} is {kind or 'no argument'} of {name}, not an "
-                        f"int or int[]")
-    if spec.reduce.keepdim is not None and args.get(spec.reduce.keepdim) != "bool":
-        raise _fail(op, "reduce.keepdim", f"{spec.reduce.keepdim!r} is {args.get(spec.reduce.keepdim) or 'no argument'}"
-                    f" of {name}, not a bool")
+
+
+def _check_params(spec: LaunchSpec, args: dict[str, str], name: str) -> None:
+    """SpecError unless every param field reads a derived size, an expression over the schema's
+    arguments, or an argument (a stub port's: a stub parameter) its buffer type can hold."""
+    op = spec.op
     for i, p in enumerate(spec.params):
         for j, f in enumerate(p.fields):
             where = f"params[{i}]" + (f".fields[{j}]" if p.struct else "") + ".from"
@@ -96,6 +82,35 @@ def check_schema(spec: LaunchSpec, func: str) -> None:
                     "ScalarType": ("int",)}.get(re.sub(r"\[\d+\]", "[]", kind.rstrip("?")), ())
             if f.type not in fits:
                 raise _fail(op, where, f"{f.source!r} is {kind}; a {f.type} buffer cannot hold it")
+
+
+def check_schema(spec: LaunchSpec, func: str) -> None:
+    """Raise SpecError (naming the field) when `spec` does not fit the op's schema `func`
+    (the `func:` text of its native_functions.yaml entry, e.g. `mode(Tensor self, int dim=-1, ...)`)."""
+    op = spec.op
+    name = func.split("(", 1)[0]
+    base, _, overload = name.partition(".")
+    if base != spec.op or overload != spec.overload:
+        raise _fail(op, "overload" if base == spec.op else "op",
+                    f"the spec is for {spec.op}{'.' + spec.overload if spec.overload else ''}, the schema is {name}")
+    args, returns, return_names = _schema_args(func)
+    for i, x in enumerate(spec.inputs):
+        kind = args.get(x.arg)
+        if kind is None:
+            raise _fail(op, f"inputs[{i}].arg", f"{name} has no argument {x.arg!r}",
+                        hint=f"arguments: {', '.join(args)}")
+        if kind.rstrip("?") not in ("Tensor", "Tensor[]"):
+            raise _fail(op, f"inputs[{i}].arg", f"{x.arg!r} is {kind}, not a Tensor")
+    _check_outputs(spec, args, returns, return_names, name)
+    if spec.reduce.dim is not None:
+        kind = args.get(spec.reduce.dim)
+        if kind is None or kind.rstrip("?").split("[")[0] not in ("int", "SymInt"):
+            raise _fail(op, "reduce.dim", f"{spec.reduce.dim!r} is {kind or 'no argument'} of {name}, not an "
+                        f"int or int[]")
+    if spec.reduce.keepdim is not None and args.get(spec.reduce.keepdim) != "bool":
+        raise _fail(op, "reduce.keepdim", f"{spec.reduce.keepdim!r} is {args.get(spec.reduce.keepdim) or 'no argument'}"
+                    f" of {name}, not a bool")
+    _check_params(spec, args, name)
     for i, c in enumerate(spec.checks):
         _check_names(op, f"checks[{i}]", [c.require, *(n for _, n in message_parts(c.message) if n)], args, name)
         unknown = [a for a, _ in c.names if spec.stub is not None and a not in spec.stub.param_names]

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from metalport.checkout.layout import KERNELS_DIR, OPERATIONS_DIR, Checkout
 from metalport.errors import PipelineError, SpecError
-from metalport.port.cformat import format_snippet
-from metalport.port.hostgen import host_file_text, kernel_file_text, registry_row
-from metalport.port.obsolete import legacy_include, legacy_registrations, obsolete_xfails, opinfo_names
-from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan, RowChange
+from metalport.port.hostgen import host_file_text, kernel_file_text, registry_row, write_host_code
+from metalport.port.obsolete import (always_edited, legacy_include, legacy_registrations, obsolete_decorators,
+                                     obsolete_xfails, opinfo_names, xfail_keys)
+from metalport.port.plan_model import NATIVE_FUNCTIONS, PortPlan, RowChange
 from metalport.port.resolve import Resolution
 from metalport.port.spec import LaunchSpec, load_spec
 from metalport.port.spec_schema import check_schema
@@ -92,31 +92,6 @@ def _left_out(metal: tuple[str, ...], names: list[str]) -> tuple[str, ...]:
     return tuple(d for d in cpu if d in METAL_TYPES and METAL_TYPES[d] not in metal)
 
 
-def _spec_decorators(checkout: Checkout, op: str, names: list[str], metal: tuple[str, ...]
-                     ) -> tuple[tuple[tuple[str, str, int, int], ...], tuple[tuple[str, str, int, int, tuple[str, ...]], ...]]:
-    """(MPS decorators the port makes obsolete, those it narrows: (..., dtypes kept)): as for the
-    xfails (`_spec_xfails`), a decorator naming no dtypes is narrowed to the dtypes the spec leaves
-    out rather than removed, and one naming some registered dtypes keeps only the others."""
-    from metalport.port.decorators import OPINFO_FILES, find_decorators
-    from metalport.port.functors import METAL_TYPES
-
-    if op.endswith("_backward"):
-        return (), ()  # its OpInfo is the forward's, whose decorators are about the forward
-    left = _left_out(metal, names)
-    removed, narrowed = [], []
-    for rel in OPINFO_FILES:
-        path = checkout.root / rel
-        if not path.is_file():
-            continue
-        for d in find_decorators(path.read_text(encoding="utf-8"), names, path=rel):
-            kept = left if d.dtypes is None else tuple(t for t in d.dtypes if METAL_TYPES.get(t) not in metal)
-            if not kept:
-                removed.append((rel, d.opinfo, d.first_line, d.last_line))
-            elif d.dtypes is None or len(kept) < len(d.dtypes):
-                narrowed.append((rel, d.opinfo, d.first_line, d.last_line, tuple(sorted(kept))))
-    return tuple(removed), tuple(narrowed)
-
-
 def plan_spec_port(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> PortPlan:
     """The plan of porting `res.op` with `recipe`; SpecError when the spec does not fit the op's
     schema, PipelineError when the op already has an MPS kernel on the routed entry."""
@@ -150,19 +125,18 @@ def plan_spec_port(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> P
     metal = tuple(dict.fromkeys(t[0] for t in spec.dtypes))
     names = [spec.opinfo] if spec.opinfo else opinfo_names(res.op, res)
     xfail_entries, xfail_narrowed = _spec_xfails(res, metal, names)
-    decorators, narrowed_decorators = _spec_decorators(checkout, res.op, names, metal)
+    decorators, narrowed_decorators = obsolete_decorators(checkout, res.op, names, metal,
+                                                          narrow_to=_left_out(metal, names))
     legacy = tuple((f.where.file, f.name) for f in res.legacy)
     legacy_regs = legacy_registrations(checkout, res)
-    allowed = {NATIVE_FUNCTIONS, COMMON_MPS, spec.kernel_file, spec.host_file, *(d[0] for d in decorators),
-               *(d[0] for d in narrowed_decorators),
-               *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs)}
+    allowed = always_edited(legacy, legacy_regs, decorators, narrowed_decorators) | {spec.kernel_file, spec.host_file}
     return PortPlan(
         op=res.op, status=res.status.value, family=res.family.value, rows=tuple(rows), kernel_file=spec.kernel_file,
         functor=None, functor_source=recipe.kernel_source, dtypes=metal, registrations=spec.host_names,
         host_file=spec.host_file, register_dispatch=None, kernel_name=spec.kernel_name,
         legacy=legacy[0] if legacy else None, legacy_others=legacy[1:],
         legacy_include=legacy_include(checkout, res) if legacy else None, legacy_registrations=legacy_regs,
-        xfail_keys=tuple(dict.fromkeys([k for _, k, _ in xfail_entries] + [k for _, k, _, _ in xfail_narrowed])),
+        xfail_keys=xfail_keys(xfail_entries, xfail_narrowed),
         allowed_paths=tuple(sorted(allowed)), needs_llm=False,
         migrate=bool(legacy or any(_names_mps(r.before) for r in legacy_rows)), xfail_entries=xfail_entries,
         xfail_narrowed=xfail_narrowed, decorator_entries=decorators, decorator_narrowed=narrowed_decorators,
@@ -305,10 +279,9 @@ def spec_texts(plan: PortPlan, root: Path, current: dict[str, str | None]) -> di
     kernel = current.get(spec.kernel_file)
     if kernel is None or f"kernel void {spec.kernel_name}(" not in kernel:
         out[spec.kernel_file] = kernel_file_text(spec, plan.functor_source or "", kernel)
-    host = current.get(spec.host_file)
-    if host is None or f" {spec.host_function}(" not in host:
-        text = host_file_text(spec, plan.schema, host)
-        out[spec.host_file] = format_snippet(text, root, spec.host_file) if host is None else text
+    host = write_host_code(plan, root, current.get)
+    if host is not None:
+        out[spec.host_file] = host
     return out
 
 

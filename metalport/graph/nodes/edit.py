@@ -8,6 +8,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from metalport.agent.provider import FixRequest, FunctorRequest, KernelRequest
+from metalport.port.launch import ELEMENTWISE
 from metalport.port.plan_model import PortPlan
 from metalport.errors import AgentError, BudgetExhausted, PipelineError, RecipeError, SpecError
 from metalport.failure import Failure
@@ -75,7 +76,7 @@ def _apply_fresh(ctx: RunContext, state: PortState, port: PortPlan, worktree: Wo
 
         apply_family(FamilyPlan.from_dict(state["family"]), worktree.path, secret_env=ctx.secret_env())
         return port
-    if port.spec is None and port.needs_llm and port.kind != "pointwise-stub":
+    if port.launch_kind is None:  # a kernel port no recipe covers: the model writes kernel and launch
         port = _model_spec_plan(ctx, state, port, worktree)
         apply_port(port, worktree.path, secret_env=ctx.secret_env())
         return port
@@ -83,7 +84,7 @@ def _apply_fresh(ctx: RunContext, state: PortState, port: PortPlan, worktree: Wo
     # The recipe model is asked too (its table is the source of truth, and can be overridden);
     # an LLM is asked only when the table has no functor for the op. A spec recipe's plan carries
     # its kernel and launch spec already.
-    if port.spec is None and port.reused_kernel is None and (
+    if port.launch_kind == ELEMENTWISE and port.reused_kernel is None and (
             state["options"].get("model", "recipe") == "recipe" or port.needs_llm or not port.functor_source):
         from metalport.graph.toolbox import make_toolbox
 
@@ -116,7 +117,8 @@ def _model_spec(port: PortPlan) -> bool:
     """Whether the port's launch spec was written by the model (no spec recipe is the op's)."""
     from metalport.port.spec_recipes import spec_recipes
 
-    return port.spec is not None and port.spec.get("op") not in spec_recipes()
+    launch = port.launch
+    return port.launch_kind not in (None, ELEMENTWISE) and launch is not None and launch.get("op") not in spec_recipes()
 
 
 class _Respec:
