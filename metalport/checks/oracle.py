@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import torch
 
-from metalport.checks.tolerances import Tolerance, errors, mismatched
+from metalport.checks.tolerances import Tolerance, errors, mismatched, same_special
 
 SLACK = 8.0  # rounding steps a float evaluation may take (intermediates, output), in eps of the result
 COND_SLACK = 2.0  # input roundings the conditioning allowance grants, in eps of each input
@@ -102,10 +102,6 @@ def _eps(dtype: torch.dtype) -> float:
     return torch.finfo(real).eps
 
 
-def _same_special(a: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
-    return (a == e) | (torch.isnan(a) & torch.isnan(e))
-
-
 def acceptable(output: torch.Tensor, cpu: torch.Tensor, truth: torch.Tensor | None, tol: Tolerance,
                cond: torch.Tensor | None = None) -> Verdict:
     """The rule of Note [the oracle], element by element. `truth` None: CPU alone judges (integer
@@ -123,7 +119,7 @@ def acceptable(output: torch.Tensor, cpu: torch.Tensor, truth: torch.Tensor | No
     measured = cond is not None
     cond = torch.zeros(t.shape, dtype=torch.float64) if cond is None else cond
     allowance = COND_SLACK * eps * cond
-    cpu_ok = _same_special(a, c) | (torch.isfinite(c) & torch.isfinite(a)
+    cpu_ok = same_special(a, c) | (torch.isfinite(c) & torch.isfinite(a)
                                     & ((a - c).abs() <= c.abs() * tol.rtol + tol.atol))
     rounded = t.to(dtype).to(wide)  # the truth as the dtype can hold it (overflows to inf)
     finite_truth = torch.isfinite(rounded)
@@ -132,7 +128,7 @@ def acceptable(output: torch.Tensor, cpu: torch.Tensor, truth: torch.Tensor | No
     truth_close = finite_truth & torch.isfinite(a) & (diff <= mag * (tol.rtol + SLACK * eps) + tol.atol + allowance)
     # where the truth is not finite at the dtype (NaN, or overflowing it), a non-finite output is what
     # the dtype can say (for complex: some part inf or NaN, as the parts of an overflowed product differ)
-    truth_ok = truth_close | _same_special(a, rounded) | (~finite_truth & torch.isinf(cond)) \
+    truth_ok = truth_close | same_special(a, rounded) | (~finite_truth & torch.isinf(cond)) \
         | (_complex_infinity(rounded) & _complex_infinity(a) & torch.isfinite(t))
     real = dtype.to_real() if dtype.is_complex else dtype
     normal = finite_truth & (mag >= torch.finfo(real).smallest_normal)
@@ -142,10 +138,10 @@ def acceptable(output: torch.Tensor, cpu: torch.Tensor, truth: torch.Tensor | No
     rel_ok = ~well | (torch.isfinite(a) & (diff <= mag * REL_BOUND + allowance + tol.atol * (mag >= 1).double()))
     # the relative bound applies where the kernel is not exactly CPU's value: CPU's own result
     # (its overflow to NaN in lerp at the largest floats, say) is always what test_mps accepts
-    bad = ~((cpu_ok | truth_ok) & (rel_ok | _same_special(a, c)))
+    bad = ~((cpu_ok | truth_ok) & (rel_ok | same_special(a, c)))
     ulps_t = _ulps(a, t, eps)
     ulps_c = _ulps(a, c, eps)
-    judged = well & ~_same_special(a, c) & torch.isfinite(a)
+    judged = well & ~same_special(a, c) & torch.isfinite(a)
     rel = (diff / (mag * REL_BOUND)).masked_fill(~judged, 0.0)
     return Verdict(bad, _max(ulps_t), _max(ulps_c), _argmax(ulps_t.masked_fill(~bad, -1.0) if bool(bad.any()) else ulps_t),
                    _max(rel))
@@ -161,7 +157,7 @@ def _complex_infinity(z: torch.Tensor) -> torch.Tensor:
 
 def _ulps(a: torch.Tensor, e: torch.Tensor, eps: float) -> torch.Tensor:
     """|a - e| in units of eps * max(|e|, 1e-30), 0 where both are the same special value, inf where one is."""
-    same = _same_special(a, e)
+    same = same_special(a, e)
     d = (a - e).abs().to(torch.float64) / (e.abs().to(torch.float64).clamp_min(1e-30) * eps)
     d = torch.where(torch.isnan(d), torch.full_like(d, float("inf")), d)
     return d.masked_fill(same, 0.0)

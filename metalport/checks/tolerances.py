@@ -91,6 +91,11 @@ def _widened(actual: torch.Tensor, expected: torch.Tensor) -> tuple[torch.Tensor
     return actual.to(wide), expected.to(wide)
 
 
+def same_special(a: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+    """Per element: equal, or both NaN (a complex value is NaN when either part is)."""
+    return (a == e) | (torch.isnan(a) & torch.isnan(e))
+
+
 def mismatched(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> torch.Tensor:
     """Per element of same-shaped tensors: True where `actual` is not within `tol` of `expected`.
 
@@ -100,7 +105,7 @@ def mismatched(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> 
     a, e = _widened(actual, expected)
     if not (a.is_floating_point() or a.is_complex()):
         return (a - e).abs() > tol.atol
-    same = (a == e) | (torch.isnan(a) & torch.isnan(e))
+    same = same_special(a, e)
     close = torch.isfinite(e) & ((a - e).abs() <= e.abs() * tol.rtol + tol.atol)
     return ~(same | close)
 
@@ -110,7 +115,7 @@ def errors(actual: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
     a, e = _widened(actual, expected)
     if not (a.is_floating_point() or a.is_complex()):
         return (a - e).abs().to(torch.float64)
-    same = (a == e) | (torch.isnan(a) & torch.isnan(e))
+    same = same_special(a, e)
     diff = (a - e).abs().to(torch.float64)
     diff[~same & (diff.isnan() | ~torch.isfinite(e) | torch.isnan(a))] = float("inf")
     return diff.masked_fill_(same, 0.0)

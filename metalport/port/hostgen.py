@@ -332,15 +332,13 @@ def _elementwise_host(plan: PortPlan, root: Path, read: Callable[[str], str | No
     if plan.stub_registered_at:
         return None
     launch = plan.elementwise
-    if plan.host_file and plan.stub:
-        text = read(plan.host_file)
-        if text is not None and re.search(rf"REGISTER_DISPATCH\(\s*{re.escape(plan.stub)}\s*,", text):
-            return None
+    text = read(plan.host_file) if plan.host_file else None
+    if plan.stub and text is not None and re.search(rf"REGISTER_DISPATCH\(\s*{re.escape(plan.stub)}\s*,", text):
+        return None
     if launch is None or not (plan.host_file and launch.stub and launch.stub_header and launch.host_family
                               and plan.kernel_file):
         raise RecipeError(f"the plan for {plan.op} has no host stub (stub {plan.stub or 'unknown'})",
                           hint="declare the op's dispatch stub in an ATen/native header, then re-plan")
-    text = read(plan.host_file)
     stub = HostStub(plan.op, launch.host_family, launch.stub, launch.stub_header,
                     launch.stub_params or "TensorIteratorBase& iter",
                     kernel=launch.kernel if launch.kernel != plan.op else None, extra_stubs=launch.extra_stubs,

@@ -117,8 +117,7 @@ def _model_spec(port: PortPlan) -> bool:
     """Whether the port's launch spec was written by the model (no spec recipe is the op's)."""
     from metalport.port.spec_recipes import spec_recipes
 
-    launch = port.launch
-    return port.launch_kind not in (None, ELEMENTWISE) and launch is not None and launch.get("op") not in spec_recipes()
+    return port.spec is not None and port.spec.get("op") not in spec_recipes()
 
 
 class _Respec:
