@@ -1,15 +1,11 @@
 """`check_contract`: the machine-checked contract of a migration, base tree vs worktree.
 
 Each check reports `Failure("contract", file, line, None, "[check] message")`; `[]` means the
-port keeps the contract. The checks: the registry passes torchgen; every row of the op routes to
-the shared kernel; every stub the op's CPU kernel calls (its route) is declared and registered for
-MPS exactly once, natively (macro-made registrations count), and no stub nothing calls is
-registered; the host stub's
-kernel name has functors registered for the planned dtypes; the legacy code and its include are
-gone; exactly the planned xfail entries left the test lists; no path off the allow-list changed;
-and added lines carry no CPU fallback, no MPSGraph, no tolerance or test edits. A spec-recipe
-port (custom kernel) has its rows, host function and kernel names checked by `speccontract`
-instead of the stub checks.
+port keeps the contract. What depends on the launch kind (the rows, the stubs, the host function
+and kernel names) is checked by `contract_launch`; every port, whatever its launch: the legacy
+code and its include are gone; exactly the planned xfail entries and MPS decorators left the test
+lists (or were narrowed); no path off the allow-list changed; and added lines carry no CPU
+fallback, no MPSGraph, no tolerance or test edits.
 """
 
 from __future__ import annotations
@@ -24,13 +20,11 @@ from pathlib import Path
 
 from metalport.port.decorators import OPINFO_FILES, find_decorators, narrow_decorators
 from metalport.port.host import has_legacy
-from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
-from metalport.port.resolve import host_line, mps_only_lines
+from metalport.port.plan_model import COMMON_MPS, PortPlan
 from metalport.port.xfail import XFAIL_LIST_NAME
-from metalport.checkout.layout import KERNELS_DIR, Checkout
-from metalport.checkout.sources import ImplKind, Registration, Sources, named_assignments, scan_sources
+from metalport.checkout.sources import named_assignments
 from metalport.errors import MetalportError
-from metalport.checks.contract_rows import contract_failure, registry_op
+from metalport.checks.contract_launch import contract_failure, launch_checks
 from metalport.failure import Failure
 
 _CHEATS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -39,7 +33,6 @@ _CHEATS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("MPSGraph", re.compile(r"\b(MPSGraph\w*|mpsGraph\w*|CachedGraph|runMPSGraph|LookUpOrCreateCachedGraph)\b")),
     ("tolerance edit", re.compile(r"\b(toleranceOverride|precisionOverride|atol|rtol)\b")),
 )
-_EXEC_NAME = re.compile(r"\bexec_\w+_kernel\w*\s*\([^;]*?\"(\w+)\"", re.S)
 
 
 @dataclass(frozen=True)
@@ -101,115 +94,6 @@ def _base_text(base_root: Path, changes: _Changes, rel: str) -> str | None:
         return _git(base_root, "show", f"{changes.base_commit}:{rel}")
     except MetalportError:
         return None
-
-
-def _registry_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
-    op, failures = registry_op(worktree_root, plan)
-    yield from failures
-    if op is None:
-        return
-    changed = {r.entry for r in plan.rows}
-    for entry in op.entries:
-        for d in mps_only_lines(entry):
-            yield _fail("rows", f"{entry.full_name} still dispatches MPS to {d.kernel}; route it to the "
-                        f"shared kernel", NATIVE_FUNCTIONS, d.line)
-        host = host_line(entry)
-        if entry.full_name in changed and host is not None and "MPS" not in host.keys:
-            yield _fail("rows", f"{entry.full_name} does not dispatch MPS to the shared kernel {host.kernel}",
-                        NATIVE_FUNCTIONS, host.line)
-
-
-def _declared(worktree_root: Path, stub: str) -> bool:
-    pattern = re.compile(rf"DECLARE_DISPATCH\(\s*[^,]+,\s*{re.escape(stub)}\s*\)")
-    from metalport.torch_facts import torch_include_dir
-
-    roots = [worktree_root / "aten/src/ATen/native", torch_include_dir() / "ATen/native"]
-    return any(pattern.search(h.read_text(encoding="utf-8", errors="replace"))
-               for root in roots if root.is_dir() for h in root.rglob("*.h"))
-
-
-def _stub_checks(worktree_root: Path, plan: PortPlan, changes: _Changes) -> Iterator[Failure]:
-    """The stubs the op's CPU kernel calls (`plan.stubs`) are each registered for MPS exactly once,
-    natively; the port registers no stub that kernel does not call."""
-    if not plan.stub:
-        yield _fail("stub", f"aten::{plan.op} has no dispatch stub to register for MPS")
-        return
-    sources = scan_sources(Checkout(worktree_root))
-    route = f"; {plan.stub_route}" if plan.stub_route else ""
-    for stub in plan.stubs or (plan.stub,):
-        if not _declared(worktree_root, stub):
-            yield _fail("stub", f"{stub} is not declared (no DECLARE_DISPATCH in the tree or the wheel's headers)")
-        regs = sources.registrations_of(stub)
-        if not regs:
-            yield _fail("stub", f"{stub} must be registered for MPS exactly once, found 0{route}", plan.host_file)
-        elif len(regs) > 1:
-            where = ", ".join(f"{r.where}" + (f" by {r.macro}" if r.macro else "") for r in regs)
-            yield _fail("stub", f"{stub} must be registered for MPS exactly once, found {len(regs)} ({where}): "
-                        f"a link error", regs[1].where.file, regs[1].where.line)
-        elif regs[0].kind is ImplKind.GRAPH:
-            yield _fail("stub", f"{stub} is still registered with an MPSGraph kernel "
-                        f"{regs[0].kernel}", regs[0].where.file, regs[0].where.line)
-        if regs and stub == plan.stub:
-            yield from _kernel_name_checks(worktree_root, plan, sources, regs[0])
-            yield from _foreign_stub_check(plan, sources, regs[0])
-    yield from _uncalled(plan, sources, changes)
-
-
-def _foreign_stub_check(plan: PortPlan, sources: Sources, reg: Registration) -> Iterator[Failure]:
-    """A kernel that calls another op's stub with a negated scalar (`sub_out`: `add_stub(..., -alpha)`)
-    relies on that op's computation: the kernel registered for `add_stub` must add, not run `sub`."""
-    owner = plan.stub.removesuffix("_stub") if plan.stub else ""
-    if not any(a.lstrip().startswith("-") for a in plan.stub_args) or owner == plan.op:
-        return
-    fn = sources.function(reg.kernel.split("::")[-1])
-    runs = sorted({c.kernel for c in fn.calls}) if fn else []
-    if runs and not all(k == owner or k.startswith(f"{owner}_") for k in runs):
-        yield _fail("stub", f"{plan.stub} is called with {', '.join(plan.stub_args)} ({plan.stub_route}), so the "
-                    f"kernel registered for it must compute {owner}; {fn.name if fn else reg.kernel} runs "
-                    f"{', '.join(repr(k) for k in runs)}", reg.where.file, reg.where.line)
-
-
-def _uncalled(plan: PortPlan, sources: Sources, changes: _Changes) -> Iterator[Failure]:
-    """Registrations the port added for stubs its op's kernel does not call."""
-    wanted = set(plan.stubs or (plan.stub,))
-    for reg in sources.registrations:
-        added = {n for n, _ in changes.added.get(reg.where.file, ())}
-        if reg.where.line not in added or reg.stub in wanted:
-            continue
-        callers = sources.callers(reg.stub)
-        if sources.route_files and not callers:
-            why = f"nothing calls {reg.stub}"
-        else:
-            why = f"aten::{plan.op}'s kernel does not call {reg.stub}"
-        yield _fail("stub", f"{why}, yet the port registers it{'; ' + plan.stub_route if plan.stub_route else ''}",
-                    reg.where.file, reg.where.line)
-
-
-def _kernel_name_checks(worktree_root: Path, plan: PortPlan, sources: Sources,
-                        reg: Registration) -> Iterator[Failure]:
-    rel, fn = reg.where.file, reg.kernel.lstrip("&").split("::")[-1]
-    found = next((f for f in sources.functions if f.name == fn and f.where.file == rel), None) \
-        or sources.function(fn)
-    if found is None:
-        yield _fail("kernel-name", f"{fn} registered for {reg.stub} is not defined", rel, reg.where.line)
-        return
-    line = found.where.line
-    names = sorted({c.kernel for c in found.calls})
-    if not names:
-        yield _fail("kernel-name", f"{fn} passes no kernel name to an exec_*_kernel call", found.where.file, line)
-        return
-    shader_ops = sources.shader_ops
-    metal_texts = {p: p.read_text(encoding="utf-8") for p in (worktree_root / KERNELS_DIR).glob("*.metal")}
-    for name in names:
-        registered = {s.args[0] for s in shader_ops if s.name == name and s.args}
-        missing = [t for t in plan.dtypes if t not in registered]
-        if not registered:
-            yield _fail("kernel-name", f"{fn} runs kernel \"{name}\" but no .metal file registers it", rel, line)
-        elif missing:
-            yield _fail("kernel-name", f"kernel \"{name}\" is not registered for planned dtype(s) "
-                        f"{', '.join(missing)}", plan.kernel_file, None)
-        if registered and not any(re.search(rf"\bstruct {re.escape(name)}_functor\b", t) for t in metal_texts.values()):
-            yield _fail("kernel-name", f"no 'struct {name}_functor' in the kernel files", plan.kernel_file, None)
 
 
 def _legacy_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
@@ -374,22 +258,11 @@ def _narrowing_consistency(plan: PortPlan) -> Iterator[Failure]:
                         f"entries to {'; '.join(', '.join(sorted(x)) for x in xfail)}", rel)
 
 
-def _launch_kind_checks(worktree_root: Path, plan: PortPlan, changes: _Changes) -> list[Failure]:
-    """The part of the contract that depends on the plan's launch kind: a launch spec's rows, host
-    function, kernel instantiations and stub (`speccontract`); an elementwise port's rows and the
-    dispatch stubs its CPU kernel calls."""
-    if plan.spec is not None:
-        from metalport.checks.speccontract import spec_contract
-
-        return spec_contract(worktree_root, plan)
-    return [*_registry_checks(worktree_root, plan), *_stub_checks(worktree_root, plan, changes)]
-
-
 def check_contract(base_root: Path, worktree_root: Path, plan: PortPlan) -> list[Failure]:
     """Every contract failure of the worktree's port of `plan.op`; `[]` when the contract holds."""
     base_root, worktree_root = Path(base_root).resolve(), Path(worktree_root).resolve()
     changes = _changes(base_root, worktree_root)
-    failures = _launch_kind_checks(worktree_root, plan, changes)
+    failures = launch_checks(worktree_root, plan, changes.added)
     failures += _legacy_checks(worktree_root, plan)
     failures += _xfail_checks(base_root, worktree_root, changes, plan)
     failures += _decorator_checks(base_root, worktree_root, changes, plan)

@@ -151,3 +151,32 @@ def test_ctc_port_shares_the_tensor_lengths_entry_and_drops_its_decorator_with_i
                                                               "    CPU, CUDA: ctc_loss_tensor\n"))
     assert [f.message for f in check_contract(checkout.root, worktree, plan)] == [
         "[rows] _ctc_loss.Tensor should share its CPU/CUDA function with MPS (`CPU, CUDA, MPS: ctc_loss_tensor`)"]
+
+
+POWSUM_HOST = "aten/src/ATen/native/mps/operations/PowSum.mm"
+POWSUM_REGISTER = "REGISTER_DISPATCH(powsum_stub, &powsum_kernel_mps)"
+
+
+@pytest.mark.parametrize(("registered", "expected"), [
+    ("REGISTER_DISPATCH(powsum_stub, &powsum_other_mps)",
+     "[stub] powsum_stub is registered to powsum_other_mps, the spec says powsum_kernel_mps"),
+    (POWSUM_REGISTER + "\n" + POWSUM_REGISTER, "[stub] powsum_stub must be registered for MPS exactly once, found 2"),
+    ("", "[stub] powsum_stub must be registered for MPS exactly once, found 0"),
+])
+def test_stub_of_a_reduction_spec_port_is_registered_once_to_its_host_function(
+        tmp_path: Path, registered: str, expected: str) -> None:
+    # A reduction-stub spec port serves its op through the stub the CPU/CUDA kernel calls: the
+    # same registered-once check as an elementwise port's stubs, plus the spec's host function.
+    from metalport.checkout import init_workspace
+
+    checkout = init_workspace(tmp_path / "workspace")
+    plan = plan_port(checkout, "aten::linalg__powsum")
+    worktree = tmp_path / "port"
+    subprocess.run(["git", "worktree", "add", "-q", "-b", "port", str(worktree)], cwd=checkout.root, check=True)
+    apply_port(plan, worktree)
+    assert [f.message for f in check_contract(checkout.root, worktree, plan)] == []
+    host = worktree / POWSUM_HOST
+    assert POWSUM_REGISTER in host.read_text()
+    host.write_text(host.read_text().replace(POWSUM_REGISTER, registered))
+    messages = [f.message for f in check_contract(checkout.root, worktree, plan)]
+    assert any(m.startswith(expected) for m in messages), messages
