@@ -17,9 +17,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "metalport"
-# Import cycles not ours to break in this change: each entry must still be a cycle (the test fails
-# once it is gone, so the entry goes with it). The contract twins are merged by #24's "one
-# contract check" part, which rewrites checks/.
+# Import cycles allowed for now: each entry must still be a cycle (the test fails once it is gone,
+# so the entry goes with it). None are left.
 KNOWN_CYCLES: set[frozenset[str]] = set()
 
 
