@@ -18,7 +18,7 @@ from metalport.port.hostgen import write_host
 from metalport.port.plan_model import NATIVE_FUNCTIONS, PortPlan
 from metalport.port.spec import LaunchSpec, load_spec
 from metalport.port.spec_recipes import _instantiates
-from metalport.port.specport import routed_entry
+from metalport.port.rows import routed_entry
 
 _OPERATIONS = "aten/src/ATen/native/mps/operations"
 _BACKENDS = ("CPU", "CUDA")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from metalport.port.functor_sources import TERNARY_ALPHA_KERNELS, TERNARY_ALPHA_MACRO
 from metalport.port.cformat import format_snippet
-from metalport.port.hostgen import write_host_code
+from metalport.port.hostgen import kernel_file_text, write_host_code
 from metalport.port.decorators import find_decorators, narrow_decorators, remove_lines, with_own_comment
 from metalport.port.host import drop_empty_namespaces, has_legacy, remove_legacy
 from metalport.port.reuse import remove_macro
@@ -21,8 +21,9 @@ from metalport.port.launch import ELEMENTWISE
 from metalport.port.plan import NEEDS_LLM
 from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
 from metalport.port.resolve import mps_only_lines
+from metalport.port.spec import load_spec
 from metalport.port.xfail import find_xfails
-from metalport.errors import RecipeError
+from metalport.errors import RecipeError, SpecError
 from metalport.registry.index import registry_from_text
 from metalport.sandbox.guard import PathGuard
 
@@ -165,6 +166,37 @@ def _kernel_edit(texts: _Texts, plan: PortPlan, root: Path, functor_source: str 
         texts.texts[plan.kernel_file] = ensure_includes(text, needed_includes(code), path=plan.kernel_file)
 
 
+def _insert_rows(text: str, plan: PortPlan) -> str:
+    """The registry with each planned MPS line inserted (Note [spec rows]) or replaced (Note [spec
+    migration]); lines already as planned are kept."""
+    lines = text.splitlines(keepends=True)
+    for change in sorted(plan.rows, key=lambda c: -c.line):
+        if not change.inserts:
+            at = [i for i, line in enumerate(lines) if line.rstrip("\r\n") == change.before]
+            if at:
+                i = min(at, key=lambda k: abs(k + 1 - change.line))
+                if change.after:
+                    lines[i] = change.after + "\n"
+                else:
+                    del lines[i]
+            continue
+        if any(line.rstrip("\r\n") == change.after for line in lines):
+            continue
+        if not 1 <= change.line <= len(lines):
+            raise SpecError(f"spec {plan.op}: the registry has no line {change.line}", location=NATIVE_FUNCTIONS,
+                            hint="re-plan the op on the current tree")
+        lines.insert(change.line, change.after + "\n")
+    return "".join(lines)
+
+
+def _spec_kernel_edit(texts: _Texts, plan: PortPlan) -> None:
+    """A spec launch's kernel source joins its kernel file, unless the file defines the kernel already."""
+    spec = load_spec(plan.spec or {})
+    kernel = texts.get(spec.kernel_file)
+    if kernel is None or f"kernel void {spec.kernel_name}(" not in kernel:
+        texts.texts[spec.kernel_file] = kernel_file_text(spec, plan.functor_source or "", kernel)
+
+
 def _host_edit(texts: _Texts, plan: PortPlan, root: Path) -> None:
     """The host file through the one host writer (`hostgen.write_host_code`)."""
     new = write_host_code(plan, root, texts.get)
@@ -230,11 +262,10 @@ def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str
     guard = PathGuard(root, set(plan.allowed_paths), secret_env=secret_env)
     texts = _Texts(root)
     if plan.launch_kind not in (ELEMENTWISE, None):  # a spec launch; no launch yet fails at the functor step
-        from metalport.port.specport import spec_texts
-
         _legacy_edit(texts, plan)  # first: the host function may take the legacy one's place and file
-        paths = (NATIVE_FUNCTIONS, plan.kernel_file or "", plan.host_file or "")
-        texts.texts.update(spec_texts(plan, root, {rel: texts.get(rel) for rel in paths}))
+        texts.texts[NATIVE_FUNCTIONS] = _insert_rows(texts.get(NATIVE_FUNCTIONS) or "", plan)
+        _spec_kernel_edit(texts, plan)
+        _host_edit(texts, plan, root)
     else:
         texts.texts[NATIVE_FUNCTIONS] = edit_rows(texts.require(NATIVE_FUNCTIONS), plan)
         if plan.shared_launcher == "extend":  # Note [extend shared code at home]

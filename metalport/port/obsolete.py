@@ -1,7 +1,6 @@
-"""What a port makes obsolete in the tree: xfail entries the registration fixes, the legacy
-`_native.h` include and MPSGraph registrations, and the OpInfo names the tests key them by.
-
-Shared by the pointwise plan (`port.py`) and the launch-spec plan (`specport.py`).
+"""What a port makes obsolete in the tree: xfail entries the registration fixes (and the gradient
+xfail a forward-only port adds), the legacy `_native.h` include and MPSGraph registrations, and
+the OpInfo names the tests key them by. Used by every launch kind's part of `plan_port`.
 """
 
 from __future__ import annotations
@@ -20,24 +19,53 @@ Decorator = tuple[str, str, int, int]  # (file, OpInfo name, first line, last li
 Narrowed = tuple[str, str, int, int, tuple[str, ...]]  # ... and the torch dtypes the decorator keeps
 
 
-def _kept_dtypes(dtypes: tuple[str, ...] | None, metal: tuple[str, ...]) -> tuple[str, ...] | None:
-    """The dtypes of an xfail entry the port leaves failing (None: the entry means all dtypes)."""
-    if dtypes is None:
-        return ()  # "every dtype fails" ends with the port's registrations
-    return tuple(d for d in dtypes if METAL_TYPES.get(d) not in metal)
-
-
-def obsolete_xfails(res: Resolution, metal: tuple[str, ...]
+def obsolete_xfails(res: Resolution, metal: tuple[str, ...], *, names: list[str] | None = None,
+                    narrow_to: tuple[str, ...] | None = None
                     ) -> tuple[tuple[tuple[str, str, int], ...], tuple[tuple[str, str, int, tuple[str, ...]], ...]]:
-    """(entries the port makes obsolete, entries it only narrows: (list, key, line, dtypes kept))."""
-    removed, narrowed = [], []
-    for x in res.xfails:
-        kept = _kept_dtypes(x.dtypes, metal)
-        if not kept:
+    """(entries the port makes obsolete, entries it only narrows: (list, key, line, dtypes kept)).
+
+    An entry naming dtypes keeps those the port does not register (Metal types `metal`). One
+    meaning every dtype (`"logspace": None`) ends with the port's registrations, unless the port
+    leaves some OpInfo dtypes out (`narrow_to`, a spec port's `left_out_dtypes`): then it is
+    narrowed to them. `names` adds the entries keyed by the port's OpInfo names (a spec's OpInfo may
+    be named unlike the op: `_ctc_loss`'s is nn.functional.ctc_loss).
+    """
+    named = tuple(x for n in names or () for x in res.sources.xfails_for(n) if x not in res.xfails)
+    removed, narrowed, every = [], [], []
+    for x in (*res.xfails, *named):
+        kept = tuple(d for d in x.dtypes if METAL_TYPES.get(d) not in metal) if x.dtypes is not None else ()
+        if x.dtypes is None and narrow_to:
+            every.append((x.list_name, x.op, x.where.line, narrow_to))
+        elif not kept:
             removed.append((x.list_name, x.op, x.where.line))
         elif x.dtypes is not None and len(kept) < len(x.dtypes):
             narrowed.append((x.list_name, x.op, x.where.line, kept))
-    return tuple(removed), tuple(narrowed)
+    return tuple(removed), tuple(narrowed + every)
+
+
+def left_out_dtypes(metal: tuple[str, ...], names: list[str]) -> tuple[str, ...]:
+    """The torch dtypes of the op's OpInfo (CPU) that MPS could hold but the port does not register."""
+    from metalport.torch_facts import opinfo_facts
+
+    facts = opinfo_facts()
+    cpu = next((facts[n].cpu_dtypes for n in names if n in facts), ())
+    return tuple(d for d in cpu if d in METAL_TYPES and METAL_TYPES[d] not in metal)
+
+
+GRAD_LIST = "XFAILLIST_GRAD"
+
+
+def grad_xfails(res: Resolution, opinfo: str | None, reason: str | None, metal: tuple[str, ...]
+                ) -> tuple[tuple[str, str, tuple[str, ...], str], ...]:
+    """The XFAILLIST_GRAD entry of a forward-only port (a spec's `grad_xfail` reason): its OpInfo's
+    gradient checks would reach the missing backward on MPS. None when the tree has the entry."""
+    if reason is None or opinfo is None:
+        return ()
+    if any(x.list_name == GRAD_LIST and x.op == opinfo for x in res.sources.xfails):
+        return ()
+    from metalport.port.spec import METAL_DTYPES
+
+    return ((GRAD_LIST, opinfo, tuple(dict.fromkeys(METAL_DTYPES[t] for t in metal)), reason),)
 
 
 def xfail_keys(removed: tuple[tuple[str, str, int], ...],

@@ -117,7 +117,7 @@ class PortPlan:
     kind_reason: str | None = None
     # A spec-recipe port carries its launch spec (`LaunchSpec.to_dict()`), the `func:` schema of
     # the entry it serves, and its kernel source in `functor_source`; its rows insert lines
-    # (Note [spec rows] in port/specport.py).
+    # (Note [spec rows] in port/rows.py).
     spec: dict[str, Any] | None = None
     schema: str | None = None
     # Note [reuse before writing] (port/reuse.py): what the port reuses from the tree and what it
@@ -146,20 +146,19 @@ class PortPlan:
             raise ValueError(f"table plan for {self.op} has no functor source")
 
     @property
-    def elementwise(self) -> ElementwiseLaunch | None:
-        """A pointwise port's launch, made from the plan's stub, kernel and dtype rows (so it never
-        disagrees with them); None for a spec port and for a kernel port with no launch yet."""
-        if self.spec is not None or self.kind in OWN_KERNEL_KINDS:
-            return None
-        return ElementwiseLaunch.of_plan(self)
-
-    @property
     def launch_kind(self) -> str | None:
-        """How the port's kernel is launched: "elementwise", the spec's kind for a spec port, None
-        while a model has yet to write the kernel and its launch (Note [one port model])."""
+        """How the port's kernel is launched: the spec's kind for a spec port, "elementwise" for a
+        pointwise one, None while a model has yet to write the kernel and its launch (Note [one port
+        model])."""
         if self.spec is not None:
             return str(self.spec.get("kind"))
         return ELEMENTWISE if self.kind not in OWN_KERNEL_KINDS else None
+
+    @property
+    def elementwise(self) -> ElementwiseLaunch | None:
+        """A pointwise port's launch, made from the plan's stub, kernel and dtype rows (so it never
+        disagrees with them); None for any other launch kind."""
+        return ElementwiseLaunch.of_plan(self) if self.launch_kind == ELEMENTWISE else None
 
     @property
     def launch(self) -> dict[str, Any] | None:

@@ -1,8 +1,16 @@
 """`plan_port`: the whole port of one op, decided from the tree before any edit.
 
 Public surface of the pipeline's plan step (contract C): `resolve_op`, `plan_port`, `apply_port`,
-`PortPlan`, `RowChange`, `Resolution`. Registry rows follow Note [why rows collapse]: every row of
-the op that names an MPS-only kernel, or lacks MPS, moves onto the kernel CPU and CUDA share.
+`PortPlan`, `RowChange`, `Resolution`. Registry rows follow Note [why rows collapse] (port/rows.py):
+every row of the op that names an MPS-only kernel, or lacks MPS, moves onto the kernel CPU and CUDA
+share, unless a launch spec gives the op a host function of its own (Note [spec rows]).
+
+Note [one planner]: every plan is made one way (`_plan`). The op's launch kind decides its part
+(`_LaunchPart`): `_spec_part` for a launch spec (the spec recipe table's, or a model's),
+`_pointwise_part` for an elementwise launch (the functor table's, a model's functor, or a kernel the
+tree has), `_kernel_part` for an own-kernel port whose kernel and launch a model has yet to write.
+What every port adds on top is shared: the legacy code and MPSGraph registrations it removes, its
+xfail keys, its allow-list and whether it migrates an MPS path.
 
 Note [no dtype regression]: a port replaces the op's MPS path, so every dtype that path runs must
 still be registered afterwards. common_mps.py's SUPPORTED_COMPLEX_OPS names the OpInfos MPS runs
@@ -19,17 +27,13 @@ never reused or shadowed: the plan refuses.
 Note [legacy helpers]: MPSGraph ops of one family often share a helper (`addc_mul_div_out_mps`
 serves `addcmul_out_mps` and `addcdiv_out_mps`). A port removes the helper with its last user: the
 first port of the family keeps it, the port that removes its last caller removes it too.
-
-Note [why rows collapse]: a native Metal port registers the op's dispatch stub for MPS, so the
-structured CPU/CUDA kernel (`heaviside_out`) serves MPS too. `CPU, CUDA: x_out` + `MPS: x_out_mps`
-becomes `CPU, CUDA, MPS: x_out`; a row left on `x_out_mps` would keep calling the legacy code.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from metalport.port.apply import apply_port
 from metalport.port.functors import COMPLEX_TYPES, FunctorRecipe, metal_types_for, recipe_table
@@ -37,20 +41,26 @@ from metalport.port.functors import Family as RecipeFamily
 from metalport.port.kinds import Classification, Kind
 from metalport.port.launch import LAUNCHERS
 from metalport.port.metal import fit_functor
-from metalport.port.obsolete import (always_edited, legacy_include, legacy_registrations, obsolete_decorators,
-                                     obsolete_xfails, opinfo_names, xfail_keys)
+from metalport.port.obsolete import (always_edited, grad_xfails, left_out_dtypes, legacy_include,
+                                     legacy_registrations, obsolete_decorators, obsolete_xfails, opinfo_names,
+                                     xfail_keys)
 from metalport.port.host import remove_legacy
 from metalport.port.reuse import ExistingKernel, missing_legacy, orphaned_macros, reuse_lines
 from metalport.port.plan import (KERNELS_DIR, NEEDS_LLM, OPERATIONS_DIR, StubDeclaration,
                                           find_stub_declaration, plan_recipe)
 from metalport.port.plan_model import COMMON_MPS, PortPlan, RowChange
-from metalport.port.resolve import Resolution, host_line, mps_only_lines, resolve_op
+from metalport.port.resolve import Resolution, resolve_op
+from metalport.port.rows import plan_rows, routed_entry, spec_entry, spec_rows
+from metalport.port.spec import LaunchSpec
+from metalport.port.spec_recipes import SpecRecipe, spec_recipes
+from metalport.port.spec_schema import check_schema
 from metalport.backlog.model import Family, Status
 from metalport.checkout.layout import Checkout
+from metalport.checkout.routing import StubRoute
 from metalport.checkout.sources import ImplKind
-from metalport.errors import PipelineError, RecipeError
+from metalport.errors import PipelineError, RecipeError, SpecError
 
-__all__ = ["PortPlan", "Resolution", "RowChange", "apply_port", "plan_port", "resolve_op"]
+__all__ = ["PortPlan", "Resolution", "RowChange", "apply_port", "plan_port", "plan_resolved", "resolve_op"]
 
 _ALREADY_NATIVE = (Status.SHARED, Status.COMPOSITE)
 _MIGRATING = (Status.MPS_GRAPH, Status.MPS_GRAPH_STUB, Status.MPS_UNKNOWN, Status.MPS_METAL)
@@ -63,63 +73,6 @@ _BY_FAMILY = {
     Family.BINARY: ("binary", "BinaryKernel.metal", "BinaryKernel.mm", "REGISTER_BINARY_OP"),
     Family.TERNARY: ("ternary", "TernaryKernel.metal", "TernaryKernel.mm", "REGISTER_TERNARY_OP"),
 }
-
-
-def _with_mps(line: str, also: tuple[str, ...] = ()) -> str:
-    """`    CPU, CUDA: x_out  # c` -> `    CPU, CUDA, MPS: x_out  # c`; `also` are keys of lines
-    merged into this one (`CPU: x_out` + `CUDA: x_out` -> `CPU, CUDA, MPS: x_out`)."""
-    head, sep, tail = line.partition(":")
-    keys = [k.strip() for k in head.split(",")]
-    indent = head[: len(head) - len(head.lstrip())]
-    merged = list(dict.fromkeys([*keys, *also, "MPS"]))
-    return f"{indent}{', '.join(merged)}{sep}{tail}"
-
-
-def _without_mps(line: str) -> str:
-    """The dispatch line without its MPS key; "" when MPS was its only key."""
-    head, sep, tail = line.partition(":")
-    keys = [k.strip() for k in head.split(",")]
-    rest = [k for k in keys if k != "MPS"]
-    if not rest:
-        return ""
-    indent = head[: len(head) - len(head.lstrip())]
-    return f"{indent}{', '.join(rest)}{sep}{tail}"
-
-
-def plan_rows(res: Resolution) -> tuple[RowChange, ...]:
-    """The dispatch-line changes that route every row of the op to the shared CPU/CUDA kernel.
-
-    Raises PipelineError (with the row's file:line) when an MPS row has no CPU/CUDA kernel to
-    share, or CPU and CUDA use different kernels.
-    """
-    lines = res.registry.text.splitlines()
-    where = res.registry.path
-    changes: list[RowChange] = []
-    for entry in res.entries:
-        mps = entry.kernel_for("MPS")
-        only = mps_only_lines(entry)
-        host = host_line(entry)
-        if (mps is not None and not only) or (mps is None and host is None):
-            continue  # already shared, or no kernel of its own (structured_delegate, composite)
-        if host is None:
-            raise PipelineError(f"{entry.full_name} has an MPS-only kernel {only[0].kernel} and no "
-                                f"CPU/CUDA kernel to share", location=f"{where}:{only[0].line}",
-                                hint="this op needs a hand-written port")
-        cuda = entry.kernel_for("CUDA")
-        if cuda is not None and cuda.kernel != host.kernel:
-            raise PipelineError(f"{entry.full_name}: CPU ({host.kernel}) and CUDA ({cuda.kernel}) use "
-                                f"different kernels, so MPS has no shared kernel to join",
-                                location=f"{where}:{host.line}", hint="this op needs a hand-written port")
-        before = lines[host.line - 1]
-        if cuda is not None and cuda.line != host.line:
-            # One shared row, as PyTorch writes it: `CPU, CUDA, MPS: x_out`.
-            changes.append(RowChange(entry.full_name, host.line, before, _with_mps(before, cuda.keys)))
-            changes.append(RowChange(entry.full_name, cuda.line, lines[cuda.line - 1], ""))
-        else:
-            changes.append(RowChange(entry.full_name, host.line, before, _with_mps(before)))
-        for d in only:
-            changes.append(RowChange(entry.full_name, d.line, lines[d.line - 1], _without_mps(lines[d.line - 1])))
-    return tuple(sorted(changes, key=lambda c: c.line))
 
 
 def _stub_declaration(checkout: Checkout, stub: str) -> StubDeclaration:
@@ -192,8 +145,10 @@ def _test_list_names(names: list[str]) -> list[str]:
 
 
 @dataclass(frozen=True)
-class _Parts:
-    """The functor, kernel and host side of a plan (from the table, or sketched for an LLM)."""
+class _LaunchPart:
+    """What the op's launch kind decides of its plan (Note [one planner]): each field is the
+    `PortPlan` field of the same name; `_plan` adds the fields every port shares. A pointwise part
+    starts as the functor, kernel and host side (from the table, or sketched for a model)."""
 
     functor_step: str
     kernel_file: str | None = None
@@ -207,19 +162,35 @@ class _Parts:
     stub_header: str | None = None
     stub_params: str | None = None
     host_family: str | None = None
-    kernel_name: str | None = None  # the shader kernel when it is not the op's (`add_alpha`)
+    kernel_name: str | None = None  # the shader kernel; a pointwise part's None is the op's own
+    rows: tuple[RowChange, ...] = ()
+    register_dispatch: str | None = None
+    stubs: tuple[str, ...] = ()
+    stub_route: str | None = None
+    stub_args: tuple[str, ...] = ()
+    stub_registered_at: str | None = None
+    kind: str = Kind.POINTWISE_STUB.value
+    kind_reason: str | None = None
+    spec: dict[str, Any] | None = None
+    schema: str | None = None
+    xfail_entries: tuple[tuple[str, str, int], ...] = ()
+    xfail_narrowed: tuple[tuple[str, str, int, tuple[str, ...]], ...] = ()
+    xfail_added: tuple[tuple[str, str, tuple[str, ...], str], ...] = ()
+    xfail_keys: tuple[str, ...] | None = None  # None: the keys of the entries removed or narrowed
+    decorator_entries: tuple[tuple[str, str, int, int], ...] = ()
+    decorator_narrowed: tuple[tuple[str, str, int, int, tuple[str, ...]], ...] = ()
+    reuse: tuple[str, ...] = ()
+    placement: tuple[str, ...] = ()
+    reused_kernel: str | None = None
+    shared_launcher: str | None = None
 
-    @property
-    def needs_llm(self) -> bool:
-        return self.functor_step not in ("table", "reuse")
 
-
-def _table_parts(checkout: Checkout, recipe: FunctorRecipe, stub: str) -> _Parts:
+def _table_parts(checkout: Checkout, recipe: FunctorRecipe, stub: str) -> _LaunchPart:
     decl = _stub_declaration(checkout, stub)
     rp = plan_recipe(recipe.op, stub=decl, xfail_keys=())
     if rp.host_stub is None:
         raise RecipeError(f"the recipe for {recipe.op} has no host stub", hint="fix the recipe table")
-    return _Parts("table", rp.kernel_file, rp.functor, rp.functor_source, rp.dtypes, rp.registrations,
+    return _LaunchPart("table", rp.kernel_file, rp.functor, rp.functor_source, rp.dtypes, rp.registrations,
                   rp.host_file, rp.macro, stub, decl.header, decl.params, rp.host_stub.family)
 
 
@@ -231,10 +202,10 @@ def _tensor_outputs(func: str) -> tuple[str, ...]:
                  if r.startswith("Tensor") and not r.startswith("Tensor[]"))
 
 
-def _llm_parts(checkout: Checkout, res: Resolution) -> _Parts:
+def _llm_parts(checkout: Checkout, res: Resolution) -> _LaunchPart:
     shape = _BY_FAMILY.get(res.family)
     if shape is None:
-        return _Parts(NEEDS_LLM, stub=res.stub)
+        return _LaunchPart(NEEDS_LLM, stub=res.stub)
     host_family, kernel, host, macro = shape
     # A pointwise functor returns one value: an op whose kernel writes two tensors (frexp's mantissa and
     # exponent) cannot be met by any functor a model writes, so it is refused here, before a model call.
@@ -248,7 +219,7 @@ def _llm_parts(checkout: Checkout, res: Resolution) -> _Parts:
     names = opinfo_names(res.op, res)
     keep_complex = res.status in _MIGRATING and any(n in mps_complex_names(checkout) for n in names)
     dtypes = _opinfo_dtypes(names, complex=keep_complex)
-    parts = _Parts(NEEDS_LLM, f"{KERNELS_DIR}/{kernel}", f"{res.op}_functor", None, dtypes,
+    parts = _LaunchPart(NEEDS_LLM, f"{KERNELS_DIR}/{kernel}", f"{res.op}_functor", None, dtypes,
                    tuple(f"{macro}({res.op}, {t}, {t});" for t in dtypes), f"{OPERATIONS_DIR}/{host}", macro,
                    res.stub, host_family=host_family)
     if res.stub:
@@ -271,30 +242,35 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels
     Raises UnknownOpError (with close names), PipelineError "aten::x is already native (shared)"
     for a shared or composite op unless `force`, PipelineError "aten::x is not a port candidate:
     <reason>" for a not-a-candidate op (`port.kinds`), and PipelineError when a pointwise row has
-    no shared CPU/CUDA kernel. Reduction-stub, custom-kernel and multi-tensor ops get a plan of
-    their kind (`_kernel_plan`). An op outside the recipe table gets `needs_llm=True`, unless the
-    tree has a kernel computing it (Note [reuse an existing kernel]; `reuse_kernels=False` skips
-    the lookup).
+    no shared CPU/CUDA kernel. An op of the spec recipe table is planned from its launch spec;
+    other reduction-stub, custom-kernel and multi-tensor ops get a plan of their kind with no
+    launch yet (`_kernel_part`). A pointwise op outside the recipe table gets `needs_llm=True`,
+    unless the tree has a kernel computing it (Note [reuse an existing kernel];
+    `reuse_kernels=False` skips the lookup).
     """
-    res = resolve_op(checkout, op)
-    from metalport.port.spec_recipes import spec_recipes
+    return plan_resolved(checkout, resolve_op(checkout, op), force=force, reuse_kernels=reuse_kernels)
 
-    spec_recipe = spec_recipes().get(res.op)
+
+def plan_resolved(checkout: Checkout, res: Resolution, *, spec_recipe: SpecRecipe | None = None,
+                  force: bool = False, reuse_kernels: bool = True) -> PortPlan:
+    """`plan_port` of an op already resolved. `spec_recipe` (a model's, `model_spec_recipe`) plans
+    it as the op's spec recipe would be; SpecError when that spec does not fit the op."""
+    spec_recipe = spec_recipe or spec_recipes().get(res.op)
+    kind = res.kind
     if spec_recipe is not None:
-        from metalport.port.specport import plan_spec_port
-
-        return plan_spec_port(checkout, res, spec_recipe)
-    if res.status in _ALREADY_NATIVE and not force:
+        part = _spec_part(checkout, res, spec_recipe)
+    elif res.status in _ALREADY_NATIVE and not force:
         raise PipelineError(f"aten::{res.op} is already native ({res.status.value})",
                             location=res.mps_impl, hint="pass --force to plan it anyway")
-    kind = res.kind
-    if kind is not None and not kind.candidate and res.status is not Status.SHARED:
+    elif kind is not None and not kind.candidate and res.status is not Status.SHARED:
         raise PipelineError(f"aten::{res.op} is not a port candidate: {kind.reason}",
                             location=f"{res.registry.path}:{res.entries[0].span.start}",
                             hint="pick one with `metalport backlog --porter recipe,llm`")
-    if kind is not None and kind.kind in _OWN_KERNEL:
-        return _kernel_plan(checkout, res, kind)
-    plan = _pointwise_plan(checkout, res, kind, reuse_kernels=reuse_kernels)
+    elif kind is not None and kind.kind in _OWN_KERNEL:
+        part = _kernel_part(res, kind)
+    else:
+        part = _pointwise_part(checkout, res, kind, reuse_kernels=reuse_kernels)
+    plan = _plan(checkout, res, part)
     if plan.reused_kernel is None or plan.reused_kernel == res.op:
         return plan
     from metalport.port.reuse_check import verify_reuse
@@ -302,15 +278,60 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels
     passed, line = verify_reuse(checkout, plan)
     if passed:
         return replace(plan, reuse=(f"{plan.reuse[0]}; {line}", *plan.reuse[1:]))
-    fallback = plan_port(checkout, op, force=force, reuse_kernels=False)
+    fallback = plan_resolved(checkout, res, force=force, reuse_kernels=False)
     return replace(fallback, reuse=(*fallback.reuse, f"does not reuse kernel {plan.reused_kernel} "
                                                       f"({plan.kernel_file}): {line}"))
 
 
-def _pointwise_plan(checkout: Checkout, res: Resolution, kind: Classification | None, *,
-                    reuse_kernels: bool) -> PortPlan:
-    """The plan of a pointwise-stub port: rows collapsed onto the shared kernel, the functor (the
-    table's, a model's, or an existing kernel launched instead), the host stub and what it removes."""
+def _plan(checkout: Checkout, res: Resolution, part: _LaunchPart) -> PortPlan:
+    """The plan of `res` with its launch kind's `part` (Note [one planner]), and what every port
+    adds: the legacy MPS code it removes with the helpers and macros only that code used (Note
+    [legacy helpers]), the MPSGraph registrations it replaces, its xfail keys, its allow-list (the
+    part's kernel and host files, the shared homes it extends) and whether it migrates an MPS path
+    (the op runs on MPS today, or the port removes MPS code or rows)."""
+    legacy = tuple((f.where.file, f.name) for f in res.legacy)
+    legacy += _orphaned_helpers(checkout, res, legacy)
+    legacy_regs = legacy_registrations(checkout, res)
+    allowed = always_edited(legacy, legacy_regs, part.decorator_entries, part.decorator_narrowed)
+    allowed |= {p for p in (None if part.reused_kernel else part.kernel_file, part.host_file) if p}
+    if part.shared_launcher == "extend":  # Note [extend shared code at home] (port/shared.py)
+        from metalport.port.shared import HOMES
+
+        allowed |= set(HOMES)
+    launch = {f.name: getattr(part, f.name) for f in fields(part)}
+    if part.xfail_keys is None:
+        launch["xfail_keys"] = xfail_keys(part.xfail_entries, part.xfail_narrowed)
+    return PortPlan(
+        op=res.op, status=res.status.value, family=res.family.value, legacy=legacy[0] if legacy else None,
+        legacy_others=legacy[1:], legacy_include=legacy_include(checkout, res), legacy_registrations=legacy_regs,
+        legacy_macros=_orphaned_macros(checkout, res, legacy),
+        missing=missing_legacy(checkout, res.mps_kernels, {f.name for f in res.legacy}),
+        allowed_paths=tuple(sorted(allowed)), needs_llm=part.functor_step not in ("table", "reuse"),
+        migrate=res.status in _MIGRATING or bool(res.legacy) or any(r.deletes or _names_mps(r.before)
+                                                                    for r in part.rows),
+        **launch,
+    )
+
+
+def _names_mps(line: str) -> bool:
+    """Whether a registry dispatch line routes MPS (`MPS: x_mps`, `CPU, MPS: x`): a port changing
+    one migrates an existing MPS kernel."""
+    return "MPS" in [k.strip() for k in line.split(":", 1)[0].split(",")] if ":" in line else False
+
+
+def _route_fields(route: StubRoute | None, stub: str | None) -> dict[str, Any]:
+    """A plan's `stubs`, `stub_route` and `stub_args`: the route's when the tree shows one (`sub_out`
+    reaches add_stub with `-alpha`), else the plan's own stub alone."""
+    if route is None:
+        return {"stubs": (stub,) if stub else (), "stub_route": None, "stub_args": ()}
+    return {"stubs": route.stubs, "stub_route": route.describe(), "stub_args": route.calls[0].args}
+
+
+def _pointwise_part(checkout: Checkout, res: Resolution, kind: Classification | None, *,
+                    reuse_kernels: bool) -> _LaunchPart:
+    """The part of a pointwise-stub port (an elementwise launch): rows collapsed onto the shared
+    kernel, the functor (the table's, a model's, or an existing kernel launched instead), the host
+    stub and its registration, and the xfails and decorators its dtypes make obsolete."""
     rows = plan_rows(res)
     recipe = recipe_table().get(res.op)
     stub = res.route.stub if res.route else recipe.stub if recipe else res.stub
@@ -325,46 +346,77 @@ def _pointwise_plan(checkout: Checkout, res: Resolution, kind: Classification | 
     else:
         register = (f"REGISTER_DISPATCH({parts.stub}, &{res.op}_mps_kernel);"
                     if parts.stub and parts.host_file else None)
-    legacy_regs = legacy_registrations(checkout, res)
-    legacy = tuple((f.where.file, f.name) for f in res.legacy)
-    legacy += _orphaned_helpers(checkout, res, legacy)
     shared, shared_line = None, None
     if parts.host_family == "ternary_alpha":  # Note [extend shared code at home] (port/shared.py)
-        from metalport.port.shared import HOMES, ternary_alpha_support
+        from metalport.port.shared import ternary_alpha_support
 
         shared, shared_line = ternary_alpha_support(checkout.root)
-    reuse = _reuse_lines(checkout, parts, shared_line, existing, turned_down)
     xfail_entries, xfail_narrowed = obsolete_xfails(res, parts.dtypes)
     decorators, _ = obsolete_decorators(checkout, res.op, names, parts.dtypes)
-    allowed = always_edited(legacy, legacy_regs, decorators)
-    allowed |= {p for p in (None if existing else parts.kernel_file, parts.host_file) if p}
-    if shared == "extend":
-        allowed |= set(HOMES)
-    return PortPlan(
-        op=res.op, status=res.status.value, family=res.family.value, rows=rows,
-        kernel_file=parts.kernel_file, functor=parts.functor, functor_source=parts.functor_source,
-        dtypes=parts.dtypes, registrations=parts.registrations, host_file=parts.host_file,
-        register_dispatch=register, kernel_name=(parts.kernel_name or res.op) if parts.kernel_file else None,
-        legacy=legacy[0] if legacy else None, legacy_include=legacy_include(checkout, res),
-        xfail_keys=xfail_keys(xfail_entries, xfail_narrowed), allowed_paths=tuple(sorted(allowed)),
-        needs_llm=parts.needs_llm,
-        migrate=res.status in _MIGRATING or any(r.deletes for r in rows),
-        functor_step=parts.functor_step, macro=parts.macro, stub=parts.stub, stub_header=parts.stub_header,
-        stub_params=parts.stub_params, host_family=parts.host_family, legacy_others=legacy[1:],
-        xfail_entries=xfail_entries, xfail_narrowed=xfail_narrowed, decorator_entries=decorators,
-        stubs=res.route.stubs if res.route else ((parts.stub,) if parts.stub else ()),
-        stub_route=res.route.describe() if res.route else None,
-        stub_args=res.route.calls[0].args if res.route else (),
-        stub_registered_at=str(kept.where) if kept else None, legacy_registrations=legacy_regs,
+    return replace(
+        parts, rows=rows, register_dispatch=register, stub_registered_at=str(kept.where) if kept else None,
+        kernel_name=(parts.kernel_name or res.op) if parts.kernel_file else None,
         kind=kind.kind.value if kind else Kind.POINTWISE_STUB.value, kind_reason=kind.reason if kind else None,
-        reuse=reuse, missing=missing_legacy(checkout, res.mps_kernels, {f.name for f in res.legacy}),
-        legacy_macros=_orphaned_macros(checkout, res, legacy), placement=placement,
+        xfail_entries=xfail_entries, xfail_narrowed=xfail_narrowed, decorator_entries=decorators,
+        reuse=_reuse_lines(checkout, parts, shared_line, existing, turned_down), placement=placement,
         reused_kernel=existing.name if existing else None, shared_launcher=shared,
+        **_route_fields(res.route, parts.stub),
     )
 
 
-def _placed_parts(checkout: Checkout, res: Resolution, recipe: FunctorRecipe | None, parts: _Parts,
-                  reuse_kernels: bool) -> tuple[_Parts, tuple[str, ...], ExistingKernel | None, tuple[str, ...]]:
+def _spec_part(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> _LaunchPart:
+    """The part of a launch-spec port: rows routing the entry the spec serves (Note [spec rows]),
+    the recipe's kernel source for the spec's kernel file, the host function's file, and the xfails
+    and decorators its dtypes make obsolete or narrow. SpecError when the spec does not fit the op's
+    schema, PipelineError when the routed entry cannot take the MPS row (`rows.spec_rows`)."""
+    spec = recipe.spec
+    named = spec_entry(res, spec)
+    try:
+        check_schema(spec, named.func)
+    except SpecError as err:
+        raise SpecError(err.message, location=f"{res.registry.path}:{named.span.start}", hint=err.hint) from None
+    entry = routed_entry(res.entries, named)
+    rows = spec_rows(res, entry, spec)
+    metal = tuple(dict.fromkeys(t[0] for t in spec.dtypes))
+    names = [spec.opinfo] if spec.opinfo else opinfo_names(res.op, res)
+    left = left_out_dtypes(metal, names)
+    xfail_entries, xfail_narrowed = obsolete_xfails(res, metal, names=names, narrow_to=left)
+    decorators, narrowed_decorators = obsolete_decorators(checkout, res.op, names, metal, narrow_to=left)
+    return _LaunchPart(
+        "table", spec.kernel_file, None, recipe.kernel_source, metal, spec.host_names, spec.host_file,
+        kernel_name=spec.kernel_name, rows=rows, kind=spec.kind, kind_reason=_kind_reason(res, spec),
+        spec=spec.to_dict(), schema=entry.func, xfail_entries=xfail_entries, xfail_narrowed=xfail_narrowed,
+        xfail_added=grad_xfails(res, spec.opinfo, spec.grad_xfail, metal), decorator_entries=decorators,
+        decorator_narrowed=narrowed_decorators,
+    )
+
+
+def _kind_reason(res: Resolution, spec: LaunchSpec) -> str | None:
+    """Why the port has the spec's kind; says so when the spec overrides the registry's classification
+    (a reduction whose stub the tree does not show is ported as its own `MPS:` kernel)."""
+    if res.kind is None:
+        return None
+    if res.kind.kind.value == spec.kind:
+        return res.kind.reason
+    return (f"its spec recipe ports it as {spec.kind} with its own MPS host function {spec.host_function} "
+            f"(the registry alone says {res.kind.kind.value}: {res.kind.reason})")
+
+
+def _kernel_part(res: Resolution, kind: Classification) -> _LaunchPart:
+    """The part of a reduction-stub, custom-kernel or multi-tensor port no spec recipe covers: the
+    rows collapsed onto the shared CPU/CUDA kernel when the port registers its stub (none when it
+    writes `MPS: x_mps` rows) and a kernel step for a model, whose spec brings the launch
+    (`model_spec_recipe`). Its dtypes are not known yet: every xfail key of the op is listed."""
+    try:
+        rows = () if kind.rows or kind.stub is None else plan_rows(res)
+    except PipelineError:
+        rows = ()
+    return _LaunchPart(NEEDS_LLM, stub=kind.stub, rows=rows, kind=kind.kind.value, kind_reason=kind.reason,
+                       xfail_keys=res.xfail_keys, **_route_fields(res.route if kind.stub else None, kind.stub))
+
+
+def _placed_parts(checkout: Checkout, res: Resolution, recipe: FunctorRecipe | None, parts: _LaunchPart,
+                  reuse_kernels: bool) -> tuple[_LaunchPart, tuple[str, ...], ExistingKernel | None, tuple[str, ...]]:
     """(`parts` in the files where they go, one line each on why (Note [placement]), the tree's
     kernel the port launches instead of a functor or None, lines on kernels turned down)."""
     placement: tuple[str, ...] = ()
@@ -387,7 +439,7 @@ def _placed_parts(checkout: Checkout, res: Resolution, recipe: FunctorRecipe | N
     return parts, placement, existing, turned_down
 
 
-def _reuse_lines(checkout: Checkout, parts: _Parts, shared_line: str | None, existing: ExistingKernel | None,
+def _reuse_lines(checkout: Checkout, parts: _LaunchPart, shared_line: str | None, existing: ExistingKernel | None,
                  turned_down: tuple[str, ...]) -> tuple[str, ...]:
     """Note [reuse before writing]: the plan's lines on what it reuses and adds, the shared
     launcher's line first (it names its launcher), then the reused kernel's."""
@@ -405,7 +457,7 @@ def _reuse_lines(checkout: Checkout, parts: _Parts, shared_line: str | None, exi
 _REUSE_ARITY = {"unary": 1, "binary": 2}
 
 
-def _existing_kernel(checkout: Checkout, res: Resolution, parts: _Parts):
+def _existing_kernel(checkout: Checkout, res: Resolution, parts: _LaunchPart):
     """(the tree's kernel the port launches instead of adding a functor, or None; lines for the
     candidates turned down) (Note [reuse an existing kernel] in port/reuse.py). Only a port of the
     op's own stub with a unary or binary host looks."""
@@ -419,7 +471,7 @@ def _existing_kernel(checkout: Checkout, res: Resolution, parts: _Parts):
     return (found[0] if found else None), tuple(refused)
 
 
-def _host_call(parts: _Parts) -> str | None:
+def _host_call(parts: _LaunchPart) -> str | None:
     """The launcher call the host stub will make (for the plan's reuse lines)."""
     launcher = LAUNCHERS.get(parts.host_family or "")
     if launcher is None:
@@ -430,7 +482,7 @@ def _host_call(parts: _Parts) -> str | None:
     return launcher + (" kBool" if castout else "")
 
 
-def _placed_by_siblings(checkout: Checkout, res: Resolution, parts: _Parts) -> tuple[_Parts, tuple[str, ...]]:
+def _placed_by_siblings(checkout: Checkout, res: Resolution, parts: _LaunchPart) -> tuple[_LaunchPart, tuple[str, ...]]:
     """The kernel and host files where the tree keeps the op's siblings (Note [placement]): the
     stubs declared in the op's stub header that are registered natively, the `.mm` files of those
     registrations and the `.metal` files of the kernels they launch, the most common of each. The
@@ -480,35 +532,10 @@ def _without_legacy(checkout: Checkout, res: Resolution,
     return out
 
 
-def _kernel_plan(checkout: Checkout, res: Resolution, kind: Classification) -> PortPlan:
-    """The plan of a reduction-stub, custom-kernel or multi-tensor port: the rows collapsed onto
-    the shared CPU/CUDA kernel when the port registers its stub (none when it writes `MPS: x_mps`
-    rows), the legacy code and xfails it replaces, and a kernel step that needs a recipe or a model.
-    """
-    try:
-        rows = () if kind.rows or kind.stub is None else plan_rows(res)
-    except PipelineError:
-        rows = ()
-    legacy = tuple((f.where.file, f.name) for f in res.legacy)
-    legacy_regs = legacy_registrations(checkout, res)
-    allowed = always_edited(legacy, legacy_regs)
-    stubs = res.route.stubs if res.route and kind.stub else ((kind.stub,) if kind.stub else ())
-    return PortPlan(
-        op=res.op, status=res.status.value, family=res.family.value, rows=rows, kernel_file=None, functor=None,
-        functor_source=None, dtypes=(), registrations=(), host_file=None, register_dispatch=None, kernel_name=None,
-        legacy=legacy[0] if legacy else None, legacy_include=legacy_include(checkout, res),
-        xfail_keys=res.xfail_keys, allowed_paths=tuple(sorted(allowed)), needs_llm=True,
-        migrate=res.status in _MIGRATING or any(r.deletes for r in rows), functor_step=NEEDS_LLM,
-        stub=kind.stub, stubs=stubs, stub_route=res.route.describe() if res.route and kind.stub else None,
-        stub_args=res.route.calls[0].args if res.route and kind.stub else (), legacy_others=legacy[1:],
-        legacy_registrations=legacy_regs, kind=kind.kind.value, kind_reason=kind.reason,
-    )
-
-
 _ARITY = {RecipeFamily.UNARY: 1, RecipeFamily.BINARY: 2, RecipeFamily.ALPHA: 3, RecipeFamily.TERNARY_ALPHA: 4}
 
 
-def _fit_functor(checkout: Checkout, res: Resolution, recipe: FunctorRecipe, parts: _Parts) -> _Parts:
+def _fit_functor(checkout: Checkout, res: Resolution, recipe: FunctorRecipe, parts: _LaunchPart) -> _LaunchPart:
     """`parts` on the kernel file's own functor of the right arity (Note [functor fit]).
 
     Raises PipelineError when the routed stub computes another op the file has no functor for, or
