@@ -18,12 +18,11 @@ from metalport.port.host import drop_empty_namespaces, has_legacy, remove_legacy
 from metalport.port.reuse import remove_macro
 from metalport.port.metal import ensure_includes, file_style, insert_functor, needed_includes
 from metalport.port.launch import ELEMENTWISE
-from metalport.port.plan import NEEDS_LLM
-from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
+from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, NEEDS_LLM, PortPlan
 from metalport.port.resolve import mps_only_lines
 from metalport.port.spec import load_spec
 from metalport.port.xfail import find_xfails
-from metalport.errors import RecipeError, SpecError
+from metalport.errors import RecipeError
 from metalport.registry.index import registry_from_text
 from metalport.sandbox.guard import PathGuard
 
@@ -31,10 +30,14 @@ _REGISTRATION = re.compile(r"^[ \t]*REGISTER_\w+\(.*\);[ \t]*$", re.MULTILINE)
 
 
 def edit_rows(text: str, plan: PortPlan, *, path: str = NATIVE_FUNCTIONS) -> str:
-    """The registry `text` with the plan's dispatch-line changes; rows already changed are kept."""
+    """The registry `text` with the plan's dispatch-line changes: a line replaced or deleted is found
+    by its text in its entry, a line inserted goes after its base line (Note [spec rows] in
+    port/rows.py). Rows already as planned are kept; RecipeError when an entry or a line is gone."""
     registry = registry_from_text(text, path)
     lines = text.splitlines(keepends=True)
+    written = {change.after for change in plan.rows}
     edits: dict[int, str | None] = {}
+    inserts: dict[int, list[str]] = {}
     for change in plan.rows:
         entry = next((e for e in registry.entries if e.full_name == change.entry), None)
         if entry is None:
@@ -42,20 +45,29 @@ def edit_rows(text: str, plan: PortPlan, *, path: str = NATIVE_FUNCTIONS) -> str
                               hint="re-plan the op on the current tree")
         span = range(entry.span.start, entry.span.end + 1)
         body = {n: lines[n - 1].rstrip("\r\n") for n in span}
-        at = next((n for n, t in body.items() if t == change.before), None)
-        if at is None:
-            done = (not mps_only_lines(entry)) if change.deletes else change.after in body.values()
+        at = change.line if change.inserts else next((n for n, t in body.items() if t == change.before), None)
+        if at is None or at not in body:
+            # Done already when no MPS-only line is left but those the plan writes (or its line is there).
+            done = all(body[d.line] in written for d in mps_only_lines(entry)) if change.deletes else \
+                change.after in body.values()
             if done:
                 continue
-            raise RecipeError(f"{change.entry}: no dispatch line reads {change.before.strip()!r}",
-                              location=f"{path}:{entry.span.start}", hint="re-plan the op on the current tree")
+            missing = f"line {change.line} is not in the entry" if change.inserts else \
+                f"no dispatch line reads {change.before.strip()!r}"
+            raise RecipeError(f"{change.entry}: {missing}", location=f"{path}:{entry.span.start}",
+                              hint="re-plan the op on the current tree")
         eol = lines[at - 1][len(body[at]):] or "\n"
-        edits[at] = change.after + eol if change.after else None
-    for n in sorted(edits, reverse=True):
-        if edits[n] is None:
-            del lines[n - 1]
-        else:
-            lines[n - 1] = edits[n]  # type: ignore[assignment]
+        if not change.inserts:
+            edits[at] = change.after + eol if change.after else None
+        elif change.after not in body.values():
+            inserts.setdefault(at, []).insert(0, change.after + eol)
+    for n in sorted(set(edits) | set(inserts), reverse=True):
+        lines[n:n] = inserts.get(n, [])
+        if n in edits:
+            if edits[n] is None:
+                del lines[n - 1]
+            else:
+                lines[n - 1] = edits[n]  # type: ignore[assignment]
     return "".join(lines)
 
 
@@ -166,29 +178,6 @@ def _kernel_edit(texts: _Texts, plan: PortPlan, root: Path, functor_source: str 
         texts.texts[plan.kernel_file] = ensure_includes(text, needed_includes(code), path=plan.kernel_file)
 
 
-def _insert_rows(text: str, plan: PortPlan) -> str:
-    """The registry with each planned MPS line inserted (Note [spec rows]) or replaced (Note [spec
-    migration]); lines already as planned are kept."""
-    lines = text.splitlines(keepends=True)
-    for change in sorted(plan.rows, key=lambda c: -c.line):
-        if not change.inserts:
-            at = [i for i, line in enumerate(lines) if line.rstrip("\r\n") == change.before]
-            if at:
-                i = min(at, key=lambda k: abs(k + 1 - change.line))
-                if change.after:
-                    lines[i] = change.after + "\n"
-                else:
-                    del lines[i]
-            continue
-        if any(line.rstrip("\r\n") == change.after for line in lines):
-            continue
-        if not 1 <= change.line <= len(lines):
-            raise SpecError(f"spec {plan.op}: the registry has no line {change.line}", location=NATIVE_FUNCTIONS,
-                            hint="re-plan the op on the current tree")
-        lines.insert(change.line, change.after + "\n")
-    return "".join(lines)
-
-
 def _spec_kernel_edit(texts: _Texts, plan: PortPlan) -> None:
     """A spec launch's kernel source joins its kernel file, unless the file defines the kernel already."""
     spec = load_spec(plan.spec or {})
@@ -261,13 +250,12 @@ def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str
     root = Path(worktree_root).resolve()
     guard = PathGuard(root, set(plan.allowed_paths), secret_env=secret_env)
     texts = _Texts(root)
+    texts.texts[NATIVE_FUNCTIONS] = edit_rows(texts.require(NATIVE_FUNCTIONS), plan)
     if plan.launch_kind not in (ELEMENTWISE, None):  # a spec launch; no launch yet fails at the functor step
         _legacy_edit(texts, plan)  # first: the host function may take the legacy one's place and file
-        texts.texts[NATIVE_FUNCTIONS] = _insert_rows(texts.get(NATIVE_FUNCTIONS) or "", plan)
         _spec_kernel_edit(texts, plan)
         _host_edit(texts, plan, root)
     else:
-        texts.texts[NATIVE_FUNCTIONS] = edit_rows(texts.require(NATIVE_FUNCTIONS), plan)
         if plan.shared_launcher == "extend":  # Note [extend shared code at home]
             from metalport.port.shared import HOMES, extend_texts
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from metalport.port.apply import apply_port
-from metalport.port.functors import COMPLEX_TYPES, FunctorRecipe, metal_types_for, recipe_table
+from metalport.port.functors import COMPLEX_TYPES, FunctorRecipe, dtypes_for, metal_types_for, recipe_table
 from metalport.port.functors import Family as RecipeFamily
 from metalport.port.kinds import Classification, Kind
 from metalport.port.launch import LAUNCHERS
@@ -44,18 +44,16 @@ from metalport.port.metal import fit_functor
 from metalport.port.obsolete import (always_edited, grad_xfails, left_out_dtypes, legacy_include,
                                      legacy_registrations, obsolete_decorators, obsolete_xfails, opinfo_names,
                                      xfail_keys)
-from metalport.port.host import remove_legacy
+from metalport.port.host import StubDeclaration, find_stub_declaration, remove_legacy
 from metalport.port.reuse import ExistingKernel, missing_legacy, orphaned_macros, reuse_lines
-from metalport.port.plan import (KERNELS_DIR, NEEDS_LLM, OPERATIONS_DIR, StubDeclaration,
-                                          find_stub_declaration, plan_recipe)
-from metalport.port.plan_model import COMMON_MPS, PortPlan, RowChange
+from metalport.port.plan_model import COMMON_MPS, NEEDS_LLM, PortPlan, RowChange
 from metalport.port.resolve import Resolution, resolve_op
 from metalport.port.rows import plan_rows, routed_entry, spec_entry, spec_rows
 from metalport.port.spec import LaunchSpec
 from metalport.port.spec_recipes import SpecRecipe, spec_recipes
 from metalport.port.spec_schema import check_schema
 from metalport.backlog.model import Family, Status
-from metalport.checkout.layout import Checkout
+from metalport.checkout.layout import KERNELS_DIR, OPERATIONS_DIR, Checkout
 from metalport.checkout.routing import StubRoute
 from metalport.checkout.sources import ImplKind
 from metalport.errors import PipelineError, RecipeError, SpecError
@@ -186,12 +184,12 @@ class _LaunchPart:
 
 
 def _table_parts(checkout: Checkout, recipe: FunctorRecipe, stub: str) -> _LaunchPart:
+    """The recipe table's functor, its registrations for the OpInfo's dtypes, and its family's files."""
     decl = _stub_declaration(checkout, stub)
-    rp = plan_recipe(recipe.op, stub=decl, xfail_keys=())
-    if rp.host_stub is None:
-        raise RecipeError(f"the recipe for {recipe.op} has no host stub", hint="fix the recipe table")
-    return _LaunchPart("table", rp.kernel_file, rp.functor, rp.functor_source, rp.dtypes, rp.registrations,
-                  rp.host_file, rp.macro, stub, decl.header, decl.params, rp.host_stub.family)
+    dtypes = dtypes_for(recipe)
+    return _LaunchPart("table", f"{KERNELS_DIR}/{recipe.kernel_file}", recipe.functor, recipe.source, dtypes,
+                       recipe.registrations(dtypes), f"{OPERATIONS_DIR}/{recipe.host_file}", recipe.macro, stub,
+                       decl.header, decl.params, recipe.family.value)
 
 
 def _tensor_outputs(func: str) -> tuple[str, ...]:
