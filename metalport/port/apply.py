@@ -21,7 +21,7 @@ from metalport.port.launch import ELEMENTWISE
 from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, NEEDS_LLM, PortPlan
 from metalport.port.resolve import mps_only_lines
 from metalport.port.spec import load_spec
-from metalport.port.xfail import find_xfails
+from metalport.port.xfail import find_xfails, remove_xfails
 from metalport.errors import RecipeError
 from metalport.registry.index import registry_from_text
 from metalport.sandbox.guard import PathGuard
@@ -81,9 +81,7 @@ def split_functor_source(source: str) -> tuple[str, tuple[str, ...]]:
 def remove_planned_xfails(text: str, plan: PortPlan, *, path: str = COMMON_MPS) -> str:
     """common_mps.py without the plan's xfail entries (matched by list and key); others kept."""
     wanted = {(lst, key) for lst, key, _ in plan.xfail_entries}
-    entries = [e for e in find_xfails(text, plan.xfail_keys, path=path) if (e.list_name, e.key) in wanted]
-    drop = {n for e in entries for n in range(e.first_line, e.last_line + 1)}
-    return "\n".join(line for n, line in enumerate(text.split("\n"), start=1) if n not in drop)
+    return remove_xfails(text, plan.xfail_keys, path=path, only=wanted).text
 
 
 def narrow_planned_xfails(text: str, plan: PortPlan, *, path: str = COMMON_MPS) -> str:

@@ -23,10 +23,6 @@ name. The structured kernel may route through another op's stub (`sub_out` calls
 operand count (an alpha op also looks at `<op>_alpha_functor`, as `sub_functor` takes two operands
 and `sub_alpha_functor` three in BinaryKernel.metal). A same-named functor of another arity is
 never reused or shadowed: the plan refuses.
-
-Note [legacy helpers]: MPSGraph ops of one family often share a helper (`addc_mul_div_out_mps`
-serves `addcmul_out_mps` and `addcdiv_out_mps`). A port removes the helper with its last user: the
-first port of the family keeps it, the port that removes its last caller removes it too.
 """
 
 from __future__ import annotations
@@ -41,12 +37,11 @@ from metalport.port.functors import Family as RecipeFamily
 from metalport.port.kinds import Classification, Kind
 from metalport.port.launch import LAUNCHERS
 from metalport.port.metal import fit_functor
-from metalport.port.obsolete import (always_edited, grad_xfails, left_out_dtypes, legacy_include,
-                                     legacy_registrations, obsolete_decorators, obsolete_xfails, opinfo_names,
-                                     xfail_keys)
-from metalport.port.host import StubDeclaration, find_stub_declaration, remove_legacy
-from metalport.port.reuse import ExistingKernel, missing_legacy, orphaned_macros, reuse_lines
-from metalport.port.plan_model import COMMON_MPS, NEEDS_LLM, PortPlan, RowChange
+from metalport.port.obsolete import (grad_xfails, left_out_dtypes, legacy_registrations, obsolete_decorators,
+                                     obsolete_xfails, opinfo_dtypes, opinfo_names, removed_legacy)
+from metalport.port.host import StubDeclaration, find_stub_declaration
+from metalport.port.reuse import ExistingKernel, missing_legacy, reuse_lines
+from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, NEEDS_LLM, PortPlan, RowChange
 from metalport.port.resolve import Resolution, resolve_op
 from metalport.port.rows import plan_rows, routed_entry, spec_entry, spec_rows
 from metalport.port.spec import LaunchSpec
@@ -54,13 +49,14 @@ from metalport.port.spec_recipes import SpecRecipe, spec_recipes
 from metalport.port.spec_schema import check_schema
 from metalport.backlog.model import Family, Status
 from metalport.checkout.layout import KERNELS_DIR, OPERATIONS_DIR, Checkout
-from metalport.checkout.routing import StubRoute
 from metalport.checkout.sources import ImplKind
 from metalport.errors import PipelineError, RecipeError, SpecError
 
 __all__ = ["PortPlan", "Resolution", "RowChange", "apply_port", "plan_port", "plan_resolved", "resolve_op"]
 
 _ALREADY_NATIVE = (Status.SHARED, Status.COMPOSITE)
+# Host family -> the operands its functor takes (Note [functor fit]; a reused kernel's arity).
+_ARITY = {"unary": 1, "binary": 2, "alpha": 3, "ternary_alpha": 4}
 _MIGRATING = (Status.MPS_GRAPH, Status.MPS_GRAPH_STUB, Status.MPS_UNKNOWN, Status.MPS_METAL)
 # Kinds whose port is a kernel of its own, not a functor in a pointwise kernel file.
 _OWN_KERNEL = (Kind.REDUCTION_STUB, Kind.CUSTOM_KERNEL, Kind.MULTI_TENSOR)
@@ -81,17 +77,6 @@ def _stub_declaration(checkout: Checkout, stub: str) -> StubDeclaration:
         from metalport.torch_facts import torch_include_dir
 
         return find_stub_declaration(stub, torch_include_dir())
-
-
-def _opinfo_dtypes(names: list[str], *, complex: bool = False) -> tuple[str, ...]:
-    """Metal types of the first OpInfo called one of `names` (CPU dtypes); float types if none."""
-    from metalport.torch_facts import opinfo_facts
-
-    by_name = opinfo_facts()
-    for name in names:
-        if name in by_name:
-            return metal_types_for(by_name[name].cpu_dtypes, complex=complex)
-    return ("float", "half", "bfloat")
 
 
 def mps_complex_names(checkout: Checkout) -> dict[str, int]:
@@ -163,9 +148,6 @@ class _LaunchPart:
     kernel_name: str | None = None  # the shader kernel; a pointwise part's None is the op's own
     rows: tuple[RowChange, ...] = ()
     register_dispatch: str | None = None
-    stubs: tuple[str, ...] = ()
-    stub_route: str | None = None
-    stub_args: tuple[str, ...] = ()
     stub_registered_at: str | None = None
     kind: str = Kind.POINTWISE_STUB.value
     kind_reason: str | None = None
@@ -216,10 +198,11 @@ def _llm_parts(checkout: Checkout, res: Resolution) -> _LaunchPart:
                             hint="it needs a kernel with one output buffer per result; port it by hand")
     names = opinfo_names(res.op, res)
     keep_complex = res.status in _MIGRATING and any(n in mps_complex_names(checkout) for n in names)
-    dtypes = _opinfo_dtypes(names, complex=keep_complex)
+    cpu = opinfo_dtypes(names)  # float types when no OpInfo goes by the op's names
+    dtypes = metal_types_for(cpu, complex=keep_complex) if cpu is not None else ("float", "half", "bfloat")
     parts = _LaunchPart(NEEDS_LLM, f"{KERNELS_DIR}/{kernel}", f"{res.op}_functor", None, dtypes,
-                   tuple(f"{macro}({res.op}, {t}, {t});" for t in dtypes), f"{OPERATIONS_DIR}/{host}", macro,
-                   res.stub, host_family=host_family)
+                        tuple(f"{macro}({res.op}, {t}, {t});" for t in dtypes), f"{OPERATIONS_DIR}/{host}", macro,
+                        res.stub, host_family=host_family)
     if res.stub:
         try:
             decl = _stub_declaration(checkout, res.stub)
@@ -284,30 +267,33 @@ def plan_resolved(checkout: Checkout, res: Resolution, *, spec_recipe: SpecRecip
 def _plan(checkout: Checkout, res: Resolution, part: _LaunchPart) -> PortPlan:
     """The plan of `res` with its launch kind's `part` (Note [one planner]), and what every port
     adds: the legacy MPS code it removes with the helpers and macros only that code used (Note
-    [legacy helpers]), the MPSGraph registrations it replaces, its xfail keys, its allow-list (the
-    part's kernel and host files, the shared homes it extends) and whether it migrates an MPS path
-    (the op runs on MPS today, or the port removes MPS code or rows)."""
-    legacy = tuple((f.where.file, f.name) for f in res.legacy)
-    legacy += _orphaned_helpers(checkout, res, legacy)
+    [legacy helpers] in port/obsolete.py), the MPSGraph registrations it replaces, its xfail keys,
+    its allow-list (registry, common_mps.py, every file it edits), whether it migrates an MPS path
+    (the op runs on MPS today, or the port removes MPS code or rows) and the stub route of a port
+    registering a stub (the route's stubs when the tree shows one: `sub_out` reaches add_stub)."""
+    route = res.route
+    legacy, include, macros = removed_legacy(checkout, res)
     legacy_regs = legacy_registrations(checkout, res)
-    allowed = always_edited(legacy, legacy_regs, part.decorator_entries, part.decorator_narrowed)
+    allowed = {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs),
+               *(d[0] for d in (*part.decorator_entries, *part.decorator_narrowed))}
     allowed |= {p for p in (None if part.reused_kernel else part.kernel_file, part.host_file) if p}
     if part.shared_launcher == "extend":  # Note [extend shared code at home] (port/shared.py)
         from metalport.port.shared import HOMES
 
         allowed |= set(HOMES)
     launch = {f.name: getattr(part, f.name) for f in fields(part)}
-    if part.xfail_keys is None:
-        launch["xfail_keys"] = xfail_keys(part.xfail_entries, part.xfail_narrowed)
+    if part.xfail_keys is None:  # each key of the entries removed or narrowed once, in order
+        launch["xfail_keys"] = tuple(dict.fromkeys(x[1] for x in (*part.xfail_entries, *part.xfail_narrowed)))
     return PortPlan(
         op=res.op, status=res.status.value, family=res.family.value, legacy=legacy[0] if legacy else None,
-        legacy_others=legacy[1:], legacy_include=legacy_include(checkout, res), legacy_registrations=legacy_regs,
-        legacy_macros=_orphaned_macros(checkout, res, legacy),
+        legacy_others=legacy[1:], legacy_include=include, legacy_registrations=legacy_regs, legacy_macros=macros,
         missing=missing_legacy(checkout, res.mps_kernels, {f.name for f in res.legacy}),
         allowed_paths=tuple(sorted(allowed)), needs_llm=part.functor_step not in ("table", "reuse"),
         migrate=res.status in _MIGRATING or bool(res.legacy) or any(r.deletes or _names_mps(r.before)
                                                                     for r in part.rows),
-        **launch,
+        stubs=(route.stubs if route else (part.stub,)) if part.stub else (),
+        stub_route=route.describe() if route and part.stub else None,
+        stub_args=route.calls[0].args if route and part.stub else (), **launch,
     )
 
 
@@ -315,14 +301,6 @@ def _names_mps(line: str) -> bool:
     """Whether a registry dispatch line routes MPS (`MPS: x_mps`, `CPU, MPS: x`): a port changing
     one migrates an existing MPS kernel."""
     return "MPS" in [k.strip() for k in line.split(":", 1)[0].split(",")] if ":" in line else False
-
-
-def _route_fields(route: StubRoute | None, stub: str | None) -> dict[str, Any]:
-    """A plan's `stubs`, `stub_route` and `stub_args`: the route's when the tree shows one (`sub_out`
-    reaches add_stub with `-alpha`), else the plan's own stub alone."""
-    if route is None:
-        return {"stubs": (stub,) if stub else (), "stub_route": None, "stub_args": ()}
-    return {"stubs": route.stubs, "stub_route": route.describe(), "stub_args": route.calls[0].args}
 
 
 def _pointwise_part(checkout: Checkout, res: Resolution, kind: Classification | None, *,
@@ -358,7 +336,6 @@ def _pointwise_part(checkout: Checkout, res: Resolution, kind: Classification | 
         xfail_entries=xfail_entries, xfail_narrowed=xfail_narrowed, decorator_entries=decorators,
         reuse=_reuse_lines(checkout, parts, shared_line, existing, turned_down), placement=placement,
         reused_kernel=existing.name if existing else None, shared_launcher=shared,
-        **_route_fields(res.route, parts.stub),
     )
 
 
@@ -410,7 +387,7 @@ def _kernel_part(res: Resolution, kind: Classification) -> _LaunchPart:
     except PipelineError:
         rows = ()
     return _LaunchPart(NEEDS_LLM, stub=kind.stub, rows=rows, kind=kind.kind.value, kind_reason=kind.reason,
-                       xfail_keys=res.xfail_keys, **_route_fields(res.route if kind.stub else None, kind.stub))
+                       xfail_keys=res.xfail_keys)
 
 
 def _placed_parts(checkout: Checkout, res: Resolution, recipe: FunctorRecipe | None, parts: _LaunchPart,
@@ -452,20 +429,16 @@ def _reuse_lines(checkout: Checkout, parts: _LaunchPart, shared_line: str | None
     return reuse + tuple(turned_down)
 
 
-_REUSE_ARITY = {"unary": 1, "binary": 2}
-
-
 def _existing_kernel(checkout: Checkout, res: Resolution, parts: _LaunchPart):
     """(the tree's kernel the port launches instead of adding a functor, or None; lines for the
     candidates turned down) (Note [reuse an existing kernel] in port/reuse.py). Only a port of the
     op's own stub with a unary or binary host looks."""
     from metalport.port.reuse import existing_kernels
 
-    if not (parts.kernel_file and parts.host_family in _REUSE_ARITY and parts.registrations
+    if not (parts.kernel_file and parts.host_family in ("unary", "binary") and parts.registrations
             and parts.stub == f"{res.op}_stub"):
         return None, ()
-    found, refused = existing_kernels(checkout, res.sources, res.op, _REUSE_ARITY[parts.host_family],
-                                      parts.registrations)
+    found, refused = existing_kernels(checkout, res.sources, res.op, _ARITY[parts.host_family], parts.registrations)
     return (found[0] if found else None), tuple(refused)
 
 
@@ -509,28 +482,6 @@ def _placed_by_siblings(checkout: Checkout, res: Resolution, parts: _LaunchPart)
     return replace(parts, kernel_file=kernel, host_file=host), (why,)
 
 
-def _orphaned_macros(checkout: Checkout, res: Resolution,
-                     legacy: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
-    """(file, macro) of each legacy `#define` whose last invocation the port removes (Note [legacy
-    helpers]: a family's macro goes with its last user, `CREATE_MPS_BINARY_COMPARISON_OP_FUNC`)."""
-    return tuple((rel, m) for rel, before, after in _without_legacy(checkout, res, legacy)
-                 for m in orphaned_macros(before, after))
-
-
-def _without_legacy(checkout: Checkout, res: Resolution,
-                    legacy: tuple[tuple[str, str], ...]) -> list[tuple[str, str, str]]:
-    """(file, text, text without the legacy functions) of each file holding legacy code."""
-    out = []
-    for rel in dict.fromkeys(f for f, _ in legacy):
-        before = (checkout.root / rel).read_text(encoding="utf-8")
-        after = before
-        for name in (n for f, n in legacy if f == rel):
-            after = remove_legacy(after, res.op, name, path=rel, drop_include=False)
-        out.append((rel, before, after))
-    return out
-
-
-_ARITY = {RecipeFamily.UNARY: 1, RecipeFamily.BINARY: 2, RecipeFamily.ALPHA: 3, RecipeFamily.TERNARY_ALPHA: 4}
 
 
 def _fit_functor(checkout: Checkout, res: Resolution, recipe: FunctorRecipe, parts: _LaunchPart) -> _LaunchPart:
@@ -543,7 +494,7 @@ def _fit_functor(checkout: Checkout, res: Resolution, recipe: FunctorRecipe, par
     text = path.read_text(encoding="utf-8") if path and path.is_file() else None
     routed = parts.stub is not None and recipe.stub not in ((parts.stub,) + (res.route.stubs if res.route else ()))
     base = parts.stub.removesuffix("_stub") if routed and parts.stub else recipe.op
-    arity = _ARITY[recipe.family]
+    arity = _ARITY[recipe.family.value]
     names = [base, f"{base}_alpha"] if recipe.family is RecipeFamily.ALPHA else [base]
     found, clash = fit_functor(text, names, arity)
     if found == recipe.op or (found is None and not routed and clash is None):
@@ -560,25 +511,3 @@ def _fit_functor(checkout: Checkout, res: Resolution, recipe: FunctorRecipe, par
     raise PipelineError(f"{res.route.describe() if res.route else parts.stub}: the recipe's {recipe.functor} computes "
                         f"{recipe.op}, and {parts.kernel_file} has no {base} functor taking {arity} operands",
                         location=parts.kernel_file, hint="port the op by hand")
-
-
-def _orphaned_helpers(checkout: Checkout, res: Resolution,
-                      legacy: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
-    """(file, name) of each helper function the removed legacy code was the last user of (Note
-    [legacy helpers]): defined in the same `.mm` file, called by the removed code, and named
-    nowhere else in any `.mm` file once that code is gone."""
-    gone = {name for _, name in legacy}
-    found: list[tuple[str, str]] = []
-    for rel, before, after in _without_legacy(checkout, res, legacy):
-        others = "\n".join(p.read_text(encoding="utf-8", errors="replace")
-                           for p in sorted(checkout.mps_operations.glob("*.mm")) if p != checkout.root / rel)
-        for fn in res.sources.functions:
-            if fn.where.file != rel or fn.impl_func or fn.name in gone:
-                continue
-            word = re.compile(rf"\b{re.escape(fn.name)}\b")
-            if len(word.findall(before)) == len(word.findall(after)):
-                continue  # the removed code did not call it
-            rest = remove_legacy(after, res.op, fn.name, path=rel, drop_include=False)
-            if not word.search(rest) and not word.search(others):
-                found.append((rel, fn.name))
-    return tuple(found)

@@ -19,7 +19,7 @@ from metalport.port.plan_model import RowChange
 from metalport.port.resolve import Resolution, host_line, mps_only_lines
 from metalport.port.spec import LaunchSpec
 from metalport.port.spec_schema import check_stub
-from metalport.registry.model import DispatchLine, Entry
+from metalport.registry.model import Entry
 
 _BACKENDS = ("CPU", "CUDA")
 
@@ -32,6 +32,12 @@ def _with_mps(line: str, also: tuple[str, ...] = ()) -> str:
     indent = head[: len(head) - len(head.lstrip())]
     merged = list(dict.fromkeys([*keys, *also, "MPS"]))
     return f"{indent}{', '.join(merged)}{sep}{tail}"
+
+
+def _join_mps(entry: Entry, line: int, lines: list[str], also: tuple[str, ...] = ()) -> RowChange:
+    """Line `line` of `entry` (`CPU, CUDA: f`) gains MPS (and the keys `also`, see `_with_mps`): MPS
+    shares the function CPU and CUDA run."""
+    return RowChange(entry.full_name, line, lines[line - 1], _with_mps(lines[line - 1], also))
 
 
 def _without_mps(line: str) -> str:
@@ -69,13 +75,10 @@ def plan_rows(res: Resolution) -> tuple[RowChange, ...]:
             raise PipelineError(f"{entry.full_name}: CPU ({host.kernel}) and CUDA ({cuda.kernel}) use "
                                 f"different kernels, so MPS has no shared kernel to join",
                                 location=f"{where}:{host.line}", hint="this op needs a hand-written port")
-        before = lines[host.line - 1]
-        if cuda is not None and cuda.line != host.line:
-            # One shared row, as PyTorch writes it: `CPU, CUDA, MPS: x_out`.
-            changes.append(RowChange(entry.full_name, host.line, before, _with_mps(before, cuda.keys)))
-            changes.append(RowChange(entry.full_name, cuda.line, lines[cuda.line - 1], ""))
-        else:
-            changes.append(RowChange(entry.full_name, host.line, before, _with_mps(before)))
+        merged = cuda if cuda is not None and cuda.line != host.line else None
+        changes.append(_join_mps(entry, host.line, lines, merged.keys if merged else ()))
+        if merged:  # one shared row, as PyTorch writes it: `CPU: x` + `CUDA: x` -> `CPU, CUDA, MPS: x`
+            changes.append(RowChange(entry.full_name, merged.line, lines[merged.line - 1], ""))
         for d in only:
             changes.append(RowChange(entry.full_name, d.line, lines[d.line - 1], _without_mps(lines[d.line - 1])))
     return tuple(sorted(changes, key=lambda c: c.line))
@@ -168,7 +171,7 @@ def _stub_rows(res: Resolution, entry: Entry, spec: LaunchSpec) -> list[RowChang
     if shared is None:
         raise SpecError(f"spec {spec.op}: stub: {entry.full_name} has no `CPU, CUDA: <function>` line for MPS to "
                         f"join", location=f"{res.registry.path}:{entry.span.start}")
-    rows = [] if "MPS" in shared.keys else [_join_mps(entry, shared, lines)]
+    rows = [] if "MPS" in shared.keys else [_join_mps(entry, shared.line, lines)]
     rows += [RowChange(entry.full_name, d.line, lines[d.line - 1], "") for d in mps_only_lines(entry)]
     return rows
 
@@ -185,15 +188,8 @@ def _shared_rows(res: Resolution, spec: LaunchSpec) -> list[RowChange]:
             raise SpecError(f"spec {spec.op}: host.shared[{i}]: {full} is no entry of {res.op} with a "
                             f"`CPU, CUDA: <function>` line", location=str(res.registry.path))
         if "MPS" not in line.keys:
-            rows.append(_join_mps(entry, line, lines))
+            rows.append(_join_mps(entry, line.line, lines))
     return rows
-
-
-def _join_mps(entry: Entry, line: DispatchLine, lines: list[str]) -> RowChange:
-    """`CPU, CUDA: f` -> `CPU, CUDA, MPS: f`: MPS shares the function CPU and CUDA run."""
-    before = lines[line.line - 1]
-    head, _, kernel = before.partition(":")
-    return RowChange(entry.full_name, line.line, before, f"{head}, MPS:{kernel}")
 
 
 def _legacy_rows(res: Resolution, entry: Entry, spec: LaunchSpec) -> list[RowChange]:
