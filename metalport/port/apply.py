@@ -178,7 +178,7 @@ def _kernel_edit(texts: _Texts, plan: PortPlan, root: Path, functor_source: str 
 
 def _spec_kernel_edit(texts: _Texts, plan: PortPlan) -> None:
     """A spec launch's kernel source joins its kernel file, unless the file defines the kernel already."""
-    spec = load_spec(plan.spec or {})
+    spec = load_spec(plan.launch or {})
     kernel = texts.get(spec.kernel_file)
     if kernel is None or f"kernel void {spec.kernel_name}(" not in kernel:
         texts.texts[spec.kernel_file] = kernel_file_text(spec, plan.functor_source or "", kernel)

@@ -315,9 +315,9 @@ def write_host_code(plan: PortPlan, root: Path, read: Callable[[str], str | None
     RecipeError for a plan with no host stub to register, SpecError for a spec it cannot write."""
     if plan.launch_kind in (ELEMENTWISE, None):  # None: no launch yet, refused as having no stub
         return _elementwise_host(plan, root, read)
-    if plan.spec is None or plan.schema is None:
-        raise SpecError(f"plan for {plan.op} has no launch spec")
-    spec = load_spec(plan.spec)
+    if plan.schema is None:
+        raise SpecError(f"plan for {plan.op} has no func: schema for its launch spec")
+    spec = load_spec(plan.launch or {})
     existing = read(spec.host_file)
     if existing is not None and f" {spec.host_function}(" in existing:
         return None
