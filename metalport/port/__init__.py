@@ -3,12 +3,10 @@
 from metalport.port.functors import Family, FunctorRecipe, dtypes_for, recipe_table
 from metalport.port.host import HostStub, insert_stub, remove_legacy
 from metalport.port.metal import insert_functor
-from metalport.port.plan import NEEDS_LLM, RecipePlan, edit_host, edit_kernel, plan_recipe
+from metalport.port.plan_model import NEEDS_LLM
 from metalport.port.xfail import XfailEntry, XfailRemoval, find_xfails, remove_xfails
 
 __all__ = [
-    "NEEDS_LLM", "Family", "FunctorRecipe", "HostStub", "RecipePlan", "XfailEntry", "XfailRemoval",
-    "dtypes_for", "edit_host", "edit_kernel", "find_xfails", "insert_functor", "insert_stub", "plan_recipe",
-    "recipe_table",
-    "remove_legacy", "remove_xfails",
+    "NEEDS_LLM", "Family", "FunctorRecipe", "HostStub", "XfailEntry", "XfailRemoval", "dtypes_for",
+    "find_xfails", "insert_functor", "insert_stub", "recipe_table", "remove_legacy", "remove_xfails",
 ]

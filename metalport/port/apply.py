@@ -12,16 +12,16 @@ from pathlib import Path
 
 from metalport.port.functor_sources import TERNARY_ALPHA_KERNELS, TERNARY_ALPHA_MACRO
 from metalport.port.cformat import format_snippet
-from metalport.port.hostgen import write_host_code
+from metalport.port.hostgen import kernel_file_text, write_host_code
 from metalport.port.decorators import find_decorators, narrow_decorators, remove_lines, with_own_comment
 from metalport.port.host import drop_empty_namespaces, has_legacy, remove_legacy
 from metalport.port.reuse import remove_macro
 from metalport.port.metal import ensure_includes, file_style, insert_functor, needed_includes
 from metalport.port.launch import ELEMENTWISE
-from metalport.port.plan import NEEDS_LLM
-from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, PortPlan
+from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, NEEDS_LLM, PortPlan
 from metalport.port.resolve import mps_only_lines
-from metalport.port.xfail import find_xfails
+from metalport.port.spec import load_spec
+from metalport.port.xfail import find_xfails, remove_xfails
 from metalport.errors import RecipeError
 from metalport.registry.index import registry_from_text
 from metalport.sandbox.guard import PathGuard
@@ -30,10 +30,14 @@ _REGISTRATION = re.compile(r"^[ \t]*REGISTER_\w+\(.*\);[ \t]*$", re.MULTILINE)
 
 
 def edit_rows(text: str, plan: PortPlan, *, path: str = NATIVE_FUNCTIONS) -> str:
-    """The registry `text` with the plan's dispatch-line changes; rows already changed are kept."""
+    """The registry `text` with the plan's dispatch-line changes: a line replaced or deleted is found
+    by its text in its entry, a line inserted goes after its base line (Note [spec rows] in
+    port/rows.py). Rows already as planned are kept; RecipeError when an entry or a line is gone."""
     registry = registry_from_text(text, path)
     lines = text.splitlines(keepends=True)
+    written = {change.after for change in plan.rows}
     edits: dict[int, str | None] = {}
+    inserts: dict[int, list[str]] = {}
     for change in plan.rows:
         entry = next((e for e in registry.entries if e.full_name == change.entry), None)
         if entry is None:
@@ -41,20 +45,29 @@ def edit_rows(text: str, plan: PortPlan, *, path: str = NATIVE_FUNCTIONS) -> str
                               hint="re-plan the op on the current tree")
         span = range(entry.span.start, entry.span.end + 1)
         body = {n: lines[n - 1].rstrip("\r\n") for n in span}
-        at = next((n for n, t in body.items() if t == change.before), None)
-        if at is None:
-            done = (not mps_only_lines(entry)) if change.deletes else change.after in body.values()
+        at = change.line if change.inserts else next((n for n, t in body.items() if t == change.before), None)
+        if at is None or at not in body:
+            # Done already when no MPS-only line is left but those the plan writes (or its line is there).
+            done = all(body[d.line] in written for d in mps_only_lines(entry)) if change.deletes else \
+                change.after in body.values()
             if done:
                 continue
-            raise RecipeError(f"{change.entry}: no dispatch line reads {change.before.strip()!r}",
-                              location=f"{path}:{entry.span.start}", hint="re-plan the op on the current tree")
+            missing = f"line {change.line} is not in the entry" if change.inserts else \
+                f"no dispatch line reads {change.before.strip()!r}"
+            raise RecipeError(f"{change.entry}: {missing}", location=f"{path}:{entry.span.start}",
+                              hint="re-plan the op on the current tree")
         eol = lines[at - 1][len(body[at]):] or "\n"
-        edits[at] = change.after + eol if change.after else None
-    for n in sorted(edits, reverse=True):
-        if edits[n] is None:
-            del lines[n - 1]
-        else:
-            lines[n - 1] = edits[n]  # type: ignore[assignment]
+        if not change.inserts:
+            edits[at] = change.after + eol if change.after else None
+        elif change.after not in body.values():
+            inserts.setdefault(at, []).insert(0, change.after + eol)
+    for n in sorted(set(edits) | set(inserts), reverse=True):
+        lines[n:n] = inserts.get(n, [])
+        if n in edits:
+            if edits[n] is None:
+                del lines[n - 1]
+            else:
+                lines[n - 1] = edits[n]  # type: ignore[assignment]
     return "".join(lines)
 
 
@@ -68,9 +81,7 @@ def split_functor_source(source: str) -> tuple[str, tuple[str, ...]]:
 def remove_planned_xfails(text: str, plan: PortPlan, *, path: str = COMMON_MPS) -> str:
     """common_mps.py without the plan's xfail entries (matched by list and key); others kept."""
     wanted = {(lst, key) for lst, key, _ in plan.xfail_entries}
-    entries = [e for e in find_xfails(text, plan.xfail_keys, path=path) if (e.list_name, e.key) in wanted]
-    drop = {n for e in entries for n in range(e.first_line, e.last_line + 1)}
-    return "\n".join(line for n, line in enumerate(text.split("\n"), start=1) if n not in drop)
+    return remove_xfails(text, plan.xfail_keys, path=path, only=wanted).text
 
 
 def narrow_planned_xfails(text: str, plan: PortPlan, *, path: str = COMMON_MPS) -> str:
@@ -165,6 +176,14 @@ def _kernel_edit(texts: _Texts, plan: PortPlan, root: Path, functor_source: str 
         texts.texts[plan.kernel_file] = ensure_includes(text, needed_includes(code), path=plan.kernel_file)
 
 
+def _spec_kernel_edit(texts: _Texts, plan: PortPlan) -> None:
+    """A spec launch's kernel source joins its kernel file, unless the file defines the kernel already."""
+    spec = load_spec(plan.launch or {})
+    kernel = texts.get(spec.kernel_file)
+    if kernel is None or f"kernel void {spec.kernel_name}(" not in kernel:
+        texts.texts[spec.kernel_file] = kernel_file_text(spec, plan.functor_source or "", kernel)
+
+
 def _host_edit(texts: _Texts, plan: PortPlan, root: Path) -> None:
     """The host file through the one host writer (`hostgen.write_host_code`)."""
     new = write_host_code(plan, root, texts.get)
@@ -229,14 +248,12 @@ def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str
     root = Path(worktree_root).resolve()
     guard = PathGuard(root, set(plan.allowed_paths), secret_env=secret_env)
     texts = _Texts(root)
+    texts.texts[NATIVE_FUNCTIONS] = edit_rows(texts.require(NATIVE_FUNCTIONS), plan)
     if plan.launch_kind not in (ELEMENTWISE, None):  # a spec launch; no launch yet fails at the functor step
-        from metalport.port.specport import spec_texts
-
         _legacy_edit(texts, plan)  # first: the host function may take the legacy one's place and file
-        paths = (NATIVE_FUNCTIONS, plan.kernel_file or "", plan.host_file or "")
-        texts.texts.update(spec_texts(plan, root, {rel: texts.get(rel) for rel in paths}))
+        _spec_kernel_edit(texts, plan)
+        _host_edit(texts, plan, root)
     else:
-        texts.texts[NATIVE_FUNCTIONS] = edit_rows(texts.require(NATIVE_FUNCTIONS), plan)
         if plan.shared_launcher == "extend":  # Note [extend shared code at home]
             from metalport.port.shared import HOMES, extend_texts
 

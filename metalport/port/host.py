@@ -1,4 +1,5 @@
-"""Host stubs in `.mm` files: add a dispatch stub registration, remove the legacy MPSGraph code.
+"""Host stubs in `.mm` files: find the stub's declaration, add a dispatch stub registration, remove
+the legacy MPSGraph code.
 
 Text in, text out. A new stub follows the file's own idiom (Note [host idiom]); removal takes out a brace-matched `TORCH_IMPL_FUNC(<name>)` block or
 plain function `<name>(...) {...}` and the op's `#include <ATen/ops/<op>_native.h>`. A missing
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from metalport.port.launch import LAUNCHERS as _EXEC
 from metalport.port.metal import ensure_includes
@@ -95,6 +97,44 @@ _DISPATCH_LINE = re.compile(r"^REGISTER_DISPATCH\(\s*\w+\s*,\s*(&?)\w+\s*\)(;?)[
 # uses the file's macro when it fits (same exec call, stub named after the kernel, no scalar), else
 # a static function after the file's last one and its REGISTER_DISPATCH after the last one, spelled
 # like it (`&` and `;` or not); a file with neither gets both before `} // namespace at::native`.
+
+
+@dataclass(frozen=True)
+class StubDeclaration:
+    """Where a dispatch stub is declared and the named parameters of its function type."""
+
+    header: str  # "ATen/native/BinaryOps.h"
+    params: str  # "TensorIteratorBase& iter, const Scalar& alpha"
+
+
+def _name_params(raw: str) -> str:
+    """Give unnamed parameters names: the first is `iter`, later ones `arg<i>`."""
+    named = []
+    for i, param in enumerate(p.strip() for p in raw.split(",")):
+        has_name = re.search(r"[&*]\s*\w+$|\w\s+\w+$", param) is not None
+        named.append(param if has_name else f"{param} {'iter' if i == 0 else f'arg{i}'}")
+    return ", ".join(named)
+
+
+def find_stub_declaration(stub: str, include_dir: Path) -> StubDeclaration:
+    """The `ATen/native/<X>.h` under `include_dir` (an `include/` root) declaring `stub`, and the
+    parameters of its function-pointer type."""
+    pattern = re.compile(rf"DECLARE_DISPATCH\(\s*(\w+)\s*,\s*{re.escape(stub)}\s*\)")
+    native = include_dir / "ATen" / "native"
+    headers = sorted(native.glob("*.h"))
+    for header in headers:
+        found = pattern.search(header.read_text(encoding="utf-8", errors="replace"))
+        if found is None:
+            continue
+        fn_type = re.compile(rf"using {found.group(1)}\s*=\s*void\s*\(\*\)\(([^)]*)\);")
+        for candidate in [header, *headers]:
+            typedef = fn_type.search(candidate.read_text(encoding="utf-8", errors="replace"))
+            if typedef:
+                return StubDeclaration(f"ATen/native/{header.name}", _name_params(typedef.group(1)))
+        raise RecipeError(f"no 'using {found.group(1)} = void (*)(...)' for {stub}",
+                          location=f"{header}", hint="pass the stub's parameters explicitly")
+    raise RecipeError(f"no DECLARE_DISPATCH(..., {stub}) under {native}",
+                      hint="declare the stub in an ATen/native header first")
 
 
 @dataclass(frozen=True)

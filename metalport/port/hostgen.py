@@ -1,5 +1,5 @@
-"""`write_host`: the `.mm` host function of a launch spec, in PyTorch's MPS idiom, and the
-registry rows that route the op to it.
+"""`write_host`: the `.mm` host function of a launch spec, in PyTorch's MPS idiom; `write_host_code`:
+the one host writer of every plan, with a part per launch kind.
 
 The text is deterministic (same spec and schema, same bytes) and mirrors what the emulated host
 (`metalport.checks.speclaunch`) does with the same spec: outputs from the shape/dtype rules, an
@@ -315,9 +315,9 @@ def write_host_code(plan: PortPlan, root: Path, read: Callable[[str], str | None
     RecipeError for a plan with no host stub to register, SpecError for a spec it cannot write."""
     if plan.launch_kind in (ELEMENTWISE, None):  # None: no launch yet, refused as having no stub
         return _elementwise_host(plan, root, read)
-    if plan.spec is None or plan.schema is None:
-        raise SpecError(f"plan for {plan.op} has no launch spec")
-    spec = load_spec(plan.spec)
+    if plan.schema is None:
+        raise SpecError(f"plan for {plan.op} has no func: schema for its launch spec")
+    spec = load_spec(plan.launch or {})
     existing = read(spec.host_file)
     if existing is not None and f" {spec.host_function}(" in existing:
         return None
@@ -368,17 +368,4 @@ def kernel_file_text(spec: LaunchSpec, kernel_source: str, existing: str | None)
     return existing.rstrip("\n") + "\n\n" + kernel_source
 
 
-def registry_row(spec: LaunchSpec, dispatch_lines: list[tuple[int, str]]) -> tuple[int, str]:
-    """(line after which to insert, the new `    MPS: <host function>` line) for the op's entry,
-    given its dispatch lines [(line, text)]; SpecError when the entry already names MPS."""
-    for line, text in dispatch_lines:
-        head = text.split(":", 1)[0]
-        if "MPS" in [k.strip() for k in head.split(",")]:
-            raise SpecError(f"spec {spec.op}: host.function: the row already routes MPS ({text.strip()})",
-                            hint="the op has an MPS kernel; migrate it instead")
-    last, text = dispatch_lines[-1]
-    indent = text[: len(text) - len(text.lstrip())]
-    return last, f"{indent}MPS: {spec.host_function}"
-
-
-__all__ = ["host_file_text", "kernel_file_text", "registry_row", "write_host", "write_host_code"]
+__all__ = ["host_file_text", "kernel_file_text", "write_host", "write_host_code"]

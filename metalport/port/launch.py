@@ -16,7 +16,7 @@ from typing import Any
 
 ELEMENTWISE = "elementwise"
 # Plan kinds whose port launches a kernel of its own: a plan of one of them without a launch spec
-# has no launch yet (port.port._kernel_plan); every other plan without a spec is elementwise.
+# has no launch yet (port.port._kernel_part); every other plan without a spec is elementwise.
 OWN_KERNEL_KINDS = ("reduction-stub", "custom-kernel", "multi-tensor")
 # Host family -> the MetalShaderLibrary launcher its stub calls (port.host).
 LAUNCHERS = {"unary": "exec_unary_kernel", "binary": "exec_binary_kernel", "alpha": "exec_binary_kernel",

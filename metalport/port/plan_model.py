@@ -11,7 +11,7 @@ from typing import Any
 
 from metalport.port.launch import ELEMENTWISE, OWN_KERNEL_KINDS, ElementwiseLaunch
 
-NEEDS_LLM_STEP = "needs an LLM (--model openai:...)"
+NEEDS_LLM = "needs an LLM (--model openai:...)"  # the functor step of a plan waiting for a model
 NATIVE_FUNCTIONS = "aten/src/ATen/native/native_functions.yaml"
 COMMON_MPS = "torch/testing/_internal/common_mps.py"
 
@@ -19,6 +19,11 @@ COMMON_MPS = "torch/testing/_internal/common_mps.py"
 def _listify(value: Any) -> Any:
     """Tuples (nested too) as lists, for JSON."""
     return [_listify(v) for v in value] if isinstance(value, tuple) else value
+
+
+def _tuplify(value: Any) -> Any:
+    """Lists (nested too) as tuples: the inverse of `_listify` (a dict, the launch spec, is kept)."""
+    return tuple(_tuplify(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
 @dataclass(frozen=True)
@@ -81,7 +86,7 @@ class PortPlan:
     allowed_paths: tuple[str, ...]
     needs_llm: bool
     migrate: bool
-    functor_step: str = "table"  # "table", or NEEDS_LLM_STEP
+    functor_step: str = "table"  # "table", "reuse", or NEEDS_LLM
     macro: str | None = None  # REGISTER_*_OP macro of the registrations
     stub: str | None = None  # "heaviside_stub"
     stub_header: str | None = None  # "ATen/native/BinaryOps.h"
@@ -117,7 +122,7 @@ class PortPlan:
     kind_reason: str | None = None
     # A spec-recipe port carries its launch spec (`LaunchSpec.to_dict()`), the `func:` schema of
     # the entry it serves, and its kernel source in `functor_source`; its rows insert lines
-    # (Note [spec rows] in port/specport.py).
+    # (Note [spec rows] in port/rows.py).
     spec: dict[str, Any] | None = None
     schema: str | None = None
     # Note [reuse before writing] (port/reuse.py): what the port reuses from the tree and what it
@@ -146,20 +151,19 @@ class PortPlan:
             raise ValueError(f"table plan for {self.op} has no functor source")
 
     @property
-    def elementwise(self) -> ElementwiseLaunch | None:
-        """A pointwise port's launch, made from the plan's stub, kernel and dtype rows (so it never
-        disagrees with them); None for a spec port and for a kernel port with no launch yet."""
-        if self.spec is not None or self.kind in OWN_KERNEL_KINDS:
-            return None
-        return ElementwiseLaunch.of_plan(self)
-
-    @property
     def launch_kind(self) -> str | None:
-        """How the port's kernel is launched: "elementwise", the spec's kind for a spec port, None
-        while a model has yet to write the kernel and its launch (Note [one port model])."""
+        """How the port's kernel is launched: the spec's kind for a spec port, "elementwise" for a
+        pointwise one, None while a model has yet to write the kernel and its launch (Note [one port
+        model])."""
         if self.spec is not None:
             return str(self.spec.get("kind"))
         return ELEMENTWISE if self.kind not in OWN_KERNEL_KINDS else None
+
+    @property
+    def elementwise(self) -> ElementwiseLaunch | None:
+        """A pointwise port's launch, made from the plan's stub, kernel and dtype rows (so it never
+        disagrees with them); None for any other launch kind."""
+        return ElementwiseLaunch.of_plan(self) if self.launch_kind == ELEMENTWISE else None
 
     @property
     def launch(self) -> dict[str, Any] | None:
@@ -190,23 +194,9 @@ class PortPlan:
         extra = sorted(set(data) - known)
         if extra:
             raise ValueError(f"unknown PortPlan field(s) {extra}")
-        values = dict(data)
+        values = {name: _tuplify(value) for name, value in data.items()}
         values["rows"] = tuple(RowChange.from_dict(r) for r in data.get("rows", ()))
         for name in ("dtypes", "registrations", "xfail_keys", "allowed_paths"):
-            values[name] = tuple(data.get(name, ()))
-        values["legacy"] = tuple(data["legacy"]) if data.get("legacy") else None
-        values["legacy_others"] = tuple(tuple(x) for x in data.get("legacy_others", ()))
-        values["xfail_entries"] = tuple(tuple(x) for x in data.get("xfail_entries", ()))
-        values["decorator_entries"] = tuple((str(a), str(b), int(c), int(d))
-                                            for a, b, c, d in data.get("decorator_entries", ()))
-        values["xfail_narrowed"] = tuple((str(a), str(b), int(c), tuple(d))
-                                         for a, b, c, d in data.get("xfail_narrowed", ()))
-        values["decorator_narrowed"] = tuple((str(a), str(b), int(c), int(d), tuple(e))
-                                             for a, b, c, d, e in data.get("decorator_narrowed", ()))
-        values["xfail_added"] = tuple((str(a), str(b), tuple(c), str(d)) for a, b, c, d in data.get("xfail_added", ()))
-        for name in ("stubs", "stub_args", "reuse", "missing", "placement"):
-            values[name] = tuple(data.get(name, ()))
-        values["legacy_registrations"] = tuple((str(f), int(n), str(t))
-                                               for f, n, t in data.get("legacy_registrations", ()))
-        values["legacy_macros"] = tuple((str(f), str(m)) for f, m in data.get("legacy_macros", ()))
+            values.setdefault(name, ())
+        values["legacy"] = values.get("legacy") or None
         return cls(**values)

@@ -1,8 +1,16 @@
 """`plan_port`: the whole port of one op, decided from the tree before any edit.
 
 Public surface of the pipeline's plan step (contract C): `resolve_op`, `plan_port`, `apply_port`,
-`PortPlan`, `RowChange`, `Resolution`. Registry rows follow Note [why rows collapse]: every row of
-the op that names an MPS-only kernel, or lacks MPS, moves onto the kernel CPU and CUDA share.
+`PortPlan`, `RowChange`, `Resolution`. Registry rows follow Note [why rows collapse] (port/rows.py):
+every row of the op that names an MPS-only kernel, or lacks MPS, moves onto the kernel CPU and CUDA
+share, unless a launch spec gives the op a host function of its own (Note [spec rows]).
+
+Note [one planner]: every plan is made one way (`_plan`). The op's launch kind decides its part
+(`_LaunchPart`): `_spec_part` for a launch spec (the spec recipe table's, or a model's),
+`_pointwise_part` for an elementwise launch (the functor table's, a model's functor, or a kernel the
+tree has), `_kernel_part` for an own-kernel port whose kernel and launch a model has yet to write.
+What every port adds on top is shared: the legacy code and MPSGraph registrations it removes, its
+xfail keys, its allow-list and whether it migrates an MPS path.
 
 Note [no dtype regression]: a port replaces the op's MPS path, so every dtype that path runs must
 still be registered afterwards. common_mps.py's SUPPORTED_COMPLEX_OPS names the OpInfos MPS runs
@@ -15,44 +23,40 @@ name. The structured kernel may route through another op's stub (`sub_out` calls
 operand count (an alpha op also looks at `<op>_alpha_functor`, as `sub_functor` takes two operands
 and `sub_alpha_functor` three in BinaryKernel.metal). A same-named functor of another arity is
 never reused or shadowed: the plan refuses.
-
-Note [legacy helpers]: MPSGraph ops of one family often share a helper (`addc_mul_div_out_mps`
-serves `addcmul_out_mps` and `addcdiv_out_mps`). A port removes the helper with its last user: the
-first port of the family keeps it, the port that removes its last caller removes it too.
-
-Note [why rows collapse]: a native Metal port registers the op's dispatch stub for MPS, so the
-structured CPU/CUDA kernel (`heaviside_out`) serves MPS too. `CPU, CUDA: x_out` + `MPS: x_out_mps`
-becomes `CPU, CUDA, MPS: x_out`; a row left on `x_out_mps` would keep calling the legacy code.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from metalport.port.apply import apply_port
-from metalport.port.functors import COMPLEX_TYPES, FunctorRecipe, metal_types_for, recipe_table
+from metalport.port.functors import COMPLEX_TYPES, FunctorRecipe, dtypes_for, metal_types_for, recipe_table
 from metalport.port.functors import Family as RecipeFamily
 from metalport.port.kinds import Classification, Kind
 from metalport.port.launch import LAUNCHERS
 from metalport.port.metal import fit_functor
-from metalport.port.obsolete import (always_edited, legacy_include, legacy_registrations, obsolete_decorators,
-                                     obsolete_xfails, opinfo_names, xfail_keys)
-from metalport.port.host import remove_legacy
-from metalport.port.reuse import ExistingKernel, missing_legacy, orphaned_macros, reuse_lines
-from metalport.port.plan import (KERNELS_DIR, NEEDS_LLM, OPERATIONS_DIR, StubDeclaration,
-                                          find_stub_declaration, plan_recipe)
-from metalport.port.plan_model import COMMON_MPS, PortPlan, RowChange
-from metalport.port.resolve import Resolution, host_line, mps_only_lines, resolve_op
+from metalport.port.obsolete import (grad_xfails, left_out_dtypes, legacy_registrations, obsolete_decorators,
+                                     obsolete_xfails, opinfo_dtypes, opinfo_names, removed_legacy)
+from metalport.port.host import StubDeclaration, find_stub_declaration
+from metalport.port.reuse import ExistingKernel, missing_legacy, reuse_lines
+from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, NEEDS_LLM, PortPlan, RowChange
+from metalport.port.resolve import Resolution, resolve_op
+from metalport.port.rows import plan_rows, routed_entry, spec_entry, spec_rows
+from metalport.port.spec import LaunchSpec
+from metalport.port.spec_recipes import SpecRecipe, spec_recipes
+from metalport.port.spec_schema import check_schema
 from metalport.backlog.model import Family, Status
-from metalport.checkout.layout import Checkout
+from metalport.checkout.layout import KERNELS_DIR, OPERATIONS_DIR, Checkout
 from metalport.checkout.sources import ImplKind
-from metalport.errors import PipelineError, RecipeError
+from metalport.errors import PipelineError, RecipeError, SpecError
 
-__all__ = ["PortPlan", "Resolution", "RowChange", "apply_port", "plan_port", "resolve_op"]
+__all__ = ["PortPlan", "Resolution", "RowChange", "apply_port", "plan_port", "plan_resolved", "resolve_op"]
 
 _ALREADY_NATIVE = (Status.SHARED, Status.COMPOSITE)
+# Host family -> the operands its functor takes (Note [functor fit]; a reused kernel's arity).
+_ARITY = {"unary": 1, "binary": 2, "alpha": 3, "ternary_alpha": 4}
 _MIGRATING = (Status.MPS_GRAPH, Status.MPS_GRAPH_STUB, Status.MPS_UNKNOWN, Status.MPS_METAL)
 # Kinds whose port is a kernel of its own, not a functor in a pointwise kernel file.
 _OWN_KERNEL = (Kind.REDUCTION_STUB, Kind.CUSTOM_KERNEL, Kind.MULTI_TENSOR)
@@ -65,63 +69,6 @@ _BY_FAMILY = {
 }
 
 
-def _with_mps(line: str, also: tuple[str, ...] = ()) -> str:
-    """`    CPU, CUDA: x_out  # c` -> `    CPU, CUDA, MPS: x_out  # c`; `also` are keys of lines
-    merged into this one (`CPU: x_out` + `CUDA: x_out` -> `CPU, CUDA, MPS: x_out`)."""
-    head, sep, tail = line.partition(":")
-    keys = [k.strip() for k in head.split(",")]
-    indent = head[: len(head) - len(head.lstrip())]
-    merged = list(dict.fromkeys([*keys, *also, "MPS"]))
-    return f"{indent}{', '.join(merged)}{sep}{tail}"
-
-
-def _without_mps(line: str) -> str:
-    """The dispatch line without its MPS key; "" when MPS was its only key."""
-    head, sep, tail = line.partition(":")
-    keys = [k.strip() for k in head.split(",")]
-    rest = [k for k in keys if k != "MPS"]
-    if not rest:
-        return ""
-    indent = head[: len(head) - len(head.lstrip())]
-    return f"{indent}{', '.join(rest)}{sep}{tail}"
-
-
-def plan_rows(res: Resolution) -> tuple[RowChange, ...]:
-    """The dispatch-line changes that route every row of the op to the shared CPU/CUDA kernel.
-
-    Raises PipelineError (with the row's file:line) when an MPS row has no CPU/CUDA kernel to
-    share, or CPU and CUDA use different kernels.
-    """
-    lines = res.registry.text.splitlines()
-    where = res.registry.path
-    changes: list[RowChange] = []
-    for entry in res.entries:
-        mps = entry.kernel_for("MPS")
-        only = mps_only_lines(entry)
-        host = host_line(entry)
-        if (mps is not None and not only) or (mps is None and host is None):
-            continue  # already shared, or no kernel of its own (structured_delegate, composite)
-        if host is None:
-            raise PipelineError(f"{entry.full_name} has an MPS-only kernel {only[0].kernel} and no "
-                                f"CPU/CUDA kernel to share", location=f"{where}:{only[0].line}",
-                                hint="this op needs a hand-written port")
-        cuda = entry.kernel_for("CUDA")
-        if cuda is not None and cuda.kernel != host.kernel:
-            raise PipelineError(f"{entry.full_name}: CPU ({host.kernel}) and CUDA ({cuda.kernel}) use "
-                                f"different kernels, so MPS has no shared kernel to join",
-                                location=f"{where}:{host.line}", hint="this op needs a hand-written port")
-        before = lines[host.line - 1]
-        if cuda is not None and cuda.line != host.line:
-            # One shared row, as PyTorch writes it: `CPU, CUDA, MPS: x_out`.
-            changes.append(RowChange(entry.full_name, host.line, before, _with_mps(before, cuda.keys)))
-            changes.append(RowChange(entry.full_name, cuda.line, lines[cuda.line - 1], ""))
-        else:
-            changes.append(RowChange(entry.full_name, host.line, before, _with_mps(before)))
-        for d in only:
-            changes.append(RowChange(entry.full_name, d.line, lines[d.line - 1], _without_mps(lines[d.line - 1])))
-    return tuple(sorted(changes, key=lambda c: c.line))
-
-
 def _stub_declaration(checkout: Checkout, stub: str) -> StubDeclaration:
     """The stub's declaring header and parameters: the tree's headers first, then the wheel's."""
     try:
@@ -130,17 +77,6 @@ def _stub_declaration(checkout: Checkout, stub: str) -> StubDeclaration:
         from metalport.torch_facts import torch_include_dir
 
         return find_stub_declaration(stub, torch_include_dir())
-
-
-def _opinfo_dtypes(names: list[str], *, complex: bool = False) -> tuple[str, ...]:
-    """Metal types of the first OpInfo called one of `names` (CPU dtypes); float types if none."""
-    from metalport.torch_facts import opinfo_facts
-
-    by_name = opinfo_facts()
-    for name in names:
-        if name in by_name:
-            return metal_types_for(by_name[name].cpu_dtypes, complex=complex)
-    return ("float", "half", "bfloat")
 
 
 def mps_complex_names(checkout: Checkout) -> dict[str, int]:
@@ -192,8 +128,10 @@ def _test_list_names(names: list[str]) -> list[str]:
 
 
 @dataclass(frozen=True)
-class _Parts:
-    """The functor, kernel and host side of a plan (from the table, or sketched for an LLM)."""
+class _LaunchPart:
+    """What the op's launch kind decides of its plan (Note [one planner]): each field is the
+    `PortPlan` field of the same name; `_plan` adds the fields every port shares. A pointwise part
+    starts as the functor, kernel and host side (from the table, or sketched for a model)."""
 
     functor_step: str
     kernel_file: str | None = None
@@ -207,20 +145,33 @@ class _Parts:
     stub_header: str | None = None
     stub_params: str | None = None
     host_family: str | None = None
-    kernel_name: str | None = None  # the shader kernel when it is not the op's (`add_alpha`)
+    kernel_name: str | None = None  # the shader kernel; a pointwise part's None is the op's own
+    rows: tuple[RowChange, ...] = ()
+    register_dispatch: str | None = None
+    stub_registered_at: str | None = None
+    kind: str = Kind.POINTWISE_STUB.value
+    kind_reason: str | None = None
+    spec: dict[str, Any] | None = None
+    schema: str | None = None
+    xfail_entries: tuple[tuple[str, str, int], ...] = ()
+    xfail_narrowed: tuple[tuple[str, str, int, tuple[str, ...]], ...] = ()
+    xfail_added: tuple[tuple[str, str, tuple[str, ...], str], ...] = ()
+    xfail_keys: tuple[str, ...] | None = None  # None: the keys of the entries removed or narrowed
+    decorator_entries: tuple[tuple[str, str, int, int], ...] = ()
+    decorator_narrowed: tuple[tuple[str, str, int, int, tuple[str, ...]], ...] = ()
+    reuse: tuple[str, ...] = ()
+    placement: tuple[str, ...] = ()
+    reused_kernel: str | None = None
+    shared_launcher: str | None = None
 
-    @property
-    def needs_llm(self) -> bool:
-        return self.functor_step not in ("table", "reuse")
 
-
-def _table_parts(checkout: Checkout, recipe: FunctorRecipe, stub: str) -> _Parts:
+def _table_parts(checkout: Checkout, recipe: FunctorRecipe, stub: str) -> _LaunchPart:
+    """The recipe table's functor, its registrations for the OpInfo's dtypes, and its family's files."""
     decl = _stub_declaration(checkout, stub)
-    rp = plan_recipe(recipe.op, stub=decl, xfail_keys=())
-    if rp.host_stub is None:
-        raise RecipeError(f"the recipe for {recipe.op} has no host stub", hint="fix the recipe table")
-    return _Parts("table", rp.kernel_file, rp.functor, rp.functor_source, rp.dtypes, rp.registrations,
-                  rp.host_file, rp.macro, stub, decl.header, decl.params, rp.host_stub.family)
+    dtypes = dtypes_for(recipe)
+    return _LaunchPart("table", f"{KERNELS_DIR}/{recipe.kernel_file}", recipe.functor, recipe.source, dtypes,
+                       recipe.registrations(dtypes), f"{OPERATIONS_DIR}/{recipe.host_file}", recipe.macro, stub,
+                       decl.header, decl.params, recipe.family.value)
 
 
 def _tensor_outputs(func: str) -> tuple[str, ...]:
@@ -231,10 +182,10 @@ def _tensor_outputs(func: str) -> tuple[str, ...]:
                  if r.startswith("Tensor") and not r.startswith("Tensor[]"))
 
 
-def _llm_parts(checkout: Checkout, res: Resolution) -> _Parts:
+def _llm_parts(checkout: Checkout, res: Resolution) -> _LaunchPart:
     shape = _BY_FAMILY.get(res.family)
     if shape is None:
-        return _Parts(NEEDS_LLM, stub=res.stub)
+        return _LaunchPart(NEEDS_LLM, stub=res.stub)
     host_family, kernel, host, macro = shape
     # A pointwise functor returns one value: an op whose kernel writes two tensors (frexp's mantissa and
     # exponent) cannot be met by any functor a model writes, so it is refused here, before a model call.
@@ -247,10 +198,11 @@ def _llm_parts(checkout: Checkout, res: Resolution) -> _Parts:
                             hint="it needs a kernel with one output buffer per result; port it by hand")
     names = opinfo_names(res.op, res)
     keep_complex = res.status in _MIGRATING and any(n in mps_complex_names(checkout) for n in names)
-    dtypes = _opinfo_dtypes(names, complex=keep_complex)
-    parts = _Parts(NEEDS_LLM, f"{KERNELS_DIR}/{kernel}", f"{res.op}_functor", None, dtypes,
-                   tuple(f"{macro}({res.op}, {t}, {t});" for t in dtypes), f"{OPERATIONS_DIR}/{host}", macro,
-                   res.stub, host_family=host_family)
+    cpu = opinfo_dtypes(names)  # float types when no OpInfo goes by the op's names
+    dtypes = metal_types_for(cpu, complex=keep_complex) if cpu is not None else ("float", "half", "bfloat")
+    parts = _LaunchPart(NEEDS_LLM, f"{KERNELS_DIR}/{kernel}", f"{res.op}_functor", None, dtypes,
+                        tuple(f"{macro}({res.op}, {t}, {t});" for t in dtypes), f"{OPERATIONS_DIR}/{host}", macro,
+                        res.stub, host_family=host_family)
     if res.stub:
         try:
             decl = _stub_declaration(checkout, res.stub)
@@ -271,30 +223,35 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels
     Raises UnknownOpError (with close names), PipelineError "aten::x is already native (shared)"
     for a shared or composite op unless `force`, PipelineError "aten::x is not a port candidate:
     <reason>" for a not-a-candidate op (`port.kinds`), and PipelineError when a pointwise row has
-    no shared CPU/CUDA kernel. Reduction-stub, custom-kernel and multi-tensor ops get a plan of
-    their kind (`_kernel_plan`). An op outside the recipe table gets `needs_llm=True`, unless the
-    tree has a kernel computing it (Note [reuse an existing kernel]; `reuse_kernels=False` skips
-    the lookup).
+    no shared CPU/CUDA kernel. An op of the spec recipe table is planned from its launch spec;
+    other reduction-stub, custom-kernel and multi-tensor ops get a plan of their kind with no
+    launch yet (`_kernel_part`). A pointwise op outside the recipe table gets `needs_llm=True`,
+    unless the tree has a kernel computing it (Note [reuse an existing kernel];
+    `reuse_kernels=False` skips the lookup).
     """
-    res = resolve_op(checkout, op)
-    from metalport.port.spec_recipes import spec_recipes
+    return plan_resolved(checkout, resolve_op(checkout, op), force=force, reuse_kernels=reuse_kernels)
 
-    spec_recipe = spec_recipes().get(res.op)
+
+def plan_resolved(checkout: Checkout, res: Resolution, *, spec_recipe: SpecRecipe | None = None,
+                  force: bool = False, reuse_kernels: bool = True) -> PortPlan:
+    """`plan_port` of an op already resolved. `spec_recipe` (a model's, `model_spec_recipe`) plans
+    it as the op's spec recipe would be; SpecError when that spec does not fit the op."""
+    spec_recipe = spec_recipe or spec_recipes().get(res.op)
+    kind = res.kind
     if spec_recipe is not None:
-        from metalport.port.specport import plan_spec_port
-
-        return plan_spec_port(checkout, res, spec_recipe)
-    if res.status in _ALREADY_NATIVE and not force:
+        part = _spec_part(checkout, res, spec_recipe)
+    elif res.status in _ALREADY_NATIVE and not force:
         raise PipelineError(f"aten::{res.op} is already native ({res.status.value})",
                             location=res.mps_impl, hint="pass --force to plan it anyway")
-    kind = res.kind
-    if kind is not None and not kind.candidate and res.status is not Status.SHARED:
+    elif kind is not None and not kind.candidate and res.status is not Status.SHARED:
         raise PipelineError(f"aten::{res.op} is not a port candidate: {kind.reason}",
                             location=f"{res.registry.path}:{res.entries[0].span.start}",
                             hint="pick one with `metalport backlog --porter recipe,llm`")
-    if kind is not None and kind.kind in _OWN_KERNEL:
-        return _kernel_plan(checkout, res, kind)
-    plan = _pointwise_plan(checkout, res, kind, reuse_kernels=reuse_kernels)
+    elif kind is not None and kind.kind in _OWN_KERNEL:
+        part = _kernel_part(res, kind)
+    else:
+        part = _pointwise_part(checkout, res, kind, reuse_kernels=reuse_kernels)
+    plan = _plan(checkout, res, part)
     if plan.reused_kernel is None or plan.reused_kernel == res.op:
         return plan
     from metalport.port.reuse_check import verify_reuse
@@ -302,15 +259,55 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels
     passed, line = verify_reuse(checkout, plan)
     if passed:
         return replace(plan, reuse=(f"{plan.reuse[0]}; {line}", *plan.reuse[1:]))
-    fallback = plan_port(checkout, op, force=force, reuse_kernels=False)
+    fallback = plan_resolved(checkout, res, force=force, reuse_kernels=False)
     return replace(fallback, reuse=(*fallback.reuse, f"does not reuse kernel {plan.reused_kernel} "
                                                       f"({plan.kernel_file}): {line}"))
 
 
-def _pointwise_plan(checkout: Checkout, res: Resolution, kind: Classification | None, *,
-                    reuse_kernels: bool) -> PortPlan:
-    """The plan of a pointwise-stub port: rows collapsed onto the shared kernel, the functor (the
-    table's, a model's, or an existing kernel launched instead), the host stub and what it removes."""
+def _plan(checkout: Checkout, res: Resolution, part: _LaunchPart) -> PortPlan:
+    """The plan of `res` with its launch kind's `part` (Note [one planner]), and what every port
+    adds: the legacy MPS code it removes with the helpers and macros only that code used (Note
+    [legacy helpers] in port/obsolete.py), the MPSGraph registrations it replaces, its xfail keys,
+    its allow-list (registry, common_mps.py, every file it edits), whether it migrates an MPS path
+    (the op runs on MPS today, or the port removes MPS code or rows) and the stub route of a port
+    registering a stub (the route's stubs when the tree shows one: `sub_out` reaches add_stub)."""
+    route = res.route
+    legacy, include, macros = removed_legacy(checkout, res)
+    legacy_regs = legacy_registrations(checkout, res)
+    allowed = {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs),
+               *(d[0] for d in (*part.decorator_entries, *part.decorator_narrowed))}
+    allowed |= {p for p in (None if part.reused_kernel else part.kernel_file, part.host_file) if p}
+    if part.shared_launcher == "extend":  # Note [extend shared code at home] (port/shared.py)
+        from metalport.port.shared import HOMES
+
+        allowed |= set(HOMES)
+    launch = {f.name: getattr(part, f.name) for f in fields(part)}
+    if part.xfail_keys is None:  # each key of the entries removed or narrowed once, in order
+        launch["xfail_keys"] = tuple(dict.fromkeys(x[1] for x in (*part.xfail_entries, *part.xfail_narrowed)))
+    return PortPlan(
+        op=res.op, status=res.status.value, family=res.family.value, legacy=legacy[0] if legacy else None,
+        legacy_others=legacy[1:], legacy_include=include, legacy_registrations=legacy_regs, legacy_macros=macros,
+        missing=missing_legacy(checkout, res.mps_kernels, {f.name for f in res.legacy}),
+        allowed_paths=tuple(sorted(allowed)), needs_llm=part.functor_step not in ("table", "reuse"),
+        migrate=res.status in _MIGRATING or bool(res.legacy) or any(r.deletes or _names_mps(r.before)
+                                                                    for r in part.rows),
+        stubs=(route.stubs if route else (part.stub,)) if part.stub else (),
+        stub_route=route.describe() if route and part.stub else None,
+        stub_args=route.calls[0].args if route and part.stub else (), **launch,
+    )
+
+
+def _names_mps(line: str) -> bool:
+    """Whether a registry dispatch line routes MPS (`MPS: x_mps`, `CPU, MPS: x`): a port changing
+    one migrates an existing MPS kernel."""
+    return "MPS" in [k.strip() for k in line.split(":", 1)[0].split(",")] if ":" in line else False
+
+
+def _pointwise_part(checkout: Checkout, res: Resolution, kind: Classification | None, *,
+                    reuse_kernels: bool) -> _LaunchPart:
+    """The part of a pointwise-stub port (an elementwise launch): rows collapsed onto the shared
+    kernel, the functor (the table's, a model's, or an existing kernel launched instead), the host
+    stub and its registration, and the xfails and decorators its dtypes make obsolete."""
     rows = plan_rows(res)
     recipe = recipe_table().get(res.op)
     stub = res.route.stub if res.route else recipe.stub if recipe else res.stub
@@ -325,46 +322,76 @@ def _pointwise_plan(checkout: Checkout, res: Resolution, kind: Classification | 
     else:
         register = (f"REGISTER_DISPATCH({parts.stub}, &{res.op}_mps_kernel);"
                     if parts.stub and parts.host_file else None)
-    legacy_regs = legacy_registrations(checkout, res)
-    legacy = tuple((f.where.file, f.name) for f in res.legacy)
-    legacy += _orphaned_helpers(checkout, res, legacy)
     shared, shared_line = None, None
     if parts.host_family == "ternary_alpha":  # Note [extend shared code at home] (port/shared.py)
-        from metalport.port.shared import HOMES, ternary_alpha_support
+        from metalport.port.shared import ternary_alpha_support
 
         shared, shared_line = ternary_alpha_support(checkout.root)
-    reuse = _reuse_lines(checkout, parts, shared_line, existing, turned_down)
     xfail_entries, xfail_narrowed = obsolete_xfails(res, parts.dtypes)
     decorators, _ = obsolete_decorators(checkout, res.op, names, parts.dtypes)
-    allowed = always_edited(legacy, legacy_regs, decorators)
-    allowed |= {p for p in (None if existing else parts.kernel_file, parts.host_file) if p}
-    if shared == "extend":
-        allowed |= set(HOMES)
-    return PortPlan(
-        op=res.op, status=res.status.value, family=res.family.value, rows=rows,
-        kernel_file=parts.kernel_file, functor=parts.functor, functor_source=parts.functor_source,
-        dtypes=parts.dtypes, registrations=parts.registrations, host_file=parts.host_file,
-        register_dispatch=register, kernel_name=(parts.kernel_name or res.op) if parts.kernel_file else None,
-        legacy=legacy[0] if legacy else None, legacy_include=legacy_include(checkout, res),
-        xfail_keys=xfail_keys(xfail_entries, xfail_narrowed), allowed_paths=tuple(sorted(allowed)),
-        needs_llm=parts.needs_llm,
-        migrate=res.status in _MIGRATING or any(r.deletes for r in rows),
-        functor_step=parts.functor_step, macro=parts.macro, stub=parts.stub, stub_header=parts.stub_header,
-        stub_params=parts.stub_params, host_family=parts.host_family, legacy_others=legacy[1:],
-        xfail_entries=xfail_entries, xfail_narrowed=xfail_narrowed, decorator_entries=decorators,
-        stubs=res.route.stubs if res.route else ((parts.stub,) if parts.stub else ()),
-        stub_route=res.route.describe() if res.route else None,
-        stub_args=res.route.calls[0].args if res.route else (),
-        stub_registered_at=str(kept.where) if kept else None, legacy_registrations=legacy_regs,
+    return replace(
+        parts, rows=rows, register_dispatch=register, stub_registered_at=str(kept.where) if kept else None,
+        kernel_name=(parts.kernel_name or res.op) if parts.kernel_file else None,
         kind=kind.kind.value if kind else Kind.POINTWISE_STUB.value, kind_reason=kind.reason if kind else None,
-        reuse=reuse, missing=missing_legacy(checkout, res.mps_kernels, {f.name for f in res.legacy}),
-        legacy_macros=_orphaned_macros(checkout, res, legacy), placement=placement,
+        xfail_entries=xfail_entries, xfail_narrowed=xfail_narrowed, decorator_entries=decorators,
+        reuse=_reuse_lines(checkout, parts, shared_line, existing, turned_down), placement=placement,
         reused_kernel=existing.name if existing else None, shared_launcher=shared,
     )
 
 
-def _placed_parts(checkout: Checkout, res: Resolution, recipe: FunctorRecipe | None, parts: _Parts,
-                  reuse_kernels: bool) -> tuple[_Parts, tuple[str, ...], ExistingKernel | None, tuple[str, ...]]:
+def _spec_part(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> _LaunchPart:
+    """The part of a launch-spec port: rows routing the entry the spec serves (Note [spec rows]),
+    the recipe's kernel source for the spec's kernel file, the host function's file, and the xfails
+    and decorators its dtypes make obsolete or narrow. SpecError when the spec does not fit the op's
+    schema, PipelineError when the routed entry cannot take the MPS row (`rows.spec_rows`)."""
+    spec = recipe.spec
+    named = spec_entry(res, spec)
+    try:
+        check_schema(spec, named.func)
+    except SpecError as err:
+        raise SpecError(err.message, location=f"{res.registry.path}:{named.span.start}", hint=err.hint) from None
+    entry = routed_entry(res.entries, named)
+    rows = spec_rows(res, entry, spec)
+    metal = tuple(dict.fromkeys(t[0] for t in spec.dtypes))
+    names = [spec.opinfo] if spec.opinfo else opinfo_names(res.op, res)
+    left = left_out_dtypes(metal, names)
+    xfail_entries, xfail_narrowed = obsolete_xfails(res, metal, names=names, narrow_to=left)
+    decorators, narrowed_decorators = obsolete_decorators(checkout, res.op, names, metal, narrow_to=left)
+    return _LaunchPart(
+        "table", spec.kernel_file, None, recipe.kernel_source, metal, spec.host_names, spec.host_file,
+        kernel_name=spec.kernel_name, rows=rows, kind=spec.kind, kind_reason=_kind_reason(res, spec),
+        spec=spec.to_dict(), schema=entry.func, xfail_entries=xfail_entries, xfail_narrowed=xfail_narrowed,
+        xfail_added=grad_xfails(res, spec.opinfo, spec.grad_xfail, metal), decorator_entries=decorators,
+        decorator_narrowed=narrowed_decorators,
+    )
+
+
+def _kind_reason(res: Resolution, spec: LaunchSpec) -> str | None:
+    """Why the port has the spec's kind; says so when the spec overrides the registry's classification
+    (a reduction whose stub the tree does not show is ported as its own `MPS:` kernel)."""
+    if res.kind is None:
+        return None
+    if res.kind.kind.value == spec.kind:
+        return res.kind.reason
+    return (f"its spec recipe ports it as {spec.kind} with its own MPS host function {spec.host_function} "
+            f"(the registry alone says {res.kind.kind.value}: {res.kind.reason})")
+
+
+def _kernel_part(res: Resolution, kind: Classification) -> _LaunchPart:
+    """The part of a reduction-stub, custom-kernel or multi-tensor port no spec recipe covers: the
+    rows collapsed onto the shared CPU/CUDA kernel when the port registers its stub (none when it
+    writes `MPS: x_mps` rows) and a kernel step for a model, whose spec brings the launch
+    (`model_spec_recipe`). Its dtypes are not known yet: every xfail key of the op is listed."""
+    try:
+        rows = () if kind.rows or kind.stub is None else plan_rows(res)
+    except PipelineError:
+        rows = ()
+    return _LaunchPart(NEEDS_LLM, stub=kind.stub, rows=rows, kind=kind.kind.value, kind_reason=kind.reason,
+                       xfail_keys=res.xfail_keys)
+
+
+def _placed_parts(checkout: Checkout, res: Resolution, recipe: FunctorRecipe | None, parts: _LaunchPart,
+                  reuse_kernels: bool) -> tuple[_LaunchPart, tuple[str, ...], ExistingKernel | None, tuple[str, ...]]:
     """(`parts` in the files where they go, one line each on why (Note [placement]), the tree's
     kernel the port launches instead of a functor or None, lines on kernels turned down)."""
     placement: tuple[str, ...] = ()
@@ -387,7 +414,7 @@ def _placed_parts(checkout: Checkout, res: Resolution, recipe: FunctorRecipe | N
     return parts, placement, existing, turned_down
 
 
-def _reuse_lines(checkout: Checkout, parts: _Parts, shared_line: str | None, existing: ExistingKernel | None,
+def _reuse_lines(checkout: Checkout, parts: _LaunchPart, shared_line: str | None, existing: ExistingKernel | None,
                  turned_down: tuple[str, ...]) -> tuple[str, ...]:
     """Note [reuse before writing]: the plan's lines on what it reuses and adds, the shared
     launcher's line first (it names its launcher), then the reused kernel's."""
@@ -402,24 +429,20 @@ def _reuse_lines(checkout: Checkout, parts: _Parts, shared_line: str | None, exi
     return reuse + tuple(turned_down)
 
 
-_REUSE_ARITY = {"unary": 1, "binary": 2}
-
-
-def _existing_kernel(checkout: Checkout, res: Resolution, parts: _Parts):
+def _existing_kernel(checkout: Checkout, res: Resolution, parts: _LaunchPart):
     """(the tree's kernel the port launches instead of adding a functor, or None; lines for the
     candidates turned down) (Note [reuse an existing kernel] in port/reuse.py). Only a port of the
     op's own stub with a unary or binary host looks."""
     from metalport.port.reuse import existing_kernels
 
-    if not (parts.kernel_file and parts.host_family in _REUSE_ARITY and parts.registrations
+    if not (parts.kernel_file and parts.host_family in ("unary", "binary") and parts.registrations
             and parts.stub == f"{res.op}_stub"):
         return None, ()
-    found, refused = existing_kernels(checkout, res.sources, res.op, _REUSE_ARITY[parts.host_family],
-                                      parts.registrations)
+    found, refused = existing_kernels(checkout, res.sources, res.op, _ARITY[parts.host_family], parts.registrations)
     return (found[0] if found else None), tuple(refused)
 
 
-def _host_call(parts: _Parts) -> str | None:
+def _host_call(parts: _LaunchPart) -> str | None:
     """The launcher call the host stub will make (for the plan's reuse lines)."""
     launcher = LAUNCHERS.get(parts.host_family or "")
     if launcher is None:
@@ -430,7 +453,7 @@ def _host_call(parts: _Parts) -> str | None:
     return launcher + (" kBool" if castout else "")
 
 
-def _placed_by_siblings(checkout: Checkout, res: Resolution, parts: _Parts) -> tuple[_Parts, tuple[str, ...]]:
+def _placed_by_siblings(checkout: Checkout, res: Resolution, parts: _LaunchPart) -> tuple[_LaunchPart, tuple[str, ...]]:
     """The kernel and host files where the tree keeps the op's siblings (Note [placement]): the
     stubs declared in the op's stub header that are registered natively, the `.mm` files of those
     registrations and the `.metal` files of the kernels they launch, the most common of each. The
@@ -459,56 +482,9 @@ def _placed_by_siblings(checkout: Checkout, res: Resolution, parts: _Parts) -> t
     return replace(parts, kernel_file=kernel, host_file=host), (why,)
 
 
-def _orphaned_macros(checkout: Checkout, res: Resolution,
-                     legacy: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
-    """(file, macro) of each legacy `#define` whose last invocation the port removes (Note [legacy
-    helpers]: a family's macro goes with its last user, `CREATE_MPS_BINARY_COMPARISON_OP_FUNC`)."""
-    return tuple((rel, m) for rel, before, after in _without_legacy(checkout, res, legacy)
-                 for m in orphaned_macros(before, after))
 
 
-def _without_legacy(checkout: Checkout, res: Resolution,
-                    legacy: tuple[tuple[str, str], ...]) -> list[tuple[str, str, str]]:
-    """(file, text, text without the legacy functions) of each file holding legacy code."""
-    out = []
-    for rel in dict.fromkeys(f for f, _ in legacy):
-        before = (checkout.root / rel).read_text(encoding="utf-8")
-        after = before
-        for name in (n for f, n in legacy if f == rel):
-            after = remove_legacy(after, res.op, name, path=rel, drop_include=False)
-        out.append((rel, before, after))
-    return out
-
-
-def _kernel_plan(checkout: Checkout, res: Resolution, kind: Classification) -> PortPlan:
-    """The plan of a reduction-stub, custom-kernel or multi-tensor port: the rows collapsed onto
-    the shared CPU/CUDA kernel when the port registers its stub (none when it writes `MPS: x_mps`
-    rows), the legacy code and xfails it replaces, and a kernel step that needs a recipe or a model.
-    """
-    try:
-        rows = () if kind.rows or kind.stub is None else plan_rows(res)
-    except PipelineError:
-        rows = ()
-    legacy = tuple((f.where.file, f.name) for f in res.legacy)
-    legacy_regs = legacy_registrations(checkout, res)
-    allowed = always_edited(legacy, legacy_regs)
-    stubs = res.route.stubs if res.route and kind.stub else ((kind.stub,) if kind.stub else ())
-    return PortPlan(
-        op=res.op, status=res.status.value, family=res.family.value, rows=rows, kernel_file=None, functor=None,
-        functor_source=None, dtypes=(), registrations=(), host_file=None, register_dispatch=None, kernel_name=None,
-        legacy=legacy[0] if legacy else None, legacy_include=legacy_include(checkout, res),
-        xfail_keys=res.xfail_keys, allowed_paths=tuple(sorted(allowed)), needs_llm=True,
-        migrate=res.status in _MIGRATING or any(r.deletes for r in rows), functor_step=NEEDS_LLM,
-        stub=kind.stub, stubs=stubs, stub_route=res.route.describe() if res.route and kind.stub else None,
-        stub_args=res.route.calls[0].args if res.route and kind.stub else (), legacy_others=legacy[1:],
-        legacy_registrations=legacy_regs, kind=kind.kind.value, kind_reason=kind.reason,
-    )
-
-
-_ARITY = {RecipeFamily.UNARY: 1, RecipeFamily.BINARY: 2, RecipeFamily.ALPHA: 3, RecipeFamily.TERNARY_ALPHA: 4}
-
-
-def _fit_functor(checkout: Checkout, res: Resolution, recipe: FunctorRecipe, parts: _Parts) -> _Parts:
+def _fit_functor(checkout: Checkout, res: Resolution, recipe: FunctorRecipe, parts: _LaunchPart) -> _LaunchPart:
     """`parts` on the kernel file's own functor of the right arity (Note [functor fit]).
 
     Raises PipelineError when the routed stub computes another op the file has no functor for, or
@@ -518,7 +494,7 @@ def _fit_functor(checkout: Checkout, res: Resolution, recipe: FunctorRecipe, par
     text = path.read_text(encoding="utf-8") if path and path.is_file() else None
     routed = parts.stub is not None and recipe.stub not in ((parts.stub,) + (res.route.stubs if res.route else ()))
     base = parts.stub.removesuffix("_stub") if routed and parts.stub else recipe.op
-    arity = _ARITY[recipe.family]
+    arity = _ARITY[recipe.family.value]
     names = [base, f"{base}_alpha"] if recipe.family is RecipeFamily.ALPHA else [base]
     found, clash = fit_functor(text, names, arity)
     if found == recipe.op or (found is None and not routed and clash is None):
@@ -535,25 +511,3 @@ def _fit_functor(checkout: Checkout, res: Resolution, recipe: FunctorRecipe, par
     raise PipelineError(f"{res.route.describe() if res.route else parts.stub}: the recipe's {recipe.functor} computes "
                         f"{recipe.op}, and {parts.kernel_file} has no {base} functor taking {arity} operands",
                         location=parts.kernel_file, hint="port the op by hand")
-
-
-def _orphaned_helpers(checkout: Checkout, res: Resolution,
-                      legacy: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
-    """(file, name) of each helper function the removed legacy code was the last user of (Note
-    [legacy helpers]): defined in the same `.mm` file, called by the removed code, and named
-    nowhere else in any `.mm` file once that code is gone."""
-    gone = {name for _, name in legacy}
-    found: list[tuple[str, str]] = []
-    for rel, before, after in _without_legacy(checkout, res, legacy):
-        others = "\n".join(p.read_text(encoding="utf-8", errors="replace")
-                           for p in sorted(checkout.mps_operations.glob("*.mm")) if p != checkout.root / rel)
-        for fn in res.sources.functions:
-            if fn.where.file != rel or fn.impl_func or fn.name in gone:
-                continue
-            word = re.compile(rf"\b{re.escape(fn.name)}\b")
-            if len(word.findall(before)) == len(word.findall(after)):
-                continue  # the removed code did not call it
-            rest = remove_legacy(after, res.op, fn.name, path=rel, drop_include=False)
-            if not word.search(rest) and not word.search(others):
-                found.append((rel, fn.name))
-    return tuple(found)

@@ -1,10 +1,13 @@
-"""`check_schema`: a launch spec's consistency with its op's `func:` schema (native_functions.yaml)."""
+"""`check_schema`: a launch spec's consistency with its op's `func:` schema (native_functions.yaml);
+`check_stub`: with the tree's declaration of the stub it registers."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 
+from metalport.checkout.sources import Sources
+from metalport.errors import SpecError
 from metalport.port.spec import DERIVED, DERIVED_ARRAYS, LIST_ARRAYS, Grid, LaunchSpec, OutShape
 from metalport.port.spec_expr import dims_exprs, is_expression, message_parts, uses_in
 from metalport.port.spec_expr import spec_error as _fail
@@ -126,4 +129,30 @@ def check_schema(spec: LaunchSpec, func: str) -> None:
                     hint="use per-output-element or per-slice")
 
 
-__all__ = ["check_schema"]
+def _normal_type(text: str) -> str:
+    return re.sub(r"\s+", "", re.sub(r"\b(?:c10|at)::", "", text))
+
+
+def check_stub(sources: Sources, spec: LaunchSpec) -> None:
+    """SpecError unless the tree declares the spec's stub in its header with the spec's parameters
+    after a TensorIterator (Note [stub reductions])."""
+    assert spec.stub is not None
+    decl = sources.stub(spec.stub.name)
+    if decl is None:
+        raise SpecError(f"spec {spec.op}: stub.name: no DECLARE_DISPATCH of {spec.stub.name} in the tree's "
+                        f"ATen/native headers")
+    if not decl.where.file.endswith("/" + spec.stub.header):
+        raise SpecError(f"spec {spec.op}: stub.header: {spec.stub.name} is declared in {decl.where.file}, "
+                        f"not {spec.stub.header}")
+    params = [p.strip() for p in (decl.params or "").split(",")] if decl.params else []
+    if not params or _normal_type(params[0]) not in ("TensorIterator&", "TensorIteratorBase&"):
+        raise SpecError(f"spec {spec.op}: stub.name: {spec.stub.name} takes ({decl.params or '?'}), not a "
+                        f"reduction iterator first", location=str(decl.where))
+    want = [_normal_type(re.sub(r"\s*\w+$", "", p)) for p in spec.stub.params]
+    have = [_normal_type(re.sub(r"(?<=[\w&*>])\s+\w+$", "", p)) for p in params[1:]]
+    if want != have:
+        raise SpecError(f"spec {spec.op}: stub.params: {spec.stub.name} takes ({decl.params}); the spec gives "
+                        f"(TensorIterator&{''.join(', ' + p for p in spec.stub.params)})", location=str(decl.where))
+
+
+__all__ = ["check_schema", "check_stub"]

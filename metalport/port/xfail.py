@@ -67,9 +67,11 @@ def find_xfails(text: str, keys: Iterable[str], *, path: str = "common_mps.py") 
     return tuple(sorted(found, key=lambda e: e.first_line))
 
 
-def remove_xfails(text: str, keys: Iterable[str], *, path: str = "common_mps.py") -> XfailRemoval:
-    """`text` without the whole lines of every entry keyed by one of `keys`."""
-    entries = find_xfails(text, keys, path=path)
+def remove_xfails(text: str, keys: Iterable[str], *, path: str = "common_mps.py",
+                  only: set[tuple[str, str]] | None = None) -> XfailRemoval:
+    """`text` without the whole lines of every entry keyed by one of `keys` (and, with `only`, in a
+    (list, key) pair of it)."""
+    entries = tuple(e for e in find_xfails(text, keys, path=path) if only is None or (e.list_name, e.key) in only)
     lines = text.split("\n")  # the line numbering `ast` uses
     drop = {n for e in entries for n in range(e.first_line, e.last_line + 1)}
     kept = "\n".join(line for n, line in enumerate(lines, start=1) if n not in drop)

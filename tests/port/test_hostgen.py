@@ -10,7 +10,8 @@ import pytest
 
 from metalport.errors import SpecError
 from metalport.port.cformat import format_snippet
-from metalport.port.hostgen import host_file_text, kernel_file_text, registry_row, write_host
+from metalport.port.hostgen import host_file_text, kernel_file_text, write_host
+from metalport.port.rows import registry_row
 from metalport.port.spec import load_spec
 from metalport.port.spec_recipes import spec_recipes
 

@@ -1,12 +1,16 @@
-"""RecipePlan for table ops (real registry dtypes and headers from the wheel) and others."""
+"""The plan of a table op (real registry dtypes and headers from the wheel) and of one outside the
+table: `plan_port` on the wheel workspace, the one plan type every port kind produces."""
 
 from __future__ import annotations
 
-from metalport.port import NEEDS_LLM, Family, plan_recipe, recipe_table
+from pathlib import Path
+
+from metalport.port import NEEDS_LLM, Family, recipe_table
+from metalport.port.port import plan_port
 
 
-def test_heaviside_plan_from_the_wheel() -> None:
-    plan = plan_recipe("heaviside", legacy=None)
+def test_heaviside_plan_from_the_wheel(wheel_workspace) -> None:
+    plan = plan_port(wheel_workspace, "heaviside")
     assert not plan.needs_llm
     assert plan.kernel_file == "aten/src/ATen/native/mps/kernels/BinaryKernel.metal"
     assert plan.host_file == "aten/src/ATen/native/mps/operations/BinaryKernel.mm"
@@ -14,7 +18,7 @@ def test_heaviside_plan_from_the_wheel() -> None:
     assert plan.dtypes == ("float", "half", "bfloat", "long", "int", "short", "char", "uchar", "bool")
     assert plan.registrations[0] == "REGISTER_BINARY_OP(heaviside, float, float);"
     assert plan.register_dispatch == "REGISTER_DISPATCH(heaviside_stub, &heaviside_mps_kernel);"
-    assert plan.host_stub is not None and plan.host_stub.stub_header == "ATen/native/BinaryOps.h"
+    assert plan.stub_header == "ATen/native/BinaryOps.h"
     assert plan.xfail_keys == ("heaviside",)
 
 
@@ -27,24 +31,22 @@ def test_output_types_follow_the_op() -> None:
     assert table["sub"].registrations(["long"]) == ("REGISTER_BINARY_ALPHA_OP(sub, long, long, long);",)
 
 
-def test_stub_parameters_come_from_the_declared_type() -> None:
-    sub = plan_recipe("sub", dtypes=["float"])
-    assert sub.host_stub is not None
-    assert sub.host_stub.params == "TensorIteratorBase& iter, const Scalar& alpha"
-    logical = plan_recipe("logical_or", dtypes=["bool"])
-    assert logical.host_stub is not None and logical.host_stub.params == "TensorIterator& iter"
+def test_stub_parameters_come_from_the_declared_type(wheel_workspace) -> None:
+    assert plan_port(wheel_workspace, "sub").stub_params == "TensorIteratorBase& iter, const Scalar& alpha"
+    assert plan_port(wheel_workspace, "logical_or").stub_params == "TensorIterator& iter"
 
 
-def test_backward_ops_register_floats_only_and_keep_forward_xfails() -> None:
-    plan = plan_recipe("sigmoid_backward")
+def test_backward_ops_register_floats_only_and_keep_forward_xfails(wheel_workspace) -> None:
+    plan = plan_port(wheel_workspace, "sigmoid_backward")
     assert plan.dtypes == ("float", "half", "bfloat", "float2", "half2")
     assert plan.xfail_keys == ()
 
 
-def test_op_outside_the_table_needs_an_llm() -> None:
-    plan = plan_recipe("special_airy_ai", legacy=None)
+def test_op_outside_the_table_needs_an_llm(wheel_workspace) -> None:
+    plan = plan_port(wheel_workspace, "special_airy_ai")
     assert plan.needs_llm and plan.functor_step == NEEDS_LLM == "needs an LLM (--model openai:...)"
-    assert plan.kernel_file is None and plan.registrations == () and plan.allowed_paths == ()
+    # The family's files are sketched for the model; the functor itself is the model's to write.
+    assert plan.functor == "special_airy_ai_functor" and plan.functor_source is None
 
 
 def test_table_has_twenty_real_ops_in_every_covered_family() -> None:
@@ -78,25 +80,35 @@ def test_every_table_op_lacks_a_native_mps_kernel_in_the_wheel_registry() -> Non
 
 
 def test_edits_from_a_plan_create_both_files() -> None:
-    from metalport.port import edit_host, edit_kernel
+    from metalport.port.host import HostStub, find_stub_declaration, insert_stub
+    from metalport.port.metal import insert_functor
+    from metalport.torch_facts import torch_include_dir
 
-    plan = plan_recipe("heaviside", dtypes=["float", "bool"])
-    kernel = edit_kernel(plan, None)
+    recipe = recipe_table()["heaviside"]
+    kernel = insert_functor(None, recipe.functor, recipe.source, recipe.registrations(["float", "bool"]))
     assert "struct heaviside_functor {" in kernel
     assert kernel.endswith("REGISTER_BINARY_OP(heaviside, float, float);\n"
                            "REGISTER_BINARY_OP(heaviside, bool, bool);\n")
-    host = edit_host(plan, None)
+    decl = find_stub_declaration(recipe.stub, torch_include_dir())
+    host = insert_stub(None, HostStub("heaviside", recipe.family.value, recipe.stub, decl.header, decl.params),
+                       kernel_basename=Path(recipe.kernel_file).stem)
     assert "#include <ATen/native/mps/BinaryKernel_metallib.h>\n" in host
     assert "REGISTER_DISPATCH(heaviside_stub, &heaviside_mps_kernel);\n" in host
 
 
-def test_edits_refuse_a_plan_that_needs_an_llm() -> None:
+def test_edits_refuse_a_plan_that_needs_an_llm(wheel_workspace, tmp_path: Path) -> None:
+    import shutil
+
     import pytest
 
-    from metalport.port import edit_kernel
     from metalport.errors import RecipeError
+    from metalport.port.plan_model import NATIVE_FUNCTIONS
+    from metalport.port.port import apply_port
 
+    (tmp_path / NATIVE_FUNCTIONS).parent.mkdir(parents=True)
+    shutil.copy(wheel_workspace.root / NATIVE_FUNCTIONS, tmp_path / NATIVE_FUNCTIONS)
     with pytest.raises(RecipeError) as err:
-        edit_kernel(plan_recipe("special_airy_ai"), None)
+        apply_port(plan_port(wheel_workspace, "special_airy_ai"), tmp_path)
     assert str(err.value) == ("special_airy_ai is not in the recipe table: its functor needs an LLM "
                               "(--model openai:...); rerun with --model openai:<model>")
+    assert not any(p.is_file() and p.name != "native_functions.yaml" for p in tmp_path.rglob("*"))

@@ -101,14 +101,15 @@ def _spec_planner(state: PortState) -> tuple[Any, tuple[tuple[str, str], ...]]:
 
     from metalport.checkout import find_checkout
     from metalport.port.resolve import resolve_op
-    from metalport.port.specport import entry_schemas, model_spec_recipe, plan_spec_port
+    from metalport.port.port import plan_resolved
+    from metalport.port.spec_recipes import model_spec_recipe
 
     checkout = find_checkout(Path(state.get("base_root") or state["repo_root"]))
     res = resolve_op(checkout, state["op"])
-    schemas = entry_schemas(res)
+    schemas = {e.full_name: e.func for e in res.entries}
 
     def plan_with(spec_text: str, kernel_source: str) -> PortPlan:
-        return plan_spec_port(checkout, res, model_spec_recipe(res.op, schemas, spec_text, kernel_source))
+        return plan_resolved(checkout, res, spec_recipe=model_spec_recipe(res.op, schemas, spec_text, kernel_source))
 
     return plan_with, tuple(schemas.items())
 
@@ -145,7 +146,7 @@ class _Respec:
 def _model_spec_plan(ctx: RunContext, state: PortState, port: PortPlan, worktree: Worktree) -> PortPlan:
     """Note [model kernels]: an op whose port writes its own kernel and that no spec recipe covers
     gets its kernel and launch spec from the model. An answer is accepted only when it passes
-    `model_spec_recipe` and plans as a spec recipe (`plan_spec_port`); otherwise the one-line
+    `model_spec_recipe` and plans as a spec recipe (`plan_resolved`); otherwise the one-line
     SpecError/PipelineError goes back to the model. The same registry row, host code, allow-list,
     contract, build and conformance as for a recipe then judge it."""
     from metalport.graph.toolbox import make_toolbox
