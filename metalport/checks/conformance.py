@@ -1,11 +1,14 @@
-"""`run_conformance`: an emulated `test_output_match` for one pointwise op's Metal kernels.
+"""The emulated conformance check of a port (`test_output_match` without a Mac), for every launch
+kind; `check_port_conformance` takes the plan and runs the launch its kind says.
 
-For each dtype the op's kernel files register, every OpInfo sample (recorded at the ATen level on
-CPU), random draws and held-out cases from OpInfo's reference numerics (`cases`) run through torch
-on CPU (the reference, guarded where it can crash) and through the kernel as the modelled MPS host
-would dispatch it (`hostmodel`). Outputs are poisoned first; results are judged by the judgement
-every launch kind shares (`judge.judge_outputs`, Note [the oracle]) and counted per kind; skipped
-calls make the verdict partial.
+For each dtype row the kernel files register, every OpInfo sample (recorded at the ATen level on
+CPU), random draws and held-out cases (`cases`) run through torch on CPU (the reference) and
+through the kernel as the MPS host would launch it: an elementwise port's functors through the
+modelled `exec_*_kernel` host (`hostmodel`, one batch a row; the reference guarded where it can
+crash), a launch spec's kernel as the spec's host launches it (`speclaunch`; reduction, window,
+scan and tensor-list kinds, torch's refusals checked, Note [refused calls] in `judge`). Outputs
+are poisoned first; every case is judged by the one judgement (`judge.judge_outputs`, Note [the
+oracle]) and counted per kind in one tally (`DtypeRun`); skipped calls make the verdict partial.
 """
 
 from __future__ import annotations
@@ -27,18 +30,24 @@ import torch
 from metalport.checks.backend import KernelSet, compile_files, pick_backend
 from metalport.checks.families import classify, classify_two_outputs
 from metalport.checks.hostcode import find_host_code
-from metalport.checks.cases import Case, build_cases
+from metalport.checks.cases import Case, SpecCase, build_cases, build_spec_cases, spec_func
 from metalport.checks.hostmodel import MissingKernel, UnmodelledCall
+from metalport.checks.judge import (ANY_OCCURRENCE, TRUTH_NOTE, any_occurrence, judge_outputs, mask_unset,
+                                    meta_refuses, refusal_problem, spec_tolerance, spec_truth, unset_filled)
 from metalport.checks.oracle import conditioning, truth_calls
 from metalport.checks.report import (KINDS, NO_HOST_MODEL, ConformanceReport, DtypeVerdict, Tally, first_few,
                                      judged_report)
 from metalport.checks.runner import (CRASHED, REJECTED, CaseResult, Prepared, dispatch, judge_case, prepare_case,
                                      references)
 from metalport.checks.samples import Call, Family, find_opinfo
-from metalport.checks.tolerances import tolerance_for
+from metalport.checks.speclaunch import HostCheckFailed, UnlaunchableCall, bind_call, plan_launch, run_launch
+from metalport.checks.tolerances import largest_error, tolerance_for
 from metalport.checkout.layout import KERNELS_DIR as LAYOUT_KERNELS_DIR
-from metalport.errors import UnknownOpError, UsageError
+from metalport.errors import EmulateError, SpecError, UnknownOpError, UsageError
 from metalport.failure import Failure
+from metalport.port.launch import ELEMENTWISE
+from metalport.port.plan_model import PortPlan
+from metalport.port.spec import METAL_DTYPES, LaunchSpec, load_spec
 
 KERNELS_DIR = Path(LAYOUT_KERNELS_DIR)
 _MAX_FAILURES = 5
@@ -172,7 +181,7 @@ class DtypeRun:
         self.held_inputs: list[str] = []
         self.unmodelled: list[str] = []
 
-    def add(self, result: CaseResult, case: Case, accepted: str | None = None) -> None:
+    def add(self, result: CaseResult, case: Case | SpecCase, accepted: str | None = None) -> None:
         """Count one case; a divergence is out of scope when the case or `accepted` names the OpInfo
         skip/xfail that keeps PyTorch's own device tests off this value set."""
         accepted = case.accepted or accepted
@@ -183,15 +192,15 @@ class DtypeRun:
             self.skipped += 1
             self.unmodelled.append(result.skipped)
             return
-        self.note_error(case.kind, result.error, f"{case.label}: {case.call.describe()}")
+        self.note_error(case.kind, result.error, f"{case.label}: {case.describe()}")
         self.rel_used = max(self.rel_used, result.rel_used)
         if result.ulps is not None:
             for k, (u, where) in enumerate(zip(result.ulps, self.worst_ulps)):
                 if where is None or u > where[0]:
-                    self.worst_ulps[k] = (u, f"{case.label}: {case.call.describe()}")
+                    self.worst_ulps[k] = (u, f"{case.label}: {case.describe()}")
         held = (f"{result.message}; inputs: "
-                f"{[t.tolist() if t.numel() <= 64 else 'large' for t in case.call.operands()]}")
-        self.record(case.kind, f"{case.label}: {case.call.describe()}", None if result.ok else result.message or "differs",
+                f"{[t.tolist() if t.numel() <= 64 else 'large' for t in case.operands()]}")
+        self.record(case.kind, f"{case.label}: {case.describe()}", None if result.ok else result.message or "differs",
                     None if accepted is None else f"out of scope: {accepted}", held)
 
     def note_error(self, kind: str, error: float, described: str) -> None:
@@ -369,7 +378,7 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
             if isinstance(item, Prepared):
                 tol = tolerance_for(base, item.expected.dtype, info)
                 order = case.call.args[0] if case.call.args and type(case.call.args[0]) is int else None
-                item = judge_case(item, errors[id(item)], tol, truths.get(k), case.call.operands(), base, order)
+                item = judge_case(item, errors[id(item)], tol, truths.get(k), case.operands(), base, order)
             run.add(item, case)
         unmodelled += run.unmodelled
         rejected += run.rejected
@@ -430,5 +439,149 @@ def _report(name: str, backend: str, verdicts: tuple[DtypeVerdict, ...], unmodel
                          none_judged=reason or f"no sample reached a modelled host convention; {NO_HOST_MODEL}")
 
 
-__all__ = ["ConformanceReport", "ConformanceSession", "DtypeVerdict", "case_generator",
-           "registering_files", "resolve_op", "run_conformance"]
+def _row_name(spec: LaunchSpec, types: tuple[str, ...]) -> str:
+    first = METAL_DTYPES[types[0]]
+    outs = [METAL_DTYPES[t] for o, t in zip(spec.outputs, types[len(spec.inputs):]) if o.dtype.startswith("arg:")]
+    differs = [o for o in outs if o != first]
+    if differs:
+        return f"{first}->{differs[0]}"
+    if sum(t[0] == types[0] for t in spec.dtypes) > 1:  # rows told apart by a later input (ctc's targets)
+        return ",".join(METAL_DTYPES[t] for t in types[:len(spec.inputs)])
+    return first
+
+
+def run_spec_conformance(checkout_root: Path, spec: LaunchSpec, *, library: Any = None,
+                         include_held_out: bool = True, seed: int | None = None,
+                         dtypes: Sequence[str] | None = None, include_large: bool = True) -> ConformanceReport:
+    """Judge the spec's kernel, launched as the spec says, against torch on CPU for every
+    instantiation (or those whose row name is in `dtypes`).
+
+    `library`: an already compiled ShaderLibrary (tests); else the spec's kernel file under
+    `checkout_root` is compiled with only the spec's kernels. CompileError propagates.
+    `include_large`: run the spec's cases marked `large` (gigabytes past 32-bit indexing).
+    """
+    own = library is None
+    if own:
+        from metalport.emulate import checkout_include_dirs, compile_file
+
+        path = Path(checkout_root) / spec.kernel_file
+        if not path.is_file():
+            raise UsageError(f"kernel file {spec.kernel_file} does not exist", hint="apply the port first")
+        library = compile_file(path, include_dirs=checkout_include_dirs(Path(checkout_root)),
+                               filename=spec.kernel_file, kernels=(f"{spec.kernel_name}_*",))
+    seed = int.from_bytes(os.urandom(4), "little") if seed is None else seed
+    try:
+        return _run_spec(spec, library, include_held_out, seed, dtypes, include_large)
+    finally:
+        if own:
+            library.close()
+
+
+def _run_spec(spec: LaunchSpec, library: Any, include_held_out: bool, seed: int,
+              dtypes: Sequence[str] | None, include_large: bool = True) -> ConformanceReport:
+    func = spec_func(spec)
+    verdicts = []
+    notes: list[str] = []
+    rows = [t for t in spec.dtypes if dtypes is None or _row_name(spec, t) in dtypes]
+    missing = [h for h in (spec.host_name(t) for t in rows) if h not in library.kernels]
+    if missing:
+        raise SpecError(f"spec {spec.op}: dtypes: the kernel file defines no kernel {missing[0]!r}",
+                        location=spec.kernel_file, hint="instantiate every dtypes row")
+    for i, types in enumerate(rows):
+        gen = torch.Generator().manual_seed(seed + i)
+        row = _row_name(spec, types)
+        run = DtypeRun(row, (spec.kernel_file, None))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cases, left_out = build_spec_cases(spec, types, gen, include_held_out, include_large)
+        if left_out:
+            notes.append(f"{row}: {left_out} OpInfo calls of other overloads left out")
+        unset_total = 0
+        for case in cases:
+            result, unset = _judge_spec_case(spec, library, func, case, spec.host_name(types), notes, row)
+            unset_total += unset
+            if result is not None:
+                run.add(result, case)
+        if unset_total:
+            notes.append(f"{row}: {unset_total} output elements torch's CPU kernel leaves unset not compared "
+                         f"(Note [unset outputs])")
+        verdicts.append(run.verdict())
+    return judged_report(f"aten::{spec.op}", "emulated", tuple(verdicts), first_few(notes) if notes else None, seed,
+                         none_judged="no case reached the kernel")
+
+
+def _reference(func: Any, case: SpecCase, partial: bool) -> tuple[Any, str | None]:
+    """(torch's CPU result of the call, None) or (None, the first line of torch's refusal)."""
+    with warnings.catch_warnings(), unset_filled(partial):
+        warnings.simplefilter("ignore")
+        try:
+            return func(*case.args, **case.kwargs), None
+        except (RuntimeError, IndexError, ValueError) as err:
+            return None, (str(err).strip().splitlines() or [type(err).__name__])[0]
+
+
+def _judged(problem: str | None, error: float = 0.0) -> CaseResult:
+    return CaseResult(problem is None, error, problem)
+
+
+def _judge_spec_case(spec: LaunchSpec, library: Any, func: Any, case: SpecCase, host_name: str, notes: list[str],
+                     row: str) -> tuple[CaseResult | None, int]:
+    """(the result of one call of a spec-launched kernel, or None when the call is no case of this
+    row; how many output elements torch left unset went uncompared). Refusals follow Note [refused
+    calls]; a host that cannot launch the call skips it (noted)."""
+    partial = any(o.compare == "cpu-set" for o in spec.outputs)
+    want, refused = _reference(func, case, partial)
+    try:
+        launch = plan_launch(spec, bind_call(func, case.args, case.kwargs))
+        if launch.host_name != host_name:
+            return None, 0  # the call selects another instantiation (counted in that row)
+        got = run_launch(spec, library, launch, index_limit=case.index_limit)
+    except HostCheckFailed as err:
+        if refused is None or refused == str(err) or not meta_refuses(spec, func, case):
+            return _judged(refusal_problem(refused, str(err))), 0
+        return None, 0  # a meta function refusing first leaves the host's check unreached
+    except UnlaunchableCall as err:
+        if refused is not None:
+            return None, 0  # torch and the MPS host both refuse it: no case
+        notes.append(f"{row} {case.label}: {err}")
+        return CaseResult(True, 0.0, skipped=str(err)), 0
+    except (SpecError, EmulateError) as err:
+        return (_judged(err.message) if refused is None else None), 0
+    if refused is not None:  # no case when the structured meta function refuses it before the MPS host
+        return (None if meta_refuses(spec, func, case) else _judged(
+            f"torch refuses the call ({refused}), the host computes a result: add a `checks:` entry to the spec")), 0
+    unset = 0
+    if partial:
+        got, unset = mask_unset(spec, got, want)
+    wanted = (want,) if isinstance(want, torch.Tensor) else tuple(want)
+    judged = judge_outputs(got, wanted, [spec_tolerance(w.dtype) for w in wanted], launch.host_name,
+                           truths=lambda: spec_truth(func, case))
+    error = max((largest_error(g, w, finite=True) for g, w in zip(got, wanted)
+                 if w.is_floating_point() or w.is_complex()), default=0.0)
+    if judged.holes:  # never accepted as a divergence PyTorch allows
+        return _judged(judged.problem, error), unset
+    if judged.by_truth:
+        notes.append(f"{row} {case.kind}: {TRUTH_NOTE}")
+    if judged.problem is not None and spec.cases.get("index_ties") == "any-occurrence" and launch.inputs:
+        rows = launch.inputs[0].reshape(launch.derived["num_slices"], max(launch.derived["reduce_size"], 1))
+        if any_occurrence(got, wanted, rows):
+            # a right answer, not an excuse: an index the op leaves unspecified naming an equal element
+            notes.append(f"{row} {case.kind}: differs from torch's CPU and is right: {ANY_OCCURRENCE}")
+            return _judged(None, error), unset
+    return _judged(judged.problem, error), unset
+
+
+def check_port_conformance(root: Path, plan: PortPlan, *, held_out: bool,
+                           backend: str = "emulated") -> ConformanceReport:
+    """The conformance report of `plan`'s kernels in the checkout at `root`, launched as the plan's
+    launch kind says (Note [one port model]): a launch spec's kernel as the spec's host launches
+    it, an elementwise port's functors through the modelled `exec_*_kernel` host. `held_out`: run
+    the held-out cases too (the gate). CompileError and usage errors propagate."""
+    root = Path(root)
+    if plan.launch_kind not in (ELEMENTWISE, None):
+        return run_spec_conformance(root, load_spec(plan.launch or {}), include_held_out=held_out)
+    return run_conformance(root, plan.op, include_held_out=held_out, backend=backend)
+
+
+__all__ = ["ConformanceReport", "ConformanceSession", "DtypeVerdict", "case_generator", "check_port_conformance",
+           "registering_files", "resolve_op", "run_conformance", "run_spec_conformance"]

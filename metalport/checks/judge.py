@@ -10,14 +10,19 @@ CPU's result judges them at the caller's tolerance (zero on both launch paths: e
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import functools
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-from metalport.checks.oracle import Verdict, acceptable, describe
+from metalport.checks.oracle import Verdict, acceptable, describe, upcast
 from metalport.checks.poison import unwritten
 from metalport.checks.tolerances import Tolerance
+from metalport.port.spec import LaunchSpec
 
 # Truth of every output: float64 values (None where there is none), or a function computing them
 # (None when torch refuses), asked only where torch's CPU result alone does not accept an output.
@@ -92,4 +97,154 @@ def judge_outputs(got: Sequence[torch.Tensor], want: Sequence[torch.Tensor], tol
     return Judgement(None, tuple(verdicts), by_truth)
 
 
-__all__ = ["Judgement", "Refine", "Truths", "judge_outputs"]
+# Rules of a launch spec's cases (reduction, window, scan, tensor-list kinds).
+
+# (rtol, atol) for floating outputs: a reduction's summation order differs from CPU's; test_mps
+# keeps fp16 reductions (sum, prod, var) at 1e-2 (FP16_LOW_PRECISION_LIST).
+_TOLERANCE = {torch.float32: (1e-5, 1e-5), torch.float16: (1e-2, 1e-2), torch.bfloat16: (1.6e-2, 1e-2)}
+
+
+# Note [repeated mode index]: which occurrence of a repeated value an index output names is
+# unspecified: torch's CPU kernel reports the position its std::sort leaves last, which is the
+# last occurrence only while the sort is a (stable) insertion sort, and libc++ (macOS) and
+# libstdc++ sort differently. A spec with `cases: {index_ties: any-occurrence}` has a differing
+# index accepted (a pass, noted in the report) when it names an element equal to the reported value.
+ANY_OCCURRENCE = "the index of a repeated value is unspecified (torch's CPU sort is not stable); the kernel's names an equal element"
+
+
+def any_occurrence(got: Sequence[torch.Tensor], want: tuple[torch.Tensor, ...], rows: torch.Tensor) -> bool:
+    """Values equal torch's, and each index output points into its slice at an element equal to the value."""
+    values = got[0].reshape(-1)
+    if not torch.equal(got[0], want[0]) or rows.numel() == 0:
+        return False
+    for g in got[1:]:
+        if g.dtype != torch.int64:
+            continue
+        idx = g.reshape(-1)
+        if bool(((idx < 0) | (idx >= rows.shape[1])).any()):
+            return False
+        picked = rows.gather(1, idx.unsqueeze(1)).squeeze(1)
+        if not bool((picked == values).all()):
+            return False
+    return True
+
+
+# Note [spec truth]: a floating or complex output of a launch-spec kernel is judged by the one rule
+# (Note [the oracle] in `checks.oracle`): within tolerance of torch's CPU result, or of the op
+# computed by torch in float64/complex128 on the upcast inputs (rounded to the output dtype where it
+# overflows). Some CPU kernels accumulate half/bfloat16 in the element type (adaptive pooling sums a
+# window in bfloat16) and drift further from the exact result than a kernel accumulating in float:
+# such a kernel is right by the truth's side. The conditioning of a reduction is not measured, so
+# no relative bound applies here. Index and integer outputs are exact.
+TRUTH_NOTE = "differs from torch's CPU result and matches the op computed in float64 (Note [spec truth])"
+
+
+def spec_truth(func: Any, case: Any) -> tuple[torch.Tensor, ...] | None:
+    """The op computed by torch in float64/complex128 on the case's upcast inputs, or None when torch
+    refuses that call."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            precise = func(*[upcast(a) for a in case.args], **{k: upcast(v) for k, v in case.kwargs.items()})
+    except (RuntimeError, ValueError, TypeError, IndexError):
+        return None
+    return (precise,) if isinstance(precise, torch.Tensor) else tuple(precise)
+
+
+def spec_tolerance(dtype: torch.dtype) -> Tolerance:
+    """test_mps-style tolerance of a floating output (`_TOLERANCE`); integers, bools, indices exact."""
+    if not (dtype.is_floating_point or dtype.is_complex):
+        return Tolerance(0.0, 0.0)
+    rtol, atol = _TOLERANCE.get(dtype.to_real() if dtype.is_complex else dtype, (1e-5, 1e-5))
+    return Tolerance(atol, rtol)
+
+
+# Note [unset outputs]: some CPU kernels leave parts of an output unset (`_ctc_loss` allocates
+# log_alpha with at::empty and writes each sequence's alphas only up to its own lengths; its CUDA
+# kernel writes -inf there, and test_nn compares only the loss and its gradient). An output marked
+# `compare: cpu-set` is compared only where torch's CPU kernel set it: the reference is computed
+# with torch's deterministic mode filling uninitialised memory with NaN
+# (`torch.utils.deterministic.fill_uninitialized_memory`), and the NaN elements of such an output
+# are left out of the comparison and counted in the report's notes (what the kernel writes there
+# is its own choice, as torch's is; ours writes -inf as CUDA's does). Every other element and
+# output is compared whole.
+@contextlib.contextmanager
+def unset_filled(active: bool) -> Iterator[None]:
+    """torch's deterministic mode with uninitialised memory filled (NaN for floats), when `active`."""
+    if not active:
+        yield
+        return
+    mode, warn_only = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    fill = torch.utils.deterministic.fill_uninitialized_memory
+    torch.use_deterministic_algorithms(True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(mode, warn_only=warn_only)
+        torch.utils.deterministic.fill_uninitialized_memory = fill
+
+
+def mask_unset(spec: LaunchSpec, got: Sequence[torch.Tensor], want: Any) -> tuple[tuple[torch.Tensor, ...], int]:
+    """(the kernel's outputs with every element torch left unset in a `compare: cpu-set` output set
+    to NaN as torch's, how many elements that left out) (Note [unset outputs])."""
+    wanted = (want,) if isinstance(want, torch.Tensor) else tuple(want)
+    out, left = [], 0
+    for o, g, w in zip(spec.outputs, got, wanted):
+        if o.compare == "cpu-set" and w.is_floating_point() and g.shape == w.shape and g.dtype == w.dtype:
+            unset = torch.isnan(w)
+            left += int(unset.sum())
+            g = g.masked_fill(unset, float("nan"))
+        out.append(g)
+    return tuple(out), left
+
+
+# Note [refused calls]: a call torch's CPU kernel refuses must be refused by the port's host too,
+# with torch's message (the spec's `checks:`, Note [spec checks] in port.spec); a port computing a
+# result for it would hand users a silently wrong answer. Calls the MPS host refuses for its own
+# reasons (an unregistered dtype, a dim out of range) are no case, as before.
+def refusal_problem(refused: str | None, message: str) -> str | None:
+    """None when the host's refusal `message` matches torch's (`refused`), else a one-line reason."""
+    if refused is None:
+        return f"the host refuses the call ({message}), torch computes it"
+    if refused != message:
+        return f"torch refuses the call with {refused!r}, the host with {message!r}"
+    return None
+
+
+def meta_refuses(spec: LaunchSpec, func: Any, case: Any) -> bool:
+    """Whether a structured op's meta function (which runs before the MPS host as before CPU's)
+    refuses the call: then the port refuses it without a check of its own (with the meta
+    function's words, which may differ from the CPU kernel's: argmin's meta says "argmax")."""
+    if not _structured(spec.op, spec.overload):
+        return False
+
+    def meta(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
+        if isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) for v in value):
+            return [meta(v) for v in value]
+        return value
+
+    try:
+        func(*[meta(a) for a in case.args], **{k: meta(v) for k, v in case.kwargs.items()})
+    except (RuntimeError, IndexError, ValueError):
+        return True
+    return False
+
+
+@functools.cache
+def _structured(op: str, overload: str) -> bool:
+    """Whether the op's entry is structured (or delegates to a structured entry) in the wheel's
+    native_functions.yaml: its meta function is shared by every backend."""
+    from metalport.checkout.workspace import _wheel_paths
+    from metalport.registry.index import load_registry
+
+    registry = load_registry(_wheel_paths()[0] / "native_functions.yaml")
+    full = f"{op}.{overload}" if overload else op
+    entry = next((e for e in registry.entries if e.full_name == full), None)
+    return entry is not None and bool(entry.structured_delegate or entry.structured)
+
+
+__all__ = ["ANY_OCCURRENCE", "TRUTH_NOTE", "Judgement", "Refine", "Truths", "any_occurrence", "judge_outputs", "mask_unset",
+           "meta_refuses", "refusal_problem", "spec_tolerance", "spec_truth", "unset_filled"]

@@ -5,7 +5,7 @@ failure there is the base tree's, never the port's). build = `metalport.emulate.
 every `.metal` the worktree changed (plus the plan's kernel file), instantiating only the op's
 host names, against PyTorch's include path (the worktree root, `aten/src`, then the wheel);
 compiler diagnostics become `Failure`s at the user's file and line. test =
-`metalport.checks.stage.check_port_conformance` (the plan's launch kind) on the emulated backend,
+`metalport.checks.conformance.check_port_conformance` (the plan's launch kind) on the emulated backend,
 held-out cases included when asked (at the gate).
 """
 
@@ -119,7 +119,7 @@ def conformance(worktree_root: Path, plan: PortPlan, *, held_out: bool,
                 backend: str) -> tuple[ConformanceReport, list[Failure]]:
     """(`ConformanceReport`, failures) of `check_port_conformance` on `backend`; compile and usage errors
     become a failed report with their failures."""
-    from metalport.checks.stage import check_port_conformance
+    from metalport.checks.conformance import check_port_conformance
 
     root = Path(worktree_root).resolve()
     try:

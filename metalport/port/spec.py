@@ -104,7 +104,7 @@ class OutputSpec:
     shape_arg: str | None = None  # the argument of a like:/sizes:/length: shape, the list of a dims: shape
     fill: str | None = None  # "zero": the host zero-fills the output before the launch
     # "cpu-set": only the elements torch's CPU kernel sets are compared (Note [unset outputs] in
-    # checks/specconformance.py); None: every element
+    # checks/judge.py); None: every element
     compare: str | None = None
 
     @property

@@ -12,7 +12,8 @@ import torch
 
 from metalport.checks.numerics import draw
 from metalport.checks.speclaunch import bind_call, plan_launch, run_launch
-from metalport.checks.specconformance import build_spec_cases, run_spec_conformance
+from metalport.checks.cases import build_spec_cases
+from metalport.checks.conformance import run_spec_conformance
 from metalport.emulate import compile_shader
 from metalport.errors import SpecError
 from metalport.port.spec import Grid, load_spec

@@ -18,7 +18,7 @@ import torch
 from metalport.checkout import Checkout
 from metalport.checks.contract import check_contract
 from metalport.checks.speclaunch import HostCheckFailed, bind_call, plan_launch
-from metalport.checks.specconformance import _row_name, run_spec_conformance
+from metalport.checks.conformance import _row_name, run_spec_conformance
 from metalport.emulate import ShaderLibrary, compile_shader
 from metalport.port.plan_model import NATIVE_FUNCTIONS
 from metalport.port.port import apply_port, plan_port
