@@ -395,6 +395,7 @@ def _shown(value: Any) -> str:
 
 
 def spec_func(spec: LaunchSpec) -> Any:
+    """The overload (`torch.ops.aten.<op>.<overload>`) the spec's host serves; UsageError for an unknown op."""
     packet = getattr(torch.ops.aten, spec.op, None)
     if packet is None:
         raise UsageError(f"unknown op aten::{spec.op}", hint="check the spec's op")

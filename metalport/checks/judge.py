@@ -6,6 +6,10 @@ truth is NaN, so a poisoned NaN could otherwise pass where torch's CPU result is
 values must meet the one rule (Note [the oracle] in `oracle`) against torch's CPU result and the
 float64 truth. The first problem found is the case's. Integer, bool and index outputs have no truth:
 CPU's result judges them at the caller's tolerance (zero on both launch paths: exactly).
+
+Below it, the rules a launch spec's cases add: their tolerance and truth (Note [spec truth]), an
+index output naming any equal element of a slice (Note [repeated mode index]), outputs torch leaves
+partly unset (Note [unset outputs]) and calls torch refuses (Note [refused calls]).
 """
 
 from __future__ import annotations
