@@ -166,13 +166,31 @@ def _spawn(command: list[str], *, env: dict[str, str], cwd: Path, keystrokes: by
     return _spawn_on_terminal(command, env=env, cwd=cwd, keystrokes=keystrokes, timeout_s=timeout_s)
 
 
+
+def _as_a_foreground_job() -> None:
+    """In the child before exec: SIGINT delivered and handled by default, as an interactive shell
+    starts a foreground job (the test runner may hold it ignored or blocked: Note [ignored SIGINT]
+    in tests/conftest.py)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _signal_state(pid: int) -> bytes:
+    """The Sig* lines of a process still running past its deadline (Linux `/proc`), for the failure."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return b""
+    lines = [line for line in status.splitlines() if line.startswith(("State", "Sig", "Shd"))]
+    return ("\n[still running past the deadline] " + "; ".join(lines) + "\n").encode()
+
 def _spawn_on_terminal(command: list[str], *, env: dict[str, str], cwd: Path, keystrokes: bytes,
                        timeout_s: float) -> Outcome:
     """Run with a terminal on stdin and stderr; type `keystrokes` at the `decision` prompt (Ctrl-C is
     sent as the terminal would: SIGINT to the process group)."""
     master, slave = pty.openpty()
     proc = subprocess.Popen(command, env=env, cwd=cwd, stdin=slave, stderr=slave, stdout=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_as_a_foreground_job)
     os.close(slave)
     seen, typed, deadline = b"", False, time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -198,7 +216,7 @@ def _spawn_on_terminal(command: list[str], *, env: dict[str, str], cwd: Path, ke
         # the grace is killed with its group, so no test leaves one behind for another to trip on.
         proc.wait(timeout=max(30.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
-        pass
+        seen += _signal_state(proc.pid)  # shown by the failing assertion: was SIGINT blocked or ignored?
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
