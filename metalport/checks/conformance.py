@@ -355,22 +355,8 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
         run = DtypeRun(dtype, (_rel(where_file, checkout_root), _register_line(where_file, kernel, metal)))
         run.skipped += len(skipped)
         run.unmodelled += skipped
-        staged: list[Prepared | CaseResult] = []
-        for case in cases:
-            outcome = next(outcomes)
-            if alpha_kernel is not None and isinstance(outcome, torch.Tensor) and _is_zero(case.call.alpha):
-                staged.append(_host_copy(case.call, outcome))  # alpha 0: output.copy_(self), no kernel
-                continue
-            try:
-                call = case.call if not negate_alpha or case.call.alpha is None else \
-                    dataclasses.replace(case.call, alpha=-case.call.alpha)
-                staged.append(prepare_case(kernels, *_route(family, kernel, alpha_kernel, call), case.force,
-                                           outcome))
-            except UnmodelledCall as err:
-                staged.append(CaseResult(True, 0.0, skipped=str(err)))
-            except MissingKernel as err:
-                staged.append(CaseResult(False, float("inf"), f"the host would ask for kernel {err.kernel}, which "
-                                         f"no kernel file defines (MPS: 'Failed to create function state object')"))
+        staged = [_staged(kernels, case, next(outcomes), (family, kernel, alpha_kernel), negate_alpha)
+                  for case in cases]
         ready = [p for p in staged if isinstance(p, Prepared)]
         errors = dict(zip(map(id, ready), dispatch(kernels, ready)))
         truths = _truths(cases, staged)
@@ -384,6 +370,25 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
         rejected += run.rejected
         verdicts.append(run.verdict())
     return _report(name, chosen, tuple(verdicts), unmodelled, rejected, seed)
+
+
+def _staged(kernels: KernelSet, case: Case, outcome: Any, route: tuple[Family, str, str | None],
+            negate_alpha: bool) -> Prepared | CaseResult:
+    """`case` ready to launch as the host would (`route`: family, kernel, alpha kernel), or its result
+    without a launch: alpha 0 (the host copies self), a call the host model does not cover (skipped),
+    a kernel the host would ask for that no file defines (a failure)."""
+    family, kernel, alpha_kernel = route
+    if alpha_kernel is not None and isinstance(outcome, torch.Tensor) and _is_zero(case.call.alpha):
+        return _host_copy(case.call, outcome)  # alpha 0: output.copy_(self), no kernel
+    call = case.call if not negate_alpha or case.call.alpha is None else \
+        dataclasses.replace(case.call, alpha=-case.call.alpha)
+    try:
+        return prepare_case(kernels, *_route(family, kernel, alpha_kernel, call), case.force, outcome)
+    except UnmodelledCall as err:
+        return CaseResult(True, 0.0, skipped=str(err))
+    except MissingKernel as err:
+        return CaseResult(False, float("inf"), f"the host would ask for kernel {err.kernel}, which no kernel file "
+                          f"defines (MPS: 'Failed to create function state object')")
 
 
 def _route(family: Family, kernel: str, alpha_kernel: str | None, call: Call) -> tuple[Family, str, Call]:

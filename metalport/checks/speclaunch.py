@@ -231,6 +231,14 @@ def _plan_launch(spec: LaunchSpec, bound: Bound) -> Launch:
                                "sizes": list(reversed(x.shape)) if x is not None and ndim else [1],
                                "strides": list(reversed(x.stride())) if x is not None and ndim else [1]}
     params = tuple((p.name, [_param_value(f, bound, derived) for f in p.fields]) for p in spec.params)
+    threads, group = _grid(spec, derived, shapes)
+    return Launch(spec.host_name(types), tuple(inputs), tuple(m[0] for m in made), tuple(m[1] for m in made),
+                  params, threads, group, derived)
+
+
+def _grid(spec: LaunchSpec, derived: Mapping[str, Any], shapes: Sequence[Sequence[int]]) -> tuple[int, int]:
+    """(threads, threadgroup size) of the launch; SpecError when the grid is larger than the data."""
+    num_slices, numel = derived["num_slices"], derived["numel"]
     if spec.geometry.grid in (Grid.PER_SLICE, Grid.PER_WINDOW):
         group = spec.geometry.threadgroup or 1
         threads = num_slices * group
@@ -246,8 +254,7 @@ def _plan_launch(spec: LaunchSpec, bound: Bound) -> Launch:
         raise SpecError(f"spec {spec.op}: geometry.{'threads' if spec.geometry.threads else 'grid'}: "
                         f"{units} {'threadgroups' if units != threads else 'threads'} for {limit} elements: "
                         f"the grid is larger than the data")
-    return Launch(spec.host_name(types), tuple(inputs), tuple(m[0] for m in made), tuple(m[1] for m in made),
-                  params, threads, group, derived)
+    return threads, group
 
 
 def _param_arg(spec: LaunchSpec, index: int, values: list[Any]) -> Any:

@@ -95,6 +95,10 @@ class FleetActivities:
 
     def _port(self, request: dict, stage: dict, done: threading.Event, cancelled: threading.Event,
               workflow_id: str) -> dict:
+        """One attempt of the port activity: start or resume the run under this attempt's lease, and
+        map each way it stops to the Temporal error type the workflow retries on or not. Longer
+        than most: its two callbacks close over the attempt's run id, stage and lease state, and
+        the except clauses are the one table of outcomes."""
         from metalport.graph.records import RunOptions
         from metalport.graph.runs import resume_run, start_run
         from metalport.sandbox.runner import commands_checked
