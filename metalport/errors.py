@@ -75,6 +75,10 @@ class PipelineError(MetalportError):
     """A migration run cannot go on (unknown run id, already native, needs an LLM, ...)."""
 
 
+class RunLocked(PipelineError):
+    """A process on this machine (or an attempt still unwinding in this one) holds the run's lock."""
+
+
 class UnknownRunError(PipelineError):
     """A run id that has no record or checkpoint: never silently started afresh."""
 

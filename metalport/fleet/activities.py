@@ -102,6 +102,7 @@ class FleetActivities:
         from metalport.graph.records import RunOptions
         from metalport.graph.runs import resume_run, start_run
         from metalport.sandbox.runner import commands_checked
+        from metalport.errors import RunLocked
         from metalport.store import DatabaseError, LeaseLost, RunBusy, held_lease, open_store
 
         run_id, decision = request["run_id"], request.get("decision")
@@ -152,7 +153,9 @@ class FleetActivities:
         except LeaseLost as err:
             self._stand_down(run_id, request["op"], str(err))
             raise ApplicationError(str(err), type="LeaseLost") from None
-        except RunBusy as err:  # taken between the wait and the hold: the retry waits for the lease again
+        except (RunBusy, RunLocked) as err:
+            # Taken between the wait and the hold, or this worker's cancelled attempt still unwinding
+            # holds the run's local lock: the retry waits for the lease (and the lock) again.
             raise ApplicationError(str(err), type="RunBusy") from None
         except DatabaseError as err:
             # An outage longer than the worker waits: Temporal retries the attempt (its last step).

@@ -160,8 +160,8 @@ class RunLock:
         self._fd: int | None = None
 
     def acquire(self, run_id: str) -> None:
-        """Take the lock or raise PipelineError naming the holder."""
-        from metalport.errors import PipelineError
+        """Take the lock or raise RunLocked naming the holder."""
+        from metalport.errors import RunLocked
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -170,7 +170,7 @@ class RunLock:
         except BlockingIOError:
             holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
             os.close(fd)
-            raise PipelineError(f"run {run_id} is being driven by another process (pid {holder})",
+            raise RunLocked(f"run {run_id} is being driven by another process (pid {holder})",
                                 hint="wait for it to finish, or stop that process first") from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
