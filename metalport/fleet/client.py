@@ -85,7 +85,11 @@ def tls_failure(error: str, tls_on: bool) -> tuple[str, str, bool] | None:
     if tls_on and "InvalidContentType" in error:
         return ("TLS was asked but the server answered in plain TCP",
                 "unset fleet.tls_* (or METALPORT_TEMPORAL_TLS_*), or turn TLS on at the server", True)
-    if not tls_on and "after connection" in error and ("broken pipe" in error or "transport error" in error):
+    # A TLS server hanging up on a plain client's first call is seen, by timing, as a broken pipe, a
+    # transport error or a call cancelled with its transport ("code: Cancelled ... tonic::transport").
+    cut_off = ("broken pipe" in error or "transport error" in error
+               or ("code: Cancelled" in error and "tonic::transport" in error))
+    if not tls_on and "after connection" in error and cut_off:
         return ("the server closed the connection at the first call (does it require TLS?)",
                 "set fleet.tls_ca (or METALPORT_TEMPORAL_TLS_CA) to the server's CA, or check that it is up", False)
     return None

@@ -170,6 +170,20 @@ def remove_worktree(worktree: Worktree, *, delete_branch: bool = True) -> None:
         parent.rmdir()
 
 
+def reset_worktree(path: Path | str, target: str = "HEAD") -> None:
+    """Reset the run's worktree to `target` and remove untracked files.
+
+    Note [stale index lock]: only the process holding the run's lock (graph/records.RunLock)
+    touches its worktree, and git removes its own `index.lock` when it exits; one still there was
+    left by a driver killed mid-command (kill -9, a power cut), so it is removed before the reset
+    instead of failing the resumed run with "Another git process seems to be running"."""
+    tree = git.Repo(path)
+    stale = Path(tree.git.rev_parse("--absolute-git-dir")) / "index.lock"
+    stale.unlink(missing_ok=True)
+    tree.git.reset("-q", "--hard", target)
+    tree.git.clean("-fdq")
+
+
 def _check_owned(repo: git.Repo, branch: str, base_commit: str) -> None:
     for commit in repo.iter_commits(f"{base_commit}..{branch}"):
         if not is_metalport_commit(commit):

@@ -121,3 +121,19 @@ def test_temporal_tls_with_the_ca_connects_and_bad_certificates_or_a_mismatch_ar
     monkeypatch.setenv("METALPORT_TEMPORAL_ADDRESS", proxy.address)  # plain asked of a TLS server
     monkeypatch.delenv("METALPORT_TEMPORAL_TLS_CA")
     refused(f"{proxy.address}: the server closed the connection at the first call (does it require TLS?)")
+
+
+@pytest.mark.parametrize("error", [
+    # as a CI run recorded it: the TLS endpoint hung up while the plain client's first call was in flight
+    'Failed client connect: `get_system_info` call error after connection: Status { code: Cancelled, '
+    'message: "operation was canceled", source: Some(tonic::transport::Error(Transport, hyper::Error(Canceled, '
+    '"connection closed"))) }',
+])
+def test_a_plain_client_cut_off_at_its_first_call_is_told_the_server_may_require_tls(error: str) -> None:
+    from metalport.fleet.client import tls_failure
+
+    found = tls_failure(error, tls_on=False)
+    assert found is not None and found[0] == "the server closed the connection at the first call (does it require TLS?)"
+    assert found[2] is False  # may be a server going down: a worker waiting out outages keeps waiting
+    assert tls_failure(error, tls_on=True) is None
+    assert tls_failure("Failed client connect: Connection refused (os error 111)", tls_on=False) is None

@@ -97,3 +97,18 @@ def test_private_aten_ops_name_a_run_and_its_branch(repo: Path, op: str) -> None
     assert tree.branch == f"metalport/{op.removeprefix('aten::')}"
     assert git(repo, "branch", "--list", tree.branch).strip().endswith(tree.branch)
     remove_worktree(tree)
+
+
+def test_a_reset_after_a_killed_driver_clears_its_index_lock_and_restores_the_base(repo: Path) -> None:
+    from metalport.sandbox.worktree import reset_worktree
+
+    wt = create_worktree(repo, "heaviside", "run-9")
+    (wt.path / "README").write_text("half-edited by a killed run\n")
+    (wt.path / "new.metal").write_text("// untracked\n")
+    lock = Path(git(wt.path, "rev-parse", "--absolute-git-dir").strip()) / "index.lock"
+    lock.write_text("")  # what `git reset` killed mid-command leaves
+    reset_worktree(wt.path)
+    assert not lock.exists()
+    assert (wt.path / "README").read_text() == "hello\n" and not (wt.path / "new.metal").exists()
+    assert git(wt.path, "status", "--porcelain") == ""
+    remove_worktree(wt)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import git
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -15,7 +14,7 @@ from metalport.failure import Failure
 from metalport.graph.context import RunContext
 from metalport.graph.nodes._common import first_failure, load_plan, load_worktree
 from metalport.graph.state import PortState
-from metalport.sandbox.worktree import Worktree
+from metalport.sandbox.worktree import Worktree, reset_worktree
 
 
 def edit(state: PortState, runtime: Runtime[RunContext]) -> dict:
@@ -68,9 +67,7 @@ def _apply_fresh(ctx: RunContext, state: PortState, port: PortPlan, worktree: Wo
     replaces a kernel plan that had none)."""
     from metalport.port.port import apply_port
 
-    repo = git.Repo(worktree.path)
-    repo.git.reset("-q", "--hard", "HEAD")
-    repo.git.clean("-fdq")
+    reset_worktree(worktree.path)
     if state.get("family"):  # a family port: every member's table plan, in order (port/family.py)
         from metalport.port.family import FamilyPlan, apply_family
 
@@ -135,9 +132,7 @@ class _Respec:
         from metalport.port.port import apply_port
 
         planned = self.plan_with(spec_text, kernel_source)
-        repo = git.Repo(self.worktree.path)
-        repo.git.reset("-q", "--hard", "HEAD")
-        repo.git.clean("-fdq")
+        reset_worktree(self.worktree.path)
         apply_port(planned, self.worktree.path, secret_env=self.ctx.secret_env())
         self.replanned = planned
         return planned

@@ -20,7 +20,7 @@ from pathlib import Path
 from langgraph.config import get_stream_writer
 
 from metalport.graph.nodes._common import load_worktree
-from metalport.sandbox.worktree import worktree_to_dict
+from metalport.sandbox.worktree import reset_worktree, worktree_to_dict
 from metalport.graph.nodes._stack import change_landed, drop_stack_ref, edited_files
 from metalport.graph.state import PortState
 
@@ -112,8 +112,7 @@ def rebase(state: PortState) -> dict:
 
     snapshot = base_root(root, state["run_id"], target)
     replanned = _plan_at({**state, "options": options}, snapshot)
-    _git(worktree.path, "reset", "-q", "--hard", target)
-    _git(worktree.path, "clean", "-fdq")
+    reset_worktree(worktree.path, target)
     note = (f"rebased onto {target[:12]} at approval ({reason}): re-planned there; re-verifying before the gate, "
             f"approve again to publish")
     get_stream_writer()({"event": "note", "node": "rebase", "message": note})
