@@ -1,10 +1,14 @@
-"""One harness, two backends: compile kernel files and run a modelled `Launch` on either.
+"""One harness, two backends: compile kernel files and run a modelled `Launch` (of any launch
+kind, Note [one emulated host] below) on either.
 
 "emulated" compiles with `metalport.emulate.compile_file` (Metal on the CPU); "mps" uses
 `torch.mps.compile_shader` when MPS is available. Buffers are the flat storage regions of the
 operand views (kernels address them with the byte strides the host passes); every scalar the host
 would set with setBytes goes to the emulator as a Python value packed to the parameter's C type,
-and to MPS as a tensor of that type (vectors of three padded to four, as Metal lays them out).
+and to MPS as a tensor of that type (vectors of three padded to four, as Metal lays them out). A
+buffer bound at an offset goes to the emulator as a BufferOffset and to MPS as a view starting
+there (the binding keeps the storage before it); `Tensor[]` arguments run emulated only
+(torch.mps.compile_shader binds no argument buffers).
 """
 
 from __future__ import annotations
@@ -17,7 +21,6 @@ from typing import Any
 
 import torch
 
-from metalport.checks.hostmodel import Buffer, Const, Launch
 from metalport.checks.iteration import flat_buffer
 from metalport.errors import EmulateError, UsageError
 
@@ -27,6 +30,54 @@ _TENSOR_DTYPE = {
     "float": torch.float32, "half": torch.float16, "bfloat": torch.bfloat16, "bool": torch.bool,
     "short": torch.int16, "ushort": torch.int16, "char": torch.int8, "uchar": torch.uint8,
 }
+
+
+# Note [one emulated host]: an elementwise port's host (`hostmodel`: the `exec_*_kernel` helpers)
+# and a launch spec's (`speclaunch`: reduction, window, scan, tensor-list launches) decide different
+# things but end in the same: a `Launch` (kernel, arguments in buffer-index order, grid, the tensors
+# the arguments refer to) that `KernelSet` dispatches on either backend, so every launch kind is
+# run, its outputs copied back and its failures reported by one runner.
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A tensor operand (`Launch.tensors[operand]`) bound as a buffer, the kernel's pointer `offset`
+    elements into its flat storage (`setBuffer:offset:`: the elements before it stay reachable)."""
+
+    operand: int
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class Lists:
+    """A `Tensor[]` argument: the device addresses of these operands (multi-tensor kernels)."""
+
+    operands: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Const:
+    """Bytes the host sets with setBytes: `c_type` is the Metal type (`uint`, `long*`, `uint4`, ...)
+    and `values` its components; a params struct gives the one type of all its fields in `fields`
+    (laid out without padding) or its bytes, laid out as C lays them, in `packed`."""
+
+    c_type: str
+    values: tuple[int | float | bool, ...]
+    fields: str | None = None
+    packed: bytes | None = None
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel dispatch: host name, arguments in buffer-index order, grid (and the threadgroup
+    the host sets, None for min(1024, threads)) and the bound tensors, outputs first."""
+
+    kernel: str
+    args: tuple[Buffer | Lists | Const, ...]
+    threads: tuple[int, ...]
+    tensors: tuple[torch.Tensor, ...]  # operand views after host-side conversions
+    outputs: int = 1  # how many of `tensors` (from the first) the kernel writes
+    group: tuple[int, ...] | None = None
 
 
 def wheel_include_dir() -> Path:
@@ -93,6 +144,11 @@ class KernelSet:
                 self._owner.setdefault(name, f)
         self.names = frozenset(self._owner)
 
+    @classmethod
+    def of_library(cls, library: Any, path: Path | str) -> KernelSet:
+        """The KernelSet of one already compiled emulated library (`path`: the file it came from)."""
+        return cls("emulated", [KernelFile(Path(path), library)])
+
     def close(self) -> None:
         """Stop the emulator workers of every file (MPS libraries need nothing)."""
         for f in {id(f): f for f in self._owner.values()}.values():
@@ -140,16 +196,26 @@ class KernelSet:
             args = [self._emulated(a, launch) for a in launch.args]
             fn(*args, **_dispatch(launch))
             return
+        if any(isinstance(a, Lists) for a in launch.args):
+            raise EmulateError(f"{launch.kernel}: Tensor[] arguments run on the emulated backend only")
         moved = [flat_buffer(t).to("mps") for t in launch.tensors]
-        args = [moved[a.operand] if isinstance(a, Buffer) else _const_tensor(a) for a in launch.args]
+        args = [moved[a.operand][a.offset:] if isinstance(a, Buffer) else _const_tensor(a) for a in launch.args]
         fn(*args, **_dispatch(launch))
         for k in range(launch.outputs):
             flat_buffer(launch.tensors[k]).copy_(moved[k].cpu())
 
     @staticmethod
-    def _emulated(arg: Buffer | Const, launch: Launch) -> Any:
+    def _emulated(arg: Buffer | Lists | Const, launch: Launch) -> Any:
+        from metalport.emulate import BufferOffset, TensorList
+
         if isinstance(arg, Buffer):
-            return flat_buffer(launch.tensors[arg.operand])
+            flat = flat_buffer(launch.tensors[arg.operand])
+            return BufferOffset(flat, arg.offset) if arg.offset else flat
+        if isinstance(arg, Lists):
+            return TensorList([flat_buffer(launch.tensors[k]) for k in arg.operands],
+                              writable=all(k < launch.outputs for k in arg.operands))
+        if arg.packed is not None:
+            return torch.frombuffer(bytearray(arg.packed), dtype=torch.uint8).clone()
         if arg.fields is not None:  # a params struct: its bytes, as a tensor of its field type
             return torch.tensor(arg.values, dtype=_TENSOR_DTYPE[arg.fields])
         if arg.c_type.endswith("*") or arg.c_type[-1].isdigit():
@@ -161,14 +227,20 @@ MAX_GROUP = 1024  # a pipeline's usual maxTotalThreadsPerThreadgroup on Apple GP
 
 
 def _dispatch(launch: Launch) -> dict[str, Any]:
-    """Grid and group as the host's 1-D dispatch sets them (group = min(max group, threads));
-    2-D grids keep the backend's default group."""
+    """Grid and group as the host sets them: the launch's own group, else for a 1-D dispatch
+    min(max group, threads); 2-D grids keep the backend's default group."""
+    if launch.group is not None:
+        if len(launch.threads) == 1:
+            return {"threads": launch.threads[0], "group_size": launch.group[0]}
+        return {"threads": launch.threads, "group_size": launch.group}
     if len(launch.threads) > 1:
         return {"threads": launch.threads}
     return {"threads": launch.threads[0], "group_size": max(1, min(MAX_GROUP, launch.threads[0]))}
 
 
 def _const_tensor(arg: Const) -> torch.Tensor:
+    if arg.packed is not None:
+        return torch.frombuffer(bytearray(arg.packed), dtype=torch.uint8).clone().to("mps")
     if arg.fields is not None:
         return torch.tensor(arg.values, dtype=_TENSOR_DTYPE[arg.fields]).to("mps")
     base = arg.c_type.rstrip("*").rstrip("234")

@@ -19,7 +19,8 @@ cancellation (log1p as log(1+x), expm1 as exp(x)-1) fails while a correctly roun
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -36,7 +37,6 @@ from metalport.port.spec import METAL_DTYPES, LaunchSpec
 RANDOM_CASES = 4
 OUTSIDE_DOMAIN = "inputs outside the op's domain (OpInfo's domain and reference_numerics_filter)"
 BEYOND = "values no PyTorch reference-numerics test checks (subnormals, the largest finite, integer extremes)"
-_NO_COMPLEX32_TEST = "test_mps.py does not test complex32"
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,6 @@ class _Maker:
         self.dtypes = [ops[i].dtype for i in self.slots]
         self.shapes = [tuple(ops[i].shape) for i in self.slots]
         self.strides = [ops[i].stride() for i in self.slots]
-        self.dtype_note = _NO_COMPLEX32_TEST if dtype == torch.complex32 else None
 
     def _case(self, label: str, values: Sequence[torch.Tensor], kind: str, force: str | None = None,
               accepted: str | None = None) -> Case:
@@ -371,7 +370,12 @@ class SpecCase:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     index_limit: int = INDEX_LIMIT
+    func: Any = field(default=None, repr=False, compare=False)  # the overload called
     accepted = None  # a launch spec's cases are never out of scope
+
+    def run(self) -> Any:
+        """torch's result of the call on CPU."""
+        return self.func(*self.args, **self.kwargs)
 
     def describe(self) -> str:
         parts = [_shown(a) for a in self.args]
@@ -495,7 +499,7 @@ def build_spec_cases(spec: LaunchSpec, types: tuple[str, ...], gen: torch.Genera
         x = draw((0, 5), dtype, gen, ties=ties)
         args, kwargs = _call(spec, func, x, types, gen, 2, dims=_last_dim(spec, func), keepdim=True)
         cases.append(SpecCase("held-out", "empty input", args, kwargs))
-    return cases, left_out
+    return [dataclasses.replace(c, func=func) for c in cases], left_out
 
 
 def _opinfos() -> list[Any]:

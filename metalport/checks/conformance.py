@@ -29,9 +29,10 @@ import torch
 
 from metalport.checks.backend import KernelSet, compile_files, pick_backend
 from metalport.checks.families import classify, classify_two_outputs
+from metalport.checks.guard import Crashed, Refused
 from metalport.checks.hostcode import find_host_code
 from metalport.checks.cases import Case, SpecCase, build_cases, build_spec_cases, spec_func
-from metalport.checks.hostmodel import MissingKernel, UnmodelledCall
+from metalport.checks.hostmodel import MissingKernel, UnmodelledCall, metal_type_name
 from metalport.checks.judge import (ANY_OCCURRENCE, TRUTH_NOTE, any_occurrence, judge_outputs, mask_unset,
                                     meta_refuses, refusal_problem, spec_tolerance, spec_truth, unset_filled)
 from metalport.checks.oracle import conditioning, truth_calls
@@ -111,10 +112,14 @@ def resolve_op(op: str) -> tuple[str, Any]:
 
 def registering_files(checkout_root: Path, base: str) -> list[Path]:
     """Every `.metal` under the checkout's kernels directory that registers `base`'s functor."""
-    pattern = re.compile(rf"\bREGISTER_\w*\(\s*{re.escape(base)}\s*[,)]")
-    kernels = checkout_root / KERNELS_DIR
-    return [p for p in sorted(kernels.glob("*.metal"))
-            if pattern.search(p.read_text(encoding="utf-8", errors="replace"))]
+    return _kernel_files(checkout_root, rf"\bREGISTER_\w*\(\s*{re.escape(base)}\s*[,)]")
+
+
+def _kernel_files(checkout_root: Path, pattern: str) -> list[Path]:
+    """Every `.metal` under the checkout's kernels directory with a match of `pattern`."""
+    found = re.compile(pattern)
+    return [p for p in sorted((checkout_root / KERNELS_DIR).glob("*.metal"))
+            if found.search(p.read_text(encoding="utf-8", errors="replace"))]
 
 
 def _tensor_outputs(packet: Any) -> int:
@@ -122,20 +127,6 @@ def _tensor_outputs(packet: Any) -> int:
     counts = [sum(1 for r in getattr(packet, o)._schema.returns if str(r.type) == "Tensor")
               for o in packet.overloads() if not getattr(packet, o)._schema.is_mutable]
     return max(counts, default=1)
-
-
-def _mentioned(checkout_root: Path, kernel: str) -> bool:
-    """Some `.metal` under the kernels directory names `kernel` (`frexp_dense`, say)."""
-    pattern = re.compile(rf"\b{re.escape(kernel)}_\w+\s*\(|\b{re.escape(kernel)}\b")
-    return any(pattern.search(p.read_text(encoding="utf-8", errors="replace"))
-               for p in sorted((checkout_root / KERNELS_DIR).glob("*.metal")))
-
-
-def _mentioning_files(checkout_root: Path, kernel: str) -> list[Path]:
-    """Every `.metal` under the kernels directory naming `<kernel>_dense` or `<kernel>_strided`."""
-    pattern = re.compile(rf"\b{re.escape(kernel)}_(?:dense|strided)\b")
-    return [p for p in sorted((checkout_root / KERNELS_DIR).glob("*.metal"))
-            if pattern.search(p.read_text(encoding="utf-8", errors="replace"))]
 
 
 def parse_dtypes(names: Sequence[str]) -> list[torch.dtype]:
@@ -287,8 +278,8 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
     kernel = host.kernel
     files = [Path(p) for p in kernel_files] if kernel_files else registering_files(checkout_root, kernel)
     if not files and outputs == 2:  # two-output kernels have macros of their own (REGISTER_FREXP_OP)
-        files = _mentioning_files(checkout_root, kernel)
-    if not files and _mentioned(checkout_root, kernel):
+        files = _kernel_files(checkout_root, rf"\b{re.escape(kernel)}_(?:dense|strided)\b")
+    if not files and _kernel_files(checkout_root, rf"\b{re.escape(kernel)}\b"):  # named, by no known macro
         return ConformanceReport(name, chosen, "no-host-model", (),
                                  f"{kernel}'s kernels are declared without a REGISTER_*_OP({kernel}, ...) macro the "
                                  f"host model knows; {NO_HOST_MODEL}")
@@ -350,7 +341,7 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
     every = [c.call for cases, _ in built.values() for c in cases]
     outcomes = iter(references(every))  # one guarded child for all dtypes, not one each
     for dtype, (cases, skipped) in built.items():
-        metal = {v: k for k, v in _metal_names().items()}[dtype]
+        metal = metal_type_name(dtype)
         where_file = next((f for f in files if _register_line(f, kernel, metal)), files[0])
         run = DtypeRun(dtype, (_rel(where_file, checkout_root), _register_line(where_file, kernel, metal)))
         run.skipped += len(skipped)
@@ -421,12 +412,6 @@ def case_generator(seed: int, dtype: torch.dtype) -> torch.Generator:
     return torch.Generator().manual_seed(seed + _DTYPE_SALT.get(dtype, 0))
 
 
-def _metal_names() -> dict[str, torch.dtype]:
-    from metalport.checks.hostmodel import METAL_DTYPES
-
-    return METAL_DTYPES
-
-
 def _report(name: str, backend: str, verdicts: tuple[DtypeVerdict, ...], unmodelled: list[str], rejected: int,
             seed: int) -> ConformanceReport:
     reason = None
@@ -455,40 +440,39 @@ def _row_name(spec: LaunchSpec, types: tuple[str, ...]) -> str:
     return first
 
 
-def run_spec_conformance(checkout_root: Path, spec: LaunchSpec, *, library: Any = None,
+def run_spec_conformance(checkout_root: Path, spec: LaunchSpec, *, library: Any = None, backend: str = "emulated",
                          include_held_out: bool = True, seed: int | None = None,
                          dtypes: Sequence[str] | None = None, include_large: bool = True) -> ConformanceReport:
     """Judge the spec's kernel, launched as the spec says, against torch on CPU for every
     instantiation (or those whose row name is in `dtypes`).
 
-    `library`: an already compiled ShaderLibrary (tests); else the spec's kernel file under
-    `checkout_root` is compiled with only the spec's kernels. CompileError propagates.
+    `library`: an already compiled emulated ShaderLibrary (tests); else the spec's kernel file under
+    `checkout_root` is compiled for `backend` ("auto", "emulated" or "mps"), the emulator
+    instantiating only the spec's kernels. CompileError propagates.
     `include_large`: run the spec's cases marked `large` (gigabytes past 32-bit indexing).
     """
-    own = library is None
-    if own:
-        from metalport.emulate import checkout_include_dirs, compile_file
-
+    if library is not None:
+        kernels = KernelSet.of_library(library, spec.kernel_file)
+    else:
         path = Path(checkout_root) / spec.kernel_file
         if not path.is_file():
             raise UsageError(f"kernel file {spec.kernel_file} does not exist", hint="apply the port first")
-        library = compile_file(path, include_dirs=checkout_include_dirs(Path(checkout_root)),
-                               filename=spec.kernel_file, kernels=(f"{spec.kernel_name}_*",))
+        kernels = compile_files([path], Path(checkout_root), pick_backend(backend), (f"{spec.kernel_name}_*",))
     seed = int.from_bytes(os.urandom(4), "little") if seed is None else seed
     try:
-        return _run_spec(spec, library, include_held_out, seed, dtypes, include_large)
+        return _run_spec(spec, kernels, include_held_out, seed, dtypes, include_large)
     finally:
-        if own:
-            library.close()
+        if library is None:
+            kernels.close()
 
 
-def _run_spec(spec: LaunchSpec, library: Any, include_held_out: bool, seed: int,
+def _run_spec(spec: LaunchSpec, kernels: KernelSet, include_held_out: bool, seed: int,
               dtypes: Sequence[str] | None, include_large: bool = True) -> ConformanceReport:
     func = spec_func(spec)
     verdicts = []
     notes: list[str] = []
     rows = [t for t in spec.dtypes if dtypes is None or _row_name(spec, t) in dtypes]
-    missing = [h for h in (spec.host_name(t) for t in rows) if h not in library.kernels]
+    missing = [h for h in (spec.host_name(t) for t in rows) if h not in kernels.names]
     if missing:
         raise SpecError(f"spec {spec.op}: dtypes: the kernel file defines no kernel {missing[0]!r}",
                         location=spec.kernel_file, hint="instantiate every dtypes row")
@@ -501,9 +485,13 @@ def _run_spec(spec: LaunchSpec, library: Any, include_held_out: bool, seed: int,
             cases, left_out = build_spec_cases(spec, types, gen, include_held_out, include_large)
         if left_out:
             notes.append(f"{row}: {left_out} OpInfo calls of other overloads left out")
+        partial = any(o.compare == "cpu-set" for o in spec.outputs)
+        with warnings.catch_warnings(), unset_filled(partial):
+            warnings.simplefilter("ignore")
+            outcomes = references(cases)  # guarded where a call can trap, as elementwise references
         unset_total = 0
-        for case in cases:
-            result, unset = _judge_spec_case(spec, library, func, case, spec.host_name(types), notes, row)
+        for case, outcome in zip(cases, outcomes):
+            result, unset = _judge_spec_case(spec, kernels, func, case, outcome, spec.host_name(types), notes, row)
             unset_total += unset
             if result is not None:
                 run.add(result, case)
@@ -511,36 +499,30 @@ def _run_spec(spec: LaunchSpec, library: Any, include_held_out: bool, seed: int,
             notes.append(f"{row}: {unset_total} output elements torch's CPU kernel leaves unset not compared "
                          f"(Note [unset outputs])")
         verdicts.append(run.verdict())
-    return judged_report(f"aten::{spec.op}", "emulated", tuple(verdicts), first_few(notes) if notes else None, seed,
-                         none_judged="no case reached the kernel")
-
-
-def _reference(func: Any, case: SpecCase, partial: bool) -> tuple[Any, str | None]:
-    """(torch's CPU result of the call, None) or (None, the first line of torch's refusal)."""
-    with warnings.catch_warnings(), unset_filled(partial):
-        warnings.simplefilter("ignore")
-        try:
-            return func(*case.args, **case.kwargs), None
-        except (RuntimeError, IndexError, ValueError) as err:
-            return None, (str(err).strip().splitlines() or [type(err).__name__])[0]
+    return judged_report(f"aten::{spec.op}", kernels.backend, tuple(verdicts), first_few(notes) if notes else None,
+                         seed, none_judged="no case reached the kernel")
 
 
 def _judged(problem: str | None, error: float = 0.0) -> CaseResult:
     return CaseResult(problem is None, error, problem)
 
 
-def _judge_spec_case(spec: LaunchSpec, library: Any, func: Any, case: SpecCase, host_name: str, notes: list[str],
-                     row: str) -> tuple[CaseResult | None, int]:
+def _judge_spec_case(spec: LaunchSpec, kernels: KernelSet, func: Any, case: SpecCase, outcome: Any, host_name: str,
+                     notes: list[str], row: str) -> tuple[CaseResult | None, int]:
     """(the result of one call of a spec-launched kernel, or None when the call is no case of this
     row; how many output elements torch left unset went uncompared). Refusals follow Note [refused
     calls]; a host that cannot launch the call skips it (noted)."""
     partial = any(o.compare == "cpu-set" for o in spec.outputs)
-    want, refused = _reference(func, case, partial)
+    if isinstance(outcome, Crashed):
+        notes.append(f"{row} {case.label}: {CRASHED} ({outcome.how})")
+        return CaseResult(True, 0.0, skipped=f"{CRASHED} ({outcome.how})"), 0
+    refused = outcome.message if isinstance(outcome, Refused) else None
+    want = None if refused is not None else outcome
     try:
         launch = plan_launch(spec, bind_call(func, case.args, case.kwargs))
         if launch.host_name != host_name:
             return None, 0  # the call selects another instantiation (counted in that row)
-        got = run_launch(spec, library, launch, index_limit=case.index_limit)
+        got = run_launch(spec, kernels, launch, index_limit=case.index_limit)
     except HostCheckFailed as err:
         if refused is None or refused == str(err) or not meta_refuses(spec, func, case):
             return _judged(refusal_problem(refused, str(err))), 0
@@ -584,7 +566,7 @@ def check_port_conformance(root: Path, plan: PortPlan, *, held_out: bool,
     the held-out cases too (the gate). CompileError and usage errors propagate."""
     root = Path(root)
     if plan.launch_kind not in (ELEMENTWISE, None):
-        return run_spec_conformance(root, load_spec(plan.launch or {}), include_held_out=held_out)
+        return run_spec_conformance(root, load_spec(plan.launch or {}), include_held_out=held_out, backend=backend)
     return run_conformance(root, plan.op, include_held_out=held_out, backend=backend)
 
 

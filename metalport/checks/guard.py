@@ -29,9 +29,15 @@ class Crashed:
 
 @dataclass(frozen=True)
 class Refused:
-    """torch refused the inputs on CPU (`kind`: the exception type)."""
+    """torch refused the inputs on CPU (`kind`: the exception type, `message`: its first line)."""
 
     kind: str
+    message: str = ""
+
+
+def refusal(err: BaseException) -> Refused:
+    """The Refused of torch's exception `err`."""
+    return Refused(type(err).__name__, (str(err).strip().splitlines() or [type(err).__name__])[0])
 
 
 Outcome = torch.Tensor | Crashed | Refused | object
@@ -42,7 +48,7 @@ def _call(fn: Callable[[], object]) -> Outcome:
     try:
         return fn()
     except _REFUSALS as err:
-        return Refused(type(err).__name__)
+        return refusal(err)
 
 
 def needs_guard(operands: Sequence[torch.Tensor]) -> bool:

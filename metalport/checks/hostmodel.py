@@ -1,4 +1,5 @@
-"""What PyTorch's MPS host side does before a pointwise Metal kernel runs, modelled in Python.
+"""The elementwise launch kind of the emulated host: what PyTorch's MPS host side does before a
+pointwise Metal kernel runs, modelled in Python, as `backend.Launch`es (Note [one emulated host]).
 
 Covers the library helpers `exec_unary_kernel` (plain and with an alpha scalar),
 `exec_binary_kernel` (plain and alpha; dense, ILP, scalar-operand, broadcast, strided and their
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from metalport.checks.iteration import Geometry, Iteration
+from metalport.checks.backend import Buffer, Const, Launch
 
 _METAL_TYPE: dict[torch.dtype, str] = {
     torch.float32: "float", torch.float16: "half", torch.bfloat16: "bfloat", torch.bool: "bool",
@@ -91,14 +93,6 @@ def output_spec(*operands: torch.Tensor | bool | int | float, int_to_float: bool
     return OutputSpec(dtype, tuple(torch.broadcast_shapes(*shapes)))
 
 
-def strided_args(t: torch.Tensor, shape: Sequence[int]) -> tuple[list[int], list[int]]:
-    """Sizes and byte strides of `t` viewed at `shape`, innermost dimension first."""
-    view = t.expand(*shape)
-    sizes = list(reversed(view.shape))
-    strides = [s * view.element_size() for s in reversed(view.stride())]
-    return sizes, strides
-
-
 FLAVOURS: tuple[str, ...] = ("dense", "strided", "dense_cast", "strided_cast", "dense_castout",
                              "strided_castout", "dense_scalar", "dense_scalar_lhs")
 
@@ -113,35 +107,6 @@ def host_name(op: str, flavour: str, out: torch.dtype, inp: torch.dtype | None =
     if flavour.endswith("castout"):
         return f"{op}_{flavour}_{metal_type_name(out if inp is None else inp)}"
     return f"{op}_{flavour}_{metal_type_name(out)}_{metal_type_name(out if inp is None else inp)}"
-
-
-@dataclass(frozen=True)
-class Buffer:
-    """A tensor operand bound as a buffer: 0 is the output, 1.. the inputs."""
-
-    operand: int
-
-
-@dataclass(frozen=True)
-class Const:
-    """Bytes the host sets with setBytes: `c_type` is the Metal type (`uint`, `long*`, `uint4`,
-    `float`, ...) and `values` its components. A params struct (`NanToNumParams_float`) names the
-    Metal type of its fields in `fields` (all fields of one type, laid out without padding)."""
-
-    c_type: str
-    values: tuple[int | float | bool, ...]
-    fields: str | None = None
-
-
-@dataclass(frozen=True)
-class Launch:
-    """One kernel dispatch: host name, arguments in buffer-index order, grid and bound tensors."""
-
-    kernel: str
-    args: tuple[Buffer | Const, ...]
-    threads: tuple[int, ...]
-    tensors: tuple[torch.Tensor, ...]  # operand views, output first, after host-side conversions
-    outputs: int = 1  # how many of `tensors` (from the first) the kernel writes
 
 
 def _host_scalar(t: torch.Tensor) -> torch.Tensor:

@@ -155,6 +155,9 @@ def storage_extent(t: torch.Tensor) -> int:
 
 
 def flat_buffer(t: torch.Tensor) -> torch.Tensor:
-    """The contiguous 1-D storage region a Metal buffer of `t` covers (aliases `t`'s storage)."""
+    """The contiguous 1-D storage region a Metal buffer of `t` covers (aliases `t`'s storage); an
+    empty tensor (a launch spec may bind one) covers nothing."""
+    if t.numel() == 0:
+        return t.reshape(0)
     n = max(storage_extent(t), 1)
     return t.as_strided((n,), (1,), t.storage_offset())

@@ -8,9 +8,10 @@ from typing import Any
 
 import torch
 
-from metalport.checks.backend import KernelSet
-from metalport.checks.guard import Crashed, Outcome, Refused, needs_guard, run_guarded
-from metalport.checks.hostmodel import (Launch, MissingKernel, UnmodelledCall, plan_binary, plan_ternary,
+from metalport.checks.backend import KernelSet, Launch
+from metalport.checks.cases import SpecCase
+from metalport.checks.guard import Crashed, Outcome, Refused, needs_guard, refusal, run_guarded
+from metalport.checks.hostmodel import (MissingKernel, UnmodelledCall, plan_binary, plan_ternary,
                                         output_spec, plan_ternary_alpha, plan_two_outputs, plan_unary)
 from metalport.checks.judge import judge_outputs
 from metalport.checks.precise import has_precise_truth, refine
@@ -99,7 +100,7 @@ class Prepared:
 _FLUSHED = (torch.float32, torch.bfloat16, torch.complex64)
 
 
-def flush_subnormals_(call: Call) -> None:
+def flush_subnormals_(call: Call | SpecCase) -> None:
     """Set float32/bfloat16 (and complex64 part) subnormal operand values to zero, in place.
 
     Apple GPUs read and write float32 subnormals as zero (the emulator does the same, see
@@ -141,9 +142,9 @@ def prepare_case(kernels: KernelSet, family: Family, name: str, call: Call, forc
     return Prepared(launch, output, expected, () if second is None else ((second, rest[0]),))
 
 
-def references(calls: Sequence[Call]) -> list[Outcome]:
-    """The CPU reference of each call, on the inputs the GPU sees (subnormals flushed, in place);
-    calls that can trap run guarded (see `guard`), so a crash is an outcome."""
+def references(calls: Sequence[Call | SpecCase]) -> list[Outcome]:
+    """The CPU reference of each call (of any launch kind), on the inputs the GPU sees (subnormals
+    flushed, in place); calls that can trap run guarded (see `guard`), so a crash is an outcome."""
     for c in calls:
         flush_subnormals_(c)
     risky = [i for i, c in enumerate(calls) if needs_guard(c.operands())]
@@ -155,7 +156,7 @@ def references(calls: Sequence[Call]) -> list[Outcome]:
             try:
                 out[i] = c.run()
             except (RuntimeError, ValueError, TypeError, IndexError) as err:
-                out[i] = Refused(type(err).__name__)
+                out[i] = refusal(err)
     return out
 
 

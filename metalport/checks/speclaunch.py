@@ -1,5 +1,6 @@
-"""The emulated MPS host of a launch spec: from one op call, the buffers, constants, grid and
-threadgroups the spec prescribes, run on a compiled kernel library.
+"""The launch-spec kinds of the emulated host (reduction, window, scan, tensor-list): from one op
+call, the buffers, constants, grid and threadgroups the spec prescribes, dispatched as
+`Launch`es by the one runner, `backend.KernelSet` (Note [one emulated host]).
 
 It mirrors what `hostgen` writes into the `.mm` host function (Note [spec buffers] in `port.spec`):
 outputs are allocated from the shape and dtype rules, inputs laid out as the spec says, an empty
@@ -20,8 +21,8 @@ from typing import Any
 
 import torch
 
+from metalport.checks.backend import Buffer, Const, KernelSet, Launch, Lists
 from metalport.checks.poison import overwritten, poisoned
-from metalport.emulate.args import BufferOffset
 from metalport.errors import SpecError
 from metalport.port.spec_expr import ExpressionError
 from metalport.port.spec import (METAL_DTYPES, Grid, LaunchSpec, Layout, OutputSpec, OutShape, ParamField, check_holds,
@@ -115,8 +116,9 @@ def _out_shape(o: OutputSpec, bound: Bound, x: torch.Tensor | None, dims: list[i
 
 
 @dataclass(frozen=True)
-class Launch:
-    """Everything the host decided for one call (before the 32-bit split)."""
+class HostCall:
+    """Everything the host decided for one call (before the 32-bit split); `run_launch` turns it
+    into the `backend.Launch`es it dispatches."""
 
     host_name: str
     inputs: tuple[torch.Tensor, ...]
@@ -135,7 +137,7 @@ def _poisoned(shape: Sequence[int], dtype: torch.dtype, lead: int = GUARD_ELEMEN
     return flat[lead:lead + numel].view(tuple(shape)), flat
 
 
-def _band_hits(spec: LaunchSpec, launch: Launch) -> None:
+def _band_hits(spec: LaunchSpec, launch: HostCall) -> None:
     """SpecError naming the first output whose guard band before or after it changed."""
     for o, g, out in zip(spec.outputs, launch.guarded, launch.outputs):
         lead = g.numel() - out.numel() - GUARD_ELEMENTS
@@ -172,7 +174,7 @@ def _param_value(f: ParamField, bound: Bound, derived: Mapping[str, Any]) -> Any
     return int(value)
 
 
-def plan_launch(spec: LaunchSpec, bound: Bound) -> Launch:
+def plan_launch(spec: LaunchSpec, bound: Bound) -> HostCall:
     """The buffers, constants and geometry of one call; UnlaunchableCall when MPS would refuse it,
     SpecError when the spec's grid is larger than the data or one of its expressions cannot be
     evaluated for the call, HostCheckFailed when one of the spec's argument checks refuses the call
@@ -183,7 +185,7 @@ def plan_launch(spec: LaunchSpec, bound: Bound) -> Launch:
         raise SpecError(f"spec {spec.op}: {err}", hint="fix the spec's expression") from None
 
 
-def _plan_launch(spec: LaunchSpec, bound: Bound) -> Launch:
+def _plan_launch(spec: LaunchSpec, bound: Bound) -> HostCall:
     for check in spec.checks:
         try:
             holds = check_holds(check, bound.values)
@@ -232,7 +234,7 @@ def _plan_launch(spec: LaunchSpec, bound: Bound) -> Launch:
                                "strides": list(reversed(x.stride())) if x is not None and ndim else [1]}
     params = tuple((p.name, [_param_value(f, bound, derived) for f in p.fields]) for p in spec.params)
     threads, group = _grid(spec, derived, shapes)
-    return Launch(spec.host_name(types), tuple(inputs), tuple(m[0] for m in made), tuple(m[1] for m in made),
+    return HostCall(spec.host_name(types), tuple(inputs), tuple(m[0] for m in made), tuple(m[1] for m in made),
                   params, threads, group, derived)
 
 
@@ -257,12 +259,13 @@ def _grid(spec: LaunchSpec, derived: Mapping[str, Any], shapes: Sequence[Sequenc
     return threads, group
 
 
-def _param_arg(spec: LaunchSpec, index: int, values: list[Any]) -> Any:
-    """A params entry as the emulator takes it: a number, a list, or a struct's bytes (uint8 tensor)."""
+def _param_arg(spec: LaunchSpec, index: int, values: list[Any]) -> Const:
+    """A params entry as the host sets its bytes: a scalar, an array, or a struct packed as C lays
+    it out (natural alignment: every field type here is 1, 4 or 8 bytes)."""
     p = spec.params[index]
     if p.struct is None:
-        return values[0]
-    # Natural alignment as C lays the struct out: every field type here is 1, 4 or 8 bytes.
+        value, type_ = values[0], p.fields[0].type
+        return Const(f"{type_}*", tuple(value)) if isinstance(value, list) else Const(type_, (value,))
     packed = bytearray()
     for f, v in zip(p.fields, values):
         size = struct.calcsize(_PACK[f.type])
@@ -270,10 +273,10 @@ def _param_arg(spec: LaunchSpec, index: int, values: list[Any]) -> Any:
         packed += bytes(-len(packed) % size) + struct.pack("<" + _PACK[f.type] * len(items), *items)
     widest = max(struct.calcsize(_PACK[f.type]) for f in p.fields)
     packed += bytes(-len(packed) % widest)
-    return torch.frombuffer(bytearray(packed), dtype=torch.uint8).clone()
+    return Const(p.struct, (), packed=bytes(packed))
 
 
-def _chunks(launch: Launch, index_limit: int) -> list[tuple[int, int]]:
+def _chunks(launch: HostCall, index_limit: int) -> list[tuple[int, int]]:
     """[start, stop) slice ranges each addressing at most `index_limit` elements."""
     slices = launch.derived["num_slices"]
     size = max(launch.derived["reduce_size"], 1)
@@ -283,11 +286,12 @@ def _chunks(launch: Launch, index_limit: int) -> list[tuple[int, int]]:
     return [(s, min(s + per, slices)) for s in range(0, slices, per)] or [(0, 0)]
 
 
-def run_launch(spec: LaunchSpec, library: Any, launch: Launch, *, index_limit: int = INDEX_LIMIT) -> tuple[torch.Tensor, ...]:
-    """Run `launch` on `library` (a compiled ShaderLibrary); the outputs. SpecError when the kernel
-    wrote into an output's guard band."""
+def run_launch(spec: LaunchSpec, kernels: KernelSet, launch: HostCall, *,
+               index_limit: int = INDEX_LIMIT) -> tuple[torch.Tensor, ...]:
+    """Run `launch` on `kernels` (either backend, Note [one emulated host]); the outputs.
+    SpecError when the kernel wrote into an output's guard band."""
     if spec.geometry.grid is Grid.PER_CHUNK:
-        return _run_list_launch(spec, library, launch)
+        return _run_list_launch(spec, kernels, launch)
     if launch.outputs and launch.outputs[0].numel() == 0:
         return launch.outputs  # the host returns before encoding anything
     split = spec.geometry.grid in (Grid.PER_SLICE, Grid.PER_WINDOW, Grid.PER_OUTPUT_ELEMENT) and \
@@ -295,24 +299,25 @@ def run_launch(spec: LaunchSpec, library: Any, launch: Launch, *, index_limit: i
         all(i.layout is not Layout.STRIDED for i in spec.inputs)
     ranges = _chunks(launch, index_limit) if split else [(0, launch.derived["num_slices"])]
     size = launch.derived["reduce_size"]
+    n_out = len(launch.guarded)
     for start, stop in ranges:
         count = stop - start
-        derived = dict(launch.derived, num_slices=count, numel=count * size, output_numel=count)
         params = []
         for i, p in enumerate(spec.params):
-            values = [derived[f.source] if split and f.source in ("num_slices", "numel", "output_numel")
-                      else v for f, v in zip(p.fields, launch.params[i][1])]
+            values = [dict(num_slices=count, numel=count * size, output_numel=count)[f.source]
+                      if split and f.source in ("num_slices", "numel", "output_numel") else v
+                      for f, v in zip(p.fields, launch.params[i][1])]
             params.append(_param_arg(spec, i, values))
         if split:
-            inputs = [t.reshape(-1)[start * size:stop * size] for t in launch.inputs]
+            inputs = tuple(t.reshape(-1)[start * size:stop * size] for t in launch.inputs)
             # Each chunk's outputs are bound at the chunk's first element of the whole guarded
             # buffer, so a write before the first chunk or past the last lands in a guard band.
-            outputs = [BufferOffset(g, GUARD_ELEMENTS + start) for g in launch.guarded]
+            offset = GUARD_ELEMENTS + start
             threads = count * (launch.group if spec.geometry.grid is not Grid.PER_OUTPUT_ELEMENT else 1)
         else:
-            inputs, threads = list(launch.inputs), launch.threads
-            outputs = [BufferOffset(g, GUARD_ELEMENTS) for g in launch.guarded]
-        library.run(launch.host_name, *inputs, *outputs, *params, threads=threads, group_size=launch.group)
+            inputs, offset, threads = launch.inputs, GUARD_ELEMENTS, launch.threads
+        args = (*(Buffer(n_out + k) for k in range(len(inputs))), *(Buffer(k, offset) for k in range(n_out)), *params)
+        kernels.run(Launch(launch.host_name, args, (threads,), (*launch.guarded, *inputs), n_out, (launch.group,)))
     _band_hits(spec, launch)
     return launch.outputs
 
@@ -325,7 +330,7 @@ def run_launch(spec: LaunchSpec, library: Any, launch: Launch, *, index_limit: i
 # Launch holds the tensors of all lists flattened, `derived["lists"]` long each.
 
 
-def _plan_list_launch(spec: LaunchSpec, bound: Bound) -> Launch:
+def _plan_list_launch(spec: LaunchSpec, bound: Bound) -> HostCall:
     """A per-chunk launch over tensor lists (Note [tensor-list launches])."""
     lists = [bound.values[i.arg] for i in spec.inputs]
     if not all(isinstance(v, (list, tuple)) for v in lists):
@@ -351,21 +356,21 @@ def _plan_list_launch(spec: LaunchSpec, bound: Bound) -> Launch:
                                "output_numel": sum(t.numel() for t in first), "reduce_size": 1, "ndim": 0,
                                "chunks": [v for pair in table for v in pair], "numels": [t.numel() for t in first]}
     params = tuple((p.name, [_param_value(f, bound, derived) for f in p.fields]) for p in spec.params)
-    return Launch(spec.host_name(types), inputs, tuple(m[0] for m in made), tuple(m[1] for m in made),
+    return HostCall(spec.host_name(types), inputs, tuple(m[0] for m in made), tuple(m[1] for m in made),
                   params, chunk * len(table), chunk, derived)
 
 
-def _run_list_launch(spec: LaunchSpec, library: Any, launch: Launch) -> tuple[torch.Tensor, ...]:
+def _run_list_launch(spec: LaunchSpec, kernels: KernelSet, launch: HostCall) -> tuple[torch.Tensor, ...]:
     """Run a per-chunk launch; the outputs, flattened (every list in order)."""
-    from metalport.emulate import TensorList
-
     n, chunks = launch.derived["lists"], launch.derived["num_slices"]
     if chunks == 0:
         return launch.outputs  # nothing to compute: the host encodes no launch
-    ins = [TensorList(launch.inputs[k * n:(k + 1) * n]) for k in range(len(spec.inputs))]
-    outs = [TensorList(launch.guarded[k * n:(k + 1) * n], writable=True) for k in range(len(spec.outputs))]
+    n_out = len(launch.guarded)
+    ins = [Lists(tuple(n_out + k * n + j for j in range(n))) for k in range(len(spec.inputs))]
+    outs = [Lists(tuple(k * n + j for j in range(n))) for k in range(len(spec.outputs))]
     params = [_param_arg(spec, i, launch.params[i][1]) for i in range(len(spec.params))]
-    library.run(launch.host_name, *ins, *outs, *params, threads=(launch.group, chunks), group_size=(launch.group, 1))
+    kernels.run(Launch(launch.host_name, (*ins, *outs, *params), (launch.group, chunks),
+                       (*launch.guarded, *launch.inputs), n_out, (launch.group, 1)))
     for k, o in enumerate(spec.outputs):
         for g in launch.guarded[k * n:(k + 1) * n]:
             if overwritten(g[g.numel() - GUARD_ELEMENTS:]):
@@ -374,10 +379,5 @@ def _run_list_launch(spec: LaunchSpec, library: Any, launch: Launch) -> tuple[to
     return launch.outputs
 
 
-def torch_dtype(metal: str) -> torch.dtype:
-    """The torch dtype of a Metal element type."""
-    return getattr(torch, METAL_DTYPES[metal])
-
-
-__all__ = ["GUARD_ELEMENTS", "INDEX_LIMIT", "Bound", "HostCheckFailed", "Launch", "UnlaunchableCall", "bind_call", "plan_launch",
-           "run_launch", "torch_dtype"]
+__all__ = ["GUARD_ELEMENTS", "INDEX_LIMIT", "Bound", "HostCall", "HostCheckFailed", "UnlaunchableCall", "bind_call", "plan_launch",
+           "run_launch"]

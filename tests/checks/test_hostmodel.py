@@ -2,9 +2,9 @@ import pytest
 import torch
 
 from metalport.checks.families import classify
-from metalport.checks.hostmodel import (Buffer, Const, MissingKernel, OutputSpec, metal_type_name, output_spec,
-                                        plan_binary, plan_ternary, plan_ternary_alpha, plan_unary,
-                                        strided_args)
+from metalport.checks.backend import Buffer, Const
+from metalport.checks.hostmodel import (MissingKernel, OutputSpec, metal_type_name, output_spec,
+                                        plan_binary, plan_ternary, plan_ternary_alpha, plan_unary)
 from metalport.checks.iteration import build_iteration
 from metalport.checks.poison import poisoned
 from metalport.checks.samples import Family
@@ -21,11 +21,6 @@ def test_output_spec_promotes_and_broadcasts():
 def test_output_spec_python_scalar_does_not_widen():
     a = torch.ones(2, dtype=torch.float16)
     assert output_spec(a, 2.5).dtype == torch.float16
-
-
-def test_strided_args_broadcast_has_zero_stride():
-    t = torch.ones(3, 1, dtype=torch.float32)
-    assert strided_args(t, (3, 4)) == ([4, 3], [0, 4])
 
 
 def test_metal_names():
