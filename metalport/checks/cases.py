@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -468,9 +469,7 @@ def build_spec_cases(spec: LaunchSpec, types: tuple[str, ...], gen: torch.Genera
     if spec.opinfo:
         from metalport.checks.samples import opinfo_calls
 
-        info = next((o for o in _opinfos() if o.name == spec.opinfo and not o.variant_test_name), None)
-        if info is None:
-            raise SpecError(f"spec {spec.op}: opinfo: no OpInfo named {spec.opinfo!r}")
+        info = spec_opinfo(spec)
         for n, (f, args, kwargs) in enumerate(opinfo_calls(info, func.overloadpacket, dtype)):
             if f is not func:
                 left_out += 1  # another overload of the op: not what this host function serves
@@ -502,12 +501,22 @@ def build_spec_cases(spec: LaunchSpec, types: tuple[str, ...], gen: torch.Genera
     return [dataclasses.replace(c, func=func) for c in cases], left_out
 
 
-def _opinfos() -> list[Any]:
-    """Every OpInfo, the foreach ones included."""
+def spec_opinfo(spec: LaunchSpec) -> Any | None:
+    """The OpInfo the spec names (foreach ones included), None when it names none; SpecError for a
+    name no OpInfo has."""
+    info = _opinfo_named(spec.opinfo) if spec.opinfo else None
+    if spec.opinfo and info is None:
+        raise SpecError(f"spec {spec.op}: opinfo: no OpInfo named {spec.opinfo!r}")
+    return info
+
+
+@functools.cache
+def _opinfo_named(name: str) -> Any | None:
     from torch.testing._internal import common_methods_invocations as cmi
 
-    return [*cmi.op_db, *(o for name in dir(cmi) if name.startswith("foreach_") and name.endswith("_op_db")
-                          for o in getattr(cmi, name))]
+    every = [*cmi.op_db, *(o for n in dir(cmi) if n.startswith("foreach_") and n.endswith("_op_db")
+                           for o in getattr(cmi, n))]
+    return next((o for o in every if o.name == name and not o.variant_test_name), None)
 
 
 def _last_dim(spec: LaunchSpec, func: Any) -> Any:

@@ -31,10 +31,10 @@ from metalport.checks.backend import KernelSet, compile_files, pick_backend
 from metalport.checks.families import classify, classify_two_outputs
 from metalport.checks.guard import Crashed, Refused
 from metalport.checks.hostcode import find_host_code
-from metalport.checks.cases import Case, SpecCase, build_cases, build_spec_cases, spec_func
+from metalport.checks.cases import Case, SpecCase, build_cases, build_spec_cases, spec_func, spec_opinfo
 from metalport.checks.hostmodel import MissingKernel, UnmodelledCall, metal_type_name
 from metalport.checks.judge import (ANY_OCCURRENCE, TRUTH_NOTE, any_occurrence, judge_outputs, mask_unset,
-                                    meta_refuses, refusal_problem, spec_tolerance, spec_truth, unset_filled)
+                                    meta_refuses, refusal_problem, spec_truth, unset_filled)
 from metalport.checks.oracle import conditioning, truth_calls
 from metalport.checks.report import (KINDS, NO_HOST_MODEL, ConformanceReport, DtypeVerdict, Tally, first_few,
                                      judged_report)
@@ -541,7 +541,8 @@ def _judge_spec_case(spec: LaunchSpec, kernels: KernelSet, func: Any, case: Spec
     if partial:
         got, unset = mask_unset(spec, got, want)
     wanted = (want,) if isinstance(want, torch.Tensor) else tuple(want)
-    judged = judge_outputs(got, wanted, [spec_tolerance(w.dtype) for w in wanted], launch.host_name,
+    tols = [tolerance_for(spec.op, w.dtype, spec_opinfo(spec)) for w in wanted]  # as test_mps judges the op
+    judged = judge_outputs(got, wanted, tols, launch.host_name,
                            truths=lambda: spec_truth(func, case))
     error = max((largest_error(g, w, finite=True) for g, w in zip(got, wanted)
                  if w.is_floating_point() or w.is_complex()), default=0.0)

@@ -103,11 +103,6 @@ def judge_outputs(got: Sequence[torch.Tensor], want: Sequence[torch.Tensor], tol
 
 # Rules of a launch spec's cases (reduction, window, scan, tensor-list kinds).
 
-# (rtol, atol) for floating outputs: a reduction's summation order differs from CPU's; test_mps
-# keeps fp16 reductions (sum, prod, var) at 1e-2 (FP16_LOW_PRECISION_LIST).
-_TOLERANCE = {torch.float32: (1e-5, 1e-5), torch.float16: (1e-2, 1e-2), torch.bfloat16: (1.6e-2, 1e-2)}
-
-
 # Note [repeated mode index]: which occurrence of a repeated value an index output names is
 # unspecified: torch's CPU kernel reports the position its std::sort leaves last, which is the
 # last occurrence only while the sort is a (stable) insertion sort, and libc++ (macOS) and
@@ -153,14 +148,6 @@ def spec_truth(func: Any, case: Any) -> tuple[torch.Tensor, ...] | None:
     except (RuntimeError, ValueError, TypeError, IndexError):
         return None
     return (precise,) if isinstance(precise, torch.Tensor) else tuple(precise)
-
-
-def spec_tolerance(dtype: torch.dtype) -> Tolerance:
-    """test_mps-style tolerance of a floating output (`_TOLERANCE`); integers, bools, indices exact."""
-    if not (dtype.is_floating_point or dtype.is_complex):
-        return Tolerance(0.0, 0.0)
-    rtol, atol = _TOLERANCE.get(dtype.to_real() if dtype.is_complex else dtype, (1e-5, 1e-5))
-    return Tolerance(atol, rtol)
 
 
 # Note [unset outputs]: some CPU kernels leave parts of an output unset (`_ctc_loss` allocates
@@ -251,4 +238,4 @@ def _structured(op: str, overload: str) -> bool:
 
 
 __all__ = ["ANY_OCCURRENCE", "TRUTH_NOTE", "Judgement", "Refine", "Truths", "any_occurrence", "judge_outputs", "mask_unset",
-           "meta_refuses", "refusal_problem", "spec_tolerance", "spec_truth", "unset_filled"]
+           "meta_refuses", "refusal_problem", "spec_truth", "unset_filled"]
