@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from _cli import repetitions_parser  # noqa: E402
-from metalport.checks.cases import build_spec_cases, spec_func  # noqa: E402
+from metalport.checks.cases import build_spec_cases  # noqa: E402
 from metalport.checks.conformance import run_spec_conformance  # noqa: E402
 from metalport.emulate import compile_shader  # noqa: E402
 from metalport.port.spec_recipes import spec_recipes  # noqa: E402
@@ -38,7 +38,6 @@ HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
 
 def _torch_time(op: str, seed: int) -> float:
     spec = spec_recipes()[op].spec
-    func = spec_func(spec)
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -46,7 +45,7 @@ def _torch_time(op: str, seed: int) -> float:
             cases, _ = build_spec_cases(spec, types, torch.Generator().manual_seed(seed + i), True)
             for case in cases:
                 try:
-                    func(*case.args, **case.kwargs)
+                    case.run()
                 except (RuntimeError, IndexError, ValueError):
                     pass
     return time.perf_counter() - start

@@ -1,6 +1,6 @@
 """The conformance cases of one dtype row, for every launch kind: OpInfo samples, random draws and
-held-out cases, each labelled. An elementwise port's cases are `Case`s (`build_cases`), a launch
-spec's `SpecCase`s (`build_spec_cases`, below); both draw with `numerics.draw`.
+held-out cases, each labelled: one `Case` type, drawn by `build_cases` for an elementwise port and
+`build_spec_cases` (below; its Calls have no operand slots) for a launch spec, both with `numerics.draw`.
 
 OpInfo samples are what test_mps.py's test_output_match runs. Random and held-out cases draw on
 the op's reference numerics (`numerics`): in-domain random values, tiny magnitudes, OpInfo's
@@ -19,9 +19,8 @@ cancellation (log1p as log(1+x), expm1 as exp(x)-1) fails while a correctly roun
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-import dataclasses
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -49,12 +48,17 @@ class Case:
     kind: str
     force: str | None = None  # the dense flavour the host's override would pin ("ilp"/"scalar")
     accepted: str | None = None  # the OpInfo skip/xfail putting this value set out of scope
+    index_limit: int = INDEX_LIMIT  # elements one launch of a launch spec may address (a forced split)
 
     def describe(self) -> str:
         return self.call.describe()
 
     def operands(self) -> tuple[torch.Tensor, ...]:
         return self.call.operands()
+
+    def run(self) -> Any:
+        """torch's result of the call on CPU."""
+        return self.call.run()
 
 
 def build_cases(family: Family, base: str, packet: Any, dtype: torch.dtype, gen: torch.Generator,
@@ -361,44 +365,6 @@ def explicit_calls(spec: LaunchSpec, func: Any, types: tuple[str, ...], kind: st
     return calls
 
 
-
-@dataclass(frozen=True)
-class SpecCase:
-    """One call of the op: kind (opinfo, random, held-out), a label, and how to launch it."""
-
-    kind: str
-    label: str
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-    index_limit: int = INDEX_LIMIT
-    func: Any = field(default=None, repr=False, compare=False)  # the overload called
-    accepted = None  # a launch spec's cases are never out of scope
-
-    def run(self) -> Any:
-        """torch's result of the call on CPU."""
-        return self.func(*self.args, **self.kwargs)
-
-    def describe(self) -> str:
-        parts = [_shown(a) for a in self.args]
-        parts += [f"{k}={_shown(v)}" for k, v in self.kwargs.items()]
-        return f"({', '.join(parts)})"
-
-    def operands(self) -> tuple[torch.Tensor, ...]:
-        """The tensor arguments (a tensor list's tensors included)."""
-        values = [*self.args, *self.kwargs.values()]
-        return tuple(t for v in values for t in (v if isinstance(v, (list, tuple)) else (v,))
-                     if isinstance(t, torch.Tensor))
-
-
-def _shown(value: Any) -> str:
-    """A tensor as dtype[shape], a tensor list as [dtype[shape], ...], anything else as repr."""
-    if isinstance(value, torch.Tensor):
-        return f"{str(value.dtype).removeprefix('torch.')}{list(value.shape)}"
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) for v in value):
-        return "[" + ", ".join(_shown(v) for v in value) + "]"
-    return repr(value)
-
-
 def spec_func(spec: LaunchSpec) -> Any:
     """The overload (`torch.ops.aten.<op>.<overload>`) the spec's host serves; UsageError for an unknown op."""
     packet = getattr(torch.ops.aten, spec.op, None)
@@ -456,7 +422,7 @@ def _call(spec: LaunchSpec, func: Any, x: torch.Tensor, types: tuple[str, ...], 
 
 
 def build_spec_cases(spec: LaunchSpec, types: tuple[str, ...], gen: torch.Generator,
-                     include_held_out: bool, include_large: bool = True) -> tuple[list[SpecCase], int]:
+                     include_held_out: bool, include_large: bool = True) -> tuple[list[Case], int]:
     """(cases, OpInfo calls left out) for one instantiation: OpInfo samples, random, held-out.
 
     A spec's own `cases.random` replace the drawn reductions; its `cases.held_out` are added to the
@@ -464,7 +430,11 @@ def build_spec_cases(spec: LaunchSpec, types: tuple[str, ...], gen: torch.Genera
     func = spec_func(spec)
     dtype = getattr(torch, METAL_DTYPES[types[0]])
     ties = bool(spec.cases.get("ties"))
-    cases: list[SpecCase] = []
+    cases: list[Case] = []
+
+    def case(kind: str, label: str, args: Any, kwargs: dict[str, Any], limit: int = INDEX_LIMIT) -> Case:
+        return Case(label, Call(func, tuple(args), dict(kwargs), (), None), kind, index_limit=limit)
+
     left_out = 0
     if spec.opinfo:
         from metalport.checks.samples import opinfo_calls
@@ -474,31 +444,31 @@ def build_spec_cases(spec: LaunchSpec, types: tuple[str, ...], gen: torch.Genera
             if f is not func:
                 left_out += 1  # another overload of the op: not what this host function serves
                 continue
-            cases.append(SpecCase("opinfo", f"OpInfo sample {n}", tuple(args), dict(kwargs)))
+            cases.append(case("opinfo", f"OpInfo sample {n}", args, kwargs))
     for label, args, kwargs in explicit_calls(spec, func, types, "random", gen, include_large=include_large):
-        cases.append(SpecCase("random", label, args, kwargs))
+        cases.append(case("random", label, args, kwargs))
     for k, shape in enumerate(() if spec.cases.get("random") else _SHAPES * 2):
         x = draw(shape, dtype, gen, ties=ties and k % 2 == 0)
         args, kwargs = _call(spec, func, x, types, gen, k)
-        cases.append(SpecCase("random", f"random case {k}", args, kwargs))
+        cases.append(case("random", f"random case {k}", args, kwargs))
     if include_held_out:
         for label, args, kwargs in explicit_calls(spec, func, types, "held_out", gen, include_large=include_large):
-            cases.append(SpecCase("held-out", label, args, kwargs))
+            cases.append(case("held-out", label, args, kwargs))
     if include_held_out and spec.reduce.dim is not None:
         for k, length in enumerate(_HELD_OUT_LENGTHS):
             x = draw((3, length), dtype, gen, ties=ties)
             args, kwargs = _call(spec, func, x, types, gen, k, dims=_last_dim(spec, func), keepdim=bool(k % 2))
-            cases.append(SpecCase("held-out", f"slice of {length}", args, kwargs))
+            cases.append(case("held-out", f"slice of {length}", args, kwargs))
         x = draw((40, 6), dtype, gen, ties=ties).t()
         args, kwargs = _call(spec, func, x, types, gen, 0, dims=_last_dim(spec, func), keepdim=True)
-        cases.append(SpecCase("held-out", "transposed input", args, kwargs))
+        cases.append(case("held-out", "transposed input", args, kwargs))
         x = draw((700, 9), dtype, gen, ties=ties)
         args, kwargs = _call(spec, func, x, types, gen, 1, dims=_last_dim(spec, func), keepdim=False)
-        cases.append(SpecCase("held-out", "many slices, 32-bit split", args, kwargs, index_limit=_SPLIT_LIMIT))
+        cases.append(case("held-out", "many slices, 32-bit split", args, kwargs, _SPLIT_LIMIT))
         x = draw((0, 5), dtype, gen, ties=ties)
         args, kwargs = _call(spec, func, x, types, gen, 2, dims=_last_dim(spec, func), keepdim=True)
-        cases.append(SpecCase("held-out", "empty input", args, kwargs))
-    return [dataclasses.replace(c, func=func) for c in cases], left_out
+        cases.append(case("held-out", "empty input", args, kwargs))
+    return cases, left_out
 
 
 def spec_opinfo(spec: LaunchSpec) -> Any | None:
@@ -524,5 +494,5 @@ def _last_dim(spec: LaunchSpec, func: Any) -> Any:
     return -1 if "[" not in kind and "List" not in kind else [-1]
 
 
-__all__ = ["BEYOND", "OUTSIDE_DOMAIN", "RANDOM_CASES", "Case", "SpecCase", "build_cases", "build_spec_cases",
+__all__ = ["BEYOND", "OUTSIDE_DOMAIN", "RANDOM_CASES", "Case", "build_cases", "build_spec_cases",
            "explicit_calls", "spec_func"]

@@ -31,7 +31,7 @@ from metalport.checks.backend import KernelSet, compile_files, pick_backend
 from metalport.checks.families import classify, classify_two_outputs
 from metalport.checks.guard import Crashed, Refused
 from metalport.checks.hostcode import find_host_code
-from metalport.checks.cases import Case, SpecCase, build_cases, build_spec_cases, spec_func, spec_opinfo
+from metalport.checks.cases import Case, build_cases, build_spec_cases, spec_func, spec_opinfo
 from metalport.checks.hostmodel import MissingKernel, UnmodelledCall, metal_type_name
 from metalport.checks.judge import (ANY_OCCURRENCE, TRUTH_NOTE, any_occurrence, judge_outputs, mask_unset,
                                     meta_refuses, refusal_problem, spec_truth, unset_filled)
@@ -172,7 +172,7 @@ class DtypeRun:
         self.held_inputs: list[str] = []
         self.unmodelled: list[str] = []
 
-    def add(self, result: CaseResult, case: Case | SpecCase, accepted: str | None = None) -> None:
+    def add(self, result: CaseResult, case: Case, accepted: str | None = None) -> None:
         """Count one case; a divergence is out of scope when the case or `accepted` names the OpInfo
         skip/xfail that keeps PyTorch's own device tests off this value set."""
         accepted = case.accepted or accepted
@@ -507,7 +507,7 @@ def _judged(problem: str | None, error: float = 0.0) -> CaseResult:
     return CaseResult(problem is None, error, problem)
 
 
-def _judge_spec_case(spec: LaunchSpec, kernels: KernelSet, func: Any, case: SpecCase, outcome: Any, host_name: str,
+def _judge_spec_case(spec: LaunchSpec, kernels: KernelSet, func: Any, case: Case, outcome: Any, host_name: str,
                      notes: list[str], row: str) -> tuple[CaseResult | None, int]:
     """(the result of one call of a spec-launched kernel, or None when the call is no case of this
     row; how many output elements torch left unset went uncompared). Refusals follow Note [refused
@@ -519,7 +519,7 @@ def _judge_spec_case(spec: LaunchSpec, kernels: KernelSet, func: Any, case: Spec
     refused = outcome.message if isinstance(outcome, Refused) else None
     want = None if refused is not None else outcome
     try:
-        launch = plan_launch(spec, bind_call(func, case.args, case.kwargs))
+        launch = plan_launch(spec, bind_call(func, case.call.args, case.call.kwargs))
         if launch.host_name != host_name:
             return None, 0  # the call selects another instantiation (counted in that row)
         got = run_launch(spec, kernels, launch, index_limit=case.index_limit)

@@ -144,7 +144,7 @@ def spec_truth(func: Any, case: Any) -> tuple[torch.Tensor, ...] | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            precise = func(*[upcast(a) for a in case.args], **{k: upcast(v) for k, v in case.kwargs.items()})
+            precise = func(*[upcast(a) for a in case.call.args], **{k: upcast(v) for k, v in case.call.kwargs.items()})
     except (RuntimeError, ValueError, TypeError, IndexError):
         return None
     return (precise,) if isinstance(precise, torch.Tensor) else tuple(precise)
@@ -218,7 +218,7 @@ def meta_refuses(spec: LaunchSpec, func: Any, case: Any) -> bool:
         return value
 
     try:
-        func(*[meta(a) for a in case.args], **{k: meta(v) for k, v in case.kwargs.items()})
+        func(*[meta(a) for a in case.call.args], **{k: meta(v) for k, v in case.call.kwargs.items()})
     except (RuntimeError, IndexError, ValueError):
         return True
     return False

@@ -53,7 +53,12 @@ class Call:
     alpha: int | float | bool | tuple[float | None, ...] | None  # a tuple: the fields of a params struct
 
     def operands(self) -> tuple[torch.Tensor, ...]:
-        """The operands as the host sees them; Python numbers become 0-dim CPU scalars."""
+        """The operands as the host sees them; Python numbers become 0-dim CPU scalars. A call with
+        no operand slots (a launch spec's) has every tensor argument, a tensor list's included."""
+        if not self.slots:
+            values = [*self.args, *self.kwargs.values()]
+            return tuple(t for v in values for t in (v if isinstance(v, (list, tuple)) else (v,))
+                         if isinstance(t, torch.Tensor))
         return tuple(_as_tensor(self._get(s)) for s in self.slots)
 
     def _get(self, slot: int | str) -> Any:
@@ -74,7 +79,11 @@ class Call:
         return self.func(*self.args, **self.kwargs)
 
     def describe(self) -> str:
-        """`atan2(float32[5, 1], 2.5)`: the overload and operand dtypes/shapes, no values."""
+        """`atan2(float32[5, 1], 2.5)`: the overload and operand dtypes/shapes, no values; a slotless
+        call shows every argument (`mode(float32[3, 5], 1, keepdim=True)`)."""
+        if not self.slots:
+            parts = [*map(_shown, self.args), *(f"{k}={_shown(v)}" for k, v in self.kwargs.items())]
+            return f"{self.func.name().removeprefix('aten::')}({', '.join(parts)})"
         parts = []
         for s in self.slots:
             v = self._get(s)
@@ -82,6 +91,15 @@ class Call:
                          else type(v).__name__)
         alpha = "" if self.alpha is None else f", alpha={self.alpha!r}"
         return f"{self.func.name().removeprefix('aten::')}({', '.join(parts)}{alpha})"
+
+
+def _shown(value: Any) -> str:
+    """A tensor as dtype[shape], a tensor list as [dtype[shape], ...], anything else as repr."""
+    if isinstance(value, torch.Tensor):
+        return f"{str(value.dtype).removeprefix('torch.')}{list(value.shape)}"
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) for v in value):
+        return "[" + ", ".join(_shown(v) for v in value) + "]"
+    return repr(value)
 
 
 def _as_tensor(v: Any) -> torch.Tensor:

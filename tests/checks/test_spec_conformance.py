@@ -174,7 +174,7 @@ def test_complex_random_inputs_have_nonzero_imaginary_parts() -> None:
     mode = _spec("mode", dtypes=[["float2", "float2", "long"]])
     for spec, types in ((take, ("float2", "long", "float2")), (mode, ("float2", "float2", "long"))):
         cases, _ = build_spec_cases(spec, types, torch.Generator().manual_seed(1), True, include_large=False)
-        drawn = [a for c in cases if c.kind != "opinfo" for a in c.args
+        drawn = [a for c in cases if c.kind != "opinfo" for a in c.call.args
                  if isinstance(a, torch.Tensor) and a.is_complex() and a.numel() >= 6]  # (ties: 1/7 are real)
         assert drawn and all(bool((a.imag != 0).any()) for a in drawn), spec.op
 
