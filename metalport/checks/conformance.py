@@ -31,7 +31,7 @@ from metalport.checks.backend import KernelSet, compile_files, pick_backend
 from metalport.checks.families import classify, classify_two_outputs
 from metalport.checks.guard import Crashed, Refused
 from metalport.checks.hostcode import find_host_code
-from metalport.checks.cases import Case, build_cases, build_spec_cases, spec_func, spec_opinfo
+from metalport.checks.cases import Case, build_cases, build_spec_cases, spec_opinfo
 from metalport.checks.hostmodel import MissingKernel, UnmodelledCall, metal_type_name
 from metalport.checks.judge import (ANY_OCCURRENCE, TRUTH_NOTE, any_occurrence, judge_outputs, mask_unset,
                                     meta_refuses, refusal_problem, spec_truth, unset_filled)
@@ -468,7 +468,6 @@ def run_spec_conformance(checkout_root: Path, spec: LaunchSpec, *, library: Any 
 
 def _run_spec(spec: LaunchSpec, kernels: KernelSet, include_held_out: bool, seed: int,
               dtypes: Sequence[str] | None, include_large: bool = True) -> ConformanceReport:
-    func = spec_func(spec)
     verdicts = []
     notes: list[str] = []
     rows = [t for t in spec.dtypes if dtypes is None or _row_name(spec, t) in dtypes]
@@ -491,7 +490,7 @@ def _run_spec(spec: LaunchSpec, kernels: KernelSet, include_held_out: bool, seed
             outcomes = references(cases)  # guarded where a call can trap, as elementwise references
         unset_total = 0
         for case, outcome in zip(cases, outcomes):
-            result, unset = _judge_spec_case(spec, kernels, func, case, outcome, spec.host_name(types), notes, row)
+            result, unset = _judge_spec_case(spec, kernels, case, outcome, spec.host_name(types), notes, row)
             unset_total += unset
             if result is not None:
                 run.add(result, case)
@@ -507,7 +506,7 @@ def _judged(problem: str | None, error: float = 0.0) -> CaseResult:
     return CaseResult(problem is None, error, problem)
 
 
-def _judge_spec_case(spec: LaunchSpec, kernels: KernelSet, func: Any, case: Case, outcome: Any, host_name: str,
+def _judge_spec_case(spec: LaunchSpec, kernels: KernelSet, case: Case, outcome: Any, host_name: str,
                      notes: list[str], row: str) -> tuple[CaseResult | None, int]:
     """(the result of one call of a spec-launched kernel, or None when the call is no case of this
     row; how many output elements torch left unset went uncompared). Refusals follow Note [refused
@@ -519,12 +518,12 @@ def _judge_spec_case(spec: LaunchSpec, kernels: KernelSet, func: Any, case: Case
     refused = outcome.message if isinstance(outcome, Refused) else None
     want = None if refused is not None else outcome
     try:
-        launch = plan_launch(spec, bind_call(func, case.call.args, case.call.kwargs))
+        launch = plan_launch(spec, bind_call(case.call.func, case.call.args, case.call.kwargs))
         if launch.host_name != host_name:
             return None, 0  # the call selects another instantiation (counted in that row)
         got = run_launch(spec, kernels, launch, index_limit=case.index_limit)
     except HostCheckFailed as err:
-        if refused is None or refused == str(err) or not meta_refuses(spec, func, case):
+        if refused is None or refused == str(err) or not meta_refuses(spec, case.call):
             return _judged(refusal_problem(refused, str(err))), 0
         return None, 0  # a meta function refusing first leaves the host's check unreached
     except UnlaunchableCall as err:
@@ -535,7 +534,7 @@ def _judge_spec_case(spec: LaunchSpec, kernels: KernelSet, func: Any, case: Case
     except (SpecError, EmulateError) as err:
         return (_judged(err.message) if refused is None else None), 0
     if refused is not None:  # no case when the structured meta function refuses it before the MPS host
-        return (None if meta_refuses(spec, func, case) else _judged(
+        return (None if meta_refuses(spec, case.call) else _judged(
             f"torch refuses the call ({refused}), the host computes a result: add a `checks:` entry to the spec")), 0
     unset = 0
     if partial:
@@ -543,7 +542,7 @@ def _judge_spec_case(spec: LaunchSpec, kernels: KernelSet, func: Any, case: Case
     wanted = (want,) if isinstance(want, torch.Tensor) else tuple(want)
     tols = [tolerance_for(spec.op, w.dtype, spec_opinfo(spec)) for w in wanted]  # as test_mps judges the op
     judged = judge_outputs(got, wanted, tols, launch.host_name,
-                           truths=lambda: spec_truth(func, case))
+                           truths=lambda: spec_truth(case.call))
     error = max((largest_error(g, w, finite=True) for g, w in zip(got, wanted)
                  if w.is_floating_point() or w.is_complex()), default=0.0)
     if judged.holes:  # never accepted as a divergence PyTorch allows

@@ -138,13 +138,13 @@ def any_occurrence(got: Sequence[torch.Tensor], want: tuple[torch.Tensor, ...], 
 TRUTH_NOTE = "differs from torch's CPU result and matches the op computed in float64 (Note [spec truth])"
 
 
-def spec_truth(func: Any, case: Any) -> tuple[torch.Tensor, ...] | None:
-    """The op computed by torch in float64/complex128 on the case's upcast inputs, or None when torch
+def spec_truth(call: Any) -> tuple[torch.Tensor, ...] | None:
+    """The op computed by torch in float64/complex128 on the call's upcast inputs, or None when torch
     refuses that call."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            precise = func(*[upcast(a) for a in case.call.args], **{k: upcast(v) for k, v in case.call.kwargs.items()})
+            precise = call.func(*map(upcast, call.args), **{k: upcast(v) for k, v in call.kwargs.items()})
     except (RuntimeError, ValueError, TypeError, IndexError):
         return None
     return (precise,) if isinstance(precise, torch.Tensor) else tuple(precise)
@@ -203,7 +203,7 @@ def refusal_problem(refused: str | None, message: str) -> str | None:
     return None
 
 
-def meta_refuses(spec: LaunchSpec, func: Any, case: Any) -> bool:
+def meta_refuses(spec: LaunchSpec, call: Any) -> bool:
     """Whether a structured op's meta function (which runs before the MPS host as before CPU's)
     refuses the call: then the port refuses it without a check of its own (with the meta
     function's words, which may differ from the CPU kernel's: argmin's meta says "argmax")."""
@@ -218,7 +218,7 @@ def meta_refuses(spec: LaunchSpec, func: Any, case: Any) -> bool:
         return value
 
     try:
-        func(*[meta(a) for a in case.call.args], **{k: meta(v) for k, v in case.call.kwargs.items()})
+        call.func(*map(meta, call.args), **{k: meta(v) for k, v in call.kwargs.items()})
     except (RuntimeError, IndexError, ValueError):
         return True
     return False
