@@ -19,7 +19,6 @@ Not modelled (callers get UnmodelledCall / MissingKernel, never a guess): the bi
 from __future__ import annotations
 
 from collections.abc import Container, Iterable, Sequence
-from dataclasses import dataclass
 
 import torch
 
@@ -56,14 +55,6 @@ class MissingKernel(Exception):
         self.kernel = kernel
 
 
-@dataclass(frozen=True)
-class OutputSpec:
-    """Dtype and shape TensorIterator would give the output."""
-
-    dtype: torch.dtype
-    shape: tuple[int, ...]
-
-
 def metal_type_name(dtype: torch.dtype) -> str:
     """The Metal spelling used in host names (`float`, `half`, `long`, ...)."""
     if dtype not in _METAL_TYPE:
@@ -78,19 +69,13 @@ def scalar_type_code(dtype: torch.dtype) -> int:
     return _SCALAR_TYPE[dtype]
 
 
-def output_spec(*operands: torch.Tensor | bool | int | float, int_to_float: bool = False) -> OutputSpec:
-    """Result dtype (torch.result_type over all operands) and broadcast shape of the tensors."""
-    first = operands[0]
-    if not isinstance(first, torch.Tensor):
-        raise TypeError("the first operand must be a tensor")
+def result_dtype(first: torch.Tensor, *others: torch.Tensor | bool | int | float) -> torch.dtype:
+    """torch.result_type over all operands, folded pairwise from the first operand's category
+    (0-dim or dimensioned), as TensorIterator types the output."""
     dtype = first.dtype
-    for other in operands[1:]:
-        # Folds pairwise from the first operand's category (0-dim or dimensioned).
+    for other in others:
         dtype = torch.result_type(torch.empty((0,) * min(first.dim(), 1), dtype=dtype), other)
-    if int_to_float and not (dtype.is_floating_point or dtype.is_complex):
-        dtype = torch.get_default_dtype()
-    shapes = [tuple(t.shape) for t in operands if isinstance(t, torch.Tensor)]
-    return OutputSpec(dtype, tuple(torch.broadcast_shapes(*shapes)))
+    return dtype
 
 
 FLAVOURS: tuple[str, ...] = ("dense", "strided", "dense_cast", "strided_cast", "dense_castout",

@@ -12,7 +12,7 @@ from metalport.checks.backend import KernelSet, Launch
 from metalport.checks.cases import Case
 from metalport.checks.guard import Crashed, Outcome, Refused, needs_guard, refusal, run_guarded
 from metalport.checks.hostmodel import (MissingKernel, UnmodelledCall, plan_binary, plan_ternary,
-                                        output_spec, plan_ternary_alpha, plan_two_outputs, plan_unary)
+                                        plan_ternary_alpha, result_dtype, plan_two_outputs, plan_unary)
 from metalport.checks.judge import judge_outputs
 from metalport.checks.precise import has_precise_truth, refine
 from metalport.checks.iteration import build_iteration, flat_buffer
@@ -40,7 +40,7 @@ class CaseResult:
 def _common(call: Call, out_dtype: torch.dtype) -> torch.dtype:
     values = [call._get(s) for s in call.slots]
     if len(values) > 2 and all(isinstance(v, torch.Tensor) for v in values):
-        common = output_spec(*values).dtype  # a 0-dim operand promotes only across categories
+        common = result_dtype(*values)  # a 0-dim operand promotes only across categories
     else:
         common = values[0].dtype if len(values) == 1 else torch.result_type(values[0], values[1])
         for v in values[2:]:

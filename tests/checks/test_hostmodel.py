@@ -3,24 +3,23 @@ import torch
 
 from metalport.checks.families import classify
 from metalport.checks.backend import Buffer, Const
-from metalport.checks.hostmodel import (MissingKernel, OutputSpec, metal_type_name, output_spec,
+from metalport.checks.hostmodel import (MissingKernel, metal_type_name, result_dtype,
                                         plan_binary, plan_ternary, plan_ternary_alpha, plan_unary)
 from metalport.checks.iteration import build_iteration
 from metalport.checks.poison import poisoned
 from metalport.checks.samples import Family
 
 
-def test_output_spec_promotes_and_broadcasts():
+def test_result_dtype_promotes_across_operands():
     a = torch.ones(3, 1, dtype=torch.int32)
     b = torch.ones(4, dtype=torch.float16)
-    assert output_spec(a, b) == OutputSpec(torch.float16, (3, 4))
-    assert output_spec(a) == OutputSpec(torch.int32, (3, 1))
-    assert output_spec(a, int_to_float=True) == OutputSpec(torch.float32, (3, 1))
+    assert result_dtype(a, b) == torch.float16
+    assert result_dtype(a) == torch.int32
 
 
-def test_output_spec_python_scalar_does_not_widen():
+def test_result_dtype_python_scalar_does_not_widen():
     a = torch.ones(2, dtype=torch.float16)
-    assert output_spec(a, 2.5).dtype == torch.float16
+    assert result_dtype(a, 2.5) == torch.float16
 
 
 def test_metal_names():
