@@ -229,14 +229,7 @@ def plan_binary(name: str, names: Container[str], it: Iteration, a: torch.Tensor
     g, out = it.geometry, it.output
     a, b = _host_scalar(a), _host_scalar(b)
     cast = a.dtype != b.dtype
-    a_full, b_full = a.numel() == out.numel(), b.numel() == out.numel()
-    a_bc = is_dense_broadcastable(a, out) and not a_full
-    b_bc = is_dense_broadcastable(b, out) and not b_full
-    special, lhs = None, False
-    if a_bc and b_full and b.is_contiguous() and out.is_contiguous():
-        special, lhs = ("scalar" if a.numel() == 1 else "broadcast"), True
-    elif b_bc and a_full and a.is_contiguous() and out.is_contiguous():
-        special = "scalar" if b.numel() == 1 else "broadcast"
+    special, lhs = _special_operand(a, b, out)
     if special == "scalar" and cast:
         tensor_dt, scalar_dt = (b.dtype, a.dtype) if lhs else (a.dtype, b.dtype)
         real = common.to_real() if common.is_complex else common
@@ -284,6 +277,18 @@ def plan_binary(name: str, names: Container[str], it: Iteration, a: torch.Tensor
     pack = Const("uint4", (*types, scalar_type_code(out.dtype))) if cast else Const("uint3", types)
     geometry = (Const("long*", g.shape), *(Const("long*", g.strides[k]) for k in range(3)), pack)
     return Launch(kernel, (*bufs, *((al,) if al else ()), *geometry), (g.numel,), tensors)
+
+
+def _special_operand(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple[str | None, bool]:
+    """("scalar" or "broadcast", whether it is the left operand) when one operand is a dense
+    broadcast of a full, contiguous other (the host's `_dense_scalar`/`_dense_broadcast` kernels),
+    else (None, False)."""
+    a_full, b_full = a.numel() == out.numel(), b.numel() == out.numel()
+    if is_dense_broadcastable(a, out) and not a_full and b_full and b.is_contiguous() and out.is_contiguous():
+        return ("scalar" if a.numel() == 1 else "broadcast"), True
+    if is_dense_broadcastable(b, out) and not b_full and a_full and a.is_contiguous() and out.is_contiguous():
+        return ("scalar" if b.numel() == 1 else "broadcast"), False
+    return None, False
 
 
 def plan_ternary(name: str, names: Container[str], it: Iteration, a: torch.Tensor, b: torch.Tensor,
