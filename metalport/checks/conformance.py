@@ -471,6 +471,10 @@ def _run_spec(spec: LaunchSpec, kernels: KernelSet, include_held_out: bool, seed
     verdicts = []
     notes: list[str] = []
     rows = [t for t in spec.dtypes if dtypes is None or _row_name(spec, t) in dtypes]
+    unknown = sorted(set(dtypes or ()) - {_row_name(spec, t) for t in spec.dtypes})
+    if unknown:
+        raise UsageError(f"spec {spec.op} has no dtype row {unknown[0]}",
+                         hint=f"rows: {', '.join(_row_name(spec, t) for t in spec.dtypes)}")
     missing = [h for h in (spec.host_name(t) for t in rows) if h not in kernels.names]
     if missing:
         raise SpecError(f"spec {spec.op}: dtypes: the kernel file defines no kernel {missing[0]!r}",
@@ -570,5 +574,21 @@ def check_port_conformance(root: Path, plan: PortPlan, *, held_out: bool,
     return run_conformance(root, plan.op, include_held_out=held_out, backend=backend)
 
 
+def op_conformance(root: Path, op: str, *, dtypes: Sequence[str] | None = None, include_held_out: bool = True,
+                   backend: str = "auto", seed: int | None = None) -> ConformanceReport:
+    """The conformance report of `op`'s kernels in the checkout at `root`, launched as its port
+    launches them: an op of the spec recipe table whose kernel file defines the spec's kernel by
+    its launch spec, any other through the elementwise host model (`run_conformance`)."""
+    from metalport.port.spec_recipes import spec_recipes
+
+    recipe = spec_recipes().get(op.removeprefix("aten::").split(".")[0])
+    kernel_file = Path(root) / recipe.spec.kernel_file if recipe is not None else None
+    if kernel_file is not None and kernel_file.is_file() and \
+            re.search(rf"\b{re.escape(recipe.spec.kernel_name)}\b", kernel_file.read_text(errors="replace")):
+        return run_spec_conformance(root, recipe.spec, include_held_out=include_held_out, backend=backend, seed=seed,
+                                    dtypes=dtypes)
+    return run_conformance(root, op, dtypes=dtypes, include_held_out=include_held_out, backend=backend, seed=seed)
+
+
 __all__ = ["ConformanceReport", "ConformanceSession", "DtypeVerdict", "case_generator", "check_port_conformance",
-           "registering_files", "resolve_op", "run_conformance", "run_spec_conformance"]
+           "op_conformance", "registering_files", "resolve_op", "run_conformance", "run_spec_conformance"]

@@ -55,12 +55,12 @@ def _checkout_root(repo: Path | None) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     """Print the per-dtype table (or JSON); exit 0 only on pass."""
-    from metalport.checks.conformance import run_conformance
+    from metalport.checks.conformance import op_conformance
 
     root = _checkout_root(args.repo)
     dtypes = [d for d in args.dtypes.split(",") if d.strip()] if args.dtypes else None
-    report = run_conformance(root, args.op, dtypes=dtypes, include_held_out=not args.no_held_out,
-                             backend=args.backend, seed=args.seed)
+    report = op_conformance(root, args.op, dtypes=dtypes, include_held_out=not args.no_held_out,
+                            backend=args.backend, seed=args.seed)
     if args.json:
         print(json.dumps(report.to_dict(include_held_out_inputs=args.show_held_out), indent=2))
         return 0 if report.ok() else 1

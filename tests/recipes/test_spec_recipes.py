@@ -115,6 +115,27 @@ def test_recipe_ports_keeps_the_contract_builds_and_passes_conformance_for_every
         assert verdict.out_of_scope_cases == (), verdict.out_of_scope_cases
 
 
+def test_the_conformance_command_launches_a_spec_port_by_its_spec(workspace: Checkout, capsys: pytest.CaptureFixture) -> None:
+    """`metalport conformance aten::take` on the ported tree runs the spec's launch (a pointwise
+    host model knows no such kernel); a dtype the spec has no row for is one line, exit 2."""
+    import json
+
+    from metalport.cli import main
+
+    worktree = workspace.root.parent / "cli-take"
+    subprocess.run(["git", "worktree", "add", "-q", "-b", "cli-take", str(worktree)], cwd=workspace.root,
+                   check=True, capture_output=True)
+    apply_port(plan_port(workspace, "aten::take"), worktree)
+    code = main(["conformance", "aten::take", "--repo", str(worktree), "--dtypes", "float32,int64", "--seed", "5",
+                 "--no-held-out", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["status"] == "pass", report
+    assert [d["dtype"] for d in report["dtypes"]] == ["float32", "int64"]
+    assert main(["conformance", "aten::take", "--repo", str(worktree), "--dtypes", "float64"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("metalport: error: spec take has no dtype row float64") and len(err.splitlines()) == 1, err
+
+
 @pytest.mark.parametrize("op", RECIPES)
 def test_mutated_kernel_fails_conformance(mutant_library: ShaderLibrary, op: str) -> None:
     row = MUTANTS[op][0]
