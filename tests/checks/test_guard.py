@@ -28,3 +28,23 @@ def test_only_signed_integers_at_their_minimum_are_guarded() -> None:
     assert needs_guard([torch.zeros(2), a])
     assert not needs_guard([torch.zeros(2), torch.zeros(2, dtype=torch.bool), torch.zeros(1, dtype=torch.cfloat),
                             torch.arange(-5, 5), torch.tensor([0, 255], dtype=torch.uint8)])
+
+
+def test_a_launch_spec_case_gets_its_reference_as_an_elementwise_case_does() -> None:
+    """A spec's case (a Call with no operand slots, a tensor list among its arguments) is guarded
+    when it can trap, its float32 subnormals are flushed first (as the GPU reads them), and a
+    refusal carries torch's first line (the host's check must say the same)."""
+    from metalport.checks.cases import Case
+    from metalport.checks.runner import references
+    from metalport.checks.samples import Call
+
+    a, b = _extremes(torch.int32)
+    tiny = torch.tensor([1e-40, 1.0], dtype=torch.float32)
+    crashing = Case("lcm", Call(torch.ops.aten.lcm.default, (a, b), {}, (), None), "random")
+    listed = Case("list", Call(torch.ops.aten._foreach_exp.default, ([tiny, torch.ones(2)],), {}, (), None), "random")
+    refused = Case("take", Call(torch.ops.aten.take.default, (torch.ones(3), torch.tensor([7])), {}, (), None),
+                   "held-out")
+    out = references([crashing, listed, refused])
+    assert out[0] == Crashed("SIGFPE")
+    assert tiny[0].item() == 0.0 and torch.equal(out[1][0], torch.tensor([1.0, 2.718281828459045]))
+    assert isinstance(out[2], Refused) and out[2].message.startswith("out of range: tried to access index 7")
