@@ -85,13 +85,6 @@ def wheel_include_dir() -> Path:
     return Path(torch.__file__).parent / "include"
 
 
-def include_dirs_for(checkout_root: Path) -> tuple[Path, ...]:
-    """PyTorch's Metal include path: the checkout root, `<root>/aten/src`, then the wheel's."""
-    from metalport.emulate import checkout_include_dirs
-
-    return checkout_include_dirs(checkout_root)
-
-
 def pick_backend(requested: str) -> str:
     """Resolve "auto" to "mps" when MPS is available, else "emulated"; validate the name."""
     if requested not in ("auto", "emulated", "mps"):
@@ -256,7 +249,9 @@ def compile_files(paths: Sequence[Path], checkout_root: Path, backend: str,
 
     `kernels`: host-name patterns; the emulator instantiates only those (a 4,000-kernel file then
     builds in seconds), MPS compiles the whole file as the GPU driver does."""
-    dirs = include_dirs_for(checkout_root)
+    from metalport.emulate import checkout_include_dirs
+
+    dirs = checkout_include_dirs(checkout_root)  # the checkout root, `<root>/aten/src`, then the wheel's
     files = []
     for p in paths:
         if not p.is_file():

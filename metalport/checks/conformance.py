@@ -574,20 +574,19 @@ def check_port_conformance(root: Path, plan: PortPlan, *, held_out: bool,
     return run_conformance(root, plan.op, include_held_out=held_out, backend=backend)
 
 
-def op_conformance(root: Path, op: str, *, dtypes: Sequence[str] | None = None, include_held_out: bool = True,
-                   backend: str = "auto", seed: int | None = None) -> ConformanceReport:
+def op_conformance(root: Path, op: str, **options: Any) -> ConformanceReport:
     """The conformance report of `op`'s kernels in the checkout at `root`, launched as its port
     launches them: an op of the spec recipe table whose kernel file defines the spec's kernel by
-    its launch spec, any other through the elementwise host model (`run_conformance`)."""
+    its launch spec, any other through the elementwise host model. `options`: dtypes,
+    include_held_out, backend, seed."""
     from metalport.port.spec_recipes import spec_recipes
 
     recipe = spec_recipes().get(op.removeprefix("aten::").split(".")[0])
-    kernel_file = Path(root) / recipe.spec.kernel_file if recipe is not None else None
-    if kernel_file is not None and kernel_file.is_file() and \
-            re.search(rf"\b{re.escape(recipe.spec.kernel_name)}\b", kernel_file.read_text(errors="replace")):
-        return run_spec_conformance(root, recipe.spec, include_held_out=include_held_out, backend=backend, seed=seed,
-                                    dtypes=dtypes)
-    return run_conformance(root, op, dtypes=dtypes, include_held_out=include_held_out, backend=backend, seed=seed)
+    kernel = Path(root) / recipe.spec.kernel_file if recipe is not None else None
+    if kernel is not None and kernel.is_file() and \
+            re.search(rf"\b{re.escape(recipe.spec.kernel_name)}\b", kernel.read_text(errors="replace")):
+        return run_spec_conformance(root, recipe.spec, **options)
+    return run_conformance(root, op, **options)
 
 
 __all__ = ["ConformanceReport", "ConformanceSession", "DtypeVerdict", "case_generator", "check_port_conformance",

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from metalport.checks.backend import include_dirs_for, inline_includes, pick_backend, wheel_include_dir
+from metalport.checks.backend import inline_includes, pick_backend, wheel_include_dir
+from metalport.emulate import checkout_include_dirs
 from metalport.cli import main
 from metalport.errors import UsageError
 
@@ -24,7 +25,7 @@ def test_inline_includes_resolves_every_c10_header_once() -> None:
 def test_checkout_headers_come_first(tmp_path: Path) -> None:
     (tmp_path / "c10/metal").mkdir(parents=True)
     (tmp_path / "c10/metal/utils.h").write_text("// the checkout's utils\n")
-    dirs = include_dirs_for(tmp_path)
+    dirs = checkout_include_dirs(tmp_path)
     assert dirs == (tmp_path, wheel_include_dir())
     text = inline_includes("#include <c10/metal/utils.h>\n#include <c10/metal/common.h>\n", dirs)
     assert "the checkout's utils" in text and "enum class ScalarType" in text
