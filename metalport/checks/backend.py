@@ -5,10 +5,8 @@ kind, Note [one emulated host] below) on either.
 `torch.mps.compile_shader` when MPS is available. Buffers are the flat storage regions of the
 operand views (kernels address them with the byte strides the host passes); every scalar the host
 would set with setBytes goes to the emulator as a Python value packed to the parameter's C type,
-and to MPS as a tensor of that type (vectors of three padded to four, as Metal lays them out). A
-buffer bound at an offset goes to the emulator as a BufferOffset and to MPS as a view starting
-there (the binding keeps the storage before it); `Tensor[]` arguments run emulated only
-(torch.mps.compile_shader binds no argument buffers).
+and to MPS as a tensor of that type (vectors of three padded to four, as Metal lays them out);
+`Tensor[]` arguments run emulated only (torch.mps.compile_shader binds no argument buffers).
 """
 
 from __future__ import annotations

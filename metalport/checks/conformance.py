@@ -21,7 +21,7 @@ import os
 import re
 import warnings
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -286,7 +286,8 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
     if not files:
         raise UsageError(f"no kernel file under {KERNELS_DIR} registers {kernel}",
                          hint=f"add REGISTER_*_OP({kernel}, ...) to a .metal file there, or pass kernel files")
-    with ConformanceSession() if session is None else _borrowed(session) as active, warnings.catch_warnings():
+    held = ConformanceSession() if session is None else contextlib.nullcontext(session)  # the caller's stays open
+    with held as active, warnings.catch_warnings():
         # torch warns on every complex32 tensor made; MPS runs complex32, so conformance checks it.
         warnings.filterwarnings("ignore", "ComplexHalf support is experimental", UserWarning)
         # Only the op's kernels are instantiated: every host name the host model asks for is
@@ -297,12 +298,6 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
         negate = any(a.replace(" ", "") == "-alpha" for a in host.stub_args)
         return _run(kernels, name, base, kernel, packet, files, checkout_root, chosen, dtypes, include_held_out,
                     seed, negate_alpha=negate, outputs=outputs)
-
-
-@contextlib.contextmanager
-def _borrowed(session: ConformanceSession) -> Iterator[ConformanceSession]:
-    """The caller's session, left open."""
-    yield session
 
 
 def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, files: list[Path],

@@ -302,12 +302,9 @@ def run_launch(spec: LaunchSpec, kernels: KernelSet, launch: HostCall, *,
     n_out = len(launch.guarded)
     for start, stop in ranges:
         count = stop - start
-        params = []
-        for i, p in enumerate(spec.params):
-            values = [dict(num_slices=count, numel=count * size, output_numel=count)[f.source]
-                      if split and f.source in ("num_slices", "numel", "output_numel") else v
-                      for f, v in zip(p.fields, launch.params[i][1])]
-            params.append(_param_arg(spec, i, values))
+        chunk = {"num_slices": count, "numel": count * size, "output_numel": count} if split else {}
+        params = [_param_arg(spec, i, [chunk.get(f.source, v) for f, v in zip(p.fields, launch.params[i][1])])
+                  for i, p in enumerate(spec.params)]
         if split:
             inputs = tuple(t.reshape(-1)[start * size:stop * size] for t in launch.inputs)
             # Each chunk's outputs are bound at the chunk's first element of the whole guarded
