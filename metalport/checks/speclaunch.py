@@ -362,6 +362,9 @@ def _run_list_launch(spec: LaunchSpec, kernels: KernelSet, launch: HostCall) -> 
     n, chunks = launch.derived["lists"], launch.derived["num_slices"]
     if chunks == 0:
         return launch.outputs  # nothing to compute: the host encodes no launch
+    if kernels.backend != "emulated":  # a skipped call with its reason, not a kernel failure
+        raise UnlaunchableCall("Tensor[] launches run on the emulated backend only (torch.mps.compile_shader "
+                               "binds no argument buffers)")
     n_out = len(launch.guarded)
     ins = [Lists(tuple(n_out + k * n + j for j in range(n))) for k in range(len(spec.inputs))]
     outs = [Lists(tuple(k * n + j for j in range(n))) for k in range(len(spec.outputs))]

@@ -204,3 +204,14 @@ def test_mode_index_of_a_repeated_value_passes_with_a_note_only_when_it_names_an
     assert report.status == "pass" and verdict.tally("held-out").out_of_scope == 0
     assert "index of a repeated value is unspecified" in (report.reason or "")
     assert dataclasses.replace(spec_recipes()["mode"].spec).geometry.grid is Grid.PER_OUTPUT_ELEMENT
+
+
+def test_a_tensor_list_launch_on_mps_is_a_call_skipped_with_its_reason_not_a_failure() -> None:
+    # torch.mps.compile_shader binds no argument buffers: on a Mac a tensor-list spec's cases are
+    # skipped (counted, the report partial), never failed for a harness limit.
+    from metalport.checks.speclaunch import UnlaunchableCall
+
+    spec = spec_recipes()["_foreach_exp"].spec
+    launch = plan_launch(spec, bind_call(torch.ops.aten._foreach_exp.default, ([torch.ones(3), torch.ones(300)],), {}))
+    with pytest.raises(UnlaunchableCall, match="Tensor\\[\\] launches run on the emulated backend only"):
+        run_launch(spec, KernelSet("mps", []), launch)
