@@ -189,8 +189,8 @@ class FleetActivities:
         repo = git.Repo(self.root)
         path = worktrees_dir(repo) / run_id
         if path.exists():
-            subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=self.root, capture_output=True,
-                           check=False)
+            subprocess.run(["git", "worktree", "remove", "--force", "--force", str(path)], cwd=self.root,
+                           capture_output=True, check=False)  # locked too (Note [interrupted worktree add])
         subprocess.run(["git", "worktree", "prune"], cwd=self.root, capture_output=True, check=False)
         branch = branch_name(op)
         subprocess.run(["git", "branch", "-D", branch], cwd=self.root, capture_output=True, check=False)

@@ -157,17 +157,45 @@ def _add_hint(err: git.GitCommandError) -> str:
 def remove_worktree(worktree: Worktree, *, delete_branch: bool = True) -> None:
     """Remove the worktree folder, its git entry and (by default) its branch; prune stale entries."""
     repo = _open(worktree.repo_root)
-    if worktree.path.exists():
-        try:
-            repo.git.worktree("remove", "--force", str(worktree.path))
-        except git.GitCommandError:
-            shutil.rmtree(worktree.path)
-    repo.git.worktree("prune")
+    _discard(repo, worktree.path)
     if delete_branch and worktree.branch in [head.name for head in repo.heads]:
         repo.git.branch("-D", worktree.branch)
     parent = worktree.path.parent
     if parent.is_dir() and not any(parent.iterdir()):
         parent.rmdir()
+
+
+def _discard(repo: git.Repo, path: Path) -> None:
+    """Remove the worktree at `path` and its registration, even a locked one (our worktrees are only
+    ever locked by an interrupted `git worktree add`)."""
+    if path.exists():
+        try:
+            repo.git.worktree("remove", "--force", "--force", str(path))
+        except git.GitCommandError:
+            shutil.rmtree(path)
+    repo.git.worktree("prune")
+
+
+def settle_interrupted(repo_root: Path | str, path: Path) -> bool:
+    """Whether the run's worktree at `path` can be used, finishing an interrupted `git worktree add`.
+
+    Note [interrupted worktree add]: `git worktree add` writes the folder's `.git` file, keeps the
+    worktree locked ("initializing") while it checks the files out, then unlocks it. A process
+    killed inside it (kill -9, a power cut) leaves the lock around a checkout that may be partial:
+    files missing there would be committed as deletions, and git refuses to remove a locked
+    worktree. Such a worktree is unlocked and reset to its branch (the checkout finished); one
+    without its `.git` file or registration is removed (False: the caller makes it again)."""
+    repo = _open(repo_root)
+    entries = repo.git.worktree("list", "--porcelain").split("\n\n")
+    mine = next((e.splitlines() for e in entries
+                 if e.startswith("worktree ") and Path(e.splitlines()[0][9:]).resolve() == path.resolve()), None)
+    if mine is None or not (path / ".git").is_file():
+        _discard(repo, path)
+        return False
+    if "locked initializing" in mine:
+        repo.git.worktree("unlock", str(path))
+        reset_worktree(path)
+    return True
 
 
 def reset_worktree(path: Path | str, target: str = "HEAD") -> None:

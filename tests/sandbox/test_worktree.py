@@ -112,3 +112,33 @@ def test_a_reset_after_a_killed_driver_clears_its_index_lock_and_restores_the_ba
     assert (wt.path / "README").read_text() == "hello\n" and not (wt.path / "new.metal").exists()
     assert git(wt.path, "status", "--porcelain") == ""
     remove_worktree(wt)
+
+
+def test_a_worktree_whose_add_was_killed_is_finished_not_reused_half_checked_out(repo: Path) -> None:
+    """Note [interrupted worktree add]: git keeps a worktree locked ("initializing") until its
+    checkout is done; after a kill -9 inside `git worktree add` the run's next attempt gets the
+    whole checkout back, and the worktree can still be removed with its branch."""
+    from metalport.sandbox.worktree import settle_interrupted
+
+    wt = create_worktree(repo, "heaviside", "run-10")
+    admin = Path(git(wt.path, "rev-parse", "--absolute-git-dir").strip())
+    (admin / "locked").write_text("initializing\n")  # what the killed `git worktree add` left
+    (wt.path / "README").unlink()  # the part of the checkout it never wrote
+    assert settle_interrupted(repo, wt.path)
+    assert (wt.path / "README").read_text() == "hello\n" and not (admin / "locked").exists()
+    assert git(wt.path, "status", "--porcelain") == ""
+    (admin / "locked").write_text("initializing\n")  # git refuses `worktree remove --force` on it
+    remove_worktree(wt)
+    assert "metalport/heaviside" not in git(repo, "branch", "--list") and not wt.path.exists()
+
+
+def test_a_worktree_folder_without_its_git_file_is_removed_for_the_caller_to_make_again(repo: Path) -> None:
+    from metalport.sandbox.worktree import settle_interrupted
+
+    wt = create_worktree(repo, "heaviside", "run-11")
+    (wt.path / ".git").unlink()  # killed before git wrote it
+    assert not settle_interrupted(repo, wt.path)
+    assert not wt.path.exists()
+    again = create_worktree(repo, "heaviside", "run-11")
+    assert (again.path / "README").read_text() == "hello\n"
+    remove_worktree(again)

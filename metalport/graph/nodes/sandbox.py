@@ -9,7 +9,7 @@ from langgraph.config import get_stream_writer
 
 from metalport.graph.state import PortState
 from metalport.sandbox import create_worktree
-from metalport.sandbox.worktree import Worktree, branch_name, worktree_to_dict, worktrees_dir
+from metalport.sandbox.worktree import Worktree, branch_name, settle_interrupted, worktree_to_dict, worktrees_dir
 
 
 def sandbox(state: PortState) -> dict:
@@ -27,7 +27,7 @@ def sandbox(state: PortState) -> dict:
 def _existing(repo_root: Path, op: str, run_id: str) -> Worktree | None:
     repo = git.Repo(repo_root)
     path = worktrees_dir(repo) / run_id
-    if not path.is_dir():
+    if not path.is_dir() or not settle_interrupted(repo_root, path):  # Note [interrupted worktree add]
         return None
     branch, tree = branch_name(op), git.Repo(path)
     if tree.head.is_detached or tree.active_branch.name != branch:
