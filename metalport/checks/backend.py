@@ -135,11 +135,6 @@ class KernelSet:
                 self._owner.setdefault(name, f)
         self.names = frozenset(self._owner)
 
-    @classmethod
-    def of_library(cls, library: Any, path: Path | str) -> KernelSet:
-        """The KernelSet of one already compiled emulated library (`path`: the file it came from)."""
-        return cls("emulated", [KernelFile(Path(path), library)])
-
     def close(self) -> None:
         """Stop the emulator workers of every file (MPS libraries need nothing)."""
         for f in {id(f): f for f in self._owner.values()}.values():

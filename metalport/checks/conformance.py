@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from metalport.checks.backend import KernelSet, compile_files, pick_backend
+from metalport.checks.backend import KernelFile, KernelSet, compile_files, pick_backend
 from metalport.checks.families import classify, classify_two_outputs
 from metalport.checks.guard import Crashed, Refused
 from metalport.checks.hostcode import find_host_code
@@ -447,7 +447,7 @@ def run_spec_conformance(checkout_root: Path, spec: LaunchSpec, *, library: Any 
     `include_large`: run the spec's cases marked `large` (gigabytes past 32-bit indexing).
     """
     if library is not None:
-        kernels = KernelSet.of_library(library, spec.kernel_file)
+        kernels = KernelSet("emulated", [KernelFile(Path(spec.kernel_file), library)])
     else:
         path = Path(checkout_root) / spec.kernel_file
         if not path.is_file():

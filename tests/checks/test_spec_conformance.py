@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from pathlib import Path
 
 import pytest
 import torch
 
 from metalport.checks.numerics import draw
-from metalport.checks.backend import KernelSet
+from metalport.checks.backend import KernelFile, KernelSet
 from metalport.checks.speclaunch import bind_call, plan_launch, run_launch
 from metalport.checks.cases import build_spec_cases
 from metalport.checks.conformance import run_spec_conformance
@@ -53,6 +54,10 @@ def lib(tmp_path_factory: pytest.TempPathFactory) -> object:
     library = compile_shader(source, cache_dir=tmp_path_factory.mktemp("spec-conf"))
     yield library
     library.close()
+
+
+def _kernels(lib: object) -> KernelSet:
+    return KernelSet("emulated", [KernelFile(Path("lib.metal"), lib)])
 
 
 def _spec(op: str, **changes: object):
@@ -127,7 +132,7 @@ def test_kernel_writing_before_its_output_is_caught_by_the_leading_guard_band(li
     for limit in (2**31 - 1, 2):  # one launch, and whole-slice chunks bound at their first element
         launch = plan_launch(spec, bind_call(torch.ops.aten.mode.default, (x, 1), {}))
         with pytest.raises(SpecError) as err:
-            run_launch(spec, KernelSet.of_library(lib, spec.kernel_file), launch, index_limit=limit * 5)
+            run_launch(spec, _kernels(lib), launch, index_limit=limit * 5)
         assert err.value.message == ("spec mode: outputs: kernel mode_under_float_float_long writes outside its "
                                   "output 'values' (1 element(s) of the guard band before it changed)")
     report = run_spec_conformance(None, spec, library=lib, seed=3, dtypes=("float32",))
@@ -191,8 +196,8 @@ def test_32bit_split_gives_the_same_result(lib: object) -> None:
     spec = spec_recipes()["linalg__powsum"].spec
     x = torch.randn(50, 300, generator=torch.Generator().manual_seed(0))
     call = bind_call(torch.ops.aten.linalg__powsum.default, (x, 3.0, [1]), {})
-    whole = run_launch(spec, KernelSet.of_library(lib, spec.kernel_file), plan_launch(spec, call))[0]
-    split = run_launch(spec, KernelSet.of_library(lib, spec.kernel_file), plan_launch(spec, call), index_limit=1000)[0]  # 3 slices a launch
+    whole = run_launch(spec, _kernels(lib), plan_launch(spec, call))[0]
+    split = run_launch(spec, _kernels(lib), plan_launch(spec, call), index_limit=1000)[0]  # 3 slices a launch
     assert torch.equal(whole, split)
     torch.testing.assert_close(whole, torch.ops.aten.linalg__powsum(x, 3.0, [1]), rtol=1e-5, atol=1e-5)
 
