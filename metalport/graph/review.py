@@ -7,6 +7,9 @@ diff on request), every verdict with its numbers, attempts, elapsed time and cos
 from __future__ import annotations
 
 import json
+import os
+import select
+import sys
 from pathlib import Path
 from typing import TextIO
 
@@ -80,9 +83,30 @@ def ask_decision(console: Console, repo_root: Path, record: RunRecord, stream: T
     like Ctrl-C: the run stays at the gate.
     """
     try:
-        return _ask(console, repo_root, record, stream)
+        return _ask(console, repo_root, record, stream or TerminalLines())
     except EOFError:
         raise KeyboardInterrupt from None
+
+
+class TerminalLines:
+    """Lines typed at the terminal, read so that Ctrl-C always interrupts the wait.
+
+    Note [Ctrl-C at the prompt]: the terminal sends SIGINT to the whole process, and Linux hands a
+    process-wide signal to any thread that does not block it (another one when the main thread
+    already has a signal pending). Python runs its handler in the main thread only, between
+    bytecodes, so a main thread blocked in `read()` on the terminal slept on at the prompt (seen in
+    CI: the SIGINT caught, the process asleep at "decision"). Waiting in 0.1 s `select` slices
+    returns to the interpreter, which raises KeyboardInterrupt; in the terminal's line mode one
+    `read` gives one line."""
+
+    def readline(self) -> str:
+        fd = sys.stdin.fileno()
+        while not select.select([fd], [], [], 0.1)[0]:
+            pass  # a pending Ctrl-C raises KeyboardInterrupt here
+        data = os.read(fd, 65536)
+        if not data:
+            raise EOFError  # Ctrl-D
+        return data.decode(errors="replace")
 
 
 def _ask(console: Console, repo_root: Path, record: RunRecord, stream: TextIO | None) -> Decision:

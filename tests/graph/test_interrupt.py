@@ -70,3 +70,63 @@ def test_ctrl_c_in_the_middle_of_a_node_then_resume_reaches_the_gate(fixture_rep
     if code == INTERRUPTED:
         assert get_run(fixture_repo, run_id).status == "running"
         _at_gate(fixture_repo, run_id)
+
+
+_PROMPT_CHILD = """
+import signal, sys, threading, time
+from metalport.graph.review import TerminalLines
+threading.Thread(target=time.sleep, args=(60,), daemon=True).start()  # a thread that takes SIGINT
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # so the kernel must hand it to that thread
+print("decision?", flush=True)
+try:
+    TerminalLines().readline()
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+"""
+
+
+def test_ctrl_c_at_the_prompt_interrupts_even_when_another_thread_takes_the_signal() -> None:
+    """Note [Ctrl-C at the prompt]: the SIGINT landing on another thread than the one reading the
+    terminal still ends the wait (a blocking read slept on: a CI run hung at the gate's prompt)."""
+    import pty
+
+    master, slave = pty.openpty()
+    child = subprocess.Popen([sys.executable, "-c", _PROMPT_CHILD], stdin=slave, stdout=subprocess.PIPE,
+                             cwd=REPO_ROOT, start_new_session=True)
+    os.close(slave)
+    try:
+        assert child.stdout.readline() == b"decision?\n"
+        time.sleep(0.3)  # the child is waiting for a line now
+        os.killpg(child.pid, signal.SIGINT)
+        assert child.wait(timeout=20) == INTERRUPTED
+        assert child.stdout.read() == b"interrupted\n"
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        child.stdout.close()
+        os.close(master)
+
+
+def test_a_line_typed_at_the_prompt_is_read_whole_and_ctrl_d_is_end_of_input(monkeypatch) -> None:
+    import pty
+
+    import pytest
+
+    from metalport.graph.review import TerminalLines
+
+    master, slave = pty.openpty()
+    terminal = os.fdopen(slave, "r", closefd=False)
+    monkeypatch.setattr(sys, "stdin", terminal)
+    try:
+        os.write(master, b"reject\nkeep NaN\n")  # two lines typed ahead: one read gives one line
+        assert TerminalLines().readline() == "reject\n"
+        assert TerminalLines().readline() == "keep NaN\n"
+        os.write(master, b"\x04")  # Ctrl-D on an empty line
+        with pytest.raises(EOFError):
+            TerminalLines().readline()
+    finally:
+        terminal.close()
+        os.close(slave)
+        os.close(master)
