@@ -45,7 +45,7 @@ def _torch_time(op: str, seed: int) -> float:
             cases, _ = build_spec_cases(spec, types, torch.Generator().manual_seed(seed + i), True)
             for case in cases:
                 try:
-                    case.run()
+                    case.call.run()
                 except (RuntimeError, IndexError, ValueError):
                     pass
     return time.perf_counter() - start

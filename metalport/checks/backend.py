@@ -78,6 +78,10 @@ class Launch:
     group: tuple[int, ...] | None = None
 
 
+class NotOnBackend(EmulateError):
+    """The backend cannot make this launch at all: a limit of the harness, not a fault of the kernel."""
+
+
 def wheel_include_dir() -> Path:
     """The installed torch wheel's `include` directory (holds `c10/metal`)."""
     return Path(torch.__file__).parent / "include"
@@ -175,15 +179,17 @@ class KernelSet:
         return None
 
     def run(self, launch: Launch) -> None:
-        """Dispatch `launch`; outputs are written through the operand views' storage."""
+        """Dispatch `launch`; outputs are written through the operand views' storage. NotOnBackend
+        for a launch this backend cannot make at all."""
+        if self.backend != "emulated" and any(isinstance(a, Lists) for a in launch.args):
+            raise NotOnBackend(f"{launch.kernel}: Tensor[] launches run on the emulated backend only "
+                               f"(torch.mps.compile_shader binds no argument buffers)")
         lib = self._owner[launch.kernel].library
         fn = getattr(lib, launch.kernel)
         if self.backend == "emulated":
             args = [self._emulated(a, launch) for a in launch.args]
             fn(*args, **_dispatch(launch))
             return
-        if any(isinstance(a, Lists) for a in launch.args):
-            raise EmulateError(f"{launch.kernel}: Tensor[] arguments run on the emulated backend only")
         moved = [flat_buffer(t).to("mps") for t in launch.tensors]
         args = [moved[a.operand][a.offset:] if isinstance(a, Buffer) else _const_tensor(a) for a in launch.args]
         fn(*args, **_dispatch(launch))

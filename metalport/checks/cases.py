@@ -56,10 +56,6 @@ class Case:
     def operands(self) -> tuple[torch.Tensor, ...]:
         return self.call.operands()
 
-    def run(self) -> Any:
-        """torch's result of the call on CPU."""
-        return self.call.run()
-
 
 def build_cases(family: Family, base: str, packet: Any, dtype: torch.dtype, gen: torch.Generator,
                 held_out: bool) -> tuple[list[Case], list[str]]:

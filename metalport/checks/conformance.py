@@ -465,28 +465,27 @@ def _run_spec(spec: LaunchSpec, kernels: KernelSet, include_held_out: bool, seed
               dtypes: Sequence[str] | None, include_large: bool = True) -> ConformanceReport:
     verdicts = []
     notes: list[str] = []
-    rows = [t for t in spec.dtypes if dtypes is None or _row_name(spec, t) in dtypes]
-    unknown = sorted(set(dtypes or ()) - {_row_name(spec, t) for t in spec.dtypes})
+    names = [_row_name(spec, t) for t in spec.dtypes]
+    unknown = sorted(set(dtypes or ()) - set(names))
     if unknown:
-        raise UsageError(f"spec {spec.op} has no dtype row {unknown[0]}",
-                         hint=f"rows: {', '.join(_row_name(spec, t) for t in spec.dtypes)}")
-    missing = [h for h in (spec.host_name(t) for t in rows) if h not in kernels.names]
+        raise UsageError(f"spec {spec.op} has no dtype row {unknown[0]}", hint=f"rows: {', '.join(names)}")
+    rows = [(name, t) for name, t in zip(names, spec.dtypes) if dtypes is None or name in dtypes]
+    missing = [h for h in (spec.host_name(t) for _, t in rows) if h not in kernels.names]
     if missing:
         raise SpecError(f"spec {spec.op}: dtypes: the kernel file defines no kernel {missing[0]!r}",
                         location=spec.kernel_file, hint="instantiate every dtypes row")
-    for i, types in enumerate(rows):
+    partial = any(o.compare == "cpu-set" for o in spec.outputs)  # Note [unset outputs]
+    for i, (row, types) in enumerate(rows):
         gen = torch.Generator().manual_seed(seed + i)
-        row = _row_name(spec, types)
         run = DtypeRun(row, (spec.kernel_file, None))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             cases, left_out = build_spec_cases(spec, types, gen, include_held_out, include_large)
         if left_out:
             notes.append(f"{row}: {left_out} OpInfo calls of other overloads left out")
-        partial = any(o.compare == "cpu-set" for o in spec.outputs)
         with warnings.catch_warnings(), unset_filled(partial):
             warnings.simplefilter("ignore")
-            outcomes = references(cases)  # guarded where a call can trap, as elementwise references
+            outcomes = references([c.call for c in cases])  # guarded where a call can trap
         unset_total = 0
         for case, outcome in zip(cases, outcomes):
             result, unset = _judge_spec_case(spec, kernels, case, outcome, spec.host_name(types), notes, row)

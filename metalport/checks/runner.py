@@ -9,7 +9,6 @@ from typing import Any
 import torch
 
 from metalport.checks.backend import KernelSet, Launch
-from metalport.checks.cases import Case
 from metalport.checks.guard import Crashed, Outcome, Refused, needs_guard, refusal, run_guarded
 from metalport.checks.hostmodel import (MissingKernel, UnmodelledCall, plan_binary, plan_ternary,
                                         plan_ternary_alpha, result_dtype, plan_two_outputs, plan_unary)
@@ -100,7 +99,7 @@ class Prepared:
 _FLUSHED = (torch.float32, torch.bfloat16, torch.complex64)
 
 
-def flush_subnormals_(call: Call | Case) -> None:
+def flush_subnormals_(call: Call) -> None:
     """Set float32/bfloat16 (and complex64 part) subnormal operand values to zero, in place.
 
     Apple GPUs read and write float32 subnormals as zero (the emulator does the same, see
@@ -142,7 +141,7 @@ def prepare_case(kernels: KernelSet, family: Family, name: str, call: Call, forc
     return Prepared(launch, output, expected, () if second is None else ((second, rest[0]),))
 
 
-def references(calls: Sequence[Call | Case]) -> list[Outcome]:
+def references(calls: Sequence[Call]) -> list[Outcome]:
     """The CPU reference of each call (of any launch kind), on the inputs the GPU sees (subnormals
     flushed, in place); calls that can trap run guarded (see `guard`), so a crash is an outcome."""
     for c in calls:

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from metalport.checks.backend import Buffer, Const, KernelSet, Launch, Lists
+from metalport.checks.backend import Buffer, Const, KernelSet, Launch, Lists, NotOnBackend
 from metalport.checks.poison import overwritten, poisoned
 from metalport.errors import SpecError
 from metalport.port.spec_expr import ExpressionError
@@ -235,7 +235,7 @@ def _plan_launch(spec: LaunchSpec, bound: Bound) -> HostCall:
     params = tuple((p.name, [_param_value(f, bound, derived) for f in p.fields]) for p in spec.params)
     threads, group = _grid(spec, derived, shapes)
     return HostCall(spec.host_name(types), tuple(inputs), tuple(m[0] for m in made), tuple(m[1] for m in made),
-                  params, threads, group, derived)
+                    params, threads, group, derived)
 
 
 def _grid(spec: LaunchSpec, derived: Mapping[str, Any], shapes: Sequence[Sequence[int]]) -> tuple[int, int]:
@@ -354,7 +354,7 @@ def _plan_list_launch(spec: LaunchSpec, bound: Bound) -> HostCall:
                                "chunks": [v for pair in table for v in pair], "numels": [t.numel() for t in first]}
     params = tuple((p.name, [_param_value(f, bound, derived) for f in p.fields]) for p in spec.params)
     return HostCall(spec.host_name(types), inputs, tuple(m[0] for m in made), tuple(m[1] for m in made),
-                  params, chunk * len(table), chunk, derived)
+                    params, chunk * len(table), chunk, derived)
 
 
 def _run_list_launch(spec: LaunchSpec, kernels: KernelSet, launch: HostCall) -> tuple[torch.Tensor, ...]:
@@ -362,15 +362,15 @@ def _run_list_launch(spec: LaunchSpec, kernels: KernelSet, launch: HostCall) -> 
     n, chunks = launch.derived["lists"], launch.derived["num_slices"]
     if chunks == 0:
         return launch.outputs  # nothing to compute: the host encodes no launch
-    if kernels.backend != "emulated":  # a skipped call with its reason, not a kernel failure
-        raise UnlaunchableCall("Tensor[] launches run on the emulated backend only (torch.mps.compile_shader "
-                               "binds no argument buffers)")
     n_out = len(launch.guarded)
     ins = [Lists(tuple(n_out + k * n + j for j in range(n))) for k in range(len(spec.inputs))]
     outs = [Lists(tuple(k * n + j for j in range(n))) for k in range(len(spec.outputs))]
     params = [_param_arg(spec, i, launch.params[i][1]) for i in range(len(spec.params))]
-    kernels.run(Launch(launch.host_name, (*ins, *outs, *params), (launch.group, chunks),
-                       (*launch.guarded, *launch.inputs), n_out, (launch.group, 1)))
+    try:
+        kernels.run(Launch(launch.host_name, (*ins, *outs, *params), (launch.group, chunks),
+                           (*launch.guarded, *launch.inputs), n_out, (launch.group, 1)))
+    except NotOnBackend as err:  # a skipped call with its reason, not a kernel failure
+        raise UnlaunchableCall(str(err)) from None
     for k, o in enumerate(spec.outputs):
         for g in launch.guarded[k * n:(k + 1) * n]:
             if overwritten(g[g.numel() - GUARD_ELEMENTS:]):

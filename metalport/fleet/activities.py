@@ -182,16 +182,16 @@ class FleetActivities:
 
     def _stand_down(self, run_id: str, op: str, why: str) -> None:
         """After a lost lease: remove this machine's worktree (and branch) of the run and say so."""
-        from metalport.sandbox.worktree import branch_name, worktrees_dir
+        from metalport.sandbox.worktree import branch_name, discard_worktree, worktrees_dir
 
         import git
 
         repo = git.Repo(self.root)
         path = worktrees_dir(repo) / run_id
-        if path.exists():
-            subprocess.run(["git", "worktree", "remove", "--force", "--force", str(path)], cwd=self.root,
-                           capture_output=True, check=False)  # locked too (Note [interrupted worktree add])
-        subprocess.run(["git", "worktree", "prune"], cwd=self.root, capture_output=True, check=False)
+        try:
+            discard_worktree(repo, path)  # a locked one too (Note [interrupted worktree add])
+        except (git.GitCommandError, OSError):
+            pass  # best effort: the run lives on at the machine that holds its lease
         branch = branch_name(op)
         subprocess.run(["git", "branch", "-D", branch], cwd=self.root, capture_output=True, check=False)
         print(f"metalport worker: {why}; {'standing down: ' if 'lease' in why else ''}worktree {path} and branch "

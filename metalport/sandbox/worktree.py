@@ -157,7 +157,7 @@ def _add_hint(err: git.GitCommandError) -> str:
 def remove_worktree(worktree: Worktree, *, delete_branch: bool = True) -> None:
     """Remove the worktree folder, its git entry and (by default) its branch; prune stale entries."""
     repo = _open(worktree.repo_root)
-    _discard(repo, worktree.path)
+    discard_worktree(repo, worktree.path)
     if delete_branch and worktree.branch in [head.name for head in repo.heads]:
         repo.git.branch("-D", worktree.branch)
     parent = worktree.path.parent
@@ -165,7 +165,7 @@ def remove_worktree(worktree: Worktree, *, delete_branch: bool = True) -> None:
         parent.rmdir()
 
 
-def _discard(repo: git.Repo, path: Path) -> None:
+def discard_worktree(repo: git.Repo, path: Path) -> None:
     """Remove the worktree at `path` and its registration, even a locked one (our worktrees are only
     ever locked by an interrupted `git worktree add`)."""
     if path.exists():
@@ -190,7 +190,7 @@ def settle_interrupted(repo_root: Path | str, path: Path) -> bool:
     mine = next((e.splitlines() for e in entries
                  if e.startswith("worktree ") and Path(e.splitlines()[0][9:]).resolve() == path.resolve()), None)
     if mine is None or not (path / ".git").is_file():
-        _discard(repo, path)
+        discard_worktree(repo, path)
         return False
     if "locked initializing" in mine:
         repo.git.worktree("unlock", str(path))

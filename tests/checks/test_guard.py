@@ -44,7 +44,7 @@ def test_a_launch_spec_case_gets_its_reference_as_an_elementwise_case_does() -> 
     listed = Case("list", Call(torch.ops.aten._foreach_exp.default, ([tiny, torch.ones(2)],), {}, (), None), "random")
     refused = Case("take", Call(torch.ops.aten.take.default, (torch.ones(3), torch.tensor([7])), {}, (), None),
                    "held-out")
-    out = references([crashing, listed, refused])
+    out = references([c.call for c in (crashing, listed, refused)])
     assert out[0] == Crashed("SIGFPE")
     assert tiny[0].item() == 0.0 and torch.equal(out[1][0], torch.tensor([1.0, 2.718281828459045]))
     assert isinstance(out[2], Refused) and out[2].message.startswith("out of range: tried to access index 7")
