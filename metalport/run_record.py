@@ -7,6 +7,7 @@ PostgreSQL): this module imports neither.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -23,18 +24,50 @@ RUN_STATUSES: tuple[str, ...] = ("running", "awaiting-review", "failed", "reject
                                  "budget-exhausted", "needs-llm", "base-broken")
 
 
+NON_FINITE: dict[str, float] = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def finite_json(value: Any) -> Any:
+    """`value` with every non-finite float written as the string "inf", "-inf" or "nan".
+
+    Strict JSON (and PostgreSQL's jsonb) has no Infinity or NaN, yet a verdict may hold one (a worst
+    error of inf ulps is evidence); `float_json` reads them back. The one encoding of records."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v) for v in value]
+    return value
+
+
+def float_json(value: Any) -> Any:
+    """Inverse of `finite_json`: the strings "inf", "-inf" and "nan" back to floats (Infinity and NaN
+    written by older versions load too)."""
+    if isinstance(value, str) and value in NON_FINITE:
+        return NON_FINITE[value]
+    if isinstance(value, dict):
+        return {k: float_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [float_json(v) for v in value]
+    return value
+
+
 class JsonFields:
-    """A dataclass stored as JSON: `to_dict`, and `from_dict` ignoring keys it no longer has."""
+    """A dataclass stored as JSON: `to_dict`, and `from_dict` ignoring keys it no longer has.
+
+    The dict is strict JSON: non-finite floats are strings (`finite_json`), read back by `from_dict`."""
 
     def to_dict(self) -> dict:
-        """The fields as JSON data."""
-        return dataclasses.asdict(self)  # type: ignore[call-overload]
+        """The fields as strict JSON data."""
+        return finite_json(dataclasses.asdict(self))  # type: ignore[call-overload]
 
     @classmethod
     def from_dict(cls, data: dict) -> Any:
         """Inverse of `to_dict` (unknown keys ignored, so older and newer records load)."""
-        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-        return cls(**{k: v for k, v in data.items() if k in names})
+        kinds = {f.name: f.type for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        return cls(**{k: float_json(v) if isinstance(v, (dict, list)) or kinds[k] == "float" else v
+                      for k, v in data.items() if k in kinds})
 
 
 @dataclass(frozen=True)

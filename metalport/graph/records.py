@@ -19,7 +19,7 @@ from pathlib import Path
 from metalport.atomic import write_text_atomic
 from metalport.errors import UnknownRunError
 from metalport.run_ids import is_run_id
-from metalport.run_record import JsonFields, RunRecord, metalport_dir, repo_top
+from metalport.run_record import JsonFields, RunRecord, finite_json, metalport_dir, repo_top
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ def write_record(record: RunRecord, directory: Path) -> None:
 
 def write_json(path: Path, data: object) -> None:
     """Write `data` as indented JSON to `path` through a temp file and rename."""
-    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    write_text_atomic(path, json.dumps(finite_json(data), indent=2, sort_keys=True, default=str) + "\n")
 
 
 def get_run(repo_root: Path | str, run_id: str) -> RunRecord:

@@ -305,6 +305,10 @@ class RunStore:
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise ConnectionLost(f"the database {safe_url(self.settings.database_url or '')} dropped the connection: "
                                  f"{first}", hint="start PostgreSQL, or check the database's log") from None
+        except psycopg.DataError as err:  # a value our code wrote that the database cannot hold: a bug of ours
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise DatabaseError(f"the database {safe_url(self.settings.database_url or '')} refused a value: "
+                                f"{first}", hint="this is a metalport bug: report it with this line") from None
         except psycopg.Error as err:
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise DatabaseError(f"the database {safe_url(self.settings.database_url or '')} refused a statement: "
@@ -571,7 +575,7 @@ class RunStore:
         with self.connect() as conn:
             conn.execute("INSERT INTO metalport_sweeps (repository, report) VALUES (%s, %s) ON CONFLICT "
                          "(repository) DO UPDATE SET report = EXCLUDED.report, updated_at = now()",
-                         (self.repository, json.dumps(report)))
+                         (self.repository, json.dumps(finite_json(report))))
 
     @_retrying
     def report(self) -> dict | None:

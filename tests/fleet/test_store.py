@@ -257,3 +257,48 @@ def test_a_cli_run_whose_lease_is_taken_stops_its_build_at_once(checkouts: tuple
     while _alive(build) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(build), "the build outlived the lost lease"
+
+
+def _strict(text: str) -> object:
+    """`text` parsed as strict JSON (no Infinity or NaN, which PostgreSQL and most readers refuse)."""
+    def refuse(name: str) -> object:
+        raise ValueError(f"non-standard JSON constant {name}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_record_holding_infinities_and_nan_round_trips_through_every_store(
+        checkouts: tuple[Path, Path], database_url: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture) -> None:
+    import math
+
+    from metalport.graph.records import list_runs, run_dir, write_record
+    from metalport.run_record import RunRecord
+    from metalport.store import open_store
+
+    a, b = checkouts
+    stamp = "2026-12-03T10:00:00Z"
+    report = {"dtypes": [{"dtype": "float32", "worst_ulps_vs_truth": [math.inf, 3.0], "worst_error": -math.inf,
+                          "relative_bound_used": math.nan, "note": "a string stays a string"}]}
+    record = RunRecord("special_log_ndtr-1", "aten::special_log_ndtr", "running", "test", 1, None, None, stamp,
+                       stamp, verdicts={"test": {"ok": True, "report": report}})
+
+    def same(got: RunRecord) -> None:
+        dtype = got.verdicts["test"]["report"]["dtypes"][0]
+        assert dtype["worst_ulps_vs_truth"] == [math.inf, 3.0] and dtype["worst_error"] == -math.inf
+        assert math.isnan(dtype["relative_bound_used"]) and dtype["note"] == "a string stays a string"
+
+    store = open_store(a)
+    store.claim(record, "mac-1")  # PostgreSQL's jsonb refuses Infinity: this raised before
+    same(open_store(b).get(record.run_id))
+    store.put(RunRecord(**{**record.__dict__, "status": "awaiting-review"}))
+    [listed] = open_store(b).list()
+    same(listed)
+    assert listed.status == "awaiting-review"
+    code, out, err = _cli(capsys, "runs", "--repo", str(b), "--json")
+    assert code == 0 and _strict(out)[0]["verdicts"]["test"]["report"]["dtypes"][0]["worst_error"] == "-inf", err
+
+    monkeypatch.delenv("METALPORT_DATABASE_URL")  # the embedded store: run.json
+    write_record(record, run_dir(a, record.run_id))
+    _strict((run_dir(a, record.run_id) / "run.json").read_text())
+    [local] = list_runs(a)
+    same(local)
