@@ -3,6 +3,8 @@
 Each run is its own process (its own worktree, thread id and interpreter), so runs go truly in
 parallel, a crash in one cannot take the sweep down, and a killed sweep leaves every run to its
 checkpoints. The sweep follows a run only through its record (`get_run`), never its output.
+The child starts with `-P`: a `metalport/` folder in the working directory (a clone's parent, an
+older checkout) is never imported in place of the installed package.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ class RunCommand:
 
     def argv(self, op: str, run_id: str, limits: BudgetLimits | None = None) -> list[str]:
         """The command line of the run of `op` with id `run_id`, within `limits` when given."""
-        argv = [self.python, "-m", "metalport", "run", f"aten::{op}", "--no-input", "--json",
+        argv = [self.python, "-P", "-m", "metalport", "run", f"aten::{op}", "--no-input", "--json",
                 "--repo", str(self.repo_root), "--model", self.model, "--executor", self.executor,
                 "--run-id", run_id, *self.extra]
         if limits is not None and limits.max_wall_s:
@@ -42,7 +44,7 @@ class RunCommand:
 
     def resume_argv(self, run_id: str) -> list[str]:
         """The command line that continues the interrupted run `run_id` from its checkpoint to the gate."""
-        return [self.python, "-m", "metalport", "resume", run_id, "--no-input", "--json",
+        return [self.python, "-P", "-m", "metalport", "resume", run_id, "--no-input", "--json",
                 "--repo", str(self.repo_root)]
 
 

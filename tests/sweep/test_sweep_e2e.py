@@ -133,3 +133,15 @@ def test_a_killed_sweep_and_run_are_resumed_by_the_next_sweep_without_duplicates
     assert "## Aborted (1)" in (workspace / ".git" / "metalport" / "dashboard.md").read_text()
     assert main(["review", "approve", again, "--repo", str(workspace)]) == 2
     assert f"run {again} (aten::heaviside) is aborted at stage approve" in capsys.readouterr().err
+
+
+def test_a_sweep_started_beside_a_metalport_folder_runs_the_installed_package(
+        workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    here = tmp_path / "parent"
+    (here / "metalport").mkdir(parents=True)  # e.g. a clone's parent, or another version's checkout
+    (here / "metalport" / "__init__.py").write_text("")  # a package without __version__ or __main__
+    monkeypatch.chdir(here)
+    code, report = _sweep(workspace, capsys, "-K", "1", "--max-open", "1")
+    assert code == 0, report
+    [run_id] = report["started_runs"]
+    assert _outcomes(report)["heaviside"] == ("awaiting-review", f"run {run_id} passed its checks and awaits review")
