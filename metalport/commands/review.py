@@ -8,6 +8,7 @@ review is an error naming the state it is in. Each decision refreshes the sweep 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -75,7 +76,10 @@ def _list(root: Path, fmt: str) -> int:
     from metalport.graph.runs import list_runs
     from metalport.sweep.model import status_of
 
-    waiting = [r for r in list_runs(root) if status_of(r) == "awaiting-review"]
+    unreadable: list[str] = []
+    waiting = [r for r in list_runs(root, unreadable) if status_of(r) == "awaiting-review"]
+    for line in unreadable:
+        print(f"metalport: skipped {line}", file=sys.stderr)
     rows = [_summary(r) for r in sorted(waiting, key=lambda r: r.created_at)]
     if fmt == "table" and not rows:
         print("no runs await review")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from metalport.commands._complete import complete_run_ids, with_completer
@@ -104,7 +105,10 @@ def _list(root: Path, fmt: str) -> int:
     from metalport.graph import list_runs
     from metalport.graph.records import is_live
 
-    records = list_runs(root)
+    unreadable: list[str] = []
+    records = list_runs(root, unreadable)
+    for line in unreadable:
+        print(f"metalport: skipped {line}", file=sys.stderr)
     if fmt == "json":
         print(json.dumps([r.to_dict() for r in records], sort_keys=True))
         return 0

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metalport.atomic import write_text_atomic
-from metalport.errors import UnknownRunError
+from metalport.errors import PipelineError, UnknownRunError
 from metalport.run_ids import is_run_id
 from metalport.run_record import JsonFields, RunRecord, finite_json, metalport_dir, repo_top
 
@@ -134,11 +134,23 @@ def get_run(repo_root: Path | str, run_id: str) -> RunRecord:
         raise UnknownRunError(f"unknown run id {run_id!r}", hint=(
             f"known runs include {', '.join(known)}; see `metalport runs{repo_arg(repo_root)}`" if known
             else f"no runs yet in this repository; start one with `run-migration aten::OP{repo_arg(repo_root)}`"))
-    return RunRecord.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    return read_record(path)
 
 
-def list_runs(repo_root: Path | str) -> list[RunRecord]:
-    """Every run of the repository, oldest first (of every checkout, with a shared database)."""
+def read_record(path: Path) -> RunRecord:
+    """The record in `path` (a run.json); PipelineError naming the file when it cannot be read (cut short
+    by a crash or a full disk, edited by hand, written by an incompatible version)."""
+    try:
+        return RunRecord.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, TypeError, UnicodeDecodeError) as err:  # JSONDecodeError is a ValueError
+        why = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise PipelineError(f"run {path.parent.name}: its record is unreadable ({why})", location=str(path),
+                            hint=f"restore it, or remove {path.parent} to forget the run") from None
+
+
+def list_runs(repo_root: Path | str, unreadable: list[str] | None = None) -> list[RunRecord]:
+    """Every run of the repository, oldest first (of every checkout, with a shared database); a record
+    that cannot be read is left out, with its one-line reason appended to `unreadable` when given."""
     store = shared_store(repo_root)
     if store is not None:
         return store.list()
@@ -146,9 +158,10 @@ def list_runs(repo_root: Path | str) -> list[RunRecord]:
     records = []
     for path in sorted(root.glob("*/run.json")) if root.is_dir() else ():
         try:
-            records.append(RunRecord.from_dict(json.loads(path.read_text(encoding="utf-8"))))
-        except (ValueError, TypeError):
-            continue  # a record from an incompatible version; `runs show` names it
+            records.append(read_record(path))
+        except PipelineError as err:
+            if unreadable is not None:
+                unreadable.append(f"{err.location}: {err.message}")
     return sorted(records, key=lambda r: (r.created_at, r.run_id))
 
 

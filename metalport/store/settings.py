@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import socket
 import subprocess
 from collections.abc import Mapping
@@ -126,11 +127,17 @@ def load_settings(repo_root: Path, environ: Mapping[str, str] | None = None) -> 
                          hint=f"remove it; put it in {PASSWORD_FILE_ENV}'s file, database.password_file, "
                               "PGPASSWORD or ~/.pgpass")
     password_file = env.get(PASSWORD_FILE_ENV) or database.get("password_file")
+    if url:
+        _check_database_url(str(url), DATABASE_ENV if env.get(DATABASE_ENV) else "database.url in metalport.yaml")
+    temporal = env.get(TEMPORAL_ENV) or fleet.get("temporal")
+    if temporal:
+        _check_temporal_address(str(temporal), TEMPORAL_ENV if env.get(TEMPORAL_ENV)
+                                else "fleet.temporal in metalport.yaml")
     return FleetSettings(
         database_url=str(url) if url else None,
         password_file=Path(str(password_file)) if password_file else None,
         repository=env.get(REPOSITORY_ENV) or database.get("repository"),
-        temporal=env.get(TEMPORAL_ENV) or fleet.get("temporal"),
+        temporal=str(temporal) if temporal else None,
         namespace=env.get(NAMESPACE_ENV) or fleet.get("namespace") or "default",
         host=env.get(HOST_ENV) or fleet.get("host"),
         publish_wait_s=float(fleet.get("publish_wait_s", 60.0)),
@@ -141,6 +148,31 @@ def load_settings(repo_root: Path, environ: Mapping[str, str] | None = None) -> 
         artifacts_remote=env.get(ARTIFACTS_ENV) or fleet.get("artifacts_remote") or None,
         **{f"tls_{k}": Path(str(v)) if (v := env.get(TLS_ENV + k.upper()) or fleet.get(f"tls_{k}")) else None
            for k in ("ca", "cert", "key")})
+
+
+def _check_database_url(url: str, where: str) -> None:
+    """UsageError (one line, the URL itself never shown: it may hold a password) unless libpq can parse `url`."""
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        conninfo_to_dict(url)
+    except ProgrammingError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        why = re.sub(r'"([^"]*)"', lambda m: '"…"' if len(m.group(1)) > 1 and m.group(1) in url else m.group(0), first)
+        raise UsageError(f"{where} is not a PostgreSQL URL ({why})",
+                         hint="write it as postgresql://USER@HOST:PORT/DATABASE") from None
+
+
+_HOST_PORT = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})")
+
+
+def _check_temporal_address(address: str, where: str) -> None:
+    """UsageError unless `address` is HOST:PORT with a port in 1..65535 (what the Temporal client dials)."""
+    match = _HOST_PORT.fullmatch(address)
+    if match is None or not 0 < int(match.group(1)) < 65536:
+        raise UsageError(f"{where} {address!r} is not HOST:PORT",
+                         hint="write it as HOST:PORT, e.g. 127.0.0.1:7233 (no scheme, a port from 1 to 65535)")
 
 
 def safe_url(url: str) -> str:

@@ -1,0 +1,64 @@
+"""What a new user hits (issue #33): bad settings, damaged records, the gate without a terminal, doctor's
+endpoint errors: each one line naming the cause and the fix, a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from metalport.cli import main
+from metalport.graph.records import run_dir
+from tests.sweep.conftest import fabricate, workspace  # noqa: F401 (the fixture)
+
+
+def _metalport(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`python -m metalport ARGS` (stdout and stderr into pipes, not a terminal)."""
+    return subprocess.run([sys.executable, "-m", "metalport", *args], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {})}, cwd=cwd)
+
+
+def _one_line(proc: subprocess.CompletedProcess) -> str:
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert "Traceback" not in proc.stderr and len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("url", ["garbage", "postgres://[::1", "http://s3cret-host"])
+def test_a_malformed_database_url_is_one_line_without_the_url(workspace: Path, url: str) -> None:
+    proc = _metalport("runs", "--repo", str(workspace), env={"METALPORT_DATABASE_URL": url})
+    line = _one_line(proc)
+    assert proc.returncode == 2 and line.startswith("metalport: error: METALPORT_DATABASE_URL is not a PostgreSQL URL")
+    assert "write it as postgresql://USER@HOST:PORT/DATABASE" in line and url not in line
+
+
+@pytest.mark.parametrize("address", ["host:port:extra", "127.0.0.1:99999", "http://127.0.0.1:7233", "notaport"])
+def test_a_malformed_temporal_address_is_one_line(workspace: Path, address: str) -> None:
+    proc = _metalport("fleet", "status", "--repo", str(workspace),
+                      env={"METALPORT_TEMPORAL_ADDRESS": address, "METALPORT_DATABASE_URL": "postgresql://u@127.0.0.1:1/d"})
+    line = _one_line(proc)
+    assert proc.returncode == 2 and line == (
+        f"metalport: error: METALPORT_TEMPORAL_ADDRESS {address!r} is not HOST:PORT; write it as HOST:PORT, e.g. "
+        "127.0.0.1:7233 (no scheme, a port from 1 to 65535)")
+
+
+def test_a_truncated_record_is_named_by_approve_runs_and_review_list(workspace: Path) -> None:
+    fabricate(workspace, "heaviside-20261201-100000-aaaa", "heaviside", "awaiting-review", branch="metalport/heaviside")
+    fabricate(workspace, "frac-20261201-100000-bbbb", "frac", "awaiting-review", branch="metalport/frac")
+    path = run_dir(workspace, "heaviside-20261201-100000-aaaa") / "run.json"
+    path.write_text(path.read_text()[:150])  # a crash or a full disk cut it short
+
+    proc = _metalport("review", "approve", "heaviside-20261201-100000-aaaa", "--repo", str(workspace))
+    line = _one_line(proc)
+    assert proc.returncode == 2 and line.startswith(
+        f"metalport: error: {path}: run heaviside-20261201-100000-aaaa: its record is unreadable (")
+    assert line.endswith(f"; restore it, or remove {path.parent} to forget the run")
+
+    for argv in (("runs",), ("review", "list")):
+        proc = _metalport(*argv, "--repo", str(workspace))
+        assert proc.returncode == 0 and "frac-20261201-100000-bbbb" in proc.stdout
+        assert _one_line(proc).startswith(f"metalport: skipped {path}: run heaviside-20261201-100000-aaaa: its "
+                                          "record is unreadable ("), argv
