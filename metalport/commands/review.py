@@ -214,7 +214,7 @@ def _decide(root: Path, action: str, record: Any, feedback: str | None) -> int:
     decision = {"approve": Approve, "abort": Abort}.get(action)
     choice = decision() if decision else Reject(feedback=feedback.strip())
     after = send_decision(root, record, choice)  # the fleet's workflow takes it, when one drives the run
-    after = after or resume_run(root, record.run_id, choice)
+    after = after or resume_run(root, record.run_id, choice, progress=_notes)
     _refresh(root)
     status = status_of(after)
     link = after.pr_url or after.bundle_path
@@ -226,6 +226,12 @@ def _decide(root: Path, action: str, record: Any, feedback: str | None) -> int:
     expected = {"approve": ("published",), "abort": ("aborted",),
                 "reject": ("rejected", "awaiting-review")}[action]
     return 0 if status in expected else 1
+
+
+def _notes(event: dict) -> None:
+    """Print the run's notes (who authors the commit when git has no identity), one line each on stderr."""
+    if event.get("event") == "note":
+        print(f"note: {event.get('message')}", file=sys.stderr)
 
 
 def _refresh(root: Path) -> None:

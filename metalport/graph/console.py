@@ -16,6 +16,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from metalport.run_record import RunRecord
+from metalport.graph.evidence import verdict_lines
+from metalport.graph.records import repo_arg
 from metalport.graph.review import ask_decision, gate_commands
 
 EXIT_OK_STATUSES = frozenset({"published", "awaiting-review", "aborted"})
@@ -78,7 +80,14 @@ def conclude(record: RunRecord, repo_root: Path, progress: ProgressPrinter, *, i
 
 
 def _print_gate(console: Console, record: RunRecord, repo_root: Path) -> None:
-    console.print(f"run {record.run_id} is waiting for review at the gate; decide with:", highlight=False)
+    """The evidence first (each verdict with its conformance counts), where to read the change, then the
+    commands that decide."""
+    console.print(f"run {record.run_id} is waiting for review at the gate; the evidence:", highlight=False)
+    for line in verdict_lines({"verdicts": record.verdicts}) or ["(no verdicts recorded)"]:
+        console.print(f"  {line}", highlight=False, markup=False)
+    console.print(f"read the plan, the diff and the evidence: metalport review show {record.run_id}"
+                  f"{repo_arg(repo_root)}", highlight=False, markup=False)
+    console.print("then decide with:", highlight=False)
     for command in gate_commands(record.run_id, repo_root):
         console.print(f"  {command}", highlight=False, markup=False)
 

@@ -62,3 +62,28 @@ def test_a_truncated_record_is_named_by_approve_runs_and_review_list(workspace: 
         assert proc.returncode == 0 and "frac-20261201-100000-bbbb" in proc.stdout
         assert _one_line(proc).startswith(f"metalport: skipped {path}: run heaviside-20261201-100000-aaaa: its "
                                           "record is unreadable ("), argv
+
+
+def test_the_gate_without_a_terminal_shows_the_evidence_then_how_to_read_then_decide_and_approve_names_the_author(
+        workspace: Path, tmp_path: Path) -> None:
+    proc = _metalport("run", "aten::heaviside", "--repo", str(workspace), "--no-input")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    start = next(i for i, line in enumerate(lines) if "is waiting for review at the gate" in line)
+    run_id = lines[start].split()[1]
+    gate = lines[start:]
+    assert gate[0] == f"run {run_id} is waiting for review at the gate; the evidence:"
+    test = next(line for line in gate if line.startswith("  test: "))
+    assert "conformance on" in test and "opinfo " in test and "/" in test  # the counts, not just "passed"
+    show = gate.index(f"read the plan, the diff and the evidence: metalport review show {run_id} --repo {workspace}")
+    decide = gate.index("then decide with:")
+    assert gate.index(test) < show < decide  # evidence first, then where to read, then the decision
+    assert gate[decide + 1] == f"  metalport review approve {run_id} --repo {workspace}"
+
+    config = tmp_path / "gitconfig"
+    config.write_text("[user]\n\tuseConfigOnly = true\n")  # git has no identity and may not guess one
+    env = {"GIT_CONFIG_GLOBAL": str(config), "GIT_CONFIG_NOSYSTEM": "1"}
+    proc = _metalport("review", "approve", run_id, "--repo", str(workspace), env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"run {run_id} (aten::heaviside) published: ")
+    assert "note: git has no identity here, so the commit is authored metalport <metalport@localhost>" in proc.stderr
