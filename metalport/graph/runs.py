@@ -54,6 +54,7 @@ def start_run(repo_root: Path | str, op: str, options: RunOptions, *, run_id: st
     branch_name(name)  # rejects names that cannot be an op before anything is written
     check_model(options.model)
     _refuse_open_run(root, f"aten::{name}")
+    _refuse_published(root, f"aten::{name}", options.base or "HEAD")
     run_id = run_id or new_run_id(name)
     directory = run_dir(root, run_id)
     if directory.exists():
@@ -150,6 +151,26 @@ def _refuse_open_run(root: Path, op: str) -> None:
             raise PipelineError(f"run {record.run_id} of {op} {what} on {record.branch}", hint=(
                 f"decide it first (`{command} --approve{repo}` / `{command} --abort{repo}`)"
                 if record.status == "awaiting-review" else f"`{command}{repo}` or `{command} --abort{repo}`"))
+
+
+def _refuse_published(root: Path, op: str, base: str) -> None:
+    """PipelineError when a run published `op` on a branch whose change `base` does not hold yet: the
+    port exists, unmerged (planning again would stack on it and find the op already native)."""
+    import subprocess
+
+    from metalport.graph.nodes._stack import change_landed
+
+    for record in reversed(list_runs(root)):
+        if record.op != op or record.status != "published" or not record.branch:
+            continue
+        found = subprocess.run(["git", "rev-parse", "-q", "--verify", f"refs/heads/{record.branch}^{{commit}}"],
+                               cwd=root, capture_output=True, text=True, timeout=60)
+        if found.returncode != 0 or change_landed(root, found.stdout.strip(), base):
+            return  # its branch is gone, or its change is in the base: a new port starts from the base
+        link = record.pr_url or record.bundle_path or record.branch
+        raise PipelineError(f"{op} is already published by run {record.run_id} ({link}), not yet merged",
+                            hint=f"merge that change (its PR, or `git am --keep-non-patch` of its bundle); to port "
+                                 f"it again, delete branch {record.branch} first")
 
 
 def _family_ops(root: Path, run_id: str) -> tuple[str, ...]:

@@ -87,3 +87,12 @@ def test_the_gate_without_a_terminal_shows_the_evidence_then_how_to_read_then_de
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(f"run {run_id} (aten::heaviside) published: ")
     assert "note: git has no identity here, so the commit is authored metalport <metalport@localhost>" in proc.stderr
+
+    # Published, not merged: a new run of the op says so (it planned on the unmerged change before).
+    proc = _metalport("run", "aten::heaviside", "--repo", str(workspace), "--no-input")
+    line = _one_line(proc)
+    bundle = workspace / ".git" / "metalport" / "runs" / run_id / "bundle"
+    assert proc.returncode == 2 and line == (
+        f"metalport: error: aten::heaviside is already published by run {run_id} ({bundle}), not yet merged; merge "
+        "that change (its PR, or `git am --keep-non-patch` of its bundle); to port it again, delete branch "
+        "metalport/heaviside first")
