@@ -34,6 +34,8 @@ def run(args: argparse.Namespace) -> int:
     from metalport.errors import EmulateError
     from metalport.sandbox.confine import SandboxUnavailable, select_sandbox
 
+    if args.base_url is not None:
+        _check_base_url(args.base_url)
     given = given_config(args.config)
     healthy, root = _checkout(args.repo)
     try:
@@ -52,6 +54,23 @@ def run(args: argparse.Namespace) -> int:
         config = load_config(config_path).with_flags(base_url=args.base_url, model=args.model)
         healthy = _endpoint(config, args.probe) and healthy
     return 0 if healthy else 1
+
+
+def _check_base_url(url: str) -> None:
+    """UsageError unless `url` is an http(s) URL with a host."""
+    from urllib.parse import urlsplit
+
+    from metalport.errors import UsageError
+
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        ok = False
+    if not ok:
+        raise UsageError(f"--base-url {url!r} is not an http(s) URL",
+                         hint="write it as http://HOST:PORT/v1 (e.g. http://127.0.0.1:8080/v1)")
 
 
 def _endpoint(config, probe: bool) -> bool:

@@ -25,7 +25,10 @@ def test_unreachable_endpoint_and_missing_key(monkeypatch: pytest.MonkeyPatch) -
         url = server.base_url
     report = check_endpoint(AgentConfig(provider=ProviderConfig(base_url=url, api_key_env="NO_SUCH_KEY")),
                             timeout_s=2)
-    assert not report.ok and not report.key_set and report.error == "APIConnectionError"
+    port = url.rsplit(":", 1)[1].split("/")[0]
+    assert not report.ok and not report.key_set and report.error == (
+        f"connection refused: nothing listens on 127.0.0.1:{port}; start the model server there, or point "
+        "--base-url (or provider.base_url in metalport.yaml) at the one that runs")
     assert "API key $NO_SUCH_KEY: not set (export NO_SUCH_KEY before --model openai:...)" in report.lines()
 
 
