@@ -82,3 +82,37 @@ def print_code(text: str, lexer: str, console: Console | None = None) -> None:
 
 def _tsv_cell(value: object) -> str:
     return str(value).replace("\t", " ").replace("\n", " ")
+
+
+class SlowNotice:
+    """A line on stderr when a step outlasts `after_s` (so a cold compile is never silent), then one
+    every `every_s` with the seconds so far; nothing when the step is quick (a cache hit).
+
+        with SlowNotice("compiling X on the CPU (a large shader takes ~30 s cold; cached after)"):
+            ...
+    """
+
+    def __init__(self, message: str, *, after_s: float = 1.0, every_s: float = 10.0) -> None:
+        import threading
+
+        self.message, self.after_s, self.every_s = message, after_s, every_s
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="slow-notice", daemon=True)
+
+    def _run(self) -> None:
+        import time
+
+        start = time.monotonic()
+        if self._done.wait(self.after_s):
+            return
+        print(f"metalport: {self.message}", file=sys.stderr, flush=True)
+        while not self._done.wait(self.every_s):
+            print(f"metalport: still at it ({time.monotonic() - start:.0f} s)", file=sys.stderr, flush=True)
+
+    def __enter__(self) -> "SlowNotice":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()

@@ -48,16 +48,27 @@ def _repo_for(file: Path, repo: Path | None) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     """Check each file; print diagnostics (or JSON); exit 1 when any file does not type-check."""
+    from metalport.commands._console import SlowNotice
     from metalport.errors import UsageError
     from metalport.hostcheck import check_file
 
     apply_sandbox_flag(args)
     results = []
     for file in args.file:
+        if file.suffix == ".metal":
+            root = next((p for p in file.resolve().parents if (p / "aten/src/ATen").is_dir()), None)
+            repo = f" --repo {args.repo or root}" if (args.repo or root) else ""
+            raise UsageError("a Metal shader, not host code", location=str(file),
+                             hint=f"check a shader with `metalport kernels {file}{repo}`; hostcheck takes .mm files")
+        if file.is_dir():
+            raise UsageError("is a directory, not a .mm file", location=str(file), hint="name the .mm files in it")
+        if file.exists() and not file.is_file():
+            raise UsageError("not a regular file (a device or a pipe)", location=str(file), hint="name a .mm file")
         if not file.is_file():
             raise UsageError("no such file", location=str(file), hint="name an existing .mm file")
         root = _repo_for(file, args.repo)
-        results.append(check_file(file, root))
+        with SlowNotice(f"type-checking {file} (about 10 s the first time; cached after)", after_s=2.0):
+            results.append(check_file(file, root))
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
     else:

@@ -46,8 +46,12 @@ def run(args: argparse.Namespace) -> int:
     include_dirs: tuple = ()
     if args.repo is not None:  # the same include path conformance and the executors compile with
         include_dirs = checkout_include_dirs(find_checkout(args.repo).root)
+    from metalport.commands._console import SlowNotice
+
     try:
-        lib = compile_file(args.file, include_dirs=include_dirs, metal_version=args.metal_version)
+        with SlowNotice(f"compiling {args.file} on the CPU (a large shader takes about 30 s the first time; "
+                        "cached after)"):
+            lib = compile_file(args.file, include_dirs=include_dirs, metal_version=args.metal_version)
     except CompileError as err:
         if args.json:
             print(json.dumps({"file": str(args.file), "ok": False,

@@ -214,6 +214,18 @@ class ShaderLibrary:
             pass
 
 
+def _refuse_not_a_file(path: Path) -> None:
+    """EmulateError (one line) unless `path` is a regular file: missing, a directory, a device."""
+    if path.is_file():
+        return
+    if path.is_dir():
+        raise EmulateError(f"{path}: is a directory, not a shader file", hint="name one .metal file in it")
+    if path.exists():
+        raise EmulateError(f"{path}: not a regular file (a device or a pipe), not a shader file",
+                           hint="name a .metal file")
+    raise EmulateError(f"{path}: no such shader file")
+
+
 def compile_file(path: Path | str, *, include_dirs: Sequence[Path] = (), metal_version: int = 310,
                  compiler: Compiler | None = None, cache_dir: Path | None = None,
                  filename: str | None = None, kernels: Sequence[str] | None = None,
@@ -225,8 +237,7 @@ def compile_file(path: Path | str, *, include_dirs: Sequence[Path] = (), metal_v
     compiler and the kernel worker (default: `select_sandbox()`, which raises SandboxUnavailable
     when none can be set up and the user did not pass --no-sandbox)."""
     path = Path(path)
-    if not path.is_file():
-        raise EmulateError(f"{path}: no such shader file")
+    _refuse_not_a_file(path)
     if metal_version not in (300, 310, 320, 400):
         raise EmulateError(f"metal_version={metal_version} is not supported", hint="use 310 or 400")
     dirs = tuple(Path(d) for d in include_dirs) or (wheel_include_dir(),)
@@ -249,8 +260,7 @@ def check_file(path: Path | str, *, include_dirs: Sequence[Path] = (), metal_ver
     in a fraction of its time: no code is generated and nothing is loaded. `sandbox` as in
     `compile_file`."""
     path = Path(path)
-    if not path.is_file():
-        raise EmulateError(f"{path}: no such shader file")
+    _refuse_not_a_file(path)
     dirs = tuple(Path(d) for d in include_dirs) or (wheel_include_dir(),)
     return check(path.resolve(), filename or str(path), compiler=compiler or find_compiler(),
                  include_dirs=tuple(d.resolve() for d in dirs), metal_version=metal_version,

@@ -31,6 +31,7 @@ from metalport.graph.records import (
     repo_arg,
     run_dir,
     shared_store,
+    worktree_gone,
     write_json,
     write_record,
 )
@@ -139,7 +140,7 @@ class RunDriver:
                         lease_check()
                         awaiting = self._on_part(part, values) or awaiting
             except UnicodeDecodeError as err:  # bad input, not a fault a resume gets past
-                raise not_utf8(err) from None
+                raise not_utf8(err, _file_holding(err, self.root)) from None
             except _OverWallTime as over:
                 values.update(status="budget-exhausted", reason=str(over))
                 return self.finish(values)
@@ -195,6 +196,12 @@ class RunDriver:
         else:
             fault = filesystem_error(err)
         repo = repo_arg(self.root)
+        worktree = (values.get("worktree") or {}).get("path")
+        if worktree_gone(worktree, self.root):  # deleted by hand: no retry can get past it
+            # The record keeps its state (so `resume --abort` takes the run); next_step says the same.
+            return FilesystemError("the run's worktree was deleted, and the change in it with it", location=worktree,
+                                   hint=f"abort the run (`metalport resume {self.run_id} --abort{repo}`), then start "
+                                        f"a new one with `run-migration {values.get('op')}{repo}`")
         if self._at_gate():  # the decision did not get through: nothing was published, the run still waits
             try:
                 self._write(values, awaiting=True)
@@ -321,3 +328,25 @@ def _cpu_s() -> float:
     """CPU seconds of this process and its finished children (compilers): load-independent timing."""
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
+
+
+def _file_holding(err: UnicodeDecodeError, root: Path) -> Path | None:
+    """The tracked file of the checkout at `root` whose bytes are the ones that failed to decode, so
+    the error names it (a reader deep in the port read it with `read_text`); None when none is."""
+    import subprocess
+
+    data = err.object
+    if not isinstance(data, (bytes, bytearray)) or not data:
+        return None
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    for rel in filter(None, listed.split(b"\0")):
+        path = root / os.fsdecode(rel)
+        try:
+            if path.stat().st_size == len(data) and path.read_bytes() == data:
+                return path.relative_to(root) if Path.cwd() == root else path
+        except OSError:
+            continue
+    return None

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metalport.atomic import write_text_atomic
-from metalport.errors import PipelineError, UnknownRunError
+from metalport.errors import PipelineError, RepoError, UnknownRunError
 from metalport.run_ids import is_run_id
 from metalport.run_record import JsonFields, RunRecord, finite_json, metalport_dir, repo_top
 
@@ -87,6 +87,11 @@ def next_step(record: RunRecord, repo_root: Path | str) -> str:
     repo, rid = repo_arg(repo_root), record.run_id
     if record.status == "published":
         return f"it is already published ({record.pr_url or record.bundle_path}); nothing left to decide"
+    if _record_worktree_gone(record, repo_root):
+        where = metalport_dir(repo_root) / "worktrees" / rid
+        return (f"its worktree {where} was deleted and the change in it with it: abort the run "
+                f"(`metalport resume {rid} --abort{repo}`), then start a new one with "
+                f"`run-migration {record.op}{repo}`")
     if record.status == "running":
         return (f"it is at stage {record.stage}; wait for it, or `metalport resume {rid}{repo}` if its process "
                 f"died (it then stops at the gate), or `metalport resume {rid} --abort{repo}`")
@@ -94,6 +99,29 @@ def next_step(record: RunRecord, repo_root: Path | str) -> str:
         what = "the publish (the approval stands)" if record.stage == "publish" else f"stage {record.stage}"
         return f"fix the cause, then `metalport resume {rid}{repo}` retries {what}"
     return f"it ended {record.status}; start a new run with `run-migration {record.op}{repo}`"
+
+
+def worktree_gone(worktree: str | None, repo_root: Path | str) -> bool:
+    """True when `worktree` is one of this checkout's run worktrees and no longer exists (deleted by
+    hand): nothing can continue from it (a worktree on another machine of a fleet is not judged)."""
+    if not worktree:
+        return False
+    path = Path(worktree)
+    try:
+        mine = path.parent.resolve() == (metalport_dir(repo_root) / "worktrees").resolve()
+    except RepoError:
+        return False
+    return mine and not path.exists()
+
+
+def _record_worktree_gone(record: RunRecord, repo_root: Path | str) -> bool:
+    """Whether the run, past its sandbox and not ended, lost its worktree (this checkout's runs only:
+    with a shared store the worktree may live on another machine)."""
+    live = record.status in ("running", "awaiting-review") or (record.status == "failed" and record.stage == "publish")
+    if not live or not record.branch or record.stage in ("resolve", "plan", "sandbox") or \
+            shared_store(repo_root) is not None:
+        return False
+    return worktree_gone(str(metalport_dir(repo_root) / "worktrees" / record.run_id), repo_root)
 
 
 def run_dir(repo_root: Path | str, run_id: str) -> Path:

@@ -96,3 +96,83 @@ def test_the_gate_without_a_terminal_shows_the_evidence_then_how_to_read_then_de
         f"metalport: error: aten::heaviside is already published by run {run_id} ({bundle}), not yet merged; merge "
         "that change (its PR, or `git am --keep-non-patch` of its bundle); to port it again, delete branch "
         "metalport/heaviside first")
+
+
+def test_a_deleted_worktree_is_named_and_the_suggested_command_works(workspace: Path) -> None:
+    import shutil
+
+    proc = _metalport("run", "aten::heaviside", "--repo", str(workspace), "--no-input")
+    assert proc.returncode == 0, proc.stderr
+    run_id = next(line.split()[1] for line in proc.stderr.splitlines() if "waiting for review at the gate" in line)
+    worktree = workspace / ".git" / "metalport" / "worktrees" / run_id
+    shutil.rmtree(worktree)  # a user cleaning up by hand
+    abort = f"metalport resume {run_id} --abort --repo {workspace}"
+    gone = (f"metalport: error: {worktree}: the run's worktree was deleted, and the change in it with it; abort the "
+            f"run (`{abort}`), then start a new one with `run-migration aten::heaviside --repo {workspace}`")
+    for argv in (("review", "approve", run_id), ("resume", run_id)):  # a retry cannot get past it: never suggested
+        proc = _metalport(*argv, "--repo", str(workspace))
+        assert proc.returncode == 2 and proc.stderr.splitlines()[-1] == gone, argv
+    proc = _metalport("review", "approve", run_id, "--repo", str(workspace))
+    line = _one_line(proc)
+    assert proc.returncode == 2 and f"its worktree {worktree} was deleted" in line and f"`{abort}`" in line
+    assert "retries" not in line
+    proc = _metalport("resume", run_id, "--abort", "--repo", str(workspace))  # what it suggested works
+    assert proc.returncode == 0, proc.stderr
+    proc = _metalport("run", "aten::heaviside", "--repo", str(workspace), "--no-input")
+    assert proc.returncode == 0 and "waiting for review at the gate" in proc.stderr
+
+
+def test_a_byte_that_is_not_utf8_names_its_file(tmp_path: Path) -> None:
+    import git as gitpython
+
+    from tests.real_tree import overlay_real_tree
+
+    root = overlay_real_tree(tmp_path / "real", writable=True).root
+    kernel = root / "aten/src/ATen/native/mps/kernels/UnaryKernel.metal"
+    data = kernel.read_bytes() + b"// caf\xe9\n"  # a Latin-1 comment
+    kernel.write_bytes(data)
+    repo = gitpython.Repo(root)
+    repo.git.add(str(kernel))
+    repo.git.commit("-qm", "a Latin-1 comment", author="T <t@localhost>")
+    line = data.count(b"\n")
+    proc = _metalport("run", "aten::frac", "--repo", str(root), "--no-input")
+    assert proc.returncode == 2 and _one_line_last(proc) == (
+        f"metalport: error: {kernel}:{line}:7: byte 0xE9 is not UTF-8 (invalid continuation byte); "
+        "save the file as UTF-8; retrying or resuming cannot help until it is")
+
+
+def _one_line_last(proc: subprocess.CompletedProcess) -> str:
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize("target", ["dir", "/dev/null"])
+def test_kernels_given_a_directory_or_a_device_says_which(tmp_path: Path, target: str) -> None:
+    path = tmp_path if target == "dir" else Path(target)
+    proc = _metalport("kernels", str(path))
+    what = ("is a directory, not a shader file; name one .metal file in it" if target == "dir"
+            else "not a regular file (a device or a pipe), not a shader file; name a .metal file")
+    assert proc.returncode == 2 and proc.stderr == f"metalport: error: {path}: {what}\n"
+
+
+def test_hostcheck_on_a_shader_points_to_kernels(wheel_workspace: object, tmp_path: Path) -> None:
+    root = Path(getattr(wheel_workspace, "root", wheel_workspace))
+    shader = root / "aten/src/ATen/native/mps/kernels/X.metal"  # never written: the suffix decides
+    proc = _metalport("hostcheck", str(shader))
+    assert proc.returncode == 2 and proc.stderr == (
+        f"metalport: error: {shader}: a Metal shader, not host code; check a shader with `metalport kernels "
+        f"{shader} --repo {root}`; hostcheck takes .mm files\n")
+    proc = _metalport("hostcheck", str(tmp_path))
+    assert proc.returncode == 2 and proc.stderr == (
+        f"metalport: error: {tmp_path}: is a directory, not a .mm file; name the .mm files in it\n")
+
+
+def test_a_cold_kernels_compile_says_what_it_is_doing_on_stderr(tmp_path: Path) -> None:
+    from tests.emulate.conftest import FIXTURES
+
+    shader = FIXTURES / "pointwise.metal"
+    proc = _metalport("kernels", str(shader), env={"METALPORT_CACHE_DIR": str(tmp_path / "cold")})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines()[0] == (f"metalport: compiling {shader} on the CPU (a large shader takes about "
+                                           "30 s the first time; cached after)")
+    assert "kernels in" in proc.stdout  # the table still goes to stdout alone
