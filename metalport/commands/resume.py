@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from metalport.commands._complete import complete_run_ids, with_completer
 from metalport.commands._repo import add_repo_option, checkout_root
@@ -30,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from metalport.errors import UsageError
     from metalport.fleet.decide import send_decision
     from metalport.graph import Abort, Approve, Reject, get_run, resume_run
-    from metalport.graph.console import conclude, is_interactive, make_progress
+    from metalport.graph.console import Interruptible, conclude, is_interactive, make_progress
 
     root = checkout_root(args)
     if args.reject is not None and not args.reject.strip():
@@ -39,8 +40,13 @@ def run(args: argparse.Namespace) -> int:
         Reject(args.reject.strip()) if args.reject is not None else None)
     progress = make_progress()
     record = None
-    if decision is not None:  # a run the fleet drives takes its decision through its workflow
-        record = send_decision(root, get_run(root, args.run_id), decision)
-    record = record or resume_run(root, args.run_id, decision, progress=progress)
-    return conclude(record, root, progress, interactive=is_interactive(args.no_input, args.json), as_json=args.json,
-                    resume=lambda run_id, d: resume_run(root, run_id, d, progress=progress))
+    with Interruptible(root, args.run_id) as guard:
+        try:
+            if decision is not None:  # a run the fleet drives takes its decision through its workflow
+                record = send_decision(root, get_run(root, args.run_id), decision)
+            record = record or resume_run(root, args.run_id, decision, progress=progress)
+            return conclude(record, root, progress, interactive=is_interactive(args.no_input, args.json),
+                            as_json=args.json, resume=lambda run_id, d: resume_run(root, run_id, d, progress=progress))
+        except KeyboardInterrupt:
+            print(guard.interrupted_line(), file=sys.stderr)
+            return 130

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from metalport.commands._complete import complete_ops, with_completer
@@ -57,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     from metalport.config import CONFIG_NAME, given_config, load_config
     from metalport.errors import UsageError
     from metalport.graph import RunOptions, resume_run, start_run
-    from metalport.graph.console import conclude, is_interactive, make_progress
+    from metalport.graph.console import Interruptible, conclude, is_interactive, make_progress
+    from metalport.run_ids import new_run_id
 
     if args.max_attempts < 1:
         raise UsageError(f"--max-attempts must be at least 1, not {args.max_attempts}")
@@ -75,9 +77,15 @@ def run(args: argparse.Namespace) -> int:
                          config_path=str(config.resolve()) if config else None, no_input=not interactive,
                          family_ops=list(args.more_ops) or None, expand_family=args.family, issue=issue)
     progress = make_progress()
-    record = start_run(root, args.op, options, run_id=args.run_id, progress=progress)
-    return conclude(record, root, progress, interactive=interactive, as_json=args.json,
-                    resume=lambda run_id, decision: resume_run(root, run_id, decision, progress=progress))
+    run_id = args.run_id or new_run_id(args.op.strip().removeprefix("aten::"))
+    with Interruptible(root, run_id) as guard:
+        try:
+            record = start_run(root, args.op, options, run_id=run_id, progress=progress)
+            return conclude(record, root, progress, interactive=interactive, as_json=args.json,
+                            resume=lambda run_id, decision: resume_run(root, run_id, decision, progress=progress))
+        except KeyboardInterrupt:
+            print(guard.interrupted_line(), file=sys.stderr)
+            return 130
 
 
 def _config_issue(path: Path) -> int | None:

@@ -95,3 +95,54 @@ def _print_gate(console: Console, record: RunRecord, repo_root: Path) -> None:
 def is_interactive(no_input: bool, as_json: bool) -> bool:
     """Prompt only with a TTY on stdin and stderr, and neither --no-input nor --json."""
     return not no_input and not as_json and sys.stdin.isatty() and sys.stderr.isatty()
+
+
+class Interruptible:
+    """While a run is driven: Ctrl-C says at once that the run is stopping (its processes take a
+    few seconds to end), and `interrupted_line` then says where it stopped and how to go on.
+
+        with Interruptible(root, run_id) as guard:
+            ...
+        # except KeyboardInterrupt: print(guard.interrupted_line()); return 130
+    """
+
+    def __init__(self, repo_root: Path, run_id: str) -> None:
+        self.repo_root, self.run_id = repo_root, run_id
+        self._previous: object = None
+
+    def _on_sigint(self, signum: int, frame: object) -> None:
+        print(f"metalport: Ctrl-C: stopping run {self.run_id} (its build or test processes end first; the run "
+              "stays resumable)", file=sys.stderr, flush=True)
+        raise KeyboardInterrupt
+
+    def __enter__(self) -> "Interruptible":
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)  # type: ignore[arg-type]
+
+    def interrupted_line(self) -> str:
+        """`metalport: interrupted run X at stage S; continue it with `metalport resume X`` (or why not)."""
+        from metalport.errors import MetalportError
+        from metalport.graph.records import get_run
+
+        repo = repo_arg(self.repo_root)
+        try:
+            record = get_run(self.repo_root, self.run_id)
+        except MetalportError:
+            return f"metalport: interrupted before run {self.run_id} started; nothing to resume"
+        if record.status == "awaiting-review":
+            return (f"metalport: interrupted; run {self.run_id} waits at the gate: decide with "
+                    f"`metalport review show {self.run_id}{repo}`, then approve, reject or abort")
+        if record.status != "running":
+            return f"metalport: interrupted; run {self.run_id} is {record.status} at stage {record.stage}"
+        return (f"metalport: interrupted run {self.run_id} at stage {record.stage}; continue it with "
+                f"`metalport resume {self.run_id}{repo}` (or drop it: `metalport resume {self.run_id} --abort{repo}`)")

@@ -130,3 +130,17 @@ def test_a_line_typed_at_the_prompt_is_read_whole_and_ctrl_d_is_end_of_input(mon
         terminal.close()
         os.close(slave)
         os.close(master)
+
+
+def test_ctrl_c_in_the_test_stage_says_so_at_once_and_prints_the_resume_command(fixture_repo: Path) -> None:
+    repo, run_id = str(fixture_repo), "int-3"
+    first = metalport("run", "aten::heaviside", "--repo", repo, "--executor", "emulated", "--no-input",
+                      "--run-id", run_id, env={KILL_ENV: "test", KILL_SIGNAL_ENV: "INT"})
+    assert first.returncode == INTERRUPTED and "Traceback" not in first.stderr, first.stderr[-2000:]
+    lines = first.stderr.splitlines()
+    assert f"metalport: Ctrl-C: stopping run {run_id} (its build or test processes end first; the run stays " \
+           "resumable)" in lines
+    stage = get_run(fixture_repo, run_id).stage
+    assert lines[-1] == (f"metalport: interrupted run {run_id} at stage {stage}; continue it with `metalport resume "
+                         f"{run_id} --repo {repo}` (or drop it: `metalport resume {run_id} --abort --repo {repo}`)")
+    _at_gate(fixture_repo, run_id)  # the printed command works
