@@ -294,7 +294,7 @@ class RunDriver:
             created_at=stored.created_at, updated_at=now_iso(), reason=values.get("reason"),
             feedback=values.get("feedback"), pr_url=values.get("pr_url"), bundle_path=values.get("bundle_path"),
             verdicts=dict(values.get("verdicts") or {}), usage=dict(values.get("usage") or {}),
-            paused_s=round(float(values.get("paused_s") or 0.0), 3))
+            paused_s=round(_paused_s(values, awaiting), 3))
 
     def _write(self, values: dict, *, awaiting: bool = False, cleaned: bool = False) -> RunRecord:
         record = self.record_from(values, awaiting=awaiting, cleaned=cleaned)
@@ -302,6 +302,15 @@ class RunDriver:
         if self.store is not None:
             share_record(self.store, record, values, self.directory)
         return record
+
+
+def _paused_s(values: dict, awaiting: bool) -> float:
+    """Seconds the run has waited at the gate: the decided waits, and at the gate the wait so far (a
+    record written again there, e.g. by a resume without a decision, does not count the wait as work)."""
+    paused = float(values.get("paused_s") or 0.0)
+    if awaiting and values.get("gate_at"):
+        paused += max(0.0, time.time() - float(values["gate_at"]))
+    return paused
 
 
 class _OverWallTime(Exception):

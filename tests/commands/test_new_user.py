@@ -3,9 +3,11 @@ endpoint errors: each one line naming the cause and the fix, a non-zero exit, ne
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -79,6 +81,16 @@ def test_the_gate_without_a_terminal_shows_the_evidence_then_how_to_read_then_de
     decide = gate.index("then decide with:")
     assert gate.index(test) < show < decide  # evidence first, then where to read, then the decision
     assert gate[decide + 1] == f"  metalport review approve {run_id} --repo {workspace}"
+
+    from metalport.graph.records import get_run
+    from metalport.run_record import RunRecord
+
+    before = get_run(workspace, run_id).elapsed_s()
+    time.sleep(3.0)  # waiting at the gate is not work (README: elapsed leaves the waits out)
+    proc = _metalport("resume", run_id, "--repo", str(workspace), "--no-input", "--json")  # the gate again
+    assert proc.returncode == 0 and "is waiting for review at the gate" in proc.stderr
+    shown = RunRecord.from_dict(json.loads(proc.stdout))
+    assert shown.elapsed_s() < before + 2.0 and shown.paused_s >= 3.0
 
     config = tmp_path / "gitconfig"
     config.write_text("[user]\n\tuseConfigOnly = true\n")  # git has no identity and may not guess one
@@ -176,3 +188,14 @@ def test_a_cold_kernels_compile_says_what_it_is_doing_on_stderr(tmp_path: Path) 
     assert proc.stderr.splitlines()[0] == (f"metalport: compiling {shader} on the CPU (a large shader takes about "
                                            "30 s the first time; cached after)")
     assert "kernels in" in proc.stdout  # the table still goes to stdout alone
+
+
+def test_sgn_on_the_real_corpus_reaches_the_gate(tmp_path: Path) -> None:
+    """The issue's recipe (#33.4): a workspace with the real files laid over it, `run aten::sgn`: the
+    contract check on the real UnaryKernel.metal passes and the run reaches the gate."""
+    from tests.real_tree import overlay_real_tree
+
+    root = overlay_real_tree(tmp_path / "real", writable=True).root
+    proc = _metalport("run", "aten::sgn", "--repo", str(root), "--no-input")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "✓ check" in proc.stderr and "is waiting for review at the gate" in proc.stderr
