@@ -10,7 +10,8 @@ from metalport.backlog.model import BacklogItem, Family, Status
 from metalport.checkout.layout import Checkout
 from metalport.checkout.routing import StubRoute
 from metalport.checkout.sources import ImplKind, Sources, StubDecl, XfailEntry, scan_sources
-from metalport.port.kinds import Porter, PorterVerdict, classify, entry_comments, porter_for, schema_arguments
+from metalport.port.kinds import (Classification, Kind, Porter, PorterVerdict, classify, entry_comments, porter_for, schema_arguments,
+                                  tensor_outputs)
 from metalport.port.spec_recipes import recipe_ops
 from metalport.registry.index import load_registry
 from metalport.registry.model import Op, Registry
@@ -98,8 +99,19 @@ def _classify(op: Op, sources: Sources, xfails: dict[str, list[XfailEntry]], has
         location=f"{checkout.rel(Path(op.entries[0].span.file))}:{op.entries[0].span.start}",
         stubs=route.stubs if route else (), route=route.describe() if route else None,
         stub_assumed=route.assumed if route else None,
-        kind=kind, porter=_ALREADY if status is Status.SHARED else porter_for(kind, op.name in recipes),
+        kind=kind, porter=_ALREADY if status is Status.SHARED else _porter(op, kind, op.name in recipes),
     )
+
+
+def _porter(op: Op, kind: Classification, covered: bool) -> PorterVerdict:
+    """Who can port `op`: a pointwise op writing several tensors per element (frexp) has no functor a
+    model could write (the planner refuses it), so nobody here: it is ported by hand."""
+    verdict = porter_for(kind, covered)
+    many = next((outs for e in op.entries if len(outs := tensor_outputs(e.func)) > 1), None)
+    if verdict.porter is Porter.LLM and kind.kind is Kind.POINTWISE_STUB and many:
+        return PorterVerdict(Porter.NONE, f"writes {len(many)} tensors ({', '.join(many)}) per element; a functor "
+                                          "returns one: port it by hand")
+    return verdict
 
 
 _ALREADY = PorterVerdict(Porter.NONE, "already native: MPS runs the kernel CPU and CUDA share")
@@ -107,11 +119,11 @@ _WORK_ORDER = {Status.MISSING: 0, Status.MPS_GRAPH: 0, Status.MPS_GRAPH_STUB: 0,
 
 
 def _ease_key(item: BacklogItem) -> tuple[int, int, int, int, str]:
-    """Port candidates first, then by family (pointwise with a declared stub first), then by rows;
+    """Port candidates first (those recipes or a model can port before those only a person can), then by family (pointwise with a declared stub first), then by rows;
     ops that are no candidates last (they are not ranked)."""
     pointwise = item.family in (Family.UNARY, Family.BINARY, Family.TERNARY)
     score = 0 if pointwise and item.stub else 1 if pointwise else 2 if item.family is Family.REDUCTION else 3
-    return (not item.candidate, _WORK_ORDER.get(item.status, 2), score, item.rows, item.op)
+    return (not item.candidate, _by_hand(item), _WORK_ORDER.get(item.status, 2), score, item.rows, item.op)
 
 
 def _scan_context(checkout: Checkout, registry: Registry, sources: Sources | None = None) -> tuple:
@@ -128,7 +140,13 @@ def scan_backlog(checkout: Checkout, registry: Registry | None = None) -> list[B
     context = _scan_context(checkout, registry)
     items = [item for op in registry.ops.values() if (item := _classify(op, *context)) is not None]
     items.sort(key=_ease_key)
-    return [replace(item, ease=rank if item.candidate else None) for rank, item in enumerate(items, start=1)]
+    return [replace(item, ease=rank if item.candidate and not _by_hand(item) else None)
+            for rank, item in enumerate(items, start=1)]
+
+
+def _by_hand(item: BacklogItem) -> bool:
+    """A candidate no porter of metalport takes (only a person can port it): not ranked."""
+    return item.status is not Status.SHARED and item.porter is not None and item.porter.porter is Porter.NONE
 
 
 def backlog_item(checkout: Checkout, registry: Registry, op: str, *,

@@ -284,6 +284,14 @@ def classify(op: Op, route: StubRoute | None = None, stub: StubDecl | None = Non
                           rows=True)
 
 
+def tensor_outputs(func: str) -> tuple[str, ...]:
+    """The names of the tensors a schema returns: `(Tensor mantissa, Tensor exponent)` gives two."""
+    returns = func.split("->", 1)[1].strip() if "->" in func else ""
+    parts = [r.strip() for r in returns.strip("()").split(",") if r.strip()]
+    return tuple((r.split()[-1] if len(r.split()) > 1 else f"result{i}") for i, r in enumerate(parts)
+                 if r.startswith("Tensor") and not r.startswith("Tensor[]"))
+
+
 def porter_for(kind: Classification, covered: bool) -> PorterVerdict:
     """Who can port an op of `kind`; `covered` says the recipe table has it."""
     if not kind.candidate:

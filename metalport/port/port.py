@@ -34,7 +34,7 @@ from typing import Any
 from metalport.port.apply import apply_port
 from metalport.port.functors import COMPLEX_TYPES, FunctorRecipe, dtypes_for, metal_types_for, recipe_table
 from metalport.port.functors import Family as RecipeFamily
-from metalport.port.kinds import Classification, Kind
+from metalport.port.kinds import Classification, Kind, tensor_outputs
 from metalport.port.launch import LAUNCHERS
 from metalport.port.metal import fit_functor
 from metalport.port.obsolete import (grad_xfails, left_out_dtypes, legacy_registrations, obsolete_decorators,
@@ -174,14 +174,6 @@ def _table_parts(checkout: Checkout, recipe: FunctorRecipe, stub: str) -> _Launc
                        decl.header, decl.params, recipe.family.value)
 
 
-def _tensor_outputs(func: str) -> tuple[str, ...]:
-    """The names of the tensors a schema returns: `(Tensor mantissa, Tensor exponent)` gives two."""
-    returns = func.split("->", 1)[1].strip() if "->" in func else ""
-    parts = [r.strip() for r in returns.strip("()").split(",") if r.strip()]
-    return tuple((r.split()[-1] if len(r.split()) > 1 else f"result{i}") for i, r in enumerate(parts)
-                 if r.startswith("Tensor") and not r.startswith("Tensor[]"))
-
-
 def _llm_parts(checkout: Checkout, res: Resolution) -> _LaunchPart:
     shape = _BY_FAMILY.get(res.family)
     if shape is None:
@@ -189,9 +181,9 @@ def _llm_parts(checkout: Checkout, res: Resolution) -> _LaunchPart:
     host_family, kernel, host, macro = shape
     # A pointwise functor returns one value: an op whose kernel writes two tensors (frexp's mantissa and
     # exponent) cannot be met by any functor a model writes, so it is refused here, before a model call.
-    many = next((e for e in res.entries if len(_tensor_outputs(e.func)) > 1), None)
+    many = next((e for e in res.entries if len(tensor_outputs(e.func)) > 1), None)
     if many is not None:
-        outputs = _tensor_outputs(many.func)
+        outputs = tensor_outputs(many.func)
         raise PipelineError(f"aten::{res.op} writes {len(outputs)} tensors ({', '.join(outputs)}) per element; a "
                             f"{macro} functor returns one, so its port is not a functor for a model to write",
                             location=f"{res.registry.path}:{many.span.start}",
