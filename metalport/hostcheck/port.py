@@ -1,10 +1,14 @@
 """The host check of a port: which `.mm` files it touches, the base tree first, then the edit.
 
 Note [host baseline]: the base tree's version of each touched `.mm` is checked before the
-edited one.  If the base does not type-check, nothing the port did is to blame: the file gets
-one line naming what is missing (a declaration our SDK shim lacks, or a base tree whose `.mm`
-does not match its own registry/headers), its edited version is not judged, and nothing goes to
-the model.  Only a file whose base type-checks and whose edit does not yields failures.
+edited one.  If the base does not type-check, nothing the port did is to blame for its errors:
+the file gets one line naming what is missing (a declaration our SDK shim lacks, or a base tree
+whose `.mm` does not match its own registry/headers, as the corpus's older BinaryOps.mm against
+the 2.13 registry).  Its edited version is still judged, against the base: an error the base has
+too (the same message at a line of the same text) is inherited and not the port's; any other
+error is the port's and fails it.  A base that reached the compiler's error limit hides what
+comes after, so its edit is not judged (a gap only).  A file whose base type-checks fails on any
+error of its edit.
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ class PortHostCheck:
         if not self.files:
             verdict["report"] = {"status": "no .mm touched"}
         elif self.gaps and not self.failures:
-            verdict["report"] = {"status": f"{len(self.gaps)} file(s) unchecked: " + "; ".join(self.gaps)}
+            verdict["report"] = {"status": f"{len(self.gaps)} file(s) with errors in the base: " + "; ".join(self.gaps)}
         return verdict
 
 
@@ -87,6 +91,37 @@ def _dropped_kernels(before: Path, after: Path) -> set[str]:
     if old == new:
         return set()
     return set(_KERNEL_NAME.findall(old)) - set(_KERNEL_NAME.findall(new))
+
+
+ERROR_LIMIT = 50  # -ferror-limit in toolchain.MPS_FLAGS
+
+
+def _new_errors(before: HostCheck, after: HostCheck, base: Path, work: Path) -> list[Failure]:
+    """The failures of `after` whose error `before` (the base) does not have: same message at a line
+    of the same text, counted (a line the port moved keeps its errors; one it added or changed does not)."""
+    from collections import Counter
+
+    inherited = Counter(_signature(d, base) for d in before.errors)
+    out: list[Failure] = []
+    for diagnostic, failure in zip(after.errors, after.failures()):
+        key = _signature(diagnostic, work)
+        if inherited[key] > 0:
+            inherited[key] -= 1
+        else:
+            out.append(failure)
+    return out
+
+
+def _signature(diagnostic: object, root: Path) -> tuple[str, str, str]:
+    """(file, message, the text of its line) of an error diagnostic."""
+    file, line = str(getattr(diagnostic, "file", "")), int(getattr(diagnostic, "line", 0) or 0)
+    path = Path(file) if Path(file).is_absolute() else root / file
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    except OSError:
+        text = ""
+    return file, str(getattr(diagnostic, "message", "")), text
 
 
 def gap_line(result: HostCheck) -> str:
@@ -130,14 +165,18 @@ def check_port(base: Path, work: Path, *, cache_dir: Path | None = None, sandbox
     gaps: list[str] = []
     failures: list[Failure] = []
     for rel in files:
+        before = None
         if (base / rel).is_file():
             before = check_file(base / rel, base, display=rel, cache_dir=cache_dir, sandbox=sandbox)
             if not before.ok:
-                gaps.append(gap_line(before))
-                continue
+                if len(before.errors) >= ERROR_LIMIT:
+                    gaps.append(f"{gap_line(before)}; its edit is not judged (the base reached the error limit)")
+                    continue  # errors past the limit are not shown: the edit cannot be told apart
+                gaps.append(f"{gap_line(before)}; its edit is judged against the base's {len(before.errors)} "
+                            "error(s)")
         if not (work / rel).is_file():
             continue
         after = check_file(work / rel, work, display=rel, cache_dir=cache_dir, sandbox=sandbox)
         checked.append(after)
-        failures.extend(after.failures())
+        failures.extend(after.failures() if before is None or before.ok else _new_errors(before, after, base, work))
     return PortHostCheck(tuple(checked), tuple(gaps), tuple(failures), time.monotonic() - start, tuple(files))

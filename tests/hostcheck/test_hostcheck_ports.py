@@ -74,3 +74,27 @@ def test_every_spec_port_on_the_wheel_workspace_type_checks(wheel_workspace, tmp
     apply_port(plan_port(Checkout(work), op), work)
     result = check_port(base, work, cache_dir=tmp_path.parent / "hostcheck-cache")
     assert result.files and all(c.ok for c in result.checked), "\n".join(map(str, result.failures))
+
+
+def test_a_port_of_a_file_whose_base_is_out_of_step_is_judged_against_the_base(base: Path, tmp_path: Path) -> None:
+    """logical_and's port edits the corpus's BinaryOps.mm, older than the 2.13 registry (PROVENANCE.md):
+    its 39 base errors are inherited, not the port's, and an error the port adds still fails it."""
+    name = f"{OPS}/BinaryOps.mm"
+    work = tmp_path / "work"
+    shutil.copytree(base, work, symlinks=True)
+    apply_port(plan_port(Checkout(work), "logical_and"), work)
+    cache = tmp_path.parent / "hostcheck-cache"
+    result = check_port(base, work, cache_dir=cache)
+    assert name in {c.file for c in result.checked} and not result.failures, "\n".join(map(str, result.failures))
+    [gap] = [g for g in result.gaps if name in g]
+    assert gap.startswith(f"base mismatch: {name} does not type-check against its own registry and headers: "
+                          "structured_eq_scalar_out_mps is not declared") and "its edit is judged against" in gap
+
+    text = (work / name).read_text()
+    planted = text.replace("TORCH_IMPL_FUNC(add_out_mps)", "static void planted() { undeclared_helper(1); }\n"
+                           "TORCH_IMPL_FUNC(add_out_mps)", 1)
+    (work / name).write_text(planted)
+    result = check_port(base, work, cache_dir=cache)
+    line = planted[:planted.index("undeclared_helper")].count("\n") + 1
+    assert [(f.file, f.line) for f in result.failures] == [(name, line)], "\n".join(map(str, result.failures))
+    assert "undeclared_helper" in result.failures[0].message
