@@ -68,12 +68,21 @@ def _git(root: Path, *argv: str) -> None:
                         hint="check that git is installed and the directory is writable")
 
 
-def init_workspace(directory: Path | str) -> Checkout:
-    """Create a wheel workspace at `directory` (absent or empty) with one initial commit."""
+def init_workspace(directory: Path | str, overlay: Path | str | None = None) -> Checkout:
+    """Create a wheel workspace at `directory` (absent or empty) with one initial commit; with
+    `overlay` (a folder in PyTorch's layout, e.g. real upstream `.mm`/`.metal` files), its files are
+    laid over the workspace in a second commit."""
     target = Path(directory).expanduser().resolve()
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise UsageError("directory is not empty", location=str(target),
                          hint="choose a new or empty directory; nothing was written")
+    layer = Path(overlay).expanduser().resolve() if overlay is not None else None
+    if layer is not None and not layer.is_dir():
+        raise UsageError("--overlay is not a folder", location=str(layer),
+                         hint="name a folder in PyTorch's layout (holding aten/...); nothing was written")
+    if layer is not None and (target == layer or layer in target.parents):
+        raise UsageError("the workspace cannot be inside the folder laid over it", location=str(target),
+                         hint="choose a DIR outside --overlay; nothing was written")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".metalport-init-", dir=target.parent))
@@ -84,6 +93,10 @@ def init_workspace(directory: Path | str) -> Checkout:
         _git(staging, "init", "-q")
         _git(staging, "add", "-A")
         _git(staging, "commit", "-q", "-m", "metalport workspace from the installed torch wheel")
+        if layer is not None:
+            _lay_over(layer, staging)
+            _git(staging, "add", "-A")
+            _git(staging, "commit", "-q", "--allow-empty", "-m", f"files laid over the workspace from {layer}")
         if target.exists():
             target.rmdir()
         staging.rename(target)
@@ -95,3 +108,14 @@ def init_workspace(directory: Path | str) -> Checkout:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return Checkout(target)
+
+
+def _lay_over(source: Path, target: Path) -> None:
+    """Copy every regular file under `source` (no `.git`) to the same place under `target`."""
+    for path in sorted(source.rglob("*")):
+        rel = path.relative_to(source)
+        if ".git" in rel.parts or path.is_symlink() or not path.is_file():
+            continue
+        dest = target / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, dest)
