@@ -51,9 +51,10 @@ def run(args: argparse.Namespace) -> int:
     from metalport.commands._console import SlowNotice
     from metalport.errors import UsageError
     from metalport.hostcheck import check_file
+    from metalport.hostcheck.check import unrouted_kernels
 
     apply_sandbox_flag(args)
-    results = []
+    results, roots = [], []
     for file in args.file:
         if file.suffix == ".metal":
             root = next((p for p in file.resolve().parents if (p / "aten/src/ATen").is_dir()), None)
@@ -67,15 +68,23 @@ def run(args: argparse.Namespace) -> int:
         if not file.is_file():
             raise UsageError("no such file", location=str(file), hint="name an existing .mm file")
         root = _repo_for(file, args.repo)
+        roots.append(root)
         with SlowNotice(f"type-checking {file} (about 10 s the first time; cached after)", after_s=2.0):
             results.append(check_file(file, root))
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
     else:
-        for r in results:
+        for r, root in zip(results, roots):
             for d in r.diagnostics:
                 if d.severity != "note":
                     print(d, file=sys.stderr)
+            unrouted = unrouted_kernels(r, root)
+            if unrouted:
+                shown = ", ".join(unrouted[:4]) + (f" and {len(unrouted) - 4} more" if len(unrouted) > 4 else "")
+                print(f"{r.file}: no row of {r.registry} routes to {len(unrouted)} kernel(s) the file implements "
+                      f"with TORCH_IMPL_FUNC ({shown}): torchgen declares structured_<kernel> only for a kernel a "
+                      "row names, so the file and the registry come from different PyTorch versions",
+                      file=sys.stderr)
             state = "type-checks" if r.ok else f"does not type-check ({len(r.errors)} error(s))"
             cached = ", cached" if r.cached else ""
             print(f"{r.file}: {state} ({r.seconds:.1f} s{cached}; MPS declarations from {r.registry})")

@@ -205,3 +205,17 @@ def _relative(d: Diagnostic, repo: Path, path: Path, display: str) -> Diagnostic
     except (ValueError, OSError):
         return d
     return Diagnostic(rel, d.line, d.column, d.severity, d.message)
+
+
+_UNDECLARED_STRUCTURED = re.compile(r"use of undeclared identifier 'structured_(\w+)'")
+
+
+def unrouted_kernels(result: HostCheck, repo: Path) -> list[str]:
+    """Kernels whose `structured_<kernel>` the file uses (TORCH_IMPL_FUNC) and clang found undeclared,
+    and that no row of the checkout's registry names: torchgen declares those classes only for
+    kernels a row routes to, so the file and its registry come from different PyTorch versions."""
+    names = sorted({m.group(1) for d in result.errors if (m := _UNDECLARED_STRUCTURED.search(d.message))})
+    if not names:
+        return []
+    registry = _registry(repo)[0].read_text(encoding="utf-8", errors="replace")
+    return [n for n in names if not re.search(rf":\s*{re.escape(n)}\s*$", registry, re.MULTILINE)]

@@ -51,14 +51,15 @@ class Workers:
         self.env, self.logs, self.procs = env, logs, {}
         self.args: dict[str, tuple[str, Path]] = {}
 
-    def start(self, host: str, queue: str, checkout: Path, env: dict[str, str] | None = None) -> None:
+    def start(self, host: str, queue: str, checkout: Path, env: dict[str, str] | None = None,
+              executor: str = "command") -> None:
         """Start a worker (with `env`, default the fleet's) and wait until it polls."""
         from metalport.store import open_store
 
         self.args[host] = (queue, checkout)
         with open(self.logs / f"{host}.log", "ab") as log:
             self.procs[host] = subprocess.Popen(
-                [sys.executable, "-m", "metalport", "worker", "--queue", queue, "--executor", "command", "--host",
+                [sys.executable, "-m", "metalport", "worker", "--queue", queue, "--executor", executor, "--host",
                  host, "--repo", str(checkout)], env=env or self.env, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True)
         store = open_store(checkout)
@@ -430,3 +431,31 @@ def test_fleet_commands_without_a_reachable_server_or_configuration(
     assert code == 2 and err == (f"metalport: error: cannot reach the Temporal server at 127.0.0.1:{port} "
                                  "(connection refused); start it (`temporal server start-dev --ip 127.0.0.1`) or "
                                  "check METALPORT_TEMPORAL_ADDRESS\n")
+
+
+def test_a_fleet_sweep_of_four_recipe_ops_with_real_conformance_reaches_the_gate(
+        wheel_workspace: object, tmp_path: Path, fleet_env: dict[str, str], workers: Workers,
+        capsys: pytest.CaptureFixture) -> None:
+    """Issue #33: special_log_ndtr's conformance record holds an infinity (its worst ulps vs the
+    higher-precision truth), which PostgreSQL's jsonb refused: the run never reached the gate. Here a
+    worker with the emulated executor (real conformance) takes a sweep of four recipe ops."""
+    import math
+
+    a, _, c = _checkouts(wheel_workspace, tmp_path, build_s=0)
+    workers.start("linux-a", "linux", a, executor="emulated")
+    sweep = subprocess.run([sys.executable, "-m", "metalport", "sweep", "--fleet", "--queue", "linux", "--status",
+                            "missing", "--kind", "pointwise-stub,reduction-stub", "--limit", "4", "--repo", str(c),
+                            "--json"], env=fleet_env, capture_output=True, text=True, timeout=180)
+    assert sweep.returncode == 0, sweep.stderr
+    started = sorted(run_id.rsplit("-", 3)[0] for run_id in json.loads(sweep.stdout)["started_runs"])
+    assert len(started) == 4 and "special_log_ndtr" in started, started
+    runs = until(lambda: (lambda got: got if len(got) == 4 and all(r.status == "awaiting-review"
+                                                                    for r in got.values()) else None)(_runs(c)),
+                 "four runs at the gate", workers.log_tail("linux-a"), timeout_s=900)
+    log = workers.log_tail("linux-a")()
+    assert "Traceback" not in log and "db migrate" not in log
+    dtypes = runs["special_log_ndtr"].verdicts["test"]["report"]["dtypes"]
+    worst = [d["worst_ulps_vs_truth"][0] for d in dtypes if d.get("worst_ulps_vs_truth")]
+    assert any(math.isinf(w) for w in worst), worst  # the record holds the infinity, as a float again
+    code, out, err = _cli(capsys, "runs", "--repo", str(c), "--json")
+    assert code == 0 and sorted(r["op"].removeprefix("aten::") for r in json.loads(out)) == started, err

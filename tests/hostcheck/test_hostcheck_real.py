@@ -121,3 +121,22 @@ def test_planted_host_bug_fails_at_its_line(tree: Path, cache_dir: Path, tmp_pat
     lines = {f.line for f in result.failures if f.file == f"{OPS}/{name}"}
     assert _line_of(text, needle) in lines, [str(f) for f in result.failures]
     assert result.verdict()["ok"] is False
+
+
+def test_the_corpus_binaryops_is_named_out_of_step_with_its_registry_in_one_line(tree: Path, cache_dir: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                                  capsys: pytest.CaptureFixture) -> None:
+    """The corpus's BinaryOps.mm implements 16 kernels (eq_scalar_out_mps, ...) that the 2.13 registry
+    routes through shared `CPU, CUDA, MPS: x_out` rows (PROVENANCE.md): a real build of this tree fails
+    there too, so the errors stay (no false pass), and one line says why."""
+    from metalport.cli import main
+
+    monkeypatch.setenv("METALPORT_CACHE_DIR", str(cache_dir))
+    assert main(["hostcheck", str(tree / OPS / "BinaryOps.mm"), "--repo", str(tree)]) == 1
+    err = capsys.readouterr().err
+    [line] = [x for x in err.splitlines() if "no row of" in x]
+    assert line == (f"{OPS}/BinaryOps.mm: no row of aten/src/ATen/native/native_functions.yaml routes to 16 "
+                    "kernel(s) the file implements with TORCH_IMPL_FUNC (atan2_out_mps, eq_scalar_out_mps, "
+                    "eq_tensor_out_mps, ge_scalar_out_mps and 12 more): torchgen declares structured_<kernel> "
+                    "only for a kernel a row names, so the file and the registry come from different PyTorch "
+                    "versions")
