@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from metalport.errors import MetalportError, PipelineError
-from metalport.run_record import RunRecord
+from metalport.run_record import RunRecord, finite_json
 from metalport.store.settings import STALL_ENV, FleetSettings, load_settings, repository_name, safe_url
 
 LIVE_STATUSES = ("running", "awaiting-review")
