@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from metalport.cli import main
 from metalport.graph.records import run_dir
 from tests.sweep.conftest import fabricate, workspace  # noqa: F401 (the fixture)
 
