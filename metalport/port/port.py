@@ -41,7 +41,7 @@ from metalport.port.obsolete import (grad_xfails, left_out_dtypes, legacy_regist
                                      obsolete_xfails, opinfo_dtypes, opinfo_names, removed_legacy)
 from metalport.port.host import StubDeclaration, find_stub_declaration
 from metalport.port.reuse import ExistingKernel, missing_legacy, reuse_lines
-from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, NEEDS_LLM, PortPlan, RowChange
+from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, NEEDS_LLM, TRANSLATED, PortPlan, RowChange
 from metalport.port.resolve import Resolution, resolve_op
 from metalport.port.rows import plan_rows, routed_entry, spec_entry, spec_rows
 from metalport.port.spec import LaunchSpec
@@ -163,6 +163,8 @@ class _LaunchPart:
     placement: tuple[str, ...] = ()
     reused_kernel: str | None = None
     shared_launcher: str | None = None
+    cpu_lambda: tuple[str, str] | None = None
+    translate_declined: str | None = None
 
 
 def _table_parts(checkout: Checkout, recipe: FunctorRecipe, stub: str) -> _LaunchPart:
@@ -288,7 +290,7 @@ def _plan(checkout: Checkout, res: Resolution, part: _LaunchPart) -> PortPlan:
         op=res.op, status=res.status.value, family=res.family.value, legacy=legacy[0] if legacy else None,
         legacy_others=legacy[1:], legacy_include=include, legacy_registrations=legacy_regs, legacy_macros=macros,
         missing=missing_legacy(checkout, res.mps_kernels, {f.name for f in res.legacy}),
-        allowed_paths=tuple(sorted(allowed)), needs_llm=part.functor_step not in ("table", "reuse"),
+        allowed_paths=tuple(sorted(allowed)), needs_llm=part.functor_step not in ("table", "reuse", TRANSLATED),
         migrate=res.status in _MIGRATING or bool(res.legacy) or any(r.deletes or _names_mps(r.before)
                                                                     for r in part.rows),
         stubs=(route.stubs if route else (part.stub,)) if part.stub else (),
@@ -311,7 +313,16 @@ def _pointwise_part(checkout: Checkout, res: Resolution, kind: Classification | 
     rows = plan_rows(res)
     recipe = recipe_table().get(res.op)
     stub = res.route.stub if res.route else recipe.stub if recipe else res.stub
+    translation = None
+    if recipe is None and stub:  # Note [translate porter]: the CPU kernel's lambda, ported as a recipe
+        from metalport.port.translate.recipe import translated_recipe
+
+        translation, recipe = translated_recipe(checkout, res, stub)
     parts = _table_parts(checkout, recipe, stub) if recipe is not None else _llm_parts(checkout, res)
+    if translation is not None:
+        parts = replace(parts, functor_step=TRANSLATED if recipe is not None else parts.functor_step,
+                        cpu_lambda=(translation.where, translation.lambda_text) if translation.where else None,
+                        translate_declined=translation.declined)
     names = _test_list_names([recipe.opinfo] if recipe is not None else opinfo_names(res.op, res))
     _complex_kept(checkout, res, names, parts.dtypes, recipe is not None)
     parts, placement, existing, turned_down = _placed_parts(checkout, res, recipe, parts, reuse_kernels)
