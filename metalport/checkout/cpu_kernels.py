@@ -110,7 +110,7 @@ def _enclosing_dispatch(code: str, start: int, at: int) -> tuple[str, frozenset[
     if best is None:
         return None
     open_at = best.end() - 1
-    args = split_top_level(code[open_at + 1:closing(code, open_at)])
+    args = split_top_level(code[open_at + 1:closing(code, open_at)], "([{", ")]}")
     extras = [a for a in args if not a.lstrip().startswith("[") and "AT_WRAP" not in a]
     shown = ", ".join(a for a in extras if re.fullmatch(r"(?:(?:at|c10)::)?(?:ScalarType::|k)\w+", a.strip())
                       or a.startswith("AT_EXPAND"))

@@ -21,15 +21,16 @@ from metalport.sweep.model import SKIPPED, OpOutcome, from_record, status_of
 
 
 def backlog_candidates(repo_root: Path, statuses: Sequence[str], families: Sequence[str],
-                       kinds: Sequence[str] = ()) -> list[BacklogItem]:
-    """Backlog items with one of `statuses` (and `families`, `kinds` when given), in ease order;
-    never an op that is no port candidate (`port.kinds`)."""
+                       kinds: Sequence[str] = (), porters: Sequence[str] = ()) -> list[BacklogItem]:
+    """Backlog items with one of `statuses` (and `families`, `kinds`, `porters` when given), in ease
+    order; never an op that is no port candidate (`port.kinds`)."""
     from metalport.checkout import find_checkout
 
     items = scan_backlog(find_checkout(repo_root))
     return [i for i in items if i.candidate and i.status.value in statuses
             and (not families or i.family.value in families)
-            and (not kinds or (i.kind is not None and i.kind.kind.value in kinds))]
+            and (not kinds or (i.kind is not None and i.kind.kind.value in kinds))
+            and (not porters or (i.porter is not None and i.porter.porter.value in porters))]
 
 
 def local_branches(repo_root: Path) -> set[str]:
