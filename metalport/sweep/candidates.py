@@ -33,6 +33,11 @@ def backlog_candidates(repo_root: Path, statuses: Sequence[str], families: Seque
             and (not porters or (i.porter is not None and i.porter.porter.value in porters))]
 
 
+def offline_portable(item: BacklogItem, recipe_ops: frozenset[str]) -> bool:
+    """Whether a port of `item` needs no model: a recipe covers it, or the translate porter takes it."""
+    return item.op in recipe_ops or (item.porter is not None and item.porter.porter.value == "translate")
+
+
 def local_branches(repo_root: Path) -> set[str]:
     """Names of the repository's local branches."""
     return {head.name for head in git.Repo(repo_root).heads}

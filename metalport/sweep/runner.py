@@ -19,8 +19,8 @@ from metalport.budget_limits import BudgetLimits, SweepBudget
 from metalport.errors import BudgetExhausted, FilesystemError, filesystem_error
 from metalport.port.spec_recipes import recipe_ops
 from metalport.run_ids import new_run_id
-from metalport.sweep.candidates import (backlog_candidates, local_branches, local_skip, open_pr_skip, runs_by_op,
-                                        search_open_prs)
+from metalport.sweep.candidates import (backlog_candidates, local_branches, local_skip, offline_portable, open_pr_skip,
+                                        runs_by_op, search_open_prs)
 from metalport.sweep.dashboard import SweepReport, paths_for, write_dashboard
 from metalport.sweep.launch import RunCommand, RunProcess
 from metalport.sweep.lock import SweepLock
@@ -220,8 +220,9 @@ class _Sweep:
 
     def _unportable(self, item: Any) -> bool:
         """With the recipe model, skip (without spending --limit) an op no recipe covers (the
-        functor table or the spec recipes): its run could only end needs-llm."""
-        if self.o.model != "recipe" or item.op in self.recipe_ops:
+        functor table or the spec recipes) and the translate porter declines: its run could only end
+        needs-llm."""
+        if self.o.model != "recipe" or offline_portable(item, self.recipe_ops):
             return False
         self.outcomes[item.op] = OpOutcome(
             op=item.op, outcome=SKIPPED, ease=item.ease, skip="needs-llm",

@@ -74,7 +74,10 @@ def test_run_migration_of_a_translated_op_passes_conformance_at_the_gate(workspa
     record = json.loads(capsys.readouterr().out)
     assert record["status"] == "awaiting-review"
     test = record["verdicts"]["test"]
-    assert test["ok"] and test["counts"]["random"]["passed"] > 0, test
+    assert test["ok"] and test["failures"] == 0, test
+    dtypes = test["report"]["dtypes"]
+    assert [d["dtype"] for d in dtypes] == ["float32", "float16", "bfloat16"]
+    assert all(d["random"]["passed"] == d["random"]["samples"] > 0 and d["held_out"]["passed"] > 0 for d in dtypes)
 
 
 def test_backlog_names_the_translate_porter_or_why_it_declined(workspace: Path, capsys: pytest.CaptureFixture) -> None:
@@ -96,6 +99,6 @@ def test_sweep_porter_translate_starts_only_translated_ops(workspace: Path, caps
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["options"]["porter"] == "translate"
     assert {o["op"] for o in report["outcomes"]} <= {"hardsigmoid", "hardsigmoid_backward"}
-    assert len(report["started_runs"]) == 1
+    assert len(report["started_runs"]) == 1, [(o["op"], o["outcome"], o["reason"]) for o in report["outcomes"]]
     started = next(o for o in report["outcomes"] if o.get("run_id") == report["started_runs"][0])
     assert started["outcome"] == "awaiting-review", started
