@@ -1,0 +1,87 @@
+"""Bench: every port candidate of a checkout with its porter, and the gate status and seconds of the
+ones that port without a model (the translate porter's; the recipes' with --gate-recipes).
+
+Each offline port is a real `metalport run OP --executor emulated --no-input` in a subprocess (the
+checks a recipe port meets: contract, host check, emulated conformance) and is counted as passing
+the gate only when the run awaits review with every verdict ok in each of --seeds runs (each run's
+conformance draws its own random seed, so two runs are two seeds). Candidates a model must port are listed with the reason the translate porter gave.
+Writes a Markdown table (default bench/results/translate.md).
+
+Run: `python bench/bench_translate.py --repo WORKSPACE [--gate-recipes] [--seeds 2]`. The repo must be
+a git checkout whose tree has `aten/src/ATen/native/cpu/*.cpp` for the translate porter to read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(repo: Path, op: str, run_id: str) -> tuple[str, float]:
+    start = time.perf_counter()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run([sys.executable, "-m", "metalport", "run", f"aten::{op}", "--repo", str(repo), "--executor",
+                    "emulated", "--no-input", "--run-id", run_id], capture_output=True, text=True, env=env, timeout=1800)
+    seconds = time.perf_counter() - start
+    shown = subprocess.run([sys.executable, "-m", "metalport", "runs", "show", run_id, "--repo", str(repo), "--json"],
+                           capture_output=True, text=True, env=env, timeout=120)
+    try:
+        record = json.loads(shown.stdout)
+    except json.JSONDecodeError:
+        return "no run record", seconds
+    subprocess.run([sys.executable, "-m", "metalport", "resume", run_id, "--abort", "--repo", str(repo)],
+                   capture_output=True, text=True, env=env, timeout=300)
+    if record.get("status") != "awaiting-review":
+        return f"{record.get('status')}: {record.get('reason') or ''}".strip(), seconds
+    failed = [k for k, v in (record.get("verdicts") or {}).items() if isinstance(v, dict) and not v.get("ok", True)]
+    return ("fail: " + ", ".join(failed)) if failed else "pass", seconds
+
+
+def main() -> None:
+    """Scan the backlog, run the offline ports, write the table."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repo", type=Path, required=True)
+    parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--gate-recipes", action="store_true", help="also run the recipe table's ports")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench/results/translate.md")
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from metalport.backlog import scan_backlog
+    from metalport.checkout import find_checkout
+
+    items = [i for i in scan_backlog(find_checkout(args.repo)) if i.candidate and i.status.value != "shared"]
+    rows, counts = [], {"translate": 0, "recipe": 0, "passed": 0}
+    for item in items:
+        porter = item.porter.porter.value if item.porter else "?"
+        reason = (item.porter.reason or "") if item.porter else ""
+        gate, seconds = "not run (needs a model)", 0.0
+        if porter == "translate" or (porter == "recipe" and args.gate_recipes):
+            counts[porter] += 1
+            results = [_run(args.repo.resolve(), item.op, f"bench-{item.op}-{seed}") for seed in range(args.seeds)]
+            seconds = sum(s for _, s in results)
+            gate = f"pass in {args.seeds} runs" if all(r == "pass" for r, _ in results) \
+                else "; ".join(f"seed {i}: {r}" for i, (r, _) in enumerate(results) if r != "pass")
+            counts["passed"] += gate.startswith("pass")
+        elif porter == "recipe":
+            gate = "not run (pass --gate-recipes)"
+        rows.append(f"| {item.op} | {item.kind.kind.value if item.kind else ''} | {porter} | {gate} | "
+                    f"{seconds:.1f} | {reason.replace('|', '/')} |")
+    lines = [f"# Translate porter bench: {args.repo.name}", "",
+             f"{len(items)} candidates (not shared); translate {counts['translate']}, recipe ports run "
+             f"{counts['recipe']}, passing the gate at {args.seeds} seed(s): {counts['passed']}.", "",
+             "| op | kind | porter | gate (emulated) | seconds | why not translated |", "|---|---|---|---|---|---|",
+             *rows]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines[:3]))
+
+
+if __name__ == "__main__":
+    main()
