@@ -26,6 +26,7 @@ CPU_DIR = "aten/src/ATen/native/cpu"
 _REGISTER = re.compile(r"\b(?:REGISTER_DISPATCH|ALSO_REGISTER_AVX512_DISPATCH|REGISTER_ARCH_DISPATCH)\s*\(\s*"
                        r"(\w+)\s*,\s*&?\s*([\w:]+)\s*\)")
 _CALL = re.compile(r"\b(cpu_kernel_vec|cpu_kernel|cpu_serial_kernel|cpu_serial_kernel_vec)\s*\(")
+_MULTIPLE = re.compile(r"\bcpu_kernel_multiple_outputs\s*\(")
 _DISPATCH = re.compile(r"\bAT_DISPATCH_(\w+)\s*\(")
 _LAMBDA = re.compile(r"\s*\[([^\]]*)\]\s*\(([^)]*)\)\s*(?:mutable\s*)?(?:->\s*([^{]+?)\s*)?\{", re.S)
 
@@ -159,7 +160,9 @@ def _kernel_of(unit: Unit, stub: str, function: str) -> CpuKernel | None:
     params = split_top_level(head[head.find("(") + 1:head.rfind(")")]) if "(" in head else []
     lambdas, _ = _lambdas(unit, fn.body_start, fn.body_end)
     helpers: list[str] = []
-    if not lambdas:
+    if not lambdas and _MULTIPLE.search(unit.code, fn.body_start, fn.body_end):
+        helpers = ["cpu_kernel_multiple_outputs"]
+    elif not lambdas:
         calls = re.findall(r"\b([a-z_]\w*_kernel\w*|\w+_impl)\s*(?:<[^;(]*>)?\s*\(", unit.code[fn.body_start:fn.body_end])
         helpers = sorted(set(calls) - {name})
     return CpuKernel(stub, name, fn.file, fn.line, tuple(params[1:]), tuple(lambdas), tuple(helpers))

@@ -62,6 +62,13 @@ def test_the_reader_finds_the_registered_kernel_its_lambdas_and_their_branches(t
         "return static_cast<T>(::c10::metal::i0(x));"]),
     ("log_one_plus_stub", "UnaryOpsKernel.cpp:73", ("float32", "float16", "bfloat16"), [
         "if ((a == static_cast<float>(0))) {", "return static_cast<T>(::c10::metal::log1p(a));"]),
+    ("hardswish_backward_stub", "Activation.cpp:160", ("float32", "float16", "bfloat16"), [
+        "const float zero = 0.0f;", "const float three = 3.0f;", "const float one_half = 0.5f;",
+        "    if ((static_cast<float>(self_val) < neg_three)) {\n      return static_cast<T>(zero);\n    } else {\n"
+        "      if ((static_cast<float>(self_val) <= three)) {\n"]),
+    ("sinc_like_stub", "Activation.cpp:186", ("float32", "float16", "bfloat16"), [
+        "float product = (M_PI_F * static_cast<float>(a));",
+        "return static_cast<T>(static_cast<float>((::metal::precise::sin(product) / product)));"]),
 ])
 def test_realistic_lambdas_translate(tree: Path, stub: str, where: str, dtypes: tuple[str, ...],
                                      lines: list[str]) -> None:
@@ -83,6 +90,8 @@ def test_realistic_lambdas_translate(tree: Path, stub: str, where: str, dtypes: 
     ("split_stub", "two outputs (the lambda returns a tuple)"),
     ("angle_like_stub", "angle_like_kernel: complex-only"),
     ("absent_stub", "no aten/src/ATen/native/cpu/*.cpp registers absent_stub (REGISTER_DISPATCH)"),
+    ("pair_backward_stub", "two outputs (pair_backward_kernel calls cpu_kernel_multiple_outputs)"),
+    ("macro_made_stub", f"macro_made_kernel ({CPU_DIR}/Activation.cpp:202) has no cpu_kernel scalar lambda"),
 ])
 def test_lambdas_outside_the_subset_are_declined_with_the_reason(tree: Path, stub: str, reason: str) -> None:
     t = translate_stub(tree, stub, stub.removesuffix("_stub"))

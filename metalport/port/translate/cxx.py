@@ -48,7 +48,7 @@ _TOKEN = re.compile(r"""
 """, re.X)
 _BINARY = {"||": 1, "&&": 2, "|": 3, "^": 4, "&": 5, "==": 6, "!=": 6, "<": 7, ">": 7, "<=": 7, ">=": 7,
            "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "%": 10}
-_TEMPLATED = ("static_cast", "numeric_limits", "opmath_type", "acc_type", "c10::convert", "convert")
+_TEMPLATED = ("static_cast", "numeric_limits", "opmath_type", "acc_type", "c10::convert", "convert", "pi")
 _LOOPS = ("for", "while", "do", "switch", "goto", "throw", "try")
 _ASSIGN = ("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")
 _QUALIFIERS = ("const", "constexpr", "static", "volatile", "register")
@@ -162,6 +162,8 @@ class _Parser:
             self.take("}")
             return Node("cast", bare, (inner,))
         if self.peek() != "(":
+            if targs is not None and bare.split("::")[-1] == "pi":
+                return Node("name", "M_PI")
             if targs is not None:
                 raise Declined(f"unexpected template arguments after {bare}")
             return Node("name", bare)
@@ -205,6 +207,15 @@ class _Parser:
             inner = self.block("}")
             self.take("}")
             return inner
+        if tok == "using":  # a type alias (`using opmath_t = at::opmath_type<scalar_t>;`): types map by name
+            self.take()
+            alias = self.take()
+            while self.peek() not in (";", ""):
+                self.take()
+            self.take(";")
+            if alias not in TYPE_NAMES:
+                raise Declined(f"a `using {alias}` the translator does not know")
+            return Node("block")
         if tok == "return":
             self.take()
             value = self.expr()

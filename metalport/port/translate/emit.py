@@ -19,7 +19,7 @@ __all__ = ["FUNCTIONS", "HELPERS", "Emitter"]
 _PRECISE = ("exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "cbrt", "sin", "cos", "tan", "asin", "acos",
             "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "atan2", "pow", "fmod")
 _METAL = ("floor", "ceil", "trunc", "round", "rint", "copysign", "fmin", "fmax", "isnan", "isinf", "isfinite",
-          "signbit", "fabs")
+          "signbit", "fabs", "nextafter")
 _C10 = {"log1p": "log1p", "expm1": "expm1f", "erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "calc_erfinv": "erfinv",
         "lgamma": "log_gamma", "tgamma": "gamma", "digamma": "digamma", "calc_digamma": "digamma",
         "trigamma": "trigamma", "calc_trigamma": "trigamma", "calc_i0": "i0", "calc_i0e": "i0e", "calc_i1": "i1",

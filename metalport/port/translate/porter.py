@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from metalport.checkout.cpp import split_top_level
 from metalport.checkout.cpu_kernels import CPU_DIR, CpuKernel, ScalarLambda, find_cpu_kernel
 from metalport.port.translate.cxx import Declined, Node, parse_body, parse_expr
 from metalport.port.translate.emit import HELPERS, Emitter
@@ -75,16 +76,36 @@ def _declared(n: Node) -> list[str]:
     return own + [x for k in n.kids for x in _declared(k)]
 
 
+_STATEMENT = re.compile(r"^((?:(?:const|constexpr|static)\s+)*)([\w:]+(?:\s*<[^;=(){}]*>)?)\s+([A-Za-z_].*)$", re.S)
+_DECLARATOR = re.compile(r"^([A-Za-z_]\w*)\s*(?:=\s*(.+)|\((.*)\)|\{(.*)\})$", re.S)
+
+
+def _after_blocks(statement: str) -> str:
+    """`statement` after the last brace opening or closing a block (`[&]() {`, `} else {`); the
+    braces of a brace initializer (`one_half{0.5f}`) stay."""
+    cut = 0
+    for m in re.finditer(r"[{}]", statement):
+        before, after = statement[:m.start()].rstrip(), statement[m.end():].lstrip()
+        if m.group() == "{" and not (before[-1:].isalnum() or before[-1:] == "_"):
+            cut = m.end()
+        elif m.group() == "}" and after[:1] not in ("", ",", ")"):
+            cut = m.end()
+    return statement[cut:]
+
+
 def _declaration(before: str, name: str) -> tuple[str, str] | None:
-    """(declared type, initializer) of the last declaration of `name` in `before`."""
-    pattern = re.compile(rf"(?:^|[;{{}}\s])((?:const\s+|constexpr\s+|static\s+)*[\w:]+(?:<[^;=(){{}}]*>)?)\s+{name}\s*"
-                         rf"(?:=\s*([^;]+)|\(([^;]*)\)|\{{([^;]*)\}})\s*;")
-    found = list(pattern.finditer(before))
-    if not found:
-        return None
-    m = found[-1]
-    kind = re.sub(r"\b(?:const|constexpr|static)\s+", "", m.group(1)).strip()
-    return kind, next(g for g in m.groups()[1:] if g is not None).strip()
+    """(declared type, initializer) of the last declaration of `name` in `before` (the kernel's code
+    up to the call); a statement may declare several names (`const float zero(0), three(3);`)."""
+    found = None
+    for statement in before.split(";"):
+        m = _STATEMENT.match(_after_blocks(statement).strip())
+        if m is None or m.group(2) in ("return", "using", "typedef", "else"):
+            continue
+        for part in split_top_level(m.group(3), "([{", ")]}"):
+            d = _DECLARATOR.match(part.strip())
+            if d is not None and d.group(1) == name:
+                found = (m.group(2).strip(), next(g for g in d.groups()[1:] if g is not None).strip())
+    return found
 
 
 def _kernel_params(kernel: CpuKernel) -> dict[str, str]:
@@ -187,6 +208,8 @@ def translate_kernel(kernel: CpuKernel, op: str) -> Translation:
     """The functor `{op}_functor` translated from `kernel`'s scalar lambdas, or a declined
     Translation with the reason (Note [translate porter])."""
     base = Translation(op, kernel.stub, kernel=kernel.function)
+    if not kernel.lambdas and kernel.calls_other == ("cpu_kernel_multiple_outputs",):
+        return _declined(base, f"two outputs ({kernel.function} calls cpu_kernel_multiple_outputs)")
     if not kernel.lambdas:
         helpers = f" (it calls {', '.join(kernel.calls_other)})" if kernel.calls_other else ""
         return _declined(base, f"{kernel.function} ({kernel.file}:{kernel.line}) has no cpu_kernel scalar lambda{helpers}")
@@ -252,7 +275,14 @@ def _declined(base: Translation, reason: str, lam: ScalarLambda | None = None) -
 def translate_stub(root: Path, stub: str, op: str, index: dict | None = None) -> Translation:
     """`translate_kernel` of the CPU kernel `stub` is registered with in the tree at `root`; a
     declined Translation when no CPU kernel file registers it."""
+    from metalport.checkout.cpu_kernels import cpu_kernel_index
+
+    index = index if index is not None else cpu_kernel_index(root)
     kernel = find_cpu_kernel(root, stub, index)
+    if kernel is None and stub in index:
+        path, function = index[stub]
+        return Translation(op, stub, declined=f"{path.name} registers {stub} with {function}, which is no function "
+                                              "written out in that file (a macro makes it?)")
     if kernel is None:
         return Translation(op, stub, declined=f"no {CPU_DIR}/*.cpp registers {stub} (REGISTER_DISPATCH)")
     try:
