@@ -7,8 +7,10 @@ the gate only when the run awaits review with every verdict ok in each of --seed
 conformance draws its own random seed, so two runs are two seeds). Candidates a model must port are listed with the reason the translate porter gave.
 Writes a Markdown table (default bench/results/translate.md).
 
-Run: `python bench/bench_translate.py --repo WORKSPACE [--gate-recipes] [--seeds 2]`. The repo must be
-a git checkout whose tree has `aten/src/ATen/native/cpu/*.cpp` for the translate porter to read.
+Run: `python bench/bench_translate.py --repo CHECKOUT [--gate-recipes] [--seeds 2]` on a checkout whose
+tree has `aten/src/ATen/native/cpu/*.cpp`, or `--fixture-workspace DIR`: a wheel workspace made at DIR
+with our fixture CPU files (tests/port/fixtures/cpu, the math of real ops in ATen's file shape) where
+every op those files register a kernel for has its shared rows' `MPS` removed, as if MPS lacked it.
 """
 
 from __future__ import annotations
@@ -44,10 +46,40 @@ def _run(repo: Path, op: str, run_id: str) -> tuple[str, float]:
     return ("fail: " + ", ".join(failed)) if failed else "pass", seconds
 
 
+def _fixture_workspace(target: Path) -> Path:
+    """A committed wheel workspace with the fixture CPU files, MPS dropped from the rows of their ops."""
+    import re
+    import shutil
+
+    from metalport.backlog import scan_backlog
+    from metalport.checkout import Checkout, init_workspace
+    from metalport.checkout.cpu_kernels import CPU_DIR, cpu_kernel_index
+    from metalport.checkout.workspace import GIT_IDENTITY
+
+    root = init_workspace(target).root
+    (root / CPU_DIR).mkdir(parents=True, exist_ok=True)
+    for path in sorted((ROOT / "tests/port/fixtures/cpu").glob("*.cpp")):
+        shutil.copyfile(path, root / CPU_DIR / path.name)
+    stubs = set(cpu_kernel_index(root))
+    registry = root / "aten/src/ATen/native/native_functions.yaml"
+    text = registry.read_text(encoding="utf-8")
+    for item in scan_backlog(Checkout(root)):
+        if item.status.value == "shared" and item.stub in stubs:
+            for kernel in item.mps_kernels:
+                text = re.sub(rf"^(\s+)CPU, CUDA, MPS: {re.escape(kernel)}$", rf"\1CPU, CUDA: {kernel}", text,
+                              flags=re.M)
+    registry.write_text(text, encoding="utf-8")
+    for argv in (["add", "-A"], ["commit", "-q", "-m", "fixture CPU kernels; MPS rows of their ops dropped"]):
+        subprocess.run(["git", *GIT_IDENTITY, *argv], cwd=root, check=True, capture_output=True, timeout=120)
+    return root
+
+
 def main() -> None:
     """Scan the backlog, run the offline ports, write the table."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repo", type=Path, required=True)
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--repo", type=Path)
+    where.add_argument("--fixture-workspace", type=Path, help="make the fixture workspace here and bench it")
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--gate-recipes", action="store_true", help="also run the recipe table's ports")
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results/translate.md")
@@ -55,6 +87,9 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from metalport.backlog import scan_backlog
     from metalport.checkout import find_checkout
+
+    if args.fixture_workspace is not None:
+        args.repo = _fixture_workspace(args.fixture_workspace)
 
     items = [i for i in scan_backlog(find_checkout(args.repo)) if i.candidate and i.status.value != "shared"]
     rows, counts = [], {"translate": 0, "recipe": 0, "passed": 0}
@@ -73,7 +108,9 @@ def main() -> None:
             gate = "not run (pass --gate-recipes)"
         rows.append(f"| {item.op} | {item.kind.kind.value if item.kind else ''} | {porter} | {gate} | "
                     f"{seconds:.1f} | {reason.replace('|', '/')} |")
-    lines = [f"# Translate porter bench: {args.repo.name}", "",
+    source = ("a wheel workspace with tests/port/fixtures/cpu (MPS dropped from the rows of the ops they register)"
+              if args.fixture_workspace is not None else str(args.repo))
+    lines = [f"# Translate porter bench: {source}", "",
              f"{len(items)} candidates (not shared); translate {counts['translate']}, recipe ports run "
              f"{counts['recipe']}, passing the gate at {args.seeds} seed(s): {counts['passed']}.", "",
              "| op | kind | porter | gate (emulated) | seconds | why not translated |", "|---|---|---|---|---|---|",

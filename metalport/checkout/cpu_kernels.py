@@ -28,7 +28,7 @@ _REGISTER = re.compile(r"\b(?:REGISTER_DISPATCH|ALSO_REGISTER_AVX512_DISPATCH|RE
 _CALL = re.compile(r"\b(cpu_kernel_vec|cpu_kernel|cpu_serial_kernel|cpu_serial_kernel_vec)\s*\(")
 _MULTIPLE = re.compile(r"\bcpu_kernel_multiple_outputs\s*\(")
 _DISPATCH = re.compile(r"\bAT_DISPATCH_(\w+)\s*\(")
-_LAMBDA = re.compile(r"\s*\[([^\]]*)\]\s*\(([^)]*)\)\s*(?:mutable\s*)?(?:->\s*([^{]+?)\s*)?\{", re.S)
+_LAMBDA = re.compile(r"\s*\[([^\]]*)\]\s*\(([^)]*)\)\s*(?:mutable\s*|__\w+__\s*)*(?:->\s*([^{]+?)\s*)?\{", re.S)
 
 _FLOATING = ("float32", "float64")
 _REDUCED = ("float16", "bfloat16")

@@ -48,7 +48,12 @@ _TOKEN = re.compile(r"""
 """, re.X)
 _BINARY = {"||": 1, "&&": 2, "|": 3, "^": 4, "&": 5, "==": 6, "!=": 6, "<": 7, ">": 7, "<=": 7, ">=": 7,
            "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "%": 10}
-_TEMPLATED = ("static_cast", "numeric_limits", "opmath_type", "acc_type", "c10::convert", "convert", "pi")
+# c10's constant templates (c10/util/MathConstants.h) -> the Metal constant of the same value
+_CONSTANT_TEMPLATES = {"pi": "M_PI", "ln_2": "M_LN2", "e": "M_E", "frac_sqrt_2": "M_SQRT1_2", "log2e": "M_LOG2E",
+                       "ln_10": "M_LN10", "log10e": "M_LOG10E", "frac_1_pi": "M_1_PI", "frac_2_pi": "M_2_PI",
+                       "frac_2_sqrt_pi": "M_2_SQRTPI", "sqrt_2": "M_SQRT2", "pi_half": "M_PI_2"}
+_TEMPLATED = ("static_cast", "numeric_limits", "opmath_type", "acc_type", "c10::convert", "convert",
+              *_CONSTANT_TEMPLATES)
 _LOOPS = ("for", "while", "do", "switch", "goto", "throw", "try")
 _ASSIGN = ("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")
 _QUALIFIERS = ("const", "constexpr", "static", "volatile", "register")
@@ -162,8 +167,8 @@ class _Parser:
             self.take("}")
             return Node("cast", bare, (inner,))
         if self.peek() != "(":
-            if targs is not None and bare.split("::")[-1] == "pi":
-                return Node("name", "M_PI")
+            if targs is not None and bare.split("::")[-1] in _CONSTANT_TEMPLATES:
+                return Node("name", _CONSTANT_TEMPLATES[bare.split("::")[-1]])
             if targs is not None:
                 raise Declined(f"unexpected template arguments after {bare}")
             return Node("name", bare)
