@@ -240,6 +240,13 @@ def plan_resolved(checkout: Checkout, res: Resolution, *, spec_recipe: SpecRecip
     it as the op's spec recipe would be; SpecError when that spec does not fit the op."""
     spec_recipe = spec_recipe or spec_recipes().get(res.op)
     kind = res.kind
+    declined = None
+    if spec_recipe is None and kind is not None and kind.kind is Kind.MULTI_TENSOR and res.status not in _ALREADY_NATIVE:
+        from metalport.port.translate.foreach import foreach_recipe  # Note [foreach from the tree's functor]
+
+        spec_recipe, declined = foreach_recipe(checkout, res.sources, res.op)
+        if spec_recipe is not None:
+            return _plan(checkout, res, replace(_spec_part(checkout, res, spec_recipe), functor_step=TRANSLATED))
     if spec_recipe is not None:
         part = _spec_part(checkout, res, spec_recipe)
     elif res.status in _ALREADY_NATIVE and not force:
@@ -250,7 +257,7 @@ def plan_resolved(checkout: Checkout, res: Resolution, *, spec_recipe: SpecRecip
                             location=f"{res.registry.path}:{res.entries[0].span.start}",
                             hint="pick one with `metalport backlog --porter recipe,llm`")
     elif kind is not None and kind.kind in _OWN_KERNEL:
-        part = _kernel_part(res, kind)
+        part = replace(_kernel_part(res, kind), translate_declined=declined)
     else:
         part = _pointwise_part(checkout, res, kind, reuse_kernels=reuse_kernels)
     plan = _plan(checkout, res, part)
