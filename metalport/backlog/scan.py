@@ -102,15 +102,21 @@ def _classify(op: Op, sources: Sources, xfails: dict[str, list[XfailEntry]], has
         stubs=route.stubs if route else (), route=route.describe() if route else None,
         stub_assumed=route.assumed if route else None,
         kind=kind, porter=_ALREADY if status is Status.SHARED else porter_for(
-            kind, op.name in recipes, _declined(checkout, op.name, kind, recipes, cpu_index)),
+            kind, op.name in recipes, _declined(checkout, sources, op.name, kind, recipes, cpu_index)),
     )
 
 
-def _declined(checkout: Checkout, op: str, kind: Classification, recipes: frozenset[str],
+def _declined(checkout: Checkout, sources: Sources, op: str, kind: Classification, recipes: frozenset[str],
               cpu_index: dict[str, tuple[Path, str]]) -> str | None:
-    """Why the translate porter does not take a pointwise-stub op the tables lack (None: it does);
-    None for any other op (the porter is not asked)."""
-    if op in recipes or kind.kind is not Kind.POINTWISE_STUB or kind.stub is None or not kind.candidate:
+    """Why the translate porter does not take a pointwise-stub or multi-tensor op the tables lack
+    (None: it does); None for any other op (the porter is not asked)."""
+    if op in recipes or not kind.candidate:
+        return None
+    if kind.kind is Kind.MULTI_TENSOR:
+        from metalport.port.translate.foreach import foreach_recipe
+
+        return foreach_recipe(checkout, sources, op)[1]
+    if kind.kind is not Kind.POINTWISE_STUB or kind.stub is None:
         return None
     from metalport.port.translate import translate_stub
 

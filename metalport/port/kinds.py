@@ -293,6 +293,7 @@ def porter_for(kind: Classification, covered: bool, declined: str | None = None)
         return PorterVerdict(Porter.NONE, kind.reason)
     if covered:
         return PorterVerdict(Porter.RECIPE)
-    if kind.kind is Kind.POINTWISE_STUB and kind.stub and declined is None:
+    asked = kind.kind is Kind.MULTI_TENSOR or (kind.kind is Kind.POINTWISE_STUB and kind.stub)
+    if asked and declined is None:
         return PorterVerdict(Porter.TRANSLATE)
     return PorterVerdict(Porter.LLM, f"translate declined: {declined}" if declined else None)
