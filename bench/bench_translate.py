@@ -46,8 +46,9 @@ def _run(repo: Path, op: str, run_id: str) -> tuple[str, float]:
     return ("fail: " + ", ".join(failed)) if failed else "pass", seconds
 
 
-def _fixture_workspace(target: Path) -> Path:
-    """A committed wheel workspace with the fixture CPU files, MPS dropped from the rows of their ops."""
+def _fixture_workspace(target: Path, real: Path | None) -> Path:
+    """A committed wheel workspace with the fixture CPU files and MPS dropped from the rows of their
+    ops; with `real` (a corpus folder), the corpus laid over it instead and no row changed."""
     import re
     import shutil
 
@@ -57,13 +58,16 @@ def _fixture_workspace(target: Path) -> Path:
     from metalport.checkout.workspace import GIT_IDENTITY
 
     root = init_workspace(target).root
+    for path in sorted(p for p in (real.rglob("*") if real else ()) if p.is_file()):
+        (root / path.relative_to(real)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, root / path.relative_to(real))
     (root / CPU_DIR).mkdir(parents=True, exist_ok=True)
     for path in sorted((ROOT / "tests/port/fixtures/cpu").glob("*.cpp")):
         shutil.copyfile(path, root / CPU_DIR / path.name)
     stubs = set(cpu_kernel_index(root))
     registry = root / "aten/src/ATen/native/native_functions.yaml"
     text = registry.read_text(encoding="utf-8")
-    for item in scan_backlog(Checkout(root)):
+    for item in scan_backlog(Checkout(root)) if real is None else ():
         if item.status.value == "shared" and item.stub in stubs:
             for kernel in item.mps_kernels:
                 text = re.sub(rf"^(\s+)CPU, CUDA, MPS: {re.escape(kernel)}$", rf"\1CPU, CUDA: {kernel}", text,
@@ -80,6 +84,8 @@ def main() -> None:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--repo", type=Path)
     where.add_argument("--fixture-workspace", type=Path, help="make the fixture workspace here and bench it")
+    parser.add_argument("--over-real", action="store_true",
+                        help="with --fixture-workspace: lay $METALPORT_REAL_TREE over it, rows unchanged")
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--gate-recipes", action="store_true", help="also run the recipe table's ports")
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results/translate.md")
@@ -89,7 +95,8 @@ def main() -> None:
     from metalport.checkout import find_checkout
 
     if args.fixture_workspace is not None:
-        args.repo = _fixture_workspace(args.fixture_workspace)
+        real = Path(os.environ["METALPORT_REAL_TREE"]) if args.over_real else None
+        args.repo = _fixture_workspace(args.fixture_workspace, real)
 
     items = [i for i in scan_backlog(find_checkout(args.repo)) if i.candidate and i.status.value != "shared"]
     rows, counts = [], {"translate": 0, "recipe": 0, "passed": 0}
@@ -108,8 +115,10 @@ def main() -> None:
             gate = "not run (pass --gate-recipes)"
         rows.append(f"| {item.op} | {item.kind.kind.value if item.kind else ''} | {porter} | {gate} | "
                     f"{seconds:.1f} | {reason.replace('|', '/')} |")
-    source = ("a wheel workspace with tests/port/fixtures/cpu (MPS dropped from the rows of the ops they register)"
-              if args.fixture_workspace is not None else str(args.repo))
+    source = str(args.repo)
+    if args.fixture_workspace is not None:
+        source = ("the real corpus over a wheel workspace, with tests/port/fixtures/cpu" if args.over_real else
+                  "a wheel workspace with tests/port/fixtures/cpu (MPS dropped from the rows of the ops they register)")
     lines = [f"# Translate porter bench: {source}", "",
              f"{len(items)} candidates (not shared); translate {counts['translate']}, recipe ports run "
              f"{counts['recipe']}, passing the gate at {args.seeds} seed(s): {counts['passed']}.", "",

@@ -123,7 +123,8 @@ def _param(text: str) -> tuple[str, str]:
     return (" ".join(words[:-1]), words[-1]) if len(words) > 1 else (text.strip(), "")
 
 
-def _lambdas(unit: Unit, body_start: int, body_end: int) -> tuple[list[ScalarLambda], list[str]]:
+def _lambdas(unit: Unit, body_start: int, body_end: int) -> list[ScalarLambda]:
+    """The scalar lambda of each `cpu_kernel*` call between the offsets, in order."""
     code = unit.code
     found: list[ScalarLambda] = []
     for call in _CALL.finditer(code, body_start, body_end):
@@ -148,7 +149,7 @@ def _lambdas(unit: Unit, body_start: int, body_end: int) -> tuple[list[ScalarLam
         found.append(ScalarLambda(file, line, m.group(1).strip(), params, (m.group(3) or "").strip() or None,
                                   code[brace + 1:end], branch[1], branch[0], code[body_start:call.start()],
                                   unit.text[arg_at:end + 1]))
-    return found, []
+    return found
 
 
 def _kernel_of(unit: Unit, stub: str, function: str) -> CpuKernel | None:
@@ -158,7 +159,7 @@ def _kernel_of(unit: Unit, stub: str, function: str) -> CpuKernel | None:
         return None
     head = unit.code[fn.start:fn.body_start]
     params = split_top_level(head[head.find("(") + 1:head.rfind(")")]) if "(" in head else []
-    lambdas, _ = _lambdas(unit, fn.body_start, fn.body_end)
+    lambdas = _lambdas(unit, fn.body_start, fn.body_end)
     helpers: list[str] = []
     if not lambdas and _MULTIPLE.search(unit.code, fn.body_start, fn.body_end):
         helpers = ["cpu_kernel_multiple_outputs"]

@@ -67,7 +67,9 @@ class PortPlan:
     further ones (an op with several `_mps` functions); `legacy_include` the per-op
     `#include <ATen/ops/x_native.h>` line removed with them (None when something else in that
     file still needs it). `needs_llm` plans have no `functor_source`: the functor step says
-    `functor_step` and `apply_port` needs `functor_source=` from a model.
+    `functor_step` and `apply_port` needs `functor_source=` from a model. A `translate` plan's
+    functor (or, for a `_foreach_` row, its spec kernel) was written by the translate porter from
+    the tree (Note [translate porter]); it is ported and checked as a recipe's.
     """
 
     op: str

@@ -15,7 +15,7 @@ to a model.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from metalport.checkout.cpp import split_top_level
@@ -260,16 +260,14 @@ def translate_kernel(kernel: CpuKernel, op: str) -> Translation:
                          out_bool, source, tuple(dtypes), tuple(params))
     if params:
         names = ", ".join(p.name for p in params)
-        return Translation(**{**result.__dict__, "source": None,
-                              "declined": f"captures scalars {names}: needs the params route"})
+        return replace(result, source=None, declined=f"captures scalars {names}: needs the params route")
     return result
 
 
 def _declined(base: Translation, reason: str, lam: ScalarLambda | None = None) -> Translation:
     if lam is not None:
-        return Translation(**{**base.__dict__, "declined": reason, "where": lam.where, "lambda_text": lam.text,
-                              "branch": lam.branch})
-    return Translation(**{**base.__dict__, "declined": reason})
+        return replace(base, declined=reason, where=lam.where, lambda_text=lam.text, branch=lam.branch)
+    return replace(base, declined=reason)
 
 
 def translate_stub(root: Path, stub: str, op: str, index: dict | None = None) -> Translation:
