@@ -29,6 +29,7 @@ def describe_plan(plan: dict) -> list[str]:
         spec = load_spec(plan["spec"])
         lines.append(f"  {plan.get('kind')}: kernel {spec.kernel_name} in {spec.kernel_file} for "
                      f"{len(spec.dtypes)} instantiation(s); host {spec.host_function} in {spec.host_file}")
+        lines += [f"  {line}" for line in plan.get("reuse") or ()]
         lines += ["  launch spec:"] + [f"    {line}" for line in spec_yaml(plan["spec"]).splitlines()]
         for file, name in ([plan["legacy"]] if plan.get("legacy") else []) + list(plan.get("legacy_others") or []):
             lines.append(f"  remove legacy {name} in {file}")

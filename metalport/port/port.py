@@ -246,7 +246,11 @@ def plan_resolved(checkout: Checkout, res: Resolution, *, spec_recipe: SpecRecip
 
         spec_recipe, declined = foreach_recipe(checkout, res.sources, res.op)
         if spec_recipe is not None:
-            return _plan(checkout, res, replace(_spec_part(checkout, res, spec_recipe), functor_step=TRANSLATED))
+            base = res.op.removeprefix("_foreach_")
+            why = (f"reuses {base}_functor ({spec_recipe.spec.kernel_file}, the tree's) in the _foreach_exp recipe's "
+                   f"per-chunk launch over the tensor list (Note [foreach from the tree's functor])")
+            part = _spec_part(checkout, res, spec_recipe)
+            return _plan(checkout, res, replace(part, functor_step=TRANSLATED, reuse=(why, *part.reuse)))
     if spec_recipe is not None:
         part = _spec_part(checkout, res, spec_recipe)
     elif res.status in _ALREADY_NATIVE and not force:

@@ -23,6 +23,7 @@ def test_a_foreach_op_launches_the_trees_functor(real) -> None:
     plan = plan_port(real, "_foreach_sin")
     assert plan.functor_step == "translate" and not plan.needs_llm and plan.kind == "multi-tensor"
     assert plan.kernel_file == UNARY and plan.host_file == "aten/src/ATen/native/mps/operations/UnaryKernel.mm"
+    assert plan.reuse[0].startswith(f"reuses sin_functor ({UNARY}, the tree's) in the _foreach_exp recipe's")
     source = plan.functor_source or ""
     assert "out0[tensor].data[i] = static_cast<T>(sin_functor()(self[tensor].data[i]));" in source
     assert "struct SinForeachAddress {" in source and "ForeachAddress<" not in source.replace("SinForeachAddress<", "")
