@@ -170,12 +170,13 @@ def _kernel_of(unit: Unit, stub: str, function: str) -> CpuKernel | None:
 
 
 def cpu_kernel_index(root: Path) -> dict[str, tuple[Path, str]]:
-    """Every stub registered in `root`'s CPU kernel files: stub -> (file, registered function)."""
+    """Every stub registered in `root`'s CPU kernel files: stub -> (file, registered function).
+    Files are read preprocessed (`read_unit`), so a registration a macro of the file writes
+    (`IMPLEMENT_FLOAT_KERNEL(ceil)`) counts."""
     index: dict[str, tuple[Path, str]] = {}
     folder = root / CPU_DIR
     for path in sorted(folder.glob("*.cpp")) if folder.is_dir() else ():
-        text = path.read_text(encoding="utf-8", errors="replace")
-        for m in _REGISTER.finditer(text):
+        for m in _REGISTER.finditer(read_unit(path, root).code):
             index.setdefault(m.group(1), (path, m.group(2)))
     return index
 
