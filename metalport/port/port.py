@@ -332,6 +332,7 @@ def _pointwise_part(checkout: Checkout, res: Resolution, kind: Classification | 
     parts = _table_parts(checkout, recipe, stub) if recipe is not None else _llm_parts(checkout, res)
     if translation is not None:
         parts = replace(parts, functor_step=TRANSLATED if recipe is not None else parts.functor_step,
+                        kernel_name=recipe.op if recipe is not None and recipe.op != res.op else parts.kernel_name,
                         cpu_lambda=(translation.where, translation.lambda_text) if translation.where else None,
                         translate_declined=translation.declined)
     names = _test_list_names([recipe.opinfo] if recipe is not None else opinfo_names(res.op, res))

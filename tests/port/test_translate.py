@@ -64,8 +64,8 @@ def test_the_reader_finds_the_registered_kernel_its_lambdas_and_their_branches(t
         "if ((a == static_cast<float>(0))) {", "return static_cast<T>(::c10::metal::log1p(a));"]),
     ("hardswish_backward_stub", "Activation.cpp:160", ("float32", "float16", "bfloat16"), [
         "const float zero = 0.0f;", "const float three = 3.0f;", "const float one_half = 0.5f;",
-        "    if ((static_cast<float>(self_val) < neg_three)) {\n      return static_cast<T>(zero);\n    } else {\n"
-        "      if ((static_cast<float>(self_val) <= three)) {\n"]),
+        "    if ((static_cast<float>(self_val) <= neg_three)) {\n      return static_cast<T>(zero);\n    } else {\n"
+        "      if ((static_cast<float>(self_val) < three)) {\n"]),
     ("sinc_like_stub", "Activation.cpp:186", ("float32", "float16", "bfloat16"), [
         "float product = (M_PI_F * static_cast<float>(a));",
         "return static_cast<T>(static_cast<float>((::metal::precise::sin(product) / product)));"]),

@@ -146,6 +146,8 @@ class Emitter:
             return f"::metal::{'fabs' if self.floating else 'abs'}({args[0]})"
         if name == "isnan" and not self.floating:
             return "false"
+        if name == "hypot" and len(args) == 2:  # c10::metal::hypot orders its operands as if both were >= 0
+            args = [f"::metal::fabs({a})" for a in args]
         target = FUNCTIONS.get(name)
         if target is None:
             raise Declined(f"calls {n.text}, which has no Metal counterpart in the function map")

@@ -19,7 +19,10 @@ def translated_recipe(checkout: Checkout, res: Resolution, stub: str) -> tuple[T
     from metalport.port.obsolete import opinfo_names
     from metalport.torch_facts import opinfo_facts
 
-    found = translate_stub(checkout.root, stub, res.op)
+    # A stub of another name (special_xlog1py_out calls xlog1py_stub) names the functor and kernel,
+    # as the tree names its kernels after the stubs they serve.
+    name = stub.removesuffix("_stub") if stub.endswith("_stub") and stub != f"{res.op}_stub" else res.op
+    found = translate_stub(checkout.root, stub, name)
     if not found.ok or found.source is None:
         return found, None
     facts = opinfo_facts()
@@ -32,6 +35,6 @@ def translated_recipe(checkout: Checkout, res: Resolution, stub: str) -> tuple[T
                                                     "the translated functor's dtypes by"), None
     family = Family.UNARY if found.arity == 1 else Family.BINARY
     floating_only = not any(d.startswith(("int", "uint")) for d in found.dtypes)
-    recipe = FunctorRecipe(res.op, family, OutDtype.BOOL if found.out_bool else OutDtype.SAME, opinfo, found.source,
+    recipe = FunctorRecipe(name, family, OutDtype.BOOL if found.out_bool else OutDtype.SAME, opinfo, found.source,
                            floating_only=floating_only, covers=found.dtypes)
     return found, recipe
