@@ -66,6 +66,15 @@ def test_the_reader_finds_the_registered_kernel_its_lambdas_and_their_branches(t
         "const float zero = 0.0f;", "const float three = 3.0f;", "const float one_half = 0.5f;",
         "    if ((static_cast<float>(self_val) <= neg_three)) {\n      return static_cast<T>(zero);\n    } else {\n"
         "      if ((static_cast<float>(self_val) < three)) {\n"]),
+    ("hypot_stub", "BinaryOpsKernel.cpp:83", ("float32", "float16", "bfloat16"), [
+        "return static_cast<T>(cpp_hypot(a, b));", "    if (::metal::isinf(a) || ::metal::isinf(b)) {\n      return INFINITY;",
+        "return ::c10::metal::hypot(::metal::fabs(a), ::metal::fabs(b));"]),
+    ("xlogy_stub", "BinaryOpsKernel.cpp:53", ("float32", "float16", "bfloat16"), [
+        "    if (::metal::isnan(y)) {\n      return static_cast<T>(NAN);\n    }",
+        "return static_cast<T>((x * ::metal::precise::log(y)));"]),
+    ("logaddexp2_stub", "BinaryOpsKernel.cpp:41", ("float32", "float16", "bfloat16"), [
+        "const auto inv_log_2 = static_cast<float>((1.0f / M_LN2_F));", "float m = cpp_max(a, b);",
+        "::c10::metal::log1p(::metal::precise::exp2(-::metal::fabs((a - b)))) * inv_log_2"]),
     ("sinc_like_stub", "Activation.cpp:186", ("float32", "float16", "bfloat16"), [
         "float product = (M_PI_F * static_cast<float>(a));",
         "return static_cast<T>(static_cast<float>((::metal::precise::sin(product) / product)));"]),

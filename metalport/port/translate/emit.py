@@ -47,10 +47,17 @@ _CONSTANTS = {f"M_{c}": f"M_{c}_F" for c in ("PI", "PI_2", "PI_4", "1_PI", "2_PI
 _LIMITS = {"infinity", "quiet_NaN", "lowest", "max", "min", "epsilon", "denorm_min"}
 
 
-# std::max / std::min as C++ defines them: the first argument wins an unordered comparison.
+# std::max / std::min as C++ defines them: the first argument wins an unordered comparison; std::hypot
+# as C defines it.
 HELPERS = {
     "max": "  template <typename U>\n  static U cpp_max(const U a, const U b) {\n    return a < b ? b : a;\n  }\n",
     "min": "  template <typename U>\n  static U cpp_min(const U a, const U b) {\n    return b < a ? b : a;\n  }\n",
+    # C's hypot: an infinite operand wins over a NaN; c10::metal::hypot orders its operands as if
+    # both were >= 0 and lets max/min drop a NaN, so it gets magnitudes of finite, non-NaN values.
+    "hypot": ("  static float cpp_hypot(const float a, const float b) {\n"
+              "    if (::metal::isinf(a) || ::metal::isinf(b)) {\n      return INFINITY;\n    }\n"
+              "    if (::metal::isnan(a) || ::metal::isnan(b)) {\n      return NAN;\n    }\n"
+              "    return ::c10::metal::hypot(::metal::fabs(a), ::metal::fabs(b));\n  }\n"),
 }
 
 
@@ -146,8 +153,9 @@ class Emitter:
             return f"::metal::{'fabs' if self.floating else 'abs'}({args[0]})"
         if name == "isnan" and not self.floating:
             return "false"
-        if name == "hypot" and len(args) == 2:  # c10::metal::hypot orders its operands as if both were >= 0
-            args = [f"::metal::fabs({a})" for a in args]
+        if name == "hypot" and len(args) == 2 and self.floating:
+            self.helpers.add("hypot")
+            return f"cpp_hypot({args[0]}, {args[1]})"
         target = FUNCTIONS.get(name)
         if target is None:
             raise Declined(f"calls {n.text}, which has no Metal counterpart in the function map")
