@@ -10,8 +10,9 @@ from metalport.backlog.model import BacklogItem, Family, Status
 from metalport.checkout.layout import Checkout
 from metalport.checkout.routing import StubRoute
 from metalport.checkout.sources import ImplKind, Sources, StubDecl, XfailEntry, scan_sources
-from metalport.port.kinds import (Classification, Kind, Porter, PorterVerdict, classify, entry_comments, porter_for, schema_arguments,
-                                  tensor_outputs)
+from metalport.checkout.cpu_kernels import cpu_kernel_index
+from metalport.port.kinds import (Classification, Kind, Porter, PorterVerdict, classify, entry_comments, porter_for,
+                                  schema_arguments, tensor_outputs)
 from metalport.port.spec_recipes import recipe_ops
 from metalport.registry.index import load_registry
 from metalport.registry.model import Op, Registry
@@ -72,7 +73,8 @@ def _shared_status(sources: Sources, route: StubRoute | None) -> tuple[Status, s
 
 def _classify(op: Op, sources: Sources, xfails: dict[str, list[XfailEntry]], has_sources: bool,
               checkout: Checkout, registry: Registry, comments: dict[str, str],
-              recipes: frozenset[str], stubs: dict[str, StubDecl]) -> BacklogItem | None:
+              recipes: frozenset[str], stubs: dict[str, StubDecl],
+              cpu_index: dict[str, tuple[Path, str]]) -> BacklogItem | None:
     mps_lines = [(e, d) for e in op.entries for d in e.dispatch if "MPS" in d.keys]
     host_kernels = [d.kernel for e in op.entries for d in e.dispatch if _HOST & set(d.keys)]
     specific = sorted({d.kernel for _, d in mps_lines if not _HOST & set(d.keys) and d.kernel not in host_kernels})
@@ -99,19 +101,37 @@ def _classify(op: Op, sources: Sources, xfails: dict[str, list[XfailEntry]], has
         location=f"{checkout.rel(Path(op.entries[0].span.file))}:{op.entries[0].span.start}",
         stubs=route.stubs if route else (), route=route.describe() if route else None,
         stub_assumed=route.assumed if route else None,
-        kind=kind, porter=_ALREADY if status is Status.SHARED else _porter(op, kind, op.name in recipes),
+        kind=kind, porter=_ALREADY if status is Status.SHARED else _porter(
+            op, kind, porter_for(kind, op.name in recipes,
+                                 _declined(checkout, sources, op.name, kind, recipes, cpu_index))),
     )
 
 
-def _porter(op: Op, kind: Classification, covered: bool) -> PorterVerdict:
+def _porter(op: Op, kind: Classification, verdict: PorterVerdict) -> PorterVerdict:
     """Who can port `op`: a pointwise op writing several tensors per element (frexp) has no functor a
     model could write (the planner refuses it), so nobody here: it is ported by hand."""
-    verdict = porter_for(kind, covered)
     many = next((outs for e in op.entries if len(outs := tensor_outputs(e.func)) > 1), None)
     if verdict.porter is Porter.LLM and kind.kind is Kind.POINTWISE_STUB and many:
         return PorterVerdict(Porter.NONE, f"writes {len(many)} tensors ({', '.join(many)}) per element; a functor "
                                           "returns one: port it by hand")
     return verdict
+
+
+def _declined(checkout: Checkout, sources: Sources, op: str, kind: Classification, recipes: frozenset[str],
+              cpu_index: dict[str, tuple[Path, str]]) -> str | None:
+    """Why the translate porter does not take a pointwise-stub or multi-tensor op the tables lack
+    (None: it does); None for any other op (the porter is not asked)."""
+    if op in recipes or not kind.candidate:
+        return None
+    if kind.kind is Kind.MULTI_TENSOR:
+        from metalport.port.translate.foreach import foreach_recipe
+
+        return foreach_recipe(checkout, sources, op)[1]
+    if kind.kind is not Kind.POINTWISE_STUB or kind.stub is None:
+        return None
+    from metalport.port.translate import translate_stub
+
+    return translate_stub(checkout.root, kind.stub, op, cpu_index).declined
 
 
 _ALREADY = PorterVerdict(Porter.NONE, "already native: MPS runs the kernel CPU and CUDA share")
@@ -131,7 +151,7 @@ def _scan_context(checkout: Checkout, registry: Registry, sources: Sources | Non
     sources = sources if sources is not None else scan_sources(checkout)
     stubs = {s.name: s for s in reversed(sources.stubs)}  # the first declaration wins, as `Sources.stub`
     return (sources, _xfail_index(sources), any(checkout.mps_operations.glob("*.mm")), checkout, registry,
-            entry_comments(registry), recipe_ops(), stubs)
+            entry_comments(registry), recipe_ops(), stubs, cpu_kernel_index(checkout.root))
 
 
 def scan_backlog(checkout: Checkout, registry: Registry | None = None) -> list[BacklogItem]:

@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--kind", type=_choice_list([k.value for k in Kind]), action="extend",
                         help="only ops whose port is of these kinds (comma-separated or repeated)")
     parser.add_argument("--porter", type=_choice_list([p.value for p in Porter]), action="extend",
-                        help="only ops these can port: recipe, llm, or none (comma-separated or repeated)")
+                        help="only ops these can port: recipe, translate, llm, or none (comma-separated or repeated)")
     with_completer(parser.add_argument("--op", action="append",
                                        help="only this op (aten::x, x or x.overload; repeatable)"), complete_ops)
     out = parser.add_mutually_exclusive_group()

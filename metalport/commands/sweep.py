@@ -16,7 +16,7 @@ from metalport.commands.backlog import _choice_list
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `sweep` command."""
     from metalport.backlog.model import Family, Status
-    from metalport.port.kinds import Kind
+    from metalport.port.kinds import Kind, Porter
 
     parser = subparsers.add_parser(
         "sweep", help="start port runs for backlog candidates and leave them at the review gate",
@@ -31,6 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="only ops of these families (comma-separated)")
     parser.add_argument("--kind", type=_choice_list([k.value for k in Kind if k is not Kind.NOT_A_CANDIDATE]),
                         action="extend", help="only ops whose port is of these kinds (comma-separated)")
+    parser.add_argument("--porter", type=_choice_list([p.value for p in Porter if p is not Porter.NONE]),
+                        action="extend", help="only ops these can port: recipe, translate or llm (comma-separated)")
     parser.add_argument("--limit", type=_positive, default=None, help="start at most N runs")
     parser.add_argument("--port-families", action="store_true",
                         help="one run per op family (`run --family`): ops sharing a legacy macro or helper "
@@ -101,7 +103,7 @@ def run_command(args: argparse.Namespace) -> int:
         github = GitHubClient.from_env(args.github_api, args.github_repo, os.environ)
     options = SweepOptions(
         repo_root=root, statuses=tuple(args.status or SweepOptions.statuses), families=tuple(args.family or ()),
-        kinds=tuple(args.kind or ()), limit=args.limit, concurrency=args.concurrency or default_concurrency(args.executor),
+        kinds=tuple(args.kind or ()), porters=tuple(args.porter or ()), limit=args.limit, concurrency=args.concurrency or default_concurrency(args.executor),
         max_open=args.max_open, model=args.model, executor=args.executor, retry_rejected=args.retry_rejected,
         retry_failed=args.retry_failed, resume_interrupted=not args.no_resume,
         dashboard=args.dashboard.resolve() if args.dashboard else None,

@@ -83,14 +83,14 @@ async def _start_candidates(client: Any, settings: Any, store: Any, options: Fle
                             grouped: dict, recipe_ops: frozenset, open_now: int, run_options: dict,
                             outcomes: list[OpOutcome], started: list[str]) -> str | None:
     """Start the candidates not skipped, within --limit and --max-open; why starting stopped, if it did."""
-    from metalport.sweep.candidates import local_skip
+    from metalport.sweep.candidates import local_skip, offline_portable
 
     stop: str | None = None
     for item in items:
         skip = local_skip(item, grouped.get(item.op, []), set(), model=options.model,
                           retry_rejected=options.retry_rejected, retry_failed=options.retry_failed,
                           live=lambda run_id: True)
-        if skip is None and options.model == "recipe" and item.op not in recipe_ops:
+        if skip is None and options.model == "recipe" and not offline_portable(item, recipe_ops):
             skip = OpOutcome(op=item.op, outcome=SKIPPED, ease=item.ease, skip="needs-llm",
                              reason=f"aten::{item.op} has no recipe in the recipe table (it needs an LLM); sweep "
                                     "with --model openai:MODEL to port it")

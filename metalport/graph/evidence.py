@@ -29,6 +29,7 @@ def describe_plan(plan: dict) -> list[str]:
         spec = load_spec(plan["spec"])
         lines.append(f"  {plan.get('kind')}: kernel {spec.kernel_name} in {spec.kernel_file} for "
                      f"{len(spec.dtypes)} instantiation(s); host {spec.host_function} in {spec.host_file}")
+        lines += [f"  {line}" for line in plan.get("reuse") or ()]
         lines += ["  launch spec:"] + [f"    {line}" for line in spec_yaml(plan["spec"]).splitlines()]
         for file, name in ([plan["legacy"]] if plan.get("legacy") else []) + list(plan.get("legacy_others") or []):
             lines.append(f"  remove legacy {name} in {file}")
@@ -40,6 +41,7 @@ def describe_plan(plan: dict) -> list[str]:
         lines.append(f"  kernel {plan['reused_kernel']} in {plan.get('kernel_file')} (the tree's, reused) for {dtypes}")
     else:
         lines.append(f"  functor {plan.get('functor')} in {plan.get('kernel_file')} for {dtypes}")
+    lines += _translation_lines(plan)
     lines.append(f"  host {plan.get('host_file')}: {plan.get('register_dispatch')}")
     if plan.get("legacy"):
         lines.append(f"  remove legacy {plan['legacy'][1]} in {plan['legacy'][0]}"
@@ -50,6 +52,22 @@ def describe_plan(plan: dict) -> list[str]:
         lines.append(f"  remove legacy macro {macro} in {file}: the port removes its last invocation")
     lines += [f"  {line}" for line in (*(plan.get("placement") or ()), *(plan.get("reuse") or ()),
                                        *(plan.get("missing") or ()))]
+    return lines
+
+
+def _translation_lines(plan: dict) -> list[str]:
+    """The translate porter's part of a plan: the CPU lambda beside the functor it became, or why
+    the porter declined (Note [translate porter])."""
+    lines: list[str] = []
+    where = plan.get("cpu_lambda")
+    if plan.get("functor_step") == "translate" and where:
+        lines.append(f"  translated from the CPU scalar lambda at {where[0]}:")
+        lines += [f"    | {line}" for line in where[1].splitlines()]
+        lines.append("  into the functor:")
+        lines += [f"    | {line}" for line in (plan.get("functor_source") or "").splitlines()]
+    elif plan.get("translate_declined"):
+        at = f" (CPU lambda at {where[0]})" if where else ""
+        lines.append(f"  translate declined{at}: {plan['translate_declined']}")
     return lines
 
 

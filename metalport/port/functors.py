@@ -75,6 +75,7 @@ class FunctorRecipe:
     source: str
     floating_only: bool = False  # the functor has no integral branch
     complex: bool = False  # the functor has a float2/half2 branch (c10::metal::is_complex_v)
+    covers: tuple[str, ...] = ()  # torch dtype names the functor serves; () = every OpInfo CPU dtype
 
     def __post_init__(self) -> None:
         if f"struct {self.functor} " not in self.source:
@@ -182,7 +183,8 @@ def dtypes_for(recipe: FunctorRecipe) -> tuple[str, ...]:
     if info is None:
         raise RecipeError(f"no OpInfo named {recipe.opinfo!r} for {recipe.op}",
                           hint="fix the opinfo name in the recipe table")
-    types = metal_types_for(info.cpu_dtypes, complex=recipe.complex)
+    cpu = [d for d in info.cpu_dtypes if not recipe.covers or d in recipe.covers]
+    types = metal_types_for(cpu, complex=recipe.complex)
     if recipe.floating_only:
         types = tuple(t for t in types if t in _FLOATING or t in COMPLEX_TYPES)
     return types

@@ -272,6 +272,26 @@ static T checked_narrow(int64_t value, const char* what) {{
 _DECLARED_IN = (("at::native::resize_output(", "#include <ATen/native/Resize.h>"),)
 
 
+def _with_native_header(existing: str, op: str) -> str:
+    """`existing` including the op's native declarations (the host function calls the op's CPU
+    fallback, `at::native::foreach_tensor_x_slow`): into its per-operator `#else` branch, else as
+    the per-operator block after its first include block."""
+    own = f"#include <ATen/ops/{op}_native.h>"
+    if own in existing:
+        return existing
+    branch = re.search(r"^#else\n(?=#include <ATen/ops/)", existing, re.MULTILINE)
+    if branch is not None:
+        return existing[:branch.end()] + own + "\n" + existing[branch.end():]
+    if "#include <ATen/NativeFunctions.h>" in existing:
+        return existing
+    scope = re.search(r"^namespace\b", existing, re.MULTILINE)
+    head = existing[:scope.start()] if scope else existing
+    first = list(re.finditer(r"^#include [<\"].*$", head, re.MULTILINE))
+    at = first[-1].end() if first else 0
+    block = f"\n#ifndef AT_PER_OPERATOR_HEADERS\n#include <ATen/NativeFunctions.h>\n#else\n{own}\n#endif"
+    return existing[:at] + block + existing[at:]
+
+
 def host_file_text(spec: LaunchSpec, func: str, existing: str | None) -> str:
     """The spec's host file after adding its function: a new file (preamble, function, closing
     namespace), or `existing` with the function inserted before its last `} // namespace`.
@@ -295,6 +315,7 @@ def host_file_text(spec: LaunchSpec, func: str, existing: str | None) -> str:
         last = list(re.finditer(r"^#include [<\"].*$", existing, re.MULTILINE))
         at = last[0].end() if last else 0
         existing = existing[:at] + "".join(f"\n{i}" for i in missing) + existing[at:]
+    existing = _with_native_header(existing, spec.op)
     if re.search(rf"\b{re.escape(spec.host_function)}\s*\(", existing):
         raise SpecError(f"spec {spec.op}: host.function: {spec.host_file} already defines {spec.host_function}",
                         location=spec.host_file, hint="remove the old definition or rename the host function")

@@ -54,6 +54,7 @@ class Porter(Enum):
     """Who can port an op."""
 
     RECIPE = "recipe"  # the recipe table covers it (deterministic, offline)
+    TRANSLATE = "translate"  # its CPU kernel's scalar lambda translates to a functor (deterministic, offline)
     LLM = "llm"  # a model (--model openai:MODEL) could port it
     NONE = "none"  # nobody: not a candidate
 
@@ -292,8 +293,15 @@ def tensor_outputs(func: str) -> tuple[str, ...]:
                  if r.startswith("Tensor") and not r.startswith("Tensor[]"))
 
 
-def porter_for(kind: Classification, covered: bool) -> PorterVerdict:
-    """Who can port an op of `kind`; `covered` says the recipe table has it."""
+def porter_for(kind: Classification, covered: bool, declined: str | None = None) -> PorterVerdict:
+    """Who can port an op of `kind`; `covered` says the recipe table has it. For an op the table
+    lacks, `declined` is None when the translate porter takes it, else why it does not (a model
+    then ports it, and the verdict says why the translate porter did not)."""
     if not kind.candidate:
         return PorterVerdict(Porter.NONE, kind.reason)
-    return PorterVerdict(Porter.RECIPE if covered else Porter.LLM)
+    if covered:
+        return PorterVerdict(Porter.RECIPE)
+    asked = kind.kind is Kind.MULTI_TENSOR or (kind.kind is Kind.POINTWISE_STUB and kind.stub)
+    if asked and declined is None:
+        return PorterVerdict(Porter.TRANSLATE)
+    return PorterVerdict(Porter.LLM, f"translate declined: {declined}" if declined else None)

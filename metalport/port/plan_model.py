@@ -12,6 +12,8 @@ from typing import Any
 from metalport.port.launch import ELEMENTWISE, OWN_KERNEL_KINDS, ElementwiseLaunch
 
 NEEDS_LLM = "needs an LLM (--model openai:...)"  # the functor step of a plan waiting for a model
+TRANSLATED = "translate"  # the functor step of a plan whose functor the translate porter wrote
+_OWN_FUNCTOR = ("table", "reuse", TRANSLATED)  # functor steps that need no model
 NATIVE_FUNCTIONS = "aten/src/ATen/native/native_functions.yaml"
 COMMON_MPS = "torch/testing/_internal/common_mps.py"
 
@@ -65,7 +67,9 @@ class PortPlan:
     further ones (an op with several `_mps` functions); `legacy_include` the per-op
     `#include <ATen/ops/x_native.h>` line removed with them (None when something else in that
     file still needs it). `needs_llm` plans have no `functor_source`: the functor step says
-    `functor_step` and `apply_port` needs `functor_source=` from a model.
+    `functor_step` and `apply_port` needs `functor_source=` from a model. A `translate` plan's
+    functor (or, for a `_foreach_` row, its spec kernel) was written by the translate porter from
+    the tree (Note [translate porter]); it is ported and checked as a recipe's.
     """
 
     op: str
@@ -86,7 +90,7 @@ class PortPlan:
     allowed_paths: tuple[str, ...]
     needs_llm: bool
     migrate: bool
-    functor_step: str = "table"  # "table", "reuse", or NEEDS_LLM
+    functor_step: str = "table"  # "table", "reuse", TRANSLATED or NEEDS_LLM
     macro: str | None = None  # REGISTER_*_OP macro of the registrations
     stub: str | None = None  # "heaviside_stub"
     stub_header: str | None = None  # "ATen/native/BinaryOps.h"
@@ -139,9 +143,13 @@ class PortPlan:
     # launcher/kernel variant it needs to its home files, "reuse" when the tree has it, None when
     # the port keeps a file-local copy (the plan's reuse lines say why).
     shared_launcher: str | None = None
+    # Note [translate porter] (port/translate/porter.py): the CPU kernel's scalar lambda a translated
+    # functor comes from ("file:line", the lambda as written), or why the porter declined the op.
+    cpu_lambda: tuple[str, str] | None = None
+    translate_declined: str | None = None
 
     def __post_init__(self) -> None:
-        if self.needs_llm != (self.functor_step not in ("table", "reuse")):
+        if self.needs_llm != (self.functor_step not in _OWN_FUNCTOR):
             raise ValueError(f"plan for {self.op}: needs_llm={self.needs_llm} but functor step "
                              f"{self.functor_step!r}")
         if (self.functor_step == "reuse") != (self.reused_kernel is not None):

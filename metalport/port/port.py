@@ -41,7 +41,7 @@ from metalport.port.obsolete import (grad_xfails, left_out_dtypes, legacy_regist
                                      obsolete_xfails, opinfo_dtypes, opinfo_names, removed_legacy)
 from metalport.port.host import StubDeclaration, find_stub_declaration
 from metalport.port.reuse import ExistingKernel, missing_legacy, reuse_lines
-from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, NEEDS_LLM, PortPlan, RowChange
+from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, NEEDS_LLM, TRANSLATED, PortPlan, RowChange
 from metalport.port.resolve import Resolution, resolve_op
 from metalport.port.rows import plan_rows, routed_entry, spec_entry, spec_rows
 from metalport.port.spec import LaunchSpec
@@ -163,6 +163,8 @@ class _LaunchPart:
     placement: tuple[str, ...] = ()
     reused_kernel: str | None = None
     shared_launcher: str | None = None
+    cpu_lambda: tuple[str, str] | None = None
+    translate_declined: str | None = None
 
 
 def _table_parts(checkout: Checkout, recipe: FunctorRecipe, stub: str) -> _LaunchPart:
@@ -230,6 +232,17 @@ def plan_resolved(checkout: Checkout, res: Resolution, *, spec_recipe: SpecRecip
     it as the op's spec recipe would be; SpecError when that spec does not fit the op."""
     spec_recipe = spec_recipe or spec_recipes().get(res.op)
     kind = res.kind
+    declined = None
+    if spec_recipe is None and kind is not None and kind.kind is Kind.MULTI_TENSOR and res.status not in _ALREADY_NATIVE:
+        from metalport.port.translate.foreach import foreach_recipe  # Note [foreach from the tree's functor]
+
+        spec_recipe, declined = foreach_recipe(checkout, res.sources, res.op)
+        if spec_recipe is not None:
+            base = res.op.removeprefix("_foreach_")
+            why = (f"reuses {base}_functor ({spec_recipe.spec.kernel_file}, the tree's) in the _foreach_exp recipe's "
+                   f"per-chunk launch over the tensor list (Note [foreach from the tree's functor])")
+            part = _spec_part(checkout, res, spec_recipe)
+            return _plan(checkout, res, replace(part, functor_step=TRANSLATED, reuse=(why, *part.reuse)))
     if spec_recipe is not None:
         part = _spec_part(checkout, res, spec_recipe)
     elif res.status in _ALREADY_NATIVE and not force:
@@ -240,7 +253,7 @@ def plan_resolved(checkout: Checkout, res: Resolution, *, spec_recipe: SpecRecip
                             location=f"{res.registry.path}:{res.entries[0].span.start}",
                             hint="pick one with `metalport backlog --porter recipe,llm`")
     elif kind is not None and kind.kind in _OWN_KERNEL:
-        part = _kernel_part(res, kind)
+        part = replace(_kernel_part(res, kind), translate_declined=declined)
     else:
         part = _pointwise_part(checkout, res, kind, reuse_kernels=reuse_kernels)
     plan = _plan(checkout, res, part)
@@ -280,7 +293,7 @@ def _plan(checkout: Checkout, res: Resolution, part: _LaunchPart) -> PortPlan:
         op=res.op, status=res.status.value, family=res.family.value, legacy=legacy[0] if legacy else None,
         legacy_others=legacy[1:], legacy_include=include, legacy_registrations=legacy_regs, legacy_macros=macros,
         missing=missing_legacy(checkout, res.mps_kernels, {f.name for f in res.legacy}),
-        allowed_paths=tuple(sorted(allowed)), needs_llm=part.functor_step not in ("table", "reuse"),
+        allowed_paths=tuple(sorted(allowed)), needs_llm=part.functor_step not in ("table", "reuse", TRANSLATED),
         migrate=res.status in _MIGRATING or bool(res.legacy) or any(r.deletes or _names_mps(r.before)
                                                                     for r in part.rows),
         stubs=(route.stubs if route else (part.stub,)) if part.stub else (),
@@ -303,7 +316,17 @@ def _pointwise_part(checkout: Checkout, res: Resolution, kind: Classification | 
     rows = plan_rows(res)
     recipe = recipe_table().get(res.op)
     stub = res.route.stub if res.route else recipe.stub if recipe else res.stub
+    translation = None
+    if recipe is None and stub:  # Note [translate porter]: the CPU kernel's lambda, ported as a recipe
+        from metalport.port.translate.recipe import translated_recipe
+
+        translation, recipe = translated_recipe(checkout, res, stub)
     parts = _table_parts(checkout, recipe, stub) if recipe is not None else _llm_parts(checkout, res)
+    if translation is not None:
+        parts = replace(parts, functor_step=TRANSLATED if recipe is not None else parts.functor_step,
+                        kernel_name=recipe.op if recipe is not None and recipe.op != res.op else parts.kernel_name,
+                        cpu_lambda=(translation.where, translation.lambda_text) if translation.where else None,
+                        translate_declined=translation.declined)
     names = _test_list_names([recipe.opinfo] if recipe is not None else opinfo_names(res.op, res))
     _complex_kept(checkout, res, names, parts.dtypes, recipe is not None)
     parts, placement, existing, turned_down = _placed_parts(checkout, res, recipe, parts, reuse_kernels)

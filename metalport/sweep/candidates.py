@@ -21,16 +21,22 @@ from metalport.sweep.model import SKIPPED, OpOutcome, from_record, status_of
 
 
 def backlog_candidates(repo_root: Path, statuses: Sequence[str], families: Sequence[str],
-                       kinds: Sequence[str] = ()) -> list[BacklogItem]:
-    """Backlog items with one of `statuses` (and `families`, `kinds` when given), in ease order;
-    never an op that is no port candidate (`port.kinds`), nor one only a person can port (unranked:
-    porter `none`, e.g. frexp's two outputs)."""
+                       kinds: Sequence[str] = (), porters: Sequence[str] = ()) -> list[BacklogItem]:
+    """Backlog items with one of `statuses` (and `families`, `kinds`, `porters` when given), in ease
+    order; never an op that is no port candidate (`port.kinds`), nor one only a person can port
+    (unranked: porter `none`, e.g. frexp's two outputs)."""
     from metalport.checkout import find_checkout
 
     items = scan_backlog(find_checkout(repo_root))
     return [i for i in items if i.candidate and i.ease is not None and i.status.value in statuses
             and (not families or i.family.value in families)
-            and (not kinds or (i.kind is not None and i.kind.kind.value in kinds))]
+            and (not kinds or (i.kind is not None and i.kind.kind.value in kinds))
+            and (not porters or (i.porter is not None and i.porter.porter.value in porters))]
+
+
+def offline_portable(item: BacklogItem, recipe_ops: frozenset[str]) -> bool:
+    """Whether a port of `item` needs no model: a recipe covers it, or the translate porter takes it."""
+    return item.op in recipe_ops or (item.porter is not None and item.porter.porter.value == "translate")
 
 
 def local_branches(repo_root: Path) -> set[str]:

@@ -19,8 +19,8 @@ from metalport.budget_limits import BudgetLimits, SweepBudget
 from metalport.errors import BudgetExhausted, FilesystemError, filesystem_error
 from metalport.port.spec_recipes import recipe_ops
 from metalport.run_ids import new_run_id
-from metalport.sweep.candidates import (backlog_candidates, local_branches, local_skip, open_pr_skip, runs_by_op,
-                                        search_open_prs)
+from metalport.sweep.candidates import (backlog_candidates, local_branches, local_skip, offline_portable, open_pr_skip,
+                                        runs_by_op, search_open_prs)
 from metalport.sweep.dashboard import SweepReport, paths_for, write_dashboard
 from metalport.sweep.launch import RunCommand, RunProcess
 from metalport.sweep.lock import SweepLock
@@ -35,6 +35,7 @@ class SweepOptions:
     statuses: tuple[str, ...] = ("missing", "mps-graph", "mps-graph-stub")
     families: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()  # port kinds (`port.kinds.Kind` values) to take; () takes every candidate
+    porters: tuple[str, ...] = ()  # porters (`port.kinds.Porter` values) whose ops to take; () takes every one
     limit: int | None = None  # most runs to start
     concurrency: int = 1  # runs at once (K)
     max_open: int = 5  # most runs awaiting review at any time (M)
@@ -122,7 +123,8 @@ class _Sweep:
         self.report = SweepReport(
             repo=str(options.repo_root), started_at=_now(), finished_at=None, outcomes=(),
             options={"status": ",".join(options.statuses), "family": ",".join(options.families),
-                     "kind": ",".join(options.kinds) or None, "limit": options.limit,
+                     "kind": ",".join(options.kinds) or None, "porter": ",".join(options.porters) or None,
+                     "limit": options.limit,
                      "concurrency": options.concurrency, "max-open": options.max_open,
                      "model": options.model, "executor": options.executor,
                      "retry-rejected": options.retry_rejected or None,
@@ -130,7 +132,7 @@ class _Sweep:
             markdown_path=str(md) if md else None, json_path=str(js) if js else None, repo_flag=self.flag)
 
     def run(self) -> SweepReport:
-        items = backlog_candidates(self.o.repo_root, self.o.statuses, self.o.families, self.o.kinds)
+        items = backlog_candidates(self.o.repo_root, self.o.statuses, self.o.families, self.o.kinds, self.o.porters)
         grouped = runs_by_op(self.runs.all())
         branches = local_branches(self.o.repo_root)
         queue: list[tuple[Any, str | None]] = []  # (item, run id to resume or None for a new run)
@@ -218,8 +220,9 @@ class _Sweep:
 
     def _unportable(self, item: Any) -> bool:
         """With the recipe model, skip (without spending --limit) an op no recipe covers (the
-        functor table or the spec recipes): its run could only end needs-llm."""
-        if self.o.model != "recipe" or item.op in self.recipe_ops:
+        functor table or the spec recipes) and the translate porter declines: its run could only end
+        needs-llm."""
+        if self.o.model != "recipe" or offline_portable(item, self.recipe_ops):
             return False
         self.outcomes[item.op] = OpOutcome(
             op=item.op, outcome=SKIPPED, ease=item.ease, skip="needs-llm",

@@ -135,7 +135,7 @@ def test_backlog_unknown_kind_or_porter_is_a_usage_error(wheel_workspace: Checko
         main(["backlog", "--repo", str(wheel_workspace.root), "--porter", "maybe"])
     assert exited.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
-        "metalport backlog: error: argument --porter: invalid choice maybe (choose from recipe, llm, none)")
+        "metalport backlog: error: argument --porter: invalid choice maybe (choose from recipe, translate, llm, none)")
 
 
 def test_an_empty_filtered_backlog_on_a_wheel_workspace_says_why(wheel_workspace, capsys) -> None:

@@ -82,7 +82,8 @@ def test_fixture_checkout_statuses(tmp_path: Path) -> None:
         "route": "hypot_out calls hypot_stub (assumed: no body of hypot_out in the tree; the stub is named after it)",
         "stub_assumed": True, "kind": "pointwise-stub",
         "kind_reason": "hypot_out reaches hypot_stub through a pointwise TensorIteratorBase",
-        "porter": "llm", "porter_reason": None,
+        "porter": "llm",
+        "porter_reason": "translate declined: no aten/src/ATen/native/cpu/*.cpp registers hypot_stub (REGISTER_DISPATCH)",
     }
 
 

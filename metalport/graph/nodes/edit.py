@@ -8,7 +8,7 @@ from langgraph.runtime import Runtime
 
 from metalport.agent.provider import FixRequest, FunctorRequest, KernelRequest
 from metalport.port.launch import ELEMENTWISE
-from metalport.port.plan_model import PortPlan
+from metalport.port.plan_model import TRANSLATED, PortPlan
 from metalport.errors import AgentError, BudgetExhausted, PipelineError, RecipeError, SpecError
 from metalport.failure import Failure
 from metalport.graph.context import RunContext
@@ -82,7 +82,8 @@ def _apply_fresh(ctx: RunContext, state: PortState, port: PortPlan, worktree: Wo
     # an LLM is asked only when the table has no functor for the op. A spec recipe's plan carries
     # its kernel and launch spec already.
     if port.launch_kind == ELEMENTWISE and port.reused_kernel is None and (
-            state["options"].get("model", "recipe") == "recipe" or port.needs_llm or not port.functor_source):
+            (state["options"].get("model", "recipe") == "recipe" and port.functor_step != TRANSLATED)
+            or port.needs_llm or not port.functor_source):
         from metalport.graph.toolbox import make_toolbox
 
         answer = ctx.provider.write_functor(_functor_request(state, port), make_toolbox(ctx, state, port, worktree))

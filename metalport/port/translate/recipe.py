@@ -1,0 +1,40 @@
+"""`translated_recipe`: a translation as a recipe-table entry, so the planner ports it exactly as a
+recipe (same functor fit, registrations, host stub, contract, conformance and oracle)."""
+
+from __future__ import annotations
+
+from metalport.checkout.layout import Checkout
+from metalport.port.functors import Family, FunctorRecipe, OutDtype
+from metalport.port.resolve import Resolution
+from metalport.port.translate.porter import Translation, translate_stub
+
+__all__ = ["translated_recipe"]
+
+
+def translated_recipe(checkout: Checkout, res: Resolution, stub: str) -> tuple[Translation, FunctorRecipe | None]:
+    """(the translation of `stub`'s CPU kernel for `res.op`, the recipe made of it or None when the
+    porter declined or no OpInfo goes by the op's names to register and check its dtypes by)."""
+    from dataclasses import replace
+
+    from metalport.port.obsolete import opinfo_names
+    from metalport.torch_facts import opinfo_facts
+
+    # A stub of another name (special_xlog1py_out calls xlog1py_stub) names the functor and kernel,
+    # as the tree names its kernels after the stubs they serve.
+    name = stub.removesuffix("_stub") if stub.endswith("_stub") and stub != f"{res.op}_stub" else res.op
+    found = translate_stub(checkout.root, stub, name)
+    if not found.ok or found.source is None:
+        return found, None
+    facts = opinfo_facts()
+    names = opinfo_names(res.op, res)
+    if res.op.endswith("_backward"):  # a backward kernel is checked through its forward op's OpInfo
+        names += opinfo_names(res.op.removesuffix("_backward"), res)
+    opinfo = next((n for n in names if n in facts), None)
+    if opinfo is None:
+        return replace(found, source=None, declined=f"no OpInfo goes by {res.op}'s names to register and check "
+                                                    "the translated functor's dtypes by"), None
+    family = Family.UNARY if found.arity == 1 else Family.BINARY
+    floating_only = not any(d.startswith(("int", "uint")) for d in found.dtypes)
+    recipe = FunctorRecipe(name, family, OutDtype.BOOL if found.out_bool else OutDtype.SAME, opinfo, found.source,
+                           floating_only=floating_only, covers=found.dtypes)
+    return found, recipe

@@ -1,0 +1,54 @@
+"""`_foreach_<name>` rows on the real corpus: the tree's `<name>_functor` launched over the tensor
+list by the `_foreach_exp` recipe's per-chunk launch, to the gate; other rows declined with why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from metalport.cli import main
+from metalport.port.port import plan_port
+from tests.real_tree import overlay_real_tree
+
+UNARY = "aten/src/ATen/native/mps/kernels/UnaryKernel.metal"
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory: pytest.TempPathFactory):
+    return overlay_real_tree(tmp_path_factory.mktemp("real") / "tree")
+
+
+def test_a_foreach_op_launches_the_trees_functor(real) -> None:
+    plan = plan_port(real, "_foreach_sin")
+    assert plan.functor_step == "translate" and not plan.needs_llm and plan.kind == "multi-tensor"
+    assert plan.kernel_file == UNARY and plan.host_file == "aten/src/ATen/native/mps/operations/UnaryKernel.mm"
+    assert plan.reuse[0].startswith(f"reuses sin_functor ({UNARY}, the tree's) in the _foreach_exp recipe's")
+    source = plan.functor_source or ""
+    assert "out0[tensor].data[i] = static_cast<T>(sin_functor()(self[tensor].data[i]));" in source
+    assert "struct SinForeachAddress {" in source and "ForeachAddress<" not in source.replace("SinForeachAddress<", "")
+    assert [r for r in source.splitlines() if r.startswith("REGISTER_FOREACH_SIN(")] == [
+        "REGISTER_FOREACH_SIN(float);", "REGISTER_FOREACH_SIN(half);", "REGISTER_FOREACH_SIN(bfloat);"]
+
+
+def test_foreach_rows_without_a_functor_are_declined_with_why(real) -> None:
+    plan = plan_port(real, "_foreach_add")
+    assert plan.needs_llm
+    assert plan.translate_declined == "no kernel file of the tree registers a unary add_functor (REGISTER_UNARY_OP)"
+
+
+def test_backlog_counts_the_foreach_rows_the_tree_serves(real, capsys: pytest.CaptureFixture) -> None:
+    assert main(["backlog", "--repo", str(real.root), "--kind", "multi-tensor", "--porter", "translate",
+                 "--format", "tsv"]) == 0
+    ops = {row.split("\t")[1] for row in capsys.readouterr().out.splitlines()[1:]}
+    assert {"_foreach_sin", "_foreach_tanh", "_foreach_sigmoid", "_foreach_log1p"} <= ops
+    assert "_foreach_exp" not in ops and "_foreach_add" not in ops  # a recipe; no unary functor
+
+
+def test_a_foreach_port_passes_emulated_conformance_at_the_gate(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture) -> None:
+    root = overlay_real_tree(tmp_path / "tree", writable=True).root
+    code = main(["run", "aten::_foreach_tanh", "--repo", str(root), "--executor", "emulated", "--no-input",
+                 "--run-id", "fe-1"])
+    err = capsys.readouterr().err
+    assert code == 0 and "run fe-1 is waiting for review at the gate" in err, err
