@@ -99,12 +99,17 @@ def _registry_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
 
 
 def _declared(worktree_root: Path, stub: str) -> bool:
-    pattern = re.compile(rf"DECLARE_DISPATCH\(\s*[^,]+,\s*{re.escape(stub)}\s*\)")
+    """Whether a header of the tree or the wheel declares `stub` (multi-line declarations too)."""
+    from metalport.checkout.sources import header_stubs
     from metalport.torch_facts import torch_include_dir
 
     roots = [worktree_root / "aten/src/ATen/native", torch_include_dir() / "ATen/native"]
-    return any(pattern.search(h.read_text(encoding="utf-8", errors="replace"))
-               for root in roots if root.is_dir() for h in root.rglob("*.h"))
+    for root in roots:
+        if root.is_dir():
+            texts = {str(h): h.read_text(encoding="utf-8", errors="replace") for h in root.rglob("*.h")}
+            if any(d.name == stub for d in header_stubs(texts)):
+                return True
+    return False
 
 
 def _stub_checks(worktree_root: Path, plan: PortPlan, added: dict[str, list[tuple[int, str]]]) -> Iterator[Failure]:

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from metalport.checks.hostmodel import UnmodelledCall
+from metalport.checks.hostmodel import OpmathScalar, UnmodelledCall
 from metalport.checks.numerics import Numerics, draw
 
 
@@ -138,6 +138,11 @@ def bind(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Family)
         elif kind in ("number", "int") and family.has_alpha and alpha is None and (
                 kind == "number" or family is Family.UNARY_ALPHA):
             alpha = values[a.name][1] if present else a.default_value
+        elif kind == "number" and family in (Family.UNARY_ALPHA, Family.BINARY_ALPHA) and alpha is not None:
+            # Note [params route] (port/params.py): a second scalar (softplus's threshold) makes the
+            # alpha a params struct of every scalar, in order, each at opmath float.
+            first = alpha if isinstance(alpha, tuple) else (OpmathScalar(alpha),)
+            alpha = (*first, OpmathScalar(values[a.name][1] if present else a.default_value))
         elif kind == "Optional[float]" and family is Family.UNARY_ALPHA and (alpha is None or isinstance(alpha, tuple)):
             # A params struct (nan_to_num's NanToNumParams): the optional floats, None where defaulted.
             alpha = (*(alpha or ()), values[a.name][1] if present else None)
@@ -182,6 +187,9 @@ def find_opinfos(base: str) -> list[Any]:
         named = [o for o in op_db if (not o.variant_test_name) == plain
                  and (o.name == base or o.name.replace(".", "_") == base)]
         named = named or [o for o in op_db if (not o.variant_test_name) == plain and o.aten_name == base]
+        # an op torch spells under its Python namespace (`nn.functional.softplus` runs aten::softplus)
+        named = named or [o for o in op_db if (not o.variant_test_name) == plain
+                          and o.name in (f"nn.functional.{base}", f"special.{base}")]
         if named:
             return named if not plain else named[:1]
     return []

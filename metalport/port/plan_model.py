@@ -139,6 +139,16 @@ class PortPlan:
     # launcher/kernel variant it needs to its home files, "reuse" when the tree has it, None when
     # the port keeps a file-local copy (the plan's reuse lines say why).
     shared_launcher: str | None = None
+    # Note [params route] (port/params.py): the stub's scalars carried into the kernel as one struct,
+    # (name, stub C++ type, opmath, default) each; `params_type` the name the host passes and the
+    # host names end in ("SoftplusParams", "NanToNumParams_float"), `params_struct` its C++ type
+    # ("NanToNumParams<float>"), `params_header` the file defining it, `params_source` the struct the
+    # port adds there (None: the tree defines it already).
+    params: tuple[tuple[str, str, bool, str], ...] = ()
+    params_type: str | None = None
+    params_struct: str | None = None
+    params_header: str | None = None
+    params_source: str | None = None
 
     def __post_init__(self) -> None:
         if self.needs_llm != (self.functor_step not in ("table", "reuse")):

@@ -28,6 +28,7 @@ never reused or shadowed: the plan refuses.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -163,6 +164,11 @@ class _LaunchPart:
     placement: tuple[str, ...] = ()
     reused_kernel: str | None = None
     shared_launcher: str | None = None
+    params: tuple[tuple[str, str, bool, str], ...] = ()
+    params_type: str | None = None
+    params_struct: str | None = None
+    params_header: str | None = None
+    params_source: str | None = None
 
 
 def _table_parts(checkout: Checkout, recipe: FunctorRecipe, stub: str) -> _LaunchPart:
@@ -209,7 +215,38 @@ def _llm_parts(checkout: Checkout, res: Resolution) -> _LaunchPart:
         except RecipeError:
             return parts
         parts = replace(parts, stub_header=decl.header, stub_params=decl.params)
+        parts = _with_params(res, parts, decl.params)
     return parts
+
+
+def _stub_entry_func(res: Resolution) -> str | None:
+    """The schema of the entry whose CPU kernel calls the stub: the `.out` (or first) entry with a
+    CPU/CUDA dispatch line."""
+    from metalport.port.resolve import host_line
+
+    served = [e for e in res.entries if host_line(e) is not None]
+    entry = next((e for e in served if e.overload in ("out", "grad_input")), served[0] if served else None)
+    return entry.func if entry is not None else None
+
+
+def _with_params(res: Resolution, parts: _LaunchPart, stub_params: str) -> _LaunchPart:
+    """`parts` on the params route (Note [params route], port/params.py) when the stub takes scalars
+    after the iterator: registrations through the family's `_ALPHA_OP` macro with the params struct
+    as the alpha type. Raises PipelineError when a scalar is of a type no struct field carries."""
+    from metalport.port.params import params_type_name, registration, scalar_params
+
+    func = _stub_entry_func(res)
+    found = scalar_params(stub_params, func) if func else ()
+    if found == ():
+        return parts
+    if found is None or parts.host_family not in ("unary", "binary"):
+        raise PipelineError(f"{res.stub} takes ({stub_params}): scalars after the iterator that a params struct "
+                            f"does not carry for a {parts.host_family} kernel",
+                            location=parts.stub_header, hint="port it by hand")
+    macro = "REGISTER_UNARY_ALPHA_OP" if parts.host_family == "unary" else "REGISTER_BINARY_ALPHA_OP"
+    name = params_type_name(res.op)
+    return replace(parts, macro=macro, params=found, params_type=name, params_struct=name,
+                   registrations=tuple(registration(macro, res.op, t, name) for t in parts.dtypes))
 
 
 def _existing_kernel_file(res: Resolution) -> str | None:
@@ -277,6 +314,8 @@ def _plan(checkout: Checkout, res: Resolution, part: _LaunchPart) -> PortPlan:
     allowed = {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs),
                *(d[0] for d in (*part.decorator_entries, *part.decorator_narrowed))}
     allowed |= {p for p in (None if part.reused_kernel else part.kernel_file, part.host_file) if p}
+    if part.params_source and part.params_header:  # Note [params route]: the struct's header
+        allowed.add(part.params_header)
     if part.shared_launcher == "extend":  # Note [extend shared code at home] (port/shared.py)
         from metalport.port.shared import HOMES
 
@@ -315,6 +354,9 @@ def _pointwise_part(checkout: Checkout, res: Resolution, kind: Classification | 
     names = _test_list_names([recipe.opinfo] if recipe is not None else opinfo_names(res.op, res))
     _complex_kept(checkout, res, names, parts.dtypes, recipe is not None)
     parts, placement, existing, turned_down = _placed_parts(checkout, res, recipe, parts, reuse_kernels)
+    if parts.params:
+        parts, params_line = _placed_params(checkout, res, parts, existing)
+        placement = (*placement, params_line)
     kept = next((r for r in res.registrations if r.stub == parts.stub and r.kind is not ImplKind.GRAPH), None)
     if kept is not None:
         parts = replace(parts, host_file=kept.where.file)  # registered natively already: no second one
@@ -414,6 +456,51 @@ def _placed_parts(checkout: Checkout, res: Resolution, recipe: FunctorRecipe | N
     return parts, placement, existing, turned_down
 
 
+_KERNEL_HEADER = re.compile(r"^#include <(ATen/native/mps/kernels/\w+\.h)>", re.MULTILINE)
+_TYPEDEF = re.compile(r"^typedef\s+([\w:<>, ]+?)\s+(\w+);", re.MULTILINE)
+
+
+def _placed_params(checkout: Checkout, res: Resolution, parts: _LaunchPart,
+                   existing: ExistingKernel | None) -> tuple[_LaunchPart, str]:
+    """(`parts` with its params struct placed, one line on where it is) (Note [params route]): a
+    reused kernel keeps the struct its registrations name (its `typedef` gives the C++ type, its
+    dtypes are the ones it registers); a new functor's struct goes into the kernel header the kernel
+    file includes (the host includes it too), or the tree's struct of that name is reused when its
+    fields are the op's scalars."""
+    from metalport.port.params import params_type_name, registration, struct_fields, struct_source
+
+    text = (checkout.root / parts.kernel_file).read_text(encoding="utf-8") \
+        if parts.kernel_file and (checkout.root / parts.kernel_file).is_file() else ""
+    header = _KERNEL_HEADER.search(text)
+    header_rel = f"aten/src/{header.group(1)}" if header else None
+    header_text = (checkout.root / header_rel).read_text(encoding="utf-8") \
+        if header_rel and (checkout.root / header_rel).is_file() else ""
+    if existing is not None:
+        regs = [s for s in res.sources.shader_ops if s.name == existing.name and len(s.args) == 3]
+        type_name = regs[0].args[1] if regs else parts.params_type
+        typedefs = {m.group(2): re.sub(r"\s+", "", m.group(1)) for m in _TYPEDEF.finditer(text)}
+        dtypes = tuple(dict.fromkeys(s.args[0] for s in regs))
+        return (replace(parts, params_type=type_name, params_struct=typedefs.get(type_name, type_name),
+                        params_header=header_rel, dtypes=dtypes or parts.dtypes),
+                f"params struct {typedefs.get(type_name, type_name)}: the tree's, which {existing.name}'s "
+                f"registrations name ({type_name})")
+    wanted = tuple(n for n, *_ in parts.params)
+    name = parts.params_type or params_type_name(res.op)
+    have = struct_fields(header_text, name) or struct_fields(text, name)
+    if have is not None and have != wanted:  # a struct of that name carries other scalars
+        name = "".join(w.capitalize() for w in res.op.split("_")) + "Params"
+        have = struct_fields(header_text, name) or struct_fields(text, name)
+    regs = tuple(registration(parts.macro or "", res.op, t, name) for t in parts.dtypes)
+    where = header_rel or parts.kernel_file
+    parts = replace(parts, params_type=name, params_struct=name, params_header=where, registrations=regs,
+                    params_source=None if have == wanted else struct_source(name, parts.params))
+    if have == wanted:
+        return parts, f"params struct {name}: the tree's ({where}), whose fields are {', '.join(wanted)}"
+    return parts, (f"params struct {name} ({', '.join(wanted)} at opmath float) added to {where}"
+                   + (f", the header {Path(parts.kernel_file or '').name} and its host include"
+                      if header_rel else ""))
+
+
 def _reuse_lines(checkout: Checkout, parts: _LaunchPart, shared_line: str | None, existing: ExistingKernel | None,
                  turned_down: tuple[str, ...]) -> tuple[str, ...]:
     """Note [reuse before writing]: the plan's lines on what it reuses and adds, the shared
@@ -438,7 +525,9 @@ def _existing_kernel(checkout: Checkout, res: Resolution, parts: _LaunchPart):
     if not (parts.kernel_file and parts.host_family in ("unary", "binary") and parts.registrations
             and parts.stub == f"{res.op}_stub"):
         return None, ()
-    found, refused = existing_kernels(checkout, res.sources, res.op, _ARITY[parts.host_family], parts.registrations)
+    arity = _ARITY[parts.host_family] + (1 if parts.params else 0)  # a params struct is one more argument
+    found, refused = existing_kernels(checkout, res.sources, res.op, arity, parts.registrations,
+                                      own_types_suffice=bool(parts.params))
     return (found[0] if found else None), tuple(refused)
 
 
@@ -447,6 +536,8 @@ def _host_call(parts: _LaunchPart) -> str | None:
     launcher = LAUNCHERS.get(parts.host_family or "")
     if launcher is None:
         return None
+    if parts.params_type is not None and parts.host_family in ("unary", "binary"):
+        return f"exec_{parts.host_family}_kernel_with_params"
     from metalport.port.functors import CASTOUT_MACRO
 
     castout = any(r.startswith(CASTOUT_MACRO + "(") for r in parts.registrations)
