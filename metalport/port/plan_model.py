@@ -144,6 +144,8 @@ class PortPlan:
     # host names end in ("SoftplusParams", "NanToNumParams_float"), `params_struct` its C++ type
     # ("NanToNumParams<float>"), `params_header` the file defining it, `params_source` the struct the
     # port adds there (None: the tree defines it already).
+    # Which registry rows move and why, one line each (Note [why rows collapse], Note [kept rows]).
+    rows_why: tuple[str, ...] = ()
     params: tuple[tuple[str, str, bool, str], ...] = ()
     params_type: str | None = None
     params_struct: str | None = None

@@ -332,8 +332,20 @@ def _plan(checkout: Checkout, res: Resolution, part: _LaunchPart) -> PortPlan:
                                                                     for r in part.rows),
         stubs=(route.stubs if route else (part.stub,)) if part.stub else (),
         stub_route=route.describe() if route and part.stub else None,
-        stub_args=route.calls[0].args if route and part.stub else (), **launch,
+        stub_args=route.calls[0].args if route and part.stub else (), rows_why=_rows_why(res, part), **launch,
     )
+
+
+def _rows_why(res: Resolution, part: _LaunchPart) -> tuple[str, ...]:
+    """One line per entry whose rows the port changes (what they join and why) or keeps (Note
+    [kept rows] in port/resolve.py)."""
+    out = []
+    for entry in dict.fromkeys(r.entry for r in part.rows):
+        after = next((r.after.strip() for r in part.rows if r.entry == entry and r.after), "")
+        reason = (f"{part.stub} is registered for MPS, so the shared kernel serves MPS too" if part.stub
+                  else "the port serves it")
+        out.append(f"{entry} moves to `{after}`: {reason}" if after else f"{entry}: {reason}")
+    return (*out, *(why for _, _, why in res.kept_rows))
 
 
 def _names_mps(line: str) -> bool:
