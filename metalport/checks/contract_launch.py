@@ -126,6 +126,7 @@ def _stub_checks(worktree_root: Path, plan: PortPlan, added: dict[str, list[tupl
         if regs and stub == plan.stub:
             yield from _kernel_name_checks(worktree_root, plan, sources, regs[0])
             yield from _foreign_stub_check(plan, sources, regs[0])
+            yield from _params_checks(worktree_root, plan, sources, regs[0])
     yield from _uncalled(plan, sources, added)
 
 
@@ -156,6 +157,35 @@ def _uncalled(plan: PortPlan, sources: Sources, added: dict[str, list[tuple[int,
             why = f"aten::{plan.op}'s kernel does not call {reg.stub}"
         yield _fail("stub", f"{why}, yet the port registers it{'; ' + plan.stub_route if plan.stub_route else ''}",
                     reg.where.file, reg.where.line)
+
+
+def _params_checks(worktree_root: Path, plan: PortPlan, sources: Sources, reg: Registration) -> Iterator[Failure]:
+    """Note [params route] (port/params.py): the registered host function uses every scalar its stub
+    passes (a scalar taken and ignored, softplus's `beta`, is a wrong result the emulated host cannot
+    see, as it fills the struct itself) and launches through an `exec_*_kernel_with_params`."""
+    if not plan.params:
+        return
+    from metalport.port.host import skip_to_close
+
+    fn = reg.kernel.lstrip("&").split("::")[-1]
+    found = next((f for f in sources.functions if f.name == fn and f.where.file == reg.where.file), None) \
+        or sources.function(fn)
+    path = worktree_root / found.where.file if found is not None else None
+    if found is None or path is None or not path.is_file():
+        return  # reported by the kernel-name check
+    text = path.read_text(encoding="utf-8", errors="replace")
+    start = sum(len(line) for line in text.splitlines(keepends=True)[:found.where.line - 1])
+    brace = text.find("{", start)
+    end = skip_to_close(text, brace) if brace >= 0 else -1
+    body = text[brace:end] if end > brace else ""
+    for name, *_ in plan.params:
+        if not re.search(rf"\b{re.escape(name)}\b", body):
+            yield _fail("params", f"{fn} takes {name} but never passes it to the kernel: the params struct "
+                        f"{plan.params_type} must carry every scalar of {plan.stub}", found.where.file,
+                        found.where.line)
+    if "_kernel_with_params(" not in body:
+        yield _fail("params", f"{fn} does not launch through exec_*_kernel_with_params; the {plan.params_type} "
+                    f"kernels take the params struct", found.where.file, found.where.line)
 
 
 def _kernel_name_checks(worktree_root: Path, plan: PortPlan, sources: Sources,

@@ -96,3 +96,23 @@ def test_pow_tensor_tensor_gets_its_stub_and_keeps_the_scalar_overload(real: Che
                for w in plan.rows_why)
     assert any(w.startswith("pow.Scalar_out keeps `MPS: pow_Scalar_out_mps`") and "calls at::pow again" in w
                for w in plan.rows_why)
+
+
+def test_the_contract_refuses_a_host_stub_that_drops_a_scalar(real: Checkout, tmp_path: Path) -> None:
+    from metalport.checks.contract import check_contract
+
+    plan, work = _applied(real, tmp_path, "softplus", SOFTPLUS)
+    assert check_contract(real.root, work, plan) == []
+    host = work / HOST
+    host.write_text(host.read_text().replace("beta.to<float>()", "1.0f"))
+    failures = check_contract(real.root, work, plan)
+    assert [f.message for f in failures] == [
+        "[params] softplus_mps_kernel takes beta but never passes it to the kernel: the params struct "
+        "SoftplusParams must carry every scalar of softplus_stub"]
+
+
+def test_the_contract_accepts_the_nan_to_num_port(real: Checkout, tmp_path: Path) -> None:
+    from metalport.checks.contract import check_contract
+
+    plan, work = _applied(real, tmp_path, "nan_to_num")
+    assert check_contract(real.root, work, plan) == []
