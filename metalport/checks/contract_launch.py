@@ -90,6 +90,8 @@ def _registry_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
     changed = {r.entry for r in plan.rows}
     for entry in op.entries:
         for d in mps_only_lines(entry):
+            if (entry.full_name, d.kernel) in set(plan.kept_rows):  # Note [kept rows] (port/resolve.py)
+                continue
             yield _fail("rows", f"{entry.full_name} still dispatches MPS to {d.kernel}; route it to the "
                         f"shared kernel", NATIVE_FUNCTIONS, d.line)
         host = host_line(entry)

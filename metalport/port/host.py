@@ -213,6 +213,8 @@ class HostStub:
         extra = ("#include <ATen/OpMathType.h>",) if self.family == "ternary_alpha" and not self.shared_launcher else ()
         if self.params_header and self.params_header.endswith(".h"):
             extra = (*extra, f"#include <{self.params_header.removeprefix('aten/src/')}>")
+        if any(default for *_, default in self.scalars):  # the struct is filled per dtype (AT_DISPATCH)
+            extra = (*extra, "#include <ATen/Dispatch.h>")
         return (f"#include <{self.stub_header}>", *extra)
 
     def macro_line(self, text: str) -> str | None:

@@ -146,6 +146,7 @@ class PortPlan:
     # port adds there (None: the tree defines it already).
     # Which registry rows move and why, one line each (Note [why rows collapse], Note [kept rows]).
     rows_why: tuple[str, ...] = ()
+    kept_rows: tuple[tuple[str, str], ...] = ()  # (entry, MPS kernel) rows kept (Note [kept rows], port/resolve.py)
     params: tuple[tuple[str, str, bool, str], ...] = ()
     params_type: str | None = None
     params_struct: str | None = None

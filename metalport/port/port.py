@@ -332,7 +332,8 @@ def _plan(checkout: Checkout, res: Resolution, part: _LaunchPart) -> PortPlan:
                                                                     for r in part.rows),
         stubs=(route.stubs if route else (part.stub,)) if part.stub else (),
         stub_route=route.describe() if route and part.stub else None,
-        stub_args=route.calls[0].args if route and part.stub else (), rows_why=_rows_why(res, part), **launch,
+        stub_args=route.calls[0].args if route and part.stub else (), rows_why=_rows_why(res, part),
+        kept_rows=tuple((e, k) for e, k, _ in res.kept_rows), **launch,
     )
 
 
@@ -568,14 +569,20 @@ def _placed_by_siblings(checkout: Checkout, res: Resolution, parts: _LaunchPart)
     declared.discard(parts.stub or "")
     hosts: Counter[str] = Counter()
     kernels: Counter[str] = Counter()
-    shader_file = {s.name: s.where.file for s in res.sources.shader_ops}
+    # Only siblings launched as the port is (a binary functor beside binary ones): pow_tensor_scalar_stub's
+    # unary kernel does not make UnaryKernel.metal the home of pow.Tensor_Tensor's binary one.
+    arity = (parts.macro or "").split("_")[1:2]
+    shader_file = {s.name: s.where.file for s in res.sources.shader_ops
+                   if not arity or s.macro.split("_")[1:2] == arity}
     for reg in res.sources.registrations:
         if reg.stub not in declared or reg.kind is ImplKind.GRAPH:
             continue
+        launched = [c for c in res.sources.kernel_calls if c.function == reg.kernel and c.kernel in shader_file]
+        if not launched:
+            continue
         hosts[reg.where.file] += 1
-        for call in res.sources.kernel_calls:
-            if call.function == reg.kernel and call.kernel in shader_file:
-                kernels[shader_file[call.kernel]] += 1
+        for call in launched:
+            kernels[shader_file[call.kernel]] += 1
     if not hosts or not kernels:
         return parts, (f"kernel file {parts.kernel_file} and host file {parts.host_file}: from the family table "
                        f"(fallback: the tree registers no sibling of {parts.stub} from {header or 'its header'})",)

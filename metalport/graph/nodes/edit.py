@@ -166,13 +166,17 @@ def _plan_summary(port: PortPlan) -> str:
     data = port.to_dict()
     keys = ("op", "family", "kind", "kernel_file", "functor", "dtypes", "host_file", "register_dispatch", "legacy",
             "xfail_keys", "migrate")
+    if port.params:  # Note [params route]
+        keys = (*keys, "params_type", "registrations")
     return "\n".join(f"{k}: {data.get(k)}" for k in keys)
 
 
 def _functor_request(state: PortState, port: PortPlan) -> FunctorRequest:
     return FunctorRequest(op=state["op"], family=port.host_family or port.family, dtypes=port.dtypes,
                           plan_summary=_plan_summary(port), kernel_file=port.kernel_file or "",
-                          functor_name=port.functor or "", feedback=state.get("feedback") or "")
+                          functor_name=port.functor or "", feedback=state.get("feedback") or "",
+                          params_type=port.params_type or "",
+                          params_fields=tuple(f"{'float' if opmath else 'T'} {name}" for name, _, opmath, _ in port.params))
 
 
 def _fix_request(state: PortState, port: PortPlan, rejected: bool) -> FixRequest:
