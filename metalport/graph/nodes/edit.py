@@ -71,7 +71,16 @@ def _apply_fresh(ctx: RunContext, state: PortState, port: PortPlan, worktree: Wo
     if state.get("family"):  # a family port: every member's table plan, in order (port/family.py)
         from metalport.port.family import FamilyPlan, apply_family
 
-        apply_family(FamilyPlan.from_dict(state["family"]), worktree.path, secret_env=ctx.secret_env())
+        family = FamilyPlan.from_dict(state["family"])
+        functors = {}
+        for member in family.members:  # Note [family members a model writes]: the model, per member
+            if member.needs_llm:
+                from metalport.graph.toolbox import make_toolbox
+
+                answer = ctx.provider.write_functor(_functor_request({**state, "op": f"aten::{member.op}"}, member),
+                                                    make_toolbox(ctx, state, member, worktree))
+                functors[member.op] = answer.functor_source
+        apply_family(family, worktree.path, functor_sources=functors, secret_env=ctx.secret_env())
         return port
     if port.launch_kind is None:  # a kernel port no recipe covers: the model writes kernel and launch
         port = _model_spec_plan(ctx, state, port, worktree)
