@@ -8,6 +8,7 @@ overload's row kept."""
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,55 @@ def test_pow_tensor_tensor_reaches_the_gate_with_the_scalar_overload_kept(real: 
     assert "+    CPU, CUDA, MPS: pow_Tensor_Tensor_out" in diff
     assert "pow_Scalar_out" not in "\n".join(l for l in diff.splitlines() if l.startswith(("+", "-")))
     assert "-CREATE_MPS_STRUCTURED_BINARY_OP_FUNC(pow_tensor_tensor_out_mps, power, Tensor);" in diff
+
+
+SOFTPLUS_BACKWARD = """struct softplus_backward_functor {
+  template <typename T>
+  inline T operator()(const T grad_output, const T self, const SoftplusParams params) {
+    const float scaled = float(self) * params.beta;
+    if (scaled > params.threshold) {
+      return grad_output;
+    }
+    const float e = ::metal::exp(scaled);
+    return static_cast<T>(float(grad_output) * e / (e + 1.0f));
+  }
+};
+"""
+
+
+@pytest.fixture
+def activation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    from tests.graph.activation_tree import activation_tree
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    return activation_tree(tmp_path / "activation")
+
+
+def test_softplus_family_is_one_change_with_the_model_asked_per_member(activation: Path, tmp_path: Path) -> None:
+    answers = [json_reply({"functor_source": SOFTPLUS, "summary": "forward"}),
+               json_reply({"functor_source": SOFTPLUS_BACKWARD, "summary": "backward"})]
+    with ScriptedLLM(answers) as server:
+        options = replace(_options(tmp_path, server), family_ops=["aten::softplus_backward"])
+        record = start_run(activation, "aten::softplus", options)
+    assert record.status == "awaiting-review", record.reason
+    assert record.verdicts["test"]["members"] == {"softplus": "pass", "softplus_backward": "pass"}
+    asked = [r["messages"][1]["content"] for r in server.requests]
+    assert len(asked) == 2 and "softplus_functor" in asked[0] and "softplus_backward_functor" in asked[1]
+    diff = _diff(Path(record.worktree))
+    header = f"{KERNELS}/Activation.h"
+    assert diff.count("+struct SoftplusParams {") == 1 and f"b/{header}" in diff  # one struct, shared
+    assert "+REGISTER_UNARY_ALPHA_OP(softplus, float, SoftplusParams, float);" in diff
+    assert "+REGISTER_BINARY_ALPHA_OP(softplus_backward, bfloat, SoftplusParams, bfloat);" in diff
+    assert '+  lib.exec_binary_kernel_with_params(iter, "softplus_backward", params, "SoftplusParams");' in diff
+    assert f"b/{OPERATIONS}/ActivationKernel.mm" in diff and f"b/{KERNELS}/ActivationKernel.metal" in diff
+    removed = "\n".join(line for line in diff.splitlines() if line.startswith("-"))
+    assert "-TORCH_IMPL_FUNC(softplus_out_mps)" in removed and "-TORCH_IMPL_FUNC(softplus_backward_out_mps)" in removed
+    assert "-#include <ATen/ops/softplus_native.h>" in removed
+
+
+def test_nan_to_num_replaces_tensor_compares_graph(activation: Path, tmp_path: Path) -> None:
+    record = start_run(activation, "aten::nan_to_num", _options(tmp_path, None))
+    assert record.status == "awaiting-review", record.reason
+    diff = _diff(Path(record.worktree))
+    assert "-Tensor& nan_to_num_out_mps(const Tensor& self," in diff
+    assert f"b/{OPERATIONS}/UnaryKernel.mm" in diff and f"b/{KERNELS}/UnaryKernel.metal" not in diff
