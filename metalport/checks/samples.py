@@ -116,8 +116,45 @@ def _as_tensor(v: Any) -> torch.Tensor:
     raise UnmodelledCall(f"operand of type {type(v).__name__}")
 
 
+class HalvesOp:
+    """Note [halves]: an op whose iterator runs over the two halves of its one tensor along `dim`
+    (glu: its meta function builds a binary iterator over them), as the host model sees it: a
+    binary call on the halves. Calling it joins them and runs the op, so the reference is torch's."""
+
+    def __init__(self, op: Any, dim: int) -> None:
+        self.op, self.dim = op, dim
+
+    def __call__(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return self.op(torch.cat([a, b], self.dim), self.dim)
+
+    def name(self) -> str:
+        return self.op.name()
+
+
+def _halves(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Family) -> Call | None:
+    """The call as a binary call on the halves of its one tensor along `dim` (Note [halves]), for a
+    binary kernel and a schema of one tensor and an int `dim`; None otherwise."""
+    schema = func._schema.arguments
+    tensors = [a for a in schema if str(a.type) == "Tensor"]
+    dims = [i for i, a in enumerate(schema) if a.name == "dim" and str(a.type) == "int"]
+    if family is not Family.BINARY or len(tensors) != 1 or not dims or not args or \
+            not isinstance(args[0], torch.Tensor) or args[0].dim() == 0:
+        return None
+    at = dims[0]
+    dim = kwargs.get("dim", args[at] if at < len(args) else schema[at].default_value)
+    x = args[0]
+    dim = int(dim) % x.dim()
+    if x.shape[dim] % 2:
+        raise UnmodelledCall(f"{func.name()} over an odd dimension (size {x.shape[dim]}) has no halves")
+    a, b = x.chunk(2, dim)
+    return Call(HalvesOp(func, dim), (a, b), {}, (0, 1), None)
+
+
 def bind(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Family) -> Call:
     """Map one recorded call onto `family`'s operands and alpha; UnmodelledCall if it does not fit."""
+    halves = _halves(func, args, kwargs, family)
+    if halves is not None:
+        return halves
     values: dict[str, Any] = {}
     schema = func._schema.arguments
     for i, a in enumerate(schema):

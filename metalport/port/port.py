@@ -17,6 +17,11 @@ still be registered afterwards. common_mps.py's SUPPORTED_COMPLEX_OPS names the 
 for complex (test_mps expects them to pass for complex32/complex64): such an op keeps `float2` and
 `half2` registrations (functor branches picked by `c10::metal::is_complex_v`), or the plan refuses.
 
+Note [port shape from the op]: the stub's signature alone does not say how many operands its
+iterator has. glu_stub takes an iterator, yet glu's iterator runs over the two halves of `self`:
+torch's own CPU result (half the input along `dim`) shows it, and the port is a binary functor
+(`_halves`).
+
 Note [functor fit]: a recipe's functor joins the kernel file only when the file has none of that
 name. The structured kernel may route through another op's stub (`sub_out` calls `add_stub` with
 `-alpha`): then the file's functor of the routed op is the kernel (`add_alpha`), found by name and
@@ -188,8 +193,44 @@ def _tensor_outputs(func: str) -> tuple[str, ...]:
                  if r.startswith("Tensor") and not r.startswith("Tensor[]"))
 
 
+def _halves(res: Resolution) -> str | None:
+    """Why the op's iterator runs over the two halves of its input (glu: `out = a * sigmoid(b)` for
+    the halves a, b of `self` along `dim`), or None: one tensor input and an int `dim` its stub does
+    not take, and torch's CPU result is half the input along `dim` on the op's OpInfo sample. Such
+    an op is a binary functor over the halves (Note [port shape from the op])."""
+    import torch
+
+    from metalport.checks.samples import find_opinfo
+
+    func = _stub_entry_func(res)
+    if func is None or res.family is not Family.UNARY:
+        return None
+    from torchgen.model import FunctionSchema
+
+    args = FunctionSchema.parse(func).arguments
+    tensors = [a for a in args.flat_positional if str(a.type) == "Tensor"]
+    dims = [a for a in args.flat_positional if a.name == "dim" and str(a.type) == "int"]
+    info = find_opinfo(res.op)
+    if len(tensors) != 1 or not dims or info is None:
+        return None
+    for sample in info.sample_inputs("cpu", torch.float32):
+        x = sample.input
+        dim = sample.kwargs.get("dim", sample.args[0] if sample.args else -1)
+        out = info.op(x, *sample.args, **sample.kwargs)
+        if not isinstance(out, torch.Tensor) or x.dim() == 0 or out.dim() != x.dim():
+            return None
+        halved = list(x.shape)
+        halved[dim] //= 2
+        if list(out.shape) != halved or x.shape[dim] % 2:
+            return None
+        return (f"{res.op}'s result is half of {tensors[0].name} along {dims[0].name} (OpInfo {info.name}): its "
+                f"iterator runs over the two halves, a binary functor")
+    return None
+
+
 def _llm_parts(checkout: Checkout, res: Resolution) -> _LaunchPart:
-    shape = _BY_FAMILY.get(res.family)
+    halves = _halves(res) if res.stub else None
+    shape = _BY_FAMILY.get(Family.BINARY if halves else res.family)
     if shape is None:
         return _LaunchPart(NEEDS_LLM, stub=res.stub)
     host_family, kernel, host, macro = shape
@@ -208,7 +249,7 @@ def _llm_parts(checkout: Checkout, res: Resolution) -> _LaunchPart:
     dtypes = metal_types_for(cpu, complex=keep_complex) if cpu is not None else ("float", "half", "bfloat")
     parts = _LaunchPart(NEEDS_LLM, f"{KERNELS_DIR}/{kernel}", f"{res.op}_functor", None, dtypes,
                         tuple(f"{macro}({res.op}, {t}, {t});" for t in dtypes), f"{OPERATIONS_DIR}/{host}", macro,
-                        res.stub, host_family=host_family)
+                        res.stub, host_family=host_family, placement=(halves,) if halves else ())
     if res.stub:
         try:
             decl = _stub_declaration(checkout, res.stub)
@@ -366,7 +407,9 @@ def _pointwise_part(checkout: Checkout, res: Resolution, kind: Classification | 
     parts = _table_parts(checkout, recipe, stub) if recipe is not None else _llm_parts(checkout, res)
     names = _test_list_names([recipe.opinfo] if recipe is not None else opinfo_names(res.op, res))
     _complex_kept(checkout, res, names, parts.dtypes, recipe is not None)
+    shape_lines = parts.placement
     parts, placement, existing, turned_down = _placed_parts(checkout, res, recipe, parts, reuse_kernels)
+    placement = (*shape_lines, *placement)
     if parts.params:
         parts, params_line = _placed_params(checkout, res, parts, existing)
         placement = (*placement, params_line)

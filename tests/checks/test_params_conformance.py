@@ -64,3 +64,27 @@ def test_a_kernel_ignoring_a_scalar_fails(tmp_path: Path, session: ConformanceSe
     failure = next(f for d in report.dtypes for f in d.failures)
     assert failure.kind == "conformance" and f"{op}_dense_" in failure.message
     assert "SoftplusParams" in failure.message
+
+
+GLU = """#include <c10/metal/indexing.h>
+#include <metal_stdlib>
+using namespace metal;
+struct glu_functor {
+  template <typename T>
+  inline T operator()(const T a, const T b) {
+    return static_cast<T>(float(a) / (1.0f + ::metal::exp(-float(b))));
+  }
+};
+REGISTER_BINARY_OP(glu, float, float);
+REGISTER_BINARY_OP(glu, half, half);
+"""
+
+
+@pytest.mark.parametrize(("source", "status"), [(GLU, "pass"), (GLU.replace("-float(b)", "float(b)"), "fail")])
+def test_glu_runs_as_a_binary_call_on_the_halves(tmp_path: Path, session: ConformanceSession, source: str,
+                                                 status: str) -> None:
+    root = make_checkout(tmp_path / status, {"ActivationKernel.metal": source})
+    report = run_conformance(root, "aten::glu", backend="emulated", seed=5, session=session, include_held_out=False)
+    assert report.status == status, report.summary_for_model()
+    assert all(d.samples > 4 for d in report.dtypes)
+    assert "glu(float32[" in report.summary_for_model()  # judged as a call on two halves

@@ -149,3 +149,23 @@ def test_nan_to_num_replaces_tensor_compares_graph(activation: Path, tmp_path: P
     diff = _diff(Path(record.worktree))
     assert "-Tensor& nan_to_num_out_mps(const Tensor& self," in diff
     assert f"b/{OPERATIONS}/UnaryKernel.mm" in diff and f"b/{KERNELS}/UnaryKernel.metal" not in diff
+
+
+GLU = """struct glu_functor {
+  template <typename T>
+  inline T operator()(const T a, const T b) {
+    return static_cast<T>(float(a) / (1.0f + ::metal::exp(-float(b))));
+  }
+};
+"""
+
+
+def test_glu_is_a_binary_functor_over_the_halves(activation: Path, tmp_path: Path) -> None:
+    with ScriptedLLM([json_reply({"functor_source": GLU, "summary": "a * sigmoid(b)"})]) as server:
+        record = start_run(activation, "aten::glu", _options(tmp_path, server))
+    assert record.status == "awaiting-review", record.reason
+    assert "two values" in server.requests[0]["messages"][1]["content"]  # asked for a binary functor
+    diff = _diff(Path(record.worktree))
+    assert "+REGISTER_BINARY_OP(glu, float, float);" in diff
+    assert '+  lib.exec_binary_kernel(iter, "glu");' in diff and "+REGISTER_DISPATCH(glu_stub, glu_mps_kernel);" in diff
+    assert "-TORCH_IMPL_FUNC(glu_out_mps)" in diff and "+    CPU, CUDA, MPS: glu_out" in diff
