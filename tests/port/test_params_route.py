@@ -116,3 +116,14 @@ def test_the_contract_accepts_the_nan_to_num_port(real: Checkout, tmp_path: Path
 
     plan, work = _applied(real, tmp_path, "nan_to_num")
     assert check_contract(real.root, work, plan) == []
+
+
+def test_softplus_keeps_the_test_dtypes_xfail_of_dtypes_it_does_not_register(real: Checkout, tmp_path: Path) -> None:
+    # Note [test_dtypes stays]: the OpInfo lists bool and integer types for MPS; the port registers
+    # float/half/bfloat only, so test_dtypes still fails and its expectedFailure stays.
+    plan, work = _applied(real, tmp_path, "softplus", SOFTPLUS)
+    rel = "torch/testing/_internal/common_methods_invocations.py"
+    assert all(d[0] != rel or d[1] != "_refs.nn.functional.softplus" for d in plan.decorator_entries)
+    text = (work / rel).read_text()
+    ref = text[text.index('"_refs.nn.functional.softplus"'):][:1500]
+    assert "DecorateInfo(unittest.expectedFailure, 'TestCommon', 'test_dtypes', device_type='mps')" in ref
