@@ -21,6 +21,16 @@ the dtype's real type `real_t`, an unset `std::optional` stands for ("" for a re
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from metalport.errors import PipelineError
+from metalport.port.shape import stub_entry_func
+
+if TYPE_CHECKING:
+    from metalport.checkout.layout import Checkout
+    from metalport.port.resolve import Resolution
 
 # One scalar of the params route: (name, stub C++ type, opmath field, default C++ expression or "").
 ScalarParam = tuple[str, str, bool, str]
@@ -159,5 +169,69 @@ def registration(macro: str, op: str, dtype: str, type_name: str) -> str:
     return f"{macro}({op}, {dtype}, {type_name}, {dtype});"
 
 
-__all__ = ["ScalarParam", "host_function_source", "params_type_name", "registration", "scalar_params",
-           "struct_fields", "struct_source"]
+# The planning side: `with_params` and `placed_params` take and return the planner's launch part
+# (port.port._LaunchPart), replacing its params fields.
+
+
+def with_params(res: Resolution, parts: Any, stub_params: str) -> Any:
+    """`parts` on the params route (Note [params route], port/params.py) when the stub takes scalars
+    after the iterator: registrations through the family's `_ALPHA_OP` macro with the params struct
+    as the alpha type. Raises PipelineError when a scalar is of a type no struct field carries."""
+    func = stub_entry_func(res)
+    found = scalar_params(stub_params, func) if func else ()
+    if found == ():
+        return parts
+    if found is None or parts.host_family not in ("unary", "binary"):
+        raise PipelineError(f"{res.stub} takes ({stub_params}): scalars after the iterator that a params struct "
+                            f"does not carry for a {parts.host_family} kernel",
+                            location=parts.stub_header, hint="port it by hand")
+    macro = "REGISTER_UNARY_ALPHA_OP" if parts.host_family == "unary" else "REGISTER_BINARY_ALPHA_OP"
+    name = params_type_name(res.op)
+    return replace(parts, macro=macro, params=found, params_type=name, params_struct=name,
+                   registrations=tuple(registration(macro, res.op, t, name) for t in parts.dtypes))
+
+
+_KERNEL_HEADER = re.compile(r"^#include <(ATen/native/mps/kernels/\w+\.h)>", re.MULTILINE)
+_TYPEDEF = re.compile(r"^typedef\s+([\w:<>, ]+?)\s+(\w+);", re.MULTILINE)
+
+
+def placed_params(checkout: Checkout, res: Resolution, parts: Any, existing: Any) -> tuple[Any, str]:
+    """(`parts` with its params struct placed, one line on where it is) (Note [params route]): a
+    reused kernel keeps the struct its registrations name (its `typedef` gives the C++ type, its
+    dtypes are the ones it registers); a new functor's struct goes into the kernel header the kernel
+    file includes (the host includes it too), or the tree's struct of that name is reused when its
+    fields are the op's scalars."""
+    text = (checkout.root / parts.kernel_file).read_text(encoding="utf-8") \
+        if parts.kernel_file and (checkout.root / parts.kernel_file).is_file() else ""
+    header = _KERNEL_HEADER.search(text)
+    header_rel = f"aten/src/{header.group(1)}" if header else None
+    header_text = (checkout.root / header_rel).read_text(encoding="utf-8") \
+        if header_rel and (checkout.root / header_rel).is_file() else ""
+    if existing is not None:
+        regs = [s for s in res.sources.shader_ops if s.name == existing.name and len(s.args) == 3]
+        type_name = regs[0].args[1] if regs else parts.params_type
+        typedefs = {m.group(2): re.sub(r"\s+", "", m.group(1)) for m in _TYPEDEF.finditer(text)}
+        dtypes = tuple(dict.fromkeys(s.args[0] for s in regs))
+        return (replace(parts, params_type=type_name, params_struct=typedefs.get(type_name, type_name),
+                        params_header=header_rel, dtypes=dtypes or parts.dtypes),
+                f"params struct {typedefs.get(type_name, type_name)}: the tree's, which {existing.name}'s "
+                f"registrations name ({type_name})")
+    wanted = tuple(n for n, *_ in parts.params)
+    name = parts.params_type or params_type_name(res.op)
+    have = struct_fields(header_text, name) or struct_fields(text, name)
+    if have is not None and have != wanted:  # a struct of that name carries other scalars
+        name = "".join(w.capitalize() for w in res.op.split("_")) + "Params"
+        have = struct_fields(header_text, name) or struct_fields(text, name)
+    regs = tuple(registration(parts.macro or "", res.op, t, name) for t in parts.dtypes)
+    where = header_rel or parts.kernel_file
+    parts = replace(parts, params_type=name, params_struct=name, params_header=where, registrations=regs,
+                    params_source=None if have == wanted else struct_source(name, parts.params))
+    if have == wanted:
+        return parts, f"params struct {name}: the tree's ({where}), whose fields are {', '.join(wanted)}"
+    return parts, (f"params struct {name} ({', '.join(wanted)} at opmath float) added to {where}"
+                   + (f", the header {Path(parts.kernel_file or '').name} and its host include"
+                      if header_rel else ""))
+
+
+__all__ = ["ScalarParam", "host_function_source", "params_type_name", "placed_params", "registration",
+           "scalar_params", "struct_fields", "struct_source", "with_params"]

@@ -17,11 +17,6 @@ still be registered afterwards. common_mps.py's SUPPORTED_COMPLEX_OPS names the 
 for complex (test_mps expects them to pass for complex32/complex64): such an op keeps `float2` and
 `half2` registrations (functor branches picked by `c10::metal::is_complex_v`), or the plan refuses.
 
-Note [port shape from the op]: the stub's signature alone does not say how many operands its
-iterator has. glu_stub takes an iterator, yet glu's iterator runs over the two halves of `self`:
-torch's own CPU result (half the input along `dim`) shows it, and the port is a binary functor
-(`_halves`).
-
 Note [functor fit]: a recipe's functor joins the kernel file only when the file has none of that
 name. The structured kernel may route through another op's stub (`sub_out` calls `add_stub` with
 `-alpha`): then the file's functor of the routed op is the kernel (`add_alpha`), found by name and
@@ -43,6 +38,8 @@ from metalport.port.functors import Family as RecipeFamily
 from metalport.port.kinds import Classification, Kind
 from metalport.port.launch import LAUNCHERS
 from metalport.port.metal import fit_functor
+from metalport.port.params import placed_params, with_params
+from metalport.port.shape import halves_reason
 from metalport.port.obsolete import (grad_xfails, left_out_dtypes, legacy_registrations, obsolete_decorators,
                                      obsolete_xfails, opinfo_dtypes, opinfo_names, removed_legacy)
 from metalport.port.host import StubDeclaration, find_stub_declaration
@@ -193,43 +190,8 @@ def _tensor_outputs(func: str) -> tuple[str, ...]:
                  if r.startswith("Tensor") and not r.startswith("Tensor[]"))
 
 
-def _halves(res: Resolution) -> str | None:
-    """Why the op's iterator runs over the two halves of its input (glu: `out = a * sigmoid(b)` for
-    the halves a, b of `self` along `dim`), or None: one tensor input and an int `dim` its stub does
-    not take, and torch's CPU result is half the input along `dim` on the op's OpInfo sample. Such
-    an op is a binary functor over the halves (Note [port shape from the op])."""
-    import torch
-
-    from metalport.checks.samples import find_opinfo
-
-    func = _stub_entry_func(res)
-    if func is None or res.family is not Family.UNARY:
-        return None
-    from torchgen.model import FunctionSchema
-
-    args = FunctionSchema.parse(func).arguments
-    tensors = [a for a in args.flat_positional if str(a.type) == "Tensor"]
-    dims = [a for a in args.flat_positional if a.name == "dim" and str(a.type) == "int"]
-    info = find_opinfo(res.op)
-    if len(tensors) != 1 or not dims or info is None:
-        return None
-    for sample in info.sample_inputs("cpu", torch.float32):
-        x = sample.input
-        dim = sample.kwargs.get("dim", sample.args[0] if sample.args else -1)
-        out = info.op(x, *sample.args, **sample.kwargs)
-        if not isinstance(out, torch.Tensor) or x.dim() == 0 or out.dim() != x.dim():
-            return None
-        halved = list(x.shape)
-        halved[dim] //= 2
-        if list(out.shape) != halved or x.shape[dim] % 2:
-            return None
-        return (f"{res.op}'s result is half of {tensors[0].name} along {dims[0].name} (OpInfo {info.name}): its "
-                f"iterator runs over the two halves, a binary functor")
-    return None
-
-
 def _llm_parts(checkout: Checkout, res: Resolution) -> _LaunchPart:
-    halves = _halves(res) if res.stub else None
+    halves = halves_reason(res) if res.stub else None
     shape = _BY_FAMILY.get(Family.BINARY if halves else res.family)
     if shape is None:
         return _LaunchPart(NEEDS_LLM, stub=res.stub)
@@ -256,38 +218,8 @@ def _llm_parts(checkout: Checkout, res: Resolution) -> _LaunchPart:
         except RecipeError:
             return parts
         parts = replace(parts, stub_header=decl.header, stub_params=decl.params)
-        parts = _with_params(res, parts, decl.params)
+        parts = with_params(res, parts, decl.params)
     return parts
-
-
-def _stub_entry_func(res: Resolution) -> str | None:
-    """The schema of the entry whose CPU kernel calls the stub: the `.out` (or first) entry with a
-    CPU/CUDA dispatch line."""
-    from metalport.port.resolve import host_line
-
-    served = [e for e in res.entries if host_line(e) is not None]
-    entry = next((e for e in served if e.overload in ("out", "grad_input")), served[0] if served else None)
-    return entry.func if entry is not None else None
-
-
-def _with_params(res: Resolution, parts: _LaunchPart, stub_params: str) -> _LaunchPart:
-    """`parts` on the params route (Note [params route], port/params.py) when the stub takes scalars
-    after the iterator: registrations through the family's `_ALPHA_OP` macro with the params struct
-    as the alpha type. Raises PipelineError when a scalar is of a type no struct field carries."""
-    from metalport.port.params import params_type_name, registration, scalar_params
-
-    func = _stub_entry_func(res)
-    found = scalar_params(stub_params, func) if func else ()
-    if found == ():
-        return parts
-    if found is None or parts.host_family not in ("unary", "binary"):
-        raise PipelineError(f"{res.stub} takes ({stub_params}): scalars after the iterator that a params struct "
-                            f"does not carry for a {parts.host_family} kernel",
-                            location=parts.stub_header, hint="port it by hand")
-    macro = "REGISTER_UNARY_ALPHA_OP" if parts.host_family == "unary" else "REGISTER_BINARY_ALPHA_OP"
-    name = params_type_name(res.op)
-    return replace(parts, macro=macro, params=found, params_type=name, params_struct=name,
-                   registrations=tuple(registration(macro, res.op, t, name) for t in parts.dtypes))
 
 
 def _existing_kernel_file(res: Resolution) -> str | None:
@@ -411,7 +343,7 @@ def _pointwise_part(checkout: Checkout, res: Resolution, kind: Classification | 
     parts, placement, existing, turned_down = _placed_parts(checkout, res, recipe, parts, reuse_kernels)
     placement = (*shape_lines, *placement)
     if parts.params:
-        parts, params_line = _placed_params(checkout, res, parts, existing)
+        parts, params_line = placed_params(checkout, res, parts, existing)
         placement = (*placement, params_line)
     kept = next((r for r in res.registrations if r.stub == parts.stub and r.kind is not ImplKind.GRAPH), None)
     if kept is not None:
@@ -510,51 +442,6 @@ def _placed_parts(checkout: Checkout, res: Resolution, recipe: FunctorRecipe | N
     elif recipe is not None:
         parts = _fit_functor(checkout, res, recipe, parts)
     return parts, placement, existing, turned_down
-
-
-_KERNEL_HEADER = re.compile(r"^#include <(ATen/native/mps/kernels/\w+\.h)>", re.MULTILINE)
-_TYPEDEF = re.compile(r"^typedef\s+([\w:<>, ]+?)\s+(\w+);", re.MULTILINE)
-
-
-def _placed_params(checkout: Checkout, res: Resolution, parts: _LaunchPart,
-                   existing: ExistingKernel | None) -> tuple[_LaunchPart, str]:
-    """(`parts` with its params struct placed, one line on where it is) (Note [params route]): a
-    reused kernel keeps the struct its registrations name (its `typedef` gives the C++ type, its
-    dtypes are the ones it registers); a new functor's struct goes into the kernel header the kernel
-    file includes (the host includes it too), or the tree's struct of that name is reused when its
-    fields are the op's scalars."""
-    from metalport.port.params import params_type_name, registration, struct_fields, struct_source
-
-    text = (checkout.root / parts.kernel_file).read_text(encoding="utf-8") \
-        if parts.kernel_file and (checkout.root / parts.kernel_file).is_file() else ""
-    header = _KERNEL_HEADER.search(text)
-    header_rel = f"aten/src/{header.group(1)}" if header else None
-    header_text = (checkout.root / header_rel).read_text(encoding="utf-8") \
-        if header_rel and (checkout.root / header_rel).is_file() else ""
-    if existing is not None:
-        regs = [s for s in res.sources.shader_ops if s.name == existing.name and len(s.args) == 3]
-        type_name = regs[0].args[1] if regs else parts.params_type
-        typedefs = {m.group(2): re.sub(r"\s+", "", m.group(1)) for m in _TYPEDEF.finditer(text)}
-        dtypes = tuple(dict.fromkeys(s.args[0] for s in regs))
-        return (replace(parts, params_type=type_name, params_struct=typedefs.get(type_name, type_name),
-                        params_header=header_rel, dtypes=dtypes or parts.dtypes),
-                f"params struct {typedefs.get(type_name, type_name)}: the tree's, which {existing.name}'s "
-                f"registrations name ({type_name})")
-    wanted = tuple(n for n, *_ in parts.params)
-    name = parts.params_type or params_type_name(res.op)
-    have = struct_fields(header_text, name) or struct_fields(text, name)
-    if have is not None and have != wanted:  # a struct of that name carries other scalars
-        name = "".join(w.capitalize() for w in res.op.split("_")) + "Params"
-        have = struct_fields(header_text, name) or struct_fields(text, name)
-    regs = tuple(registration(parts.macro or "", res.op, t, name) for t in parts.dtypes)
-    where = header_rel or parts.kernel_file
-    parts = replace(parts, params_type=name, params_struct=name, params_header=where, registrations=regs,
-                    params_source=None if have == wanted else struct_source(name, parts.params))
-    if have == wanted:
-        return parts, f"params struct {name}: the tree's ({where}), whose fields are {', '.join(wanted)}"
-    return parts, (f"params struct {name} ({', '.join(wanted)} at opmath float) added to {where}"
-                   + (f", the header {Path(parts.kernel_file or '').name} and its host include"
-                      if header_rel else ""))
 
 
 def _reuse_lines(checkout: Checkout, parts: _LaunchPart, shared_line: str | None, existing: ExistingKernel | None,
