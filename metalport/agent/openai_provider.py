@@ -171,7 +171,8 @@ class OpenAIProvider:
                                kernel_file=request.kernel_file, functor_name=request.functor_name,
                                feedback=request.feedback, diagnostics=shown, omitted=omitted,
                                example=sibling_example(tools.read_text(request.kernel_file), request.family, op),
-                               macro=MACROS.get(request.family, "REGISTER_*_OP"), helpers=helpers_for(tools.root))
+                               macro=MACROS.get(request.family, "REGISTER_*_OP"), helpers=helpers_for(tools.root),
+                               params_type=request.params_type, params_fields=request.params_fields)
         answer = self._loop(messages, tools, FunctorAnswer, offered=READ_ONLY_TOOLS)
         return FunctorResult(functor_source=answer.functor_source, summary=answer.summary,
                              usage=self.budget.usage())

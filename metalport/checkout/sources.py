@@ -356,6 +356,17 @@ def _declarations(text: str, rel: str) -> list[StubDecl]:
     return out
 
 
+def header_stubs(texts: dict[str, str]) -> list[StubDecl]:
+    """Every DECLARE_DISPATCH of the header `texts` (relative path -> text), multi-line ones too,
+    each with the parameters of its function type (a `using` alias of any of the headers, or an
+    inline `void (*)(...)`)."""
+    stubs, fn_types = [], {}
+    for rel, text in texts.items():
+        fn_types |= {m.group(1): _fold(m.group(2)) for m in _FN_TYPE.finditer(text)}
+        stubs += _declarations(text, rel)
+    return [replace(s, params=_stub_params(s.fn_type, fn_types)) for s in stubs]
+
+
 def _stub_params(fn_type: str, fn_types: dict[str, str]) -> str | None:
     """The parameters of a stub's function type: a `using` alias or an inline `void (*)(...)`."""
     inline = _INLINE_FN.match(fn_type)

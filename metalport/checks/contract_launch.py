@@ -90,6 +90,8 @@ def _registry_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
     changed = {r.entry for r in plan.rows}
     for entry in op.entries:
         for d in mps_only_lines(entry):
+            if (entry.full_name, d.kernel) in set(plan.kept_rows):  # Note [kept rows] (port/resolve.py)
+                continue
             yield _fail("rows", f"{entry.full_name} still dispatches MPS to {d.kernel}; route it to the "
                         f"shared kernel", NATIVE_FUNCTIONS, d.line)
         host = host_line(entry)
@@ -99,12 +101,17 @@ def _registry_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
 
 
 def _declared(worktree_root: Path, stub: str) -> bool:
-    pattern = re.compile(rf"DECLARE_DISPATCH\(\s*[^,]+,\s*{re.escape(stub)}\s*\)")
+    """Whether a header of the tree or the wheel declares `stub` (multi-line declarations too)."""
+    from metalport.checkout.sources import header_stubs
     from metalport.torch_facts import torch_include_dir
 
     roots = [worktree_root / "aten/src/ATen/native", torch_include_dir() / "ATen/native"]
-    return any(pattern.search(h.read_text(encoding="utf-8", errors="replace"))
-               for root in roots if root.is_dir() for h in root.rglob("*.h"))
+    for root in roots:
+        if root.is_dir():
+            texts = {str(h): h.read_text(encoding="utf-8", errors="replace") for h in root.rglob("*.h")}
+            if any(d.name == stub for d in header_stubs(texts)):
+                return True
+    return False
 
 
 def _stub_checks(worktree_root: Path, plan: PortPlan, added: dict[str, list[tuple[int, str]]]) -> Iterator[Failure]:
@@ -121,6 +128,7 @@ def _stub_checks(worktree_root: Path, plan: PortPlan, added: dict[str, list[tupl
         if regs and stub == plan.stub:
             yield from _kernel_name_checks(worktree_root, plan, sources, regs[0])
             yield from _foreign_stub_check(plan, sources, regs[0])
+            yield from _params_checks(worktree_root, plan, sources, regs[0])
     yield from _uncalled(plan, sources, added)
 
 
@@ -151,6 +159,35 @@ def _uncalled(plan: PortPlan, sources: Sources, added: dict[str, list[tuple[int,
             why = f"aten::{plan.op}'s kernel does not call {reg.stub}"
         yield _fail("stub", f"{why}, yet the port registers it{'; ' + plan.stub_route if plan.stub_route else ''}",
                     reg.where.file, reg.where.line)
+
+
+def _params_checks(worktree_root: Path, plan: PortPlan, sources: Sources, reg: Registration) -> Iterator[Failure]:
+    """Note [params route] (port/params.py): the registered host function uses every scalar its stub
+    passes (a scalar taken and ignored, softplus's `beta`, is a wrong result the emulated host cannot
+    see, as it fills the struct itself) and launches through an `exec_*_kernel_with_params`."""
+    if not plan.params:
+        return
+    from metalport.port.host import skip_to_close
+
+    fn = reg.kernel.lstrip("&").split("::")[-1]
+    found = next((f for f in sources.functions if f.name == fn and f.where.file == reg.where.file), None) \
+        or sources.function(fn)
+    path = worktree_root / found.where.file if found is not None else None
+    if found is None or path is None or not path.is_file():
+        return  # reported by the kernel-name check
+    text = path.read_text(encoding="utf-8", errors="replace")
+    start = sum(len(line) for line in text.splitlines(keepends=True)[:found.where.line - 1])
+    brace = text.find("{", start)
+    end = skip_to_close(text, brace) if brace >= 0 else -1
+    body = text[brace:end] if end > brace else ""
+    for name, *_ in plan.params:
+        if not re.search(rf"\b{re.escape(name)}\b", body):
+            yield _fail("params", f"{fn} takes {name} but never passes it to the kernel: the params struct "
+                        f"{plan.params_type} must carry every scalar of {plan.stub}", found.where.file,
+                        found.where.line)
+    if "_kernel_with_params(" not in body:
+        yield _fail("params", f"{fn} does not launch through exec_*_kernel_with_params; the {plan.params_type} "
+                    f"kernels take the params struct", found.where.file, found.where.line)
 
 
 def _kernel_name_checks(worktree_root: Path, plan: PortPlan, sources: Sources,

@@ -134,10 +134,26 @@ def _registered_suffix(names: Container[str], prefix: str) -> str | None:
 _PARAMS_DEFAULTS = ("nan", "posinf", "neginf")
 
 
+class OpmathScalar(float):
+    """A Scalar argument a params-route host passes at opmath float (`beta.to<float>()`, Note
+    [params route] in port/params.py), as opposed to an optional replacement value."""
+
+
+def _opmath_params_const(fields: tuple[float, ...], registered: str | None) -> Const:
+    """A params struct of Scalars, as a params-route host fills it: every field the call's value
+    rounded to float (none dropped, none defaulted)."""
+    if registered is None or registered in METAL_DTYPES:
+        raise UnmodelledCall(f"{len(fields)} scalars for a kernel registered with {registered or 'no'} params struct")
+    values = tuple(float(torch.tensor(float(v), dtype=torch.float64).to(torch.float32)) for v in fields)
+    return Const(registered, values, fields="float")
+
+
 def _params_const(fields: tuple[float | None, ...], registered: str | None, out: torch.dtype) -> Const:
     """A params struct of replacement values, as nan_to_num's host fills NanToNumParams<float>: each
     field converted to the output's (real) dtype and carried as float; unset ones get 0, the dtype's
-    largest and its lowest finite value."""
+    largest and its lowest finite value. A struct of Scalars only is `_opmath_params_const`."""
+    if fields and all(isinstance(f, OpmathScalar) for f in fields):
+        return _opmath_params_const(tuple(float(f) for f in fields), registered)
     if registered is None or not registered.endswith("_float") or len(fields) != len(_PARAMS_DEFAULTS):
         raise UnmodelledCall(f"a params struct {registered or '(none registered)'} with {len(fields)} fields")
     real = out.to_real() if out.is_complex else out
@@ -170,6 +186,8 @@ def plan_unary(name: str, names: Container[str], it: Iteration, inp: torch.Tenso
     if alpha is not None:
         prefix = f"{name}_{'dense' if contiguous else 'strided'}_{o}_{i}_"
         registered = _registered_suffix(names, prefix)
+        if registered is not None and registered not in METAL_DTYPES and not isinstance(alpha, tuple):
+            alpha = (OpmathScalar(alpha),)  # one Scalar in a params struct
         if isinstance(alpha, tuple):
             a = _params_const(alpha, registered, out.dtype)
         else:
@@ -289,6 +307,32 @@ def _special_operand(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tup
     if is_dense_broadcastable(b, out) and not b_full and a_full and a.is_contiguous() and out.is_contiguous():
         return ("scalar" if b.numel() == 1 else "broadcast"), False
     return None, False
+
+
+def plan_binary_with_params(name: str, names: Container[str], it: Iteration, a: torch.Tensor, b: torch.Tensor,
+                            params: tuple[float, ...]) -> Launch:
+    """exec_binary_kernel_with_params (Note [params route], metalport/port/params.py): no scalar or
+    broadcast fast paths; `<name>_dense_<out>_<in>_<P>` (`_dense_cast_<out>_<P>` when the inputs'
+    dtypes differ, with their sizes and types) or the strided flavour with the geometry after the
+    struct, one thread per element."""
+    g, out = it.geometry, it.output
+    a, b = _host_scalar(a), _host_scalar(b)
+    cast = a.dtype != b.dtype
+    o = metal_type_name(out.dtype)
+    flavour = "dense" if g.is_contiguous() else "strided"
+    prefix = f"{name}_{flavour}_cast_{o}_" if cast else f"{name}_{flavour}_{o}_{metal_type_name(a.dtype)}_"
+    registered = _registered_suffix(names, prefix)
+    p = _opmath_params_const(params, registered)
+    kernel = _need(names, prefix + p.c_type)
+    bufs, tensors = (Buffer(0), Buffer(1), Buffer(2)), (out, a, b)
+    codes = (scalar_type_code(a.dtype), scalar_type_code(b.dtype))
+    if flavour == "dense":
+        extra = (Const("uint4", (a.element_size(), b.element_size(), *codes)),) if cast else ()
+        return Launch(kernel, (*bufs, p, *extra), (g.numel,), tensors)
+    # The host sets four ints (ndim, input, other and output types); a non-cast kernel reads three.
+    pack = Const("uint4", (g.ndim, *codes, scalar_type_code(out.dtype))) if cast else Const("uint3", (g.ndim, *codes))
+    geometry = (Const("long*", g.shape), *(Const("long*", g.strides[k]) for k in range(3)), pack)
+    return Launch(kernel, (*bufs, p, *geometry), (g.numel,), tensors)
 
 
 def plan_ternary(name: str, names: Container[str], it: Iteration, a: torch.Tensor, b: torch.Tensor,

@@ -10,7 +10,8 @@ import torch
 
 from metalport.checks.backend import KernelSet, Launch
 from metalport.checks.guard import Crashed, Outcome, Refused, needs_guard, refusal, run_guarded
-from metalport.checks.hostmodel import (MissingKernel, UnmodelledCall, plan_binary, plan_ternary,
+from metalport.checks.hostmodel import (MissingKernel, UnmodelledCall, plan_binary, plan_binary_with_params,
+                                        plan_ternary,
                                         plan_ternary_alpha, result_dtype, plan_two_outputs, plan_unary)
 from metalport.checks.judge import judge_outputs
 from metalport.checks.precise import has_precise_truth, refine
@@ -71,6 +72,8 @@ def plan(kernels: KernelSet, family: Family, name: str, call: Call, expected: to
         launch = plan_unary(name, names, it, operands[0], alpha=call.alpha,
                             alpha_type=_common(call, expected.dtype) if call.alpha is not None else None,
                             force=force)
+    elif family is Family.BINARY_ALPHA and isinstance(call.alpha, tuple):  # Note [params route]
+        launch = plan_binary_with_params(name, names, it, operands[0], operands[1], call.alpha)
     elif family in (Family.BINARY, Family.BINARY_ALPHA):
         launch = plan_binary(name, names, it, operands[0], operands[1], common=_common(call, expected.dtype),
                              alpha=call.alpha, force=force)

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from metalport.checks.hostmodel import UnmodelledCall
+from metalport.checks.hostmodel import OpmathScalar, UnmodelledCall
 from metalport.checks.numerics import Numerics, draw
 
 
@@ -116,8 +116,45 @@ def _as_tensor(v: Any) -> torch.Tensor:
     raise UnmodelledCall(f"operand of type {type(v).__name__}")
 
 
+class HalvesOp:
+    """Note [halves]: an op whose iterator runs over the two halves of its one tensor along `dim`
+    (glu: its meta function builds a binary iterator over them), as the host model sees it: a
+    binary call on the halves. Calling it joins them and runs the op, so the reference is torch's."""
+
+    def __init__(self, op: Any, dim: int) -> None:
+        self.op, self.dim = op, dim
+
+    def __call__(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return self.op(torch.cat([a, b], self.dim), self.dim)
+
+    def name(self) -> str:
+        return self.op.name()
+
+
+def _halves(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Family) -> Call | None:
+    """The call as a binary call on the halves of its one tensor along `dim` (Note [halves]), for a
+    binary kernel and a schema of one tensor and an int `dim`; None otherwise."""
+    schema = func._schema.arguments
+    tensors = [a for a in schema if str(a.type) == "Tensor"]
+    dims = [i for i, a in enumerate(schema) if a.name == "dim" and str(a.type) == "int"]
+    if family is not Family.BINARY or len(tensors) != 1 or not dims or not args or \
+            not isinstance(args[0], torch.Tensor) or args[0].dim() == 0:
+        return None
+    at = dims[0]
+    dim = kwargs.get("dim", args[at] if at < len(args) else schema[at].default_value)
+    x = args[0]
+    dim = int(dim) % x.dim()
+    if x.shape[dim] % 2:
+        raise UnmodelledCall(f"{func.name()} over an odd dimension (size {x.shape[dim]}) has no halves")
+    a, b = x.chunk(2, dim)
+    return Call(HalvesOp(func, dim), (a, b), {}, (0, 1), None)
+
+
 def bind(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Family) -> Call:
     """Map one recorded call onto `family`'s operands and alpha; UnmodelledCall if it does not fit."""
+    halves = _halves(func, args, kwargs, family)
+    if halves is not None:
+        return halves
     values: dict[str, Any] = {}
     schema = func._schema.arguments
     for i, a in enumerate(schema):
@@ -138,6 +175,11 @@ def bind(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Family)
         elif kind in ("number", "int") and family.has_alpha and alpha is None and (
                 kind == "number" or family is Family.UNARY_ALPHA):
             alpha = values[a.name][1] if present else a.default_value
+        elif kind == "number" and family in (Family.UNARY_ALPHA, Family.BINARY_ALPHA) and alpha is not None:
+            # Note [params route] (port/params.py): a second scalar (softplus's threshold) makes the
+            # alpha a params struct of every scalar, in order, each at opmath float.
+            first = alpha if isinstance(alpha, tuple) else (OpmathScalar(alpha),)
+            alpha = (*first, OpmathScalar(values[a.name][1] if present else a.default_value))
         elif kind == "Optional[float]" and family is Family.UNARY_ALPHA and (alpha is None or isinstance(alpha, tuple)):
             # A params struct (nan_to_num's NanToNumParams): the optional floats, None where defaulted.
             alpha = (*(alpha or ()), values[a.name][1] if present else None)
@@ -182,6 +224,9 @@ def find_opinfos(base: str) -> list[Any]:
         named = [o for o in op_db if (not o.variant_test_name) == plain
                  and (o.name == base or o.name.replace(".", "_") == base)]
         named = named or [o for o in op_db if (not o.variant_test_name) == plain and o.aten_name == base]
+        # an op torch spells under its Python namespace (`nn.functional.softplus` runs aten::softplus)
+        named = named or [o for o in op_db if (not o.variant_test_name) == plain
+                          and o.name in (f"nn.functional.{base}", f"special.{base}")]
         if named:
             return named if not plain else named[:1]
     return []

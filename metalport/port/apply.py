@@ -176,6 +176,23 @@ def _kernel_edit(texts: _Texts, plan: PortPlan, root: Path, functor_source: str 
         texts.texts[plan.kernel_file] = ensure_includes(text, needed_includes(code), path=plan.kernel_file)
 
 
+def _params_edit(texts: _Texts, plan: PortPlan) -> None:
+    """The params struct the port adds (Note [params route], port/params.py): at the end of the kernel
+    header both sides include, or before the functor in a kernel file that includes none."""
+    if not (plan.params_source and plan.params_header):
+        return
+    text = texts.get(plan.params_header) or ""
+    if re.search(rf"^struct {re.escape(plan.params_type or '')}\s*\{{", text, re.MULTILINE):
+        return
+    if plan.params_header != plan.kernel_file:
+        texts.texts[plan.params_header] = f"{text.rstrip()}\n\n{plan.params_source}" if text else \
+            f"#pragma once\n\n{plan.params_source}"
+        return
+    at = re.search(rf"^struct {re.escape(plan.functor or '')}\s*\{{", text, re.MULTILINE)
+    if at is not None:
+        texts.texts[plan.params_header] = f"{text[:at.start()]}{plan.params_source}\n{text[at.start():]}"
+
+
 def _spec_kernel_edit(texts: _Texts, plan: PortPlan) -> None:
     """A spec launch's kernel source joins its kernel file, unless the file defines the kernel already."""
     spec = load_spec(plan.launch or {})
@@ -260,6 +277,7 @@ def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str
             texts.texts.update(extend_texts({rel: texts.require(rel) for rel in HOMES}, root))
         if plan.reused_kernel is None:  # a reused kernel is launched as the tree has it
             _kernel_edit(texts, plan, root, functor_source)
+            _params_edit(texts, plan)
         _host_edit(texts, plan, root)
         _legacy_edit(texts, plan)
     if plan.xfail_entries or plan.xfail_narrowed or plan.xfail_added:

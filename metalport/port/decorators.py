@@ -38,6 +38,7 @@ class Decorator:
     first_line: int
     last_line: int
     dtypes: tuple[str, ...] | None  # torch dtype names; None: every dtype
+    test: str | None = None  # the test it marks ("test_dtypes"), when the DecorateInfo names one
 
 
 def _keyword(call: ast.Call, name: str) -> ast.expr | None:
@@ -69,7 +70,7 @@ class _Index:
     its `dtypes=` value's span (line, column, end line, end column) or None, its end column).
     """
 
-    decorators: tuple[tuple[object, int, int, tuple[str, ...] | None, bool], ...]
+    decorators: tuple[tuple[object, int, int, tuple[str, ...] | None, bool, str | None], ...]
     failures: tuple[tuple[int, int, tuple[int, int, int, int] | None, int], ...]
 
 
@@ -96,7 +97,8 @@ def _index(text: str) -> _Index:
                 before = elts[i - 1].end_lineno if i else value.lineno  # type: ignore[union-attr]
                 after = elts[i + 1].lineno if i + 1 < len(elts) else value.end_lineno  # type: ignore[union-attr]
                 shared = (before is not None and before >= start) or (after is not None and after <= end)
-                decorators.append((node.args[0].value, start, end, _dtypes(e), shared))  # type: ignore[arg-type]
+                test = e.args[2].value if len(e.args) > 2 and isinstance(e.args[2], ast.Constant) else None
+                decorators.append((node.args[0].value, start, end, _dtypes(e), shared, test))  # type: ignore[arg-type]
     return _Index(tuple(decorators), tuple(failures))
 
 
@@ -123,13 +125,13 @@ def find_decorators(text: str, names: Iterable[str] | None, *, path: str,
     """
     wanted = None if names is None else set(names)
     found = []
-    for name, start, end, dtypes, shared in _indexed(text, path).decorators:
+    for name, start, end, dtypes, shared, test in _indexed(text, path).decorators:
         if wanted is not None and name not in wanted:
             continue
         if strict and shared:
             raise RecipeError(f"an MPS decorator of {name!r} shares its line with another",
                               location=f"{path}:{start}", hint="put it on its own line, then rerun")
-        found.append(Decorator(path, str(name), start, end, dtypes))
+        found.append(Decorator(path, str(name), start, end, dtypes, test if isinstance(test, str) else None))
     return tuple(sorted(found, key=lambda d: d.first_line))
 
 

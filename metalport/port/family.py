@@ -138,10 +138,12 @@ def plan_family(checkout: Checkout, ops: tuple[str, ...], *, force: bool = False
                                     hint=err.hint) from err
             members.append(plan)
             if i + 1 < len(names):
-                if plan.needs_llm:
-                    raise PipelineError(f"family member aten::{name} needs a model for its functor",
+                if plan.needs_llm and plan.launch_kind is None:
+                    raise PipelineError(f"family member aten::{name} needs a model for its kernel and launch",
                                         hint="port it alone with --model openai:MODEL, or leave it out of the family")
-                apply_port(plan, tree)
+                # Note [family members a model writes]: the later members are planned on the tree with
+                # this member's rows, host stub and legacy edits; its functor is a placeholder here.
+                apply_port(plan, tree, functor_source=placeholder_functor(plan) if plan.needs_llm else None)
     shared = _shared_reasons(members)
     if len(members) > 1 and not shared and not reasons:
         raise PipelineError(f"{', '.join(names)} share no kernel, host or legacy file: they are separate changes",
@@ -149,12 +151,37 @@ def plan_family(checkout: Checkout, ops: tuple[str, ...], *, force: bool = False
     return FamilyPlan(names, tuple(members), tuple(dict.fromkeys([*reasons, *shared])))
 
 
-def apply_family(family: FamilyPlan, root: Path, **kwargs: Any) -> None:
-    """Apply each member's plan in order in the worktree at `root`."""
+def placeholder_functor(plan: PortPlan) -> str:
+    """An empty functor of the member's name: what later members are planned around (Note [family
+    members a model writes]); it never reaches a worktree."""
+    return f"struct {plan.functor} {{}};\n"
+
+
+def written_functor(root: Path, plan: PortPlan) -> str | None:
+    """The member's functor as the worktree at `root` has it (`struct x_functor {...};`), None when
+    its kernel file holds none."""
+    from metalport.port.host import skip_to_close
+
+    path = root / (plan.kernel_file or "")
+    if not plan.functor or not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8")
+    found = re.search(rf"^struct {re.escape(plan.functor)}\s*\{{", text, re.MULTILINE)
+    close = skip_to_close(text, found.end() - 1) if found else -1
+    if found is None or close < 0:
+        return None
+    end = text.find(";", close)
+    return text[found.start():end + 1] + "\n"
+
+
+def apply_family(family: FamilyPlan, root: Path, *, functor_sources: dict[str, str] | None = None,
+                 **kwargs: Any) -> None:
+    """Apply each member's plan in order in the worktree at `root`; a member a model writes takes
+    its functor from `functor_sources` (op -> source)."""
     from metalport.port.port import apply_port
 
     for plan in family.members:
-        apply_port(plan, root, **kwargs)
+        apply_port(plan, root, functor_source=(functor_sources or {}).get(plan.op), **kwargs)
 
 
 def check_family(base_root: Path, worktree_root: Path, family: FamilyPlan) -> list:
@@ -169,9 +196,15 @@ def check_family(base_root: Path, worktree_root: Path, family: FamilyPlan) -> li
     head = _git(worktree_root, "rev-parse", "HEAD").strip()
     with _scratch(Path(worktree_root), head) as before, _scratch(Path(worktree_root), head) as after:
         for plan in family.members:
-            apply_port(plan, after)
+            # a member a model wrote is replayed with the functor the worktree holds now
+            functor = written_functor(Path(worktree_root), plan) if plan.needs_llm else None
+            if plan.needs_llm and functor is None:
+                failures.append(Failure("family", plan.kernel_file, None, None,
+                                        f"no struct {plan.functor} in {plan.kernel_file} for aten::{plan.op}"))
+                continue
+            apply_port(plan, after, functor_source=functor)
             failures += [f for f in check_contract(before, after, plan)]
-            apply_port(plan, before)
+            apply_port(plan, before, functor_source=functor)
             _git(before, "add", "-A")
             _git(before, "commit", "-q", "-m", f"family member {plan.op}")
             _git(after, "reset", "-q", "--hard", _git(before, "rev-parse", "HEAD").strip())

@@ -118,23 +118,20 @@ def _name_params(raw: str) -> str:
 
 def find_stub_declaration(stub: str, include_dir: Path) -> StubDeclaration:
     """The `ATen/native/<X>.h` under `include_dir` (an `include/` root) declaring `stub`, and the
-    parameters of its function-pointer type."""
-    pattern = re.compile(rf"DECLARE_DISPATCH\(\s*(\w+)\s*,\s*{re.escape(stub)}\s*\)")
+    parameters of its function-pointer type. Declarations are read as written, over several lines
+    too (`DECLARE_DISPATCH(\n void (*)(TensorIteratorBase&, ...),\n nan_to_num_stub)`)."""
+    from metalport.checkout.sources import header_stubs
+
     native = include_dir / "ATen" / "native"
-    headers = sorted(native.glob("*.h"))
-    for header in headers:
-        found = pattern.search(header.read_text(encoding="utf-8", errors="replace"))
-        if found is None:
-            continue
-        fn_type = re.compile(rf"using {found.group(1)}\s*=\s*void\s*\(\*\)\(([^)]*)\);")
-        for candidate in [header, *headers]:
-            typedef = fn_type.search(candidate.read_text(encoding="utf-8", errors="replace"))
-            if typedef:
-                return StubDeclaration(f"ATen/native/{header.name}", _name_params(typedef.group(1)))
-        raise RecipeError(f"no 'using {found.group(1)} = void (*)(...)' for {stub}",
-                          location=f"{header}", hint="pass the stub's parameters explicitly")
-    raise RecipeError(f"no DECLARE_DISPATCH(..., {stub}) under {native}",
-                      hint="declare the stub in an ATen/native header first")
+    texts = {h.name: h.read_text(encoding="utf-8", errors="replace") for h in sorted(native.glob("*.h"))}
+    decl = next((d for d in header_stubs(texts) if d.name == stub), None)
+    if decl is None:
+        raise RecipeError(f"no DECLARE_DISPATCH(..., {stub}) under {native}",
+                          hint="declare the stub in an ATen/native header first")
+    if decl.params is None:
+        raise RecipeError(f"no 'using {decl.fn_type} = void (*)(...)' for {stub}",
+                          location=str(native / decl.where.file), hint="pass the stub's parameters explicitly")
+    return StubDeclaration(f"ATen/native/{decl.where.file}", _name_params(decl.params))
 
 
 @dataclass(frozen=True)
@@ -156,6 +153,15 @@ class HostStub:
     # A ternary op with a scalar launched through the shared `lib.exec_ternary_kernel(iter, name,
     # alpha)` (Note [extend shared code at home], port/shared.py), not the file-local launcher.
     shared_launcher: bool = False
+    # Note [params route] (port/params.py): the scalars (`scalars`) the stub passes into the struct
+    # `params_struct` (C++ type) named `params_type` for the launcher; `params_header` the
+    # `ATen/native/mps/kernels/*.h` defining it, or `params_source` the struct itself when no header does.
+    scalars: tuple[tuple[str, str, bool, str], ...] = ()
+    params_type: str | None = None
+    params_struct: str | None = None
+    params_header: str | None = None
+    params_source: str | None = None
+    dtypes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.family not in _EXEC:
@@ -184,6 +190,13 @@ class HostStub:
 
     def function_source(self) -> str:
         """The static stub function alone."""
+        if self.params_type is not None:
+            from metalport.port.params import host_function_source
+
+            struct = f"{self.params_source}\n" if self.params_source else ""
+            return struct + host_function_source(self.function, self.params, self.family, self.kernel or self.op,
+                                                 self.scalars, self.params_struct or self.params_type,
+                                                 self.params_type, self.dtypes)
         if self.family == "ternary_alpha":
             launcher = "lib.exec_ternary_kernel" if self.shared_launcher else _EXEC[self.family]
             call = f'{launcher}(iter, "{self.kernel or self.op}", {self.scalar or "value"})'
@@ -198,11 +211,16 @@ class HostStub:
     def includes(self) -> tuple[str, ...]:
         """The `#include` lines the stub's code needs."""
         extra = ("#include <ATen/OpMathType.h>",) if self.family == "ternary_alpha" and not self.shared_launcher else ()
+        if self.params_header and self.params_header.endswith(".h"):
+            extra = (*extra, f"#include <{self.params_header.removeprefix('aten/src/')}>")
+        if any(default for *_, default in self.scalars):  # the struct is filled per dtype (AT_DISPATCH)
+            extra = (*extra, "#include <ATen/Dispatch.h>")
         return (f"#include <{self.stub_header}>", *extra)
 
     def macro_line(self, text: str) -> str | None:
         """`MACRO(op);` when `text` defines a registration macro this stub fits (Note [host idiom])."""
-        if self.scalar or self.extra_stubs or self.natural_output or self.stub != f"{self.kernel or self.op}_stub":
+        if self.scalar or self.scalars or self.extra_stubs or self.natural_output or \
+                self.stub != f"{self.kernel or self.op}_stub":
             return None
         for m in _MACRO_DEF.finditer(text):
             name, arg, body = m.group(1), m.group(2), re.sub(r"\s+", "", m.group(3).replace("\\\n", ""))

@@ -363,9 +363,19 @@ def _elementwise_host(plan: PortPlan, root: Path, read: Callable[[str], str | No
     stub = HostStub(plan.op, launch.host_family, launch.stub, launch.stub_header,
                     launch.stub_params or "TensorIteratorBase& iter",
                     kernel=launch.kernel if launch.kernel != plan.op else None, extra_stubs=launch.extra_stubs,
-                    natural_output=_natural_output(launch, root), shared_launcher=launch.shared_launcher)
+                    natural_output=_natural_output(launch, root), shared_launcher=launch.shared_launcher,
+                    scalars=plan.params, params_type=plan.params_type, params_struct=plan.params_struct,
+                    params_header=plan.params_header,
+                    params_source=plan.params_source if plan.params_header == plan.kernel_file else None,
+                    dtypes=plan.dtypes)
     new = insert_stub(text, stub, kernel_basename=Path(plan.kernel_file).stem, path=plan.host_file)
-    return format_snippet(new, root, plan.host_file) if text is None else new
+    if text is None:
+        return format_snippet(new, root, plan.host_file)
+    if plan.params:  # Note [params route]: the struct-filling stub is long; its lines formatted in place
+        from metalport.port.cformat import format_inserted
+
+        return format_inserted(text, new, root, plan.host_file)
+    return new
 
 
 def _natural_output(launch: ElementwiseLaunch, root: Path) -> str | None:

@@ -39,6 +39,9 @@ class ElementwiseLaunch:
     registrations: tuple[str, ...] = ()
     extra_stubs: tuple[str, ...] = ()
     shared_launcher: bool = False  # Note [extend shared code at home]: `lib.exec_ternary_kernel`
+    # Note [params route] (port/params.py): the scalars the struct `params_type` carries
+    params: tuple[tuple[str, str, bool, str], ...] = ()
+    params_type: str | None = None
 
     kind = ELEMENTWISE
 
@@ -47,6 +50,8 @@ class ElementwiseLaunch:
         """The launcher the host stub calls (`exec_binary_kernel`); None without a host family."""
         if self.shared_launcher and self.host_family == "ternary_alpha":
             return "exec_ternary_kernel"
+        if self.params_type is not None and self.host_family in ("unary", "binary"):
+            return f"exec_{self.host_family}_kernel_with_params"
         return LAUNCHERS.get(self.host_family or "")
 
     def to_dict(self) -> dict[str, Any]:
@@ -55,6 +60,7 @@ class ElementwiseLaunch:
                 "stub_params": self.stub_params, "host_family": self.host_family, "kernel": self.kernel,
                 "functor": self.functor, "dtypes": list(self.dtypes), "registrations": list(self.registrations),
                 "extra_stubs": list(self.extra_stubs), "shared_launcher": self.shared_launcher,
+                "params": [list(p) for p in self.params], "params_type": self.params_type,
                 "launcher": self.launcher}
 
     @classmethod
@@ -62,7 +68,7 @@ class ElementwiseLaunch:
         """The elementwise launch of a pointwise `PortPlan`, from its stub, kernel and dtype rows."""
         return cls(plan.stub, plan.stub_header, plan.stub_params, plan.host_family, plan.kernel_name, plan.functor,
                    plan.dtypes, plan.registrations, tuple(s for s in plan.stubs if s != plan.stub),
-                   plan.shared_launcher is not None)
+                   plan.shared_launcher is not None, plan.params, plan.params_type)
 
 
 __all__ = ["ELEMENTWISE", "LAUNCHERS", "OWN_KERNEL_KINDS", "ElementwiseLaunch"]

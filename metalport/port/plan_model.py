@@ -143,6 +143,19 @@ class PortPlan:
     # launcher/kernel variant it needs to its home files, "reuse" when the tree has it, None when
     # the port keeps a file-local copy (the plan's reuse lines say why).
     shared_launcher: str | None = None
+    # Note [params route] (port/params.py): the stub's scalars carried into the kernel as one struct,
+    # (name, stub C++ type, opmath, default) each; `params_type` the name the host passes and the
+    # host names end in ("SoftplusParams", "NanToNumParams_float"), `params_struct` its C++ type
+    # ("NanToNumParams<float>"), `params_header` the file defining it, `params_source` the struct the
+    # port adds there (None: the tree defines it already).
+    # Which registry rows move and why, one line each (Note [why rows collapse], Note [kept rows]).
+    rows_why: tuple[str, ...] = ()
+    kept_rows: tuple[tuple[str, str], ...] = ()  # (entry, MPS kernel) rows kept (Note [kept rows], port/resolve.py)
+    params: tuple[tuple[str, str, bool, str], ...] = ()
+    params_type: str | None = None
+    params_struct: str | None = None
+    params_header: str | None = None
+    params_source: str | None = None
     # Note [translate porter] (port/translate/porter.py): the CPU kernel's scalar lambda a translated
     # functor comes from ("file:line", the lambda as written), or why the porter declined the op.
     cpu_lambda: tuple[str, str] | None = None

@@ -28,6 +28,7 @@ never reused or shadowed: the plan refuses.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -37,6 +38,8 @@ from metalport.port.functors import Family as RecipeFamily
 from metalport.port.kinds import Classification, Kind, tensor_outputs
 from metalport.port.launch import LAUNCHERS
 from metalport.port.metal import fit_functor
+from metalport.port.params import placed_params, with_params
+from metalport.port.shape import halves_reason
 from metalport.port.obsolete import (grad_xfails, left_out_dtypes, legacy_registrations, obsolete_decorators,
                                      obsolete_xfails, opinfo_dtypes, opinfo_names, removed_legacy)
 from metalport.port.host import StubDeclaration, find_stub_declaration
@@ -163,6 +166,11 @@ class _LaunchPart:
     placement: tuple[str, ...] = ()
     reused_kernel: str | None = None
     shared_launcher: str | None = None
+    params: tuple[tuple[str, str, bool, str], ...] = ()
+    params_type: str | None = None
+    params_struct: str | None = None
+    params_header: str | None = None
+    params_source: str | None = None
     cpu_lambda: tuple[str, str] | None = None
     translate_declined: str | None = None
 
@@ -177,7 +185,8 @@ def _table_parts(checkout: Checkout, recipe: FunctorRecipe, stub: str) -> _Launc
 
 
 def _llm_parts(checkout: Checkout, res: Resolution) -> _LaunchPart:
-    shape = _BY_FAMILY.get(res.family)
+    halves = halves_reason(res) if res.stub else None
+    shape = _BY_FAMILY.get(Family.BINARY if halves else res.family)
     if shape is None:
         return _LaunchPart(NEEDS_LLM, stub=res.stub)
     host_family, kernel, host, macro = shape
@@ -196,13 +205,14 @@ def _llm_parts(checkout: Checkout, res: Resolution) -> _LaunchPart:
     dtypes = metal_types_for(cpu, complex=keep_complex) if cpu is not None else ("float", "half", "bfloat")
     parts = _LaunchPart(NEEDS_LLM, f"{KERNELS_DIR}/{kernel}", f"{res.op}_functor", None, dtypes,
                         tuple(f"{macro}({res.op}, {t}, {t});" for t in dtypes), f"{OPERATIONS_DIR}/{host}", macro,
-                        res.stub, host_family=host_family)
+                        res.stub, host_family=host_family, placement=(halves,) if halves else ())
     if res.stub:
         try:
             decl = _stub_declaration(checkout, res.stub)
         except RecipeError:
             return parts
         parts = replace(parts, stub_header=decl.header, stub_params=decl.params)
+        parts = with_params(res, parts, decl.params)
     return parts
 
 
@@ -282,6 +292,8 @@ def _plan(checkout: Checkout, res: Resolution, part: _LaunchPart) -> PortPlan:
     allowed = {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs),
                *(d[0] for d in (*part.decorator_entries, *part.decorator_narrowed))}
     allowed |= {p for p in (None if part.reused_kernel else part.kernel_file, part.host_file) if p}
+    if part.params_source and part.params_header:  # Note [params route]: the struct's header
+        allowed.add(part.params_header)
     if part.shared_launcher == "extend":  # Note [extend shared code at home] (port/shared.py)
         from metalport.port.shared import HOMES
 
@@ -298,8 +310,21 @@ def _plan(checkout: Checkout, res: Resolution, part: _LaunchPart) -> PortPlan:
                                                                     for r in part.rows),
         stubs=(route.stubs if route else (part.stub,)) if part.stub else (),
         stub_route=route.describe() if route and part.stub else None,
-        stub_args=route.calls[0].args if route and part.stub else (), **launch,
+        stub_args=route.calls[0].args if route and part.stub else (), rows_why=_rows_why(res, part),
+        kept_rows=tuple((e, k) for e, k, _ in res.kept_rows), **launch,
     )
+
+
+def _rows_why(res: Resolution, part: _LaunchPart) -> tuple[str, ...]:
+    """One line per entry whose rows the port changes (what they join and why) or keeps (Note
+    [kept rows] in port/resolve.py)."""
+    out = []
+    for entry in dict.fromkeys(r.entry for r in part.rows):
+        after = next((r.after.strip() for r in part.rows if r.entry == entry and r.after), "")
+        reason = (f"{part.stub} is registered for MPS, so the shared kernel serves MPS too" if part.stub
+                  else "the port serves it")
+        out.append(f"{entry} moves to `{after}`: {reason}" if after else f"{entry}: {reason}")
+    return (*out, *(why for _, _, why in res.kept_rows))
 
 
 def _names_mps(line: str) -> bool:
@@ -329,7 +354,12 @@ def _pointwise_part(checkout: Checkout, res: Resolution, kind: Classification | 
                         translate_declined=translation.declined)
     names = _test_list_names([recipe.opinfo] if recipe is not None else opinfo_names(res.op, res))
     _complex_kept(checkout, res, names, parts.dtypes, recipe is not None)
+    shape_lines = parts.placement
     parts, placement, existing, turned_down = _placed_parts(checkout, res, recipe, parts, reuse_kernels)
+    placement = (*shape_lines, *placement)
+    if parts.params:
+        parts, params_line = placed_params(checkout, res, parts, existing)
+        placement = (*placement, params_line)
     kept = next((r for r in res.registrations if r.stub == parts.stub and r.kind is not ImplKind.GRAPH), None)
     if kept is not None:
         parts = replace(parts, host_file=kept.where.file)  # registered natively already: no second one
@@ -453,7 +483,9 @@ def _existing_kernel(checkout: Checkout, res: Resolution, parts: _LaunchPart):
     if not (parts.kernel_file and parts.host_family in ("unary", "binary") and parts.registrations
             and parts.stub == f"{res.op}_stub"):
         return None, ()
-    found, refused = existing_kernels(checkout, res.sources, res.op, _ARITY[parts.host_family], parts.registrations)
+    arity = _ARITY[parts.host_family] + (1 if parts.params else 0)  # a params struct is one more argument
+    found, refused = existing_kernels(checkout, res.sources, res.op, arity, parts.registrations,
+                                      own_types_suffice=bool(parts.params))
     return (found[0] if found else None), tuple(refused)
 
 
@@ -462,6 +494,8 @@ def _host_call(parts: _LaunchPart) -> str | None:
     launcher = LAUNCHERS.get(parts.host_family or "")
     if launcher is None:
         return None
+    if parts.params_type is not None and parts.host_family in ("unary", "binary"):
+        return f"exec_{parts.host_family}_kernel_with_params"
     from metalport.port.functors import CASTOUT_MACRO
 
     castout = any(r.startswith(CASTOUT_MACRO + "(") for r in parts.registrations)
@@ -480,14 +514,20 @@ def _placed_by_siblings(checkout: Checkout, res: Resolution, parts: _LaunchPart)
     declared.discard(parts.stub or "")
     hosts: Counter[str] = Counter()
     kernels: Counter[str] = Counter()
-    shader_file = {s.name: s.where.file for s in res.sources.shader_ops}
+    # Only siblings launched as the port is (a binary functor beside binary ones): pow_tensor_scalar_stub's
+    # unary kernel does not make UnaryKernel.metal the home of pow.Tensor_Tensor's binary one.
+    arity = (parts.macro or "").split("_")[1:2]
+    shader_file = {s.name: s.where.file for s in res.sources.shader_ops
+                   if not arity or s.macro.split("_")[1:2] == arity}
     for reg in res.sources.registrations:
         if reg.stub not in declared or reg.kind is ImplKind.GRAPH:
             continue
+        launched = [c for c in res.sources.kernel_calls if c.function == reg.kernel and c.kernel in shader_file]
+        if not launched:
+            continue
         hosts[reg.where.file] += 1
-        for call in res.sources.kernel_calls:
-            if call.function == reg.kernel and call.kernel in shader_file:
-                kernels[shader_file[call.kernel]] += 1
+        for call in launched:
+            kernels[shader_file[call.kernel]] += 1
     if not hosts or not kernels:
         return parts, (f"kernel file {parts.kernel_file} and host file {parts.host_file}: from the family table "
                        f"(fallback: the tree registers no sibling of {parts.stub} from {header or 'its header'})",)

@@ -7,13 +7,14 @@ rows name, or the stub's registration) and its xfail/skip entries in common_mps.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from metalport.backlog.model import BacklogItem, Family, Status
 from metalport.backlog.scan import backlog_item
 from metalport.checkout.layout import Checkout
 from metalport.checkout.routing import StubRoute
-from metalport.checkout.sources import MpsFunction, Registration, Sources, XfailEntry, scan_sources
+from metalport.checkout.sources import ImplKind, MpsFunction, Registration, Sources, XfailEntry, scan_sources
 from metalport.errors import UnknownOpError
 from metalport.port.kinds import Classification
 from metalport.registry.index import load_registry
@@ -41,6 +42,8 @@ class Resolution:
     sources: Sources
     route: StubRoute | None = None  # the stubs the op's CPU kernel calls (`sub_out` -> add_stub)
     kind: Classification | None = None  # how its port is made (`port.kinds`)
+    # MPS-only rows the port keeps, with why: (entry, kernel, reason), Note [kept rows]
+    kept_rows: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def registrations(self) -> tuple[Registration, ...]:
@@ -80,6 +83,53 @@ def host_line(entry: Entry) -> DispatchLine | None:
     return entry.kernel_for("CPU") or entry.kernel_for("CUDA")
 
 
+# Note [kept rows]: an overload's `MPS: f_mps` row stays when `f_mps` is not MPSGraph code and
+# reaches the op's own kernel again through the dispatcher (`pow_Scalar_out_mps` wraps the scalar
+# base in a tensor and calls `at::pow_out`): after the port that call runs the ported kernel, and
+# collapsing the row would send a double scalar through the shared iterator instead (upstream kept
+# it when it migrated pow.Tensor_Tensor). Its function is not legacy code, so it is not removed.
+def _redispatches(checkout: Checkout, fn: MpsFunction, op: str) -> bool:
+    """Whether `fn`'s body calls `at::<op>` / `at::<op>_out` (it reaches the op's kernel again)."""
+    from metalport.port.host import skip_to_close
+
+    path = checkout.root / fn.where.file
+    if not path.is_file():
+        return False
+    text = path.read_text(encoding="utf-8", errors="replace")
+    lines = text.splitlines(keepends=True)
+    start = sum(len(line) for line in lines[:fn.where.line - 1])
+    brace = text.find("{", start)
+    end = skip_to_close(text, brace) if brace >= 0 else -1
+    body = text[brace:end] if end > brace else ""
+    return re.search(rf"\bat::{re.escape(op)}(?:_out)?_?\(", body) is not None
+
+
+def _kept_rows(checkout: Checkout, entries: tuple[Entry, ...], op: str,
+               sources: Sources) -> tuple[tuple[str, str, str], ...]:
+    """(entry, kernel, why) of the MPS-only rows a port of `op` keeps (Note [kept rows])."""
+    kept = []
+    for entry in entries:
+        for d in mps_only_lines(entry):
+            fn = sources.function(d.kernel)
+            if fn is not None and fn.kind is not ImplKind.GRAPH and _redispatches(checkout, fn, op):
+                kept.append((entry.full_name, d.kernel,
+                             f"{entry.full_name} keeps `MPS: {d.kernel}` ({fn.where}): it is not MPSGraph code and "
+                             f"calls at::{op} again, which reaches the ported kernel"))
+    return tuple(kept)
+
+
+def _overload_stub(entries: tuple[Entry, ...], sources: Sources) -> str | None:
+    """The declared stub named after an overload (`pow.Tensor_Tensor_out` -> pow_tensor_tensor_stub)
+    when the tree shows no CPU body to route: the ATen naming of a stub per overload."""
+    declared = {d.name for d in sources.stubs}
+    for entry in entries:
+        overload = (entry.overload or "").removesuffix("_out").lower()
+        name = f"{entry.name}_{overload}_stub" if overload and overload != "out" else None
+        if name in declared and host_line(entry) is not None:
+            return name
+    return None
+
+
 def _item(checkout: Checkout, registry: Registry, op: str, sources: Sources) -> BacklogItem:
     item = backlog_item(checkout, registry, op, sources=sources)
     if item is not None:
@@ -98,13 +148,16 @@ def resolve_op(checkout: Checkout, op: str, *, registry: Registry | None = None)
     found = registry.resolve(op)
     sources = scan_sources(checkout)
     item = _item(checkout, registry, found.name, sources)
-    specific = tuple(dict.fromkeys(d.kernel for e in found.entries for d in mps_only_lines(e)))
+    kept = _kept_rows(checkout, found.entries, found.name, sources)
+    specific = tuple(dict.fromkeys(d.kernel for e in found.entries for d in mps_only_lines(e)
+                                   if d.kernel not in {k for _, k, _ in kept}))
     legacy = tuple(f for k in specific if (f := sources.function(k)) is not None)
-    registration = sources.registration(item.stub) if item.stub else None
+    stub = item.stub or _overload_stub(found.entries, sources)
+    registration = sources.registration(stub) if stub else None
     return Resolution(
-        op=found.name, entries=found.entries, status=item.status, family=item.family, stub=item.stub,
+        op=found.name, entries=found.entries, status=item.status, family=item.family, stub=stub,
         mps_impl=item.mps_impl, mps_kernels=specific, legacy=legacy, registration=registration,
         xfails=item.xfail, registry=registry, sources=sources, route=sources.route_op(found, registry),
-        kind=item.kind,
+        kind=item.kind, kept_rows=kept,
     )
 

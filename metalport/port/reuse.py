@@ -18,7 +18,7 @@ from pathlib import Path
 from metalport.checkout.layout import Checkout
 
 _METAL_HELPER = re.compile(r"(?:::)?c10::metal::(\w+)")
-_HOST_CALL = re.compile(r"\b(exec_\w+_kernel)\b")
+_HOST_CALL = re.compile(r"\b(exec_\w+_kernel(?:_with_params)?)\b")
 _SHADER_LIB = "aten/src/ATen/native/mps/MetalShaderLibrary.h"
 _OPUTILS = "aten/src/ATen/native/mps/OperationUtils.h"
 
@@ -177,8 +177,9 @@ def _host_file_of(checkout: Checkout, sources, kernel: str, kernel_file: str) ->
         return named[0], f"it launches {kernel} already"
     mms = sorted(checkout.mps_operations.glob("*.mm")) if checkout.mps_operations.is_dir() else []
     texts = {checkout.rel(p): p.read_text(encoding="utf-8", errors="replace") for p in mms}
+    launch = re.compile(rf'exec_\w+_kernel\w*\([^;]*"{re.escape(kernel)}"')  # a launch, not any string
     for rel, text in texts.items():
-        if f'"{kernel}"' in text:
+        if launch.search(text):
             return rel, f"it launches {kernel} already"
     for rel, text in texts.items():
         if f"{stem}_metallib.h" in text:
@@ -187,10 +188,12 @@ def _host_file_of(checkout: Checkout, sources, kernel: str, kernel_file: str) ->
     return (checkout.rel(same), f"the host file of {Path(kernel_file).name}") if same.is_file() else (None, "")
 
 
-def existing_kernels(checkout: Checkout, sources, op: str, arity: int,
-                     registrations: tuple[str, ...]) -> tuple[list[ExistingKernel], list[str]]:
+def existing_kernels(checkout: Checkout, sources, op: str, arity: int, registrations: tuple[str, ...], *,
+                     own_types_suffice: bool = False) -> tuple[list[ExistingKernel], list[str]]:
     """(kernels of the tree that may compute `op`, the op's own first; a line per candidate turned
-    down) for a port that would add `registrations` (Note [reuse an existing kernel])."""
+    down) for a port that would add `registrations` (Note [reuse an existing kernel]).
+    `own_types_suffice`: the op's own kernel is reused with the dtypes it registers (a params-route
+    kernel the tree has: its types are what the op's kernel runs, Note [params route])."""
     from metalport.port.metal import functor_arity
 
     wanted = _registration_set(registrations, op)
@@ -208,7 +211,7 @@ def existing_kernels(checkout: Checkout, sources, op: str, arity: int,
         have = {(s.macro, s.args) for s in regs}
         if name == op:  # the op's own kernel: the tree's output types are the op's, whatever the port guessed
             have = {(m, t[:1]) for m, t in have}
-            missing = sorted({(m, t[:1]) for m, t in wanted} - have)
+            missing = [] if own_types_suffice and have else sorted({(m, t[:1]) for m, t in wanted} - have)
         else:
             missing = sorted(wanted - have)
         if took != arity:

@@ -60,7 +60,10 @@ def plan_rows(res: Resolution) -> tuple[RowChange, ...]:
     lines = res.registry.text.splitlines()
     where = res.registry.path
     changes: list[RowChange] = []
+    kept = {e for e, _, _ in res.kept_rows}  # Note [kept rows] (port/resolve.py)
     for entry in res.entries:
+        if entry.full_name in kept:
+            continue
         mps = entry.kernel_for("MPS")
         only = mps_only_lines(entry)
         host = host_line(entry)

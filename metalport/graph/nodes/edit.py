@@ -71,7 +71,16 @@ def _apply_fresh(ctx: RunContext, state: PortState, port: PortPlan, worktree: Wo
     if state.get("family"):  # a family port: every member's table plan, in order (port/family.py)
         from metalport.port.family import FamilyPlan, apply_family
 
-        apply_family(FamilyPlan.from_dict(state["family"]), worktree.path, secret_env=ctx.secret_env())
+        family = FamilyPlan.from_dict(state["family"])
+        functors = {}
+        for member in family.members:  # Note [family members a model writes]: the model, per member
+            if member.needs_llm:
+                from metalport.graph.toolbox import make_toolbox
+
+                answer = ctx.provider.write_functor(_functor_request({**state, "op": f"aten::{member.op}"}, member),
+                                                    make_toolbox(ctx, state, member, worktree))
+                functors[member.op] = answer.functor_source
+        apply_family(family, worktree.path, functor_sources=functors, secret_env=ctx.secret_env())
         return port
     if port.launch_kind is None:  # a kernel port no recipe covers: the model writes kernel and launch
         port = _model_spec_plan(ctx, state, port, worktree)
@@ -167,13 +176,17 @@ def _plan_summary(port: PortPlan) -> str:
     data = port.to_dict()
     keys = ("op", "family", "kind", "kernel_file", "functor", "dtypes", "host_file", "register_dispatch", "legacy",
             "xfail_keys", "migrate")
+    if port.params:  # Note [params route]
+        keys = (*keys, "params_type", "registrations")
     return "\n".join(f"{k}: {data.get(k)}" for k in keys)
 
 
 def _functor_request(state: PortState, port: PortPlan) -> FunctorRequest:
     return FunctorRequest(op=state["op"], family=port.host_family or port.family, dtypes=port.dtypes,
                           plan_summary=_plan_summary(port), kernel_file=port.kernel_file or "",
-                          functor_name=port.functor or "", feedback=state.get("feedback") or "")
+                          functor_name=port.functor or "", feedback=state.get("feedback") or "",
+                          params_type=port.params_type or "",
+                          params_fields=tuple(f"{'float' if opmath else 'T'} {name}" for name, _, opmath, _ in port.params))
 
 
 def _fix_request(state: PortState, port: PortPlan, rejected: bool) -> FixRequest:

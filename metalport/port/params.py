@@ -1,0 +1,237 @@
+"""The params route: an op's scalar arguments carried into its kernel as one params struct.
+
+Note [params route]: a pointwise op whose dispatch stub takes scalars after the iterator
+(`softplus_stub(iter, beta, threshold)`, `nan_to_num_stub(iter, nan, posinf, neginf)`) is launched
+through the tree's `exec_unary_kernel_with_params` / `exec_binary_kernel_with_params`
+(MetalShaderLibrary.h), as `elu` and `clamp` are: the host fills a struct with the scalars and
+passes it with its type's name; the kernel's host name ends in that name
+(`softplus_dense_float_float_SoftplusParams`), registered by `REGISTER_UNARY_ALPHA_OP(softplus,
+float, SoftplusParams, float)` (or the binary macro) and read by a functor whose `operator()` takes
+the values and then the struct. Fields are opmath `float` (what CPU and CUDA compute half and
+bfloat16 in), so one non-templated struct serves every dtype. An op whose kernel the tree has
+already (nan_to_num's `NanToNumParams<float>`, `typedef`ed `NanToNumParams_float`) launches it
+with that struct.
+
+The representation is plain data on the plan (`PortPlan.params`), one tuple per scalar in the
+stub's order: (name, C++ type of the stub parameter, opmath, default). `opmath` True means the
+field is `float` (the opmath type of float, half and bfloat16); `default` is the C++ value, over
+the dtype's real type `real_t`, an unset `std::optional` stands for ("" for a required scalar).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from metalport.errors import PipelineError
+from metalport.port.shape import stub_entry_func
+
+if TYPE_CHECKING:
+    from metalport.checkout.layout import Checkout
+    from metalport.port.resolve import Resolution
+
+# One scalar of the params route: (name, stub C++ type, opmath field, default C++ expression or "").
+ScalarParam = tuple[str, str, bool, str]
+
+# Scalar C++ types a stub passes after the iterator that a params struct field can carry.
+_SCALAR_TYPES = re.compile(r"^(?:const\s+)?(?:c10::)?(?:Scalar|double|float|int64_t|bool)\s*&?$|"
+                           r"^(?:const\s+)?std::optional<double>\s*&?$")
+# What an unset `float?` scalar means, by the meaning torch documents for it (torch.nan_to_num:
+# NaN becomes 0, +inf the dtype's largest finite value, -inf its lowest).
+_OPTIONAL_DEFAULTS = {"nan": "real_t(0)", "posinf": "std::numeric_limits<real_t>::max()",
+                      "neginf": "std::numeric_limits<real_t>::lowest()"}
+
+
+def _split_top(text: str) -> list[str]:
+    """`text` split at commas outside `<>` and `()`."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth += c in "<(" and 1 or (c in ">)" and -1 or 0)
+        if c == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
+
+
+def _type_of(param: str) -> str:
+    """The C++ type of one parameter, its name (if any) left out."""
+    param = re.sub(r"\s+", " ", param.strip())
+    named = re.match(r"^(.*?[&*>]|.*\S)\s+(\w+)$", param)
+    if named and not re.fullmatch(r"(?:const )?(?:c10::)?\w+", param):
+        return named.group(1).strip()
+    return param
+
+
+def _schema_scalars(func: str) -> list[tuple[str, str]]:
+    """(name, schema type) of the non-tensor, non-out arguments of `func`, in order."""
+    from torchgen.model import FunctionSchema
+
+    schema = FunctionSchema.parse(func)
+    args = [*schema.arguments.flat_positional, *schema.arguments.flat_kwarg_only]
+    return [(a.name, str(a.type)) for a in args if "Tensor" not in str(a.type)]
+
+
+def scalar_params(stub_params: str | None, func: str) -> tuple[ScalarParam, ...] | None:
+    """The stub's scalars after the iterator as params-route fields, named as the schema `func`
+    names them; () when the stub takes none, None when one is not a scalar a struct carries (an
+    enum, a tensor) or the schema's scalars do not line up with the stub's."""
+    if not stub_params:
+        return ()
+    params = _split_top(stub_params)[1:]
+    if not params:
+        return ()
+    types = [_type_of(p) for p in params]
+    if not all(_SCALAR_TYPES.match(t) for t in types):
+        return None
+    named = _schema_scalars(func)
+    if len(named) != len(types):
+        return None
+    out = []
+    for (name, schema_type), cpp in zip(named, types):
+        optional = cpp.replace("const ", "").startswith("std::optional")
+        if optional and name not in _OPTIONAL_DEFAULTS:
+            return None
+        out.append((name, cpp, True, _OPTIONAL_DEFAULTS[name] if optional else ""))
+    return tuple(out)
+
+
+def params_type_name(op: str) -> str:
+    """The struct a port's params go in: `softplus` and `softplus_backward` share `SoftplusParams`
+    (one upstream struct for a family whose members take the same scalars)."""
+    return "".join(w.capitalize() for w in op.removesuffix("_backward").split("_") if w) + "Params"
+
+
+def struct_source(name: str, params: tuple[ScalarParam, ...]) -> str:
+    """The params struct, valid Metal and C++ (the kernel header both sides include)."""
+    fields = "".join(f"  {'float' if opmath else 'T'} {n};\n" for n, _, opmath, _ in params)
+    return (f"// {', '.join(n for n, *_ in params)} at opmath precision (float), as CPU and CUDA compute them\n"
+            f"struct {name} {{\n{fields}}};\n")
+
+
+def struct_fields(text: str, name: str) -> tuple[str, ...] | None:
+    """The field names of `struct name` in `text` (templated or not); None when it has none."""
+    found = re.search(rf"^(?:template\s*<[^>]*>\s*)?struct {re.escape(name)}\s*\{{(.*?)\n\}};", text,
+                      re.MULTILINE | re.DOTALL)
+    if found is None:
+        return None
+    return tuple(re.findall(r"^\s*[\w:<>]+\s+(\w+);", found.group(1), re.MULTILINE))
+
+
+def host_params_source(params: tuple[ScalarParam, ...], struct_cpp: str, dtypes: tuple[str, ...]) -> str:
+    """C++ lines filling `struct_cpp params{...}` from the stub's scalars: a Scalar at opmath
+    float, an unset optional at its documented default over the dtype's real type (so the host
+    dispatches on the dtype when one does)."""
+    if not any(d for *_, d in params):
+        values = ", ".join(f"{n}.to<float>()" if "Scalar" in cpp else f"static_cast<float>({n})"
+                           for n, cpp, _, _ in params)
+        return f"  const {struct_cpp} params{{{values}}};\n"
+    values = ",\n".join(
+        f"        static_cast<float>({n}.has_value() ? static_cast<real_t>(*{n}) : {d})" if d else
+        f"        {n}.to<float>()" if "Scalar" in cpp else f"        static_cast<float>({n})"
+        for n, cpp, _, d in params)
+    complex_ = any(t in ("float2", "half2") for t in dtypes)
+    macro = ("AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES_AND3(kHalf, kBFloat16, kComplexHalf, " if complex_
+             else "AT_DISPATCH_FLOATING_TYPES_AND2(kHalf, kBFloat16, ")
+    return (f"  {macro}iter.common_dtype(), \"{{name}}_mps\", [&]() {{\n"
+            f"    using real_t = c10::scalar_value_type<scalar_t>::type;\n"
+            f"    const {struct_cpp} params{{\n{values}}};\n"
+            f"    {{launch}}\n"
+            f"  }});\n")
+
+
+def host_function_source(function: str, stub_params: str, family: str, kernel: str,
+                         params: tuple[ScalarParam, ...], struct_cpp: str, type_name: str,
+                         dtypes: tuple[str, ...]) -> str:
+    """The static host stub of a params-route port: the struct filled from every scalar (none is
+    dropped), launched through the tree's `exec_<family>_kernel_with_params`."""
+    launcher = "exec_binary_kernel_with_params" if family in ("binary", "alpha") else "exec_unary_kernel_with_params"
+    launch = f'lib.{launcher}(iter, "{kernel}", params, "{type_name}");'
+    fill = host_params_source(params, struct_cpp, dtypes)
+    if "{launch}" in fill:
+        body = fill.replace("{name}", kernel).replace("{launch}", launch)
+    else:
+        body = f"{fill}  {launch}\n"
+    return f"static void {function}({named_params(stub_params, params)}) {{\n{body}}}\n"
+
+
+def named_params(stub_params: str, params: tuple[ScalarParam, ...]) -> str:
+    """The stub's parameter list with the iterator named `iter` and each scalar by its schema name."""
+    parts = _split_top(stub_params)
+    first = _type_of(parts[0])
+    return ", ".join([f"{first} iter", *(f"{cpp} {n}" for n, cpp, _, _ in params)])
+
+
+def registration(macro: str, op: str, dtype: str, type_name: str) -> str:
+    """`REGISTER_UNARY_ALPHA_OP(op, float, SoftplusParams, float);` for one dtype row."""
+    return f"{macro}({op}, {dtype}, {type_name}, {dtype});"
+
+
+# The planning side: `with_params` and `placed_params` take and return the planner's launch part
+# (port.port._LaunchPart), replacing its params fields.
+
+
+def with_params(res: Resolution, parts: Any, stub_params: str) -> Any:
+    """`parts` on the params route (Note [params route], port/params.py) when the stub takes scalars
+    after the iterator: registrations through the family's `_ALPHA_OP` macro with the params struct
+    as the alpha type. Raises PipelineError when a scalar is of a type no struct field carries."""
+    func = stub_entry_func(res)
+    found = scalar_params(stub_params, func) if func else ()
+    if found == ():
+        return parts
+    if found is None or parts.host_family not in ("unary", "binary"):
+        raise PipelineError(f"{res.stub} takes ({stub_params}): scalars after the iterator that a params struct "
+                            f"does not carry for a {parts.host_family} kernel",
+                            location=parts.stub_header, hint="port it by hand")
+    macro = "REGISTER_UNARY_ALPHA_OP" if parts.host_family == "unary" else "REGISTER_BINARY_ALPHA_OP"
+    name = params_type_name(res.op)
+    return replace(parts, macro=macro, params=found, params_type=name, params_struct=name,
+                   registrations=tuple(registration(macro, res.op, t, name) for t in parts.dtypes))
+
+
+_KERNEL_HEADER = re.compile(r"^#include <(ATen/native/mps/kernels/\w+\.h)>", re.MULTILINE)
+_TYPEDEF = re.compile(r"^typedef\s+([\w:<>, ]+?)\s+(\w+);", re.MULTILINE)
+
+
+def placed_params(checkout: Checkout, res: Resolution, parts: Any, existing: Any) -> tuple[Any, str]:
+    """(`parts` with its params struct placed, one line on where it is) (Note [params route]): a
+    reused kernel keeps the struct its registrations name (its `typedef` gives the C++ type, its
+    dtypes are the ones it registers); a new functor's struct goes into the kernel header the kernel
+    file includes (the host includes it too), or the tree's struct of that name is reused when its
+    fields are the op's scalars."""
+    text = (checkout.root / parts.kernel_file).read_text(encoding="utf-8") \
+        if parts.kernel_file and (checkout.root / parts.kernel_file).is_file() else ""
+    header = _KERNEL_HEADER.search(text)
+    header_rel = f"aten/src/{header.group(1)}" if header else None
+    header_text = (checkout.root / header_rel).read_text(encoding="utf-8") \
+        if header_rel and (checkout.root / header_rel).is_file() else ""
+    if existing is not None:
+        regs = [s for s in res.sources.shader_ops if s.name == existing.name and len(s.args) == 3]
+        type_name = regs[0].args[1] if regs else parts.params_type
+        typedefs = {m.group(2): re.sub(r"\s+", "", m.group(1)) for m in _TYPEDEF.finditer(text)}
+        dtypes = tuple(dict.fromkeys(s.args[0] for s in regs))
+        return (replace(parts, params_type=type_name, params_struct=typedefs.get(type_name, type_name),
+                        params_header=header_rel, dtypes=dtypes or parts.dtypes),
+                f"params struct {typedefs.get(type_name, type_name)}: the tree's, which {existing.name}'s "
+                f"registrations name ({type_name})")
+    wanted = tuple(n for n, *_ in parts.params)
+    name = parts.params_type or params_type_name(res.op)
+    have = struct_fields(header_text, name) or struct_fields(text, name)
+    if have is not None and have != wanted:  # a struct of that name carries other scalars
+        name = "".join(w.capitalize() for w in res.op.split("_")) + "Params"
+        have = struct_fields(header_text, name) or struct_fields(text, name)
+    regs = tuple(registration(parts.macro or "", res.op, t, name) for t in parts.dtypes)
+    where = header_rel or parts.kernel_file
+    parts = replace(parts, params_type=name, params_struct=name, params_header=where, registrations=regs,
+                    params_source=None if have == wanted else struct_source(name, parts.params))
+    if have == wanted:
+        return parts, f"params struct {name}: the tree's ({where}), whose fields are {', '.join(wanted)}"
+    return parts, (f"params struct {name} ({', '.join(wanted)} at opmath float) added to {where}"
+                   + (f", the header {Path(parts.kernel_file or '').name} and its host include"
+                      if header_rel else ""))
+
+
+__all__ = ["ScalarParam", "host_function_source", "params_type_name", "placed_params", "registration",
+           "scalar_params", "struct_fields", "struct_source", "with_params"]
