@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from metalport.checks.backend import KernelFile, KernelSet, compile_files, pick_backend
+from metalport.checks.explain import Explanation
 from metalport.checks.families import classify, classify_two_outputs
 from metalport.checks.guard import Crashed, Refused
 from metalport.checks.hostcode import find_host_code
@@ -38,8 +39,8 @@ from metalport.checks.judge import (ANY_OCCURRENCE, TRUTH_NOTE, any_occurrence, 
 from metalport.checks.oracle import conditioning, truth_calls
 from metalport.checks.report import (KINDS, NO_HOST_MODEL, ConformanceReport, DtypeVerdict, Tally, first_few,
                                      judged_report)
-from metalport.checks.runner import (CRASHED, REJECTED, CaseResult, Prepared, dispatch, judge_case, prepare_case,
-                                     references)
+from metalport.checks.runner import (CRASHED, REJECTED, CaseResult, Prepared, dispatch, explained, judge_case,
+                                     prepare_case, references)
 from metalport.checks.samples import Call, Family, find_opinfo
 from metalport.checks.speclaunch import HostCheckFailed, UnlaunchableCall, bind_call, plan_launch, run_launch
 from metalport.checks.tolerances import largest_error, tolerance_for
@@ -171,6 +172,9 @@ class DtypeRun:
         self.out_of_scope: list[str] = []
         self.held_inputs: list[str] = []
         self.unmodelled: list[str] = []
+        self.opinfo_unjudged: list[str] = []  # OpInfo calls the host model does not cover (Note [not judged])
+        self.explanations: list[Explanation] = []  # failing elements of regular cases (`--explain`)
+        self.held_explanations: list[Explanation] = []  # of held-out cases: shown only with --show-held-out
 
     def add(self, result: CaseResult, case: Case, accepted: str | None = None) -> None:
         """Count one case; a divergence is out of scope when the case or `accepted` names the OpInfo
@@ -182,6 +186,8 @@ class DtypeRun:
                 return
             self.skipped += 1
             self.unmodelled.append(result.skipped)
+            if case.kind == "opinfo" and not result.skipped.startswith(CRASHED):
+                self.opinfo_unjudged.append(result.skipped)
             return
         self.note_error(case.kind, result.error, f"{case.label}: {case.describe()}")
         self.rel_used = max(self.rel_used, result.rel_used)
@@ -191,6 +197,9 @@ class DtypeRun:
                     self.worst_ulps[k] = (u, f"{case.label}: {case.describe()}")
         held = (f"{result.message}; inputs: "
                 f"{[t.tolist() if t.numel() <= 64 else 'large' for t in case.operands()]}")
+        if not result.ok and accepted is None and result.explanation is not None:
+            shown = dataclasses.replace(result.explanation, case=f"{case.label}: {case.describe()}")
+            (self.held_explanations if case.kind == "held-out" else self.explanations).append(shown)
         self.record(case.kind, f"{case.label}: {case.describe()}", None if result.ok else result.message or "differs",
                     None if accepted is None else f"out of scope: {accepted}", held)
 
@@ -220,15 +229,21 @@ class DtypeRun:
 
     def verdict(self) -> DtypeVerdict:
         failures = list(self.failures)
+        if self.opinfo_unjudged and not self.counts["opinfo"][0]:  # Note [not judged]: opinfo 0/N fails
+            failures.insert(0, Failure("conformance", self.where[0], self.where[1], None,
+                                       f"{self.name}: 0 of {len(self.opinfo_unjudged)} OpInfo samples judged: the "
+                                       f"op's own samples pass what the port's host does not implement "
+                                       f"({first_few(self.opinfo_unjudged, 2)})"))
         if self.held_failed:
             failures.append(Failure("held-out", self.where[0], self.where[1], None,
                                     f"{self.held_failed} of {self.counts['held-out'][0]} held-out cases fail for "
-                                    f"{self.name} (inputs withheld)"))
+                                    f"{self.name} (inputs withheld; `--show-held-out` prints them)"))
         worst = self.worst
         return DtypeVerdict(self.name, {k: Tally(*v) for k, v in self.counts.items()},
                             None if worst is None else worst[0], None if worst is None else worst[1],
                             tuple(failures), tuple(self.out_of_scope), tuple(self.held_inputs), self.skipped,
-                            tuple(self.worst_ulps), self.rel_used)
+                            tuple(self.worst_ulps), self.rel_used, len(self.opinfo_unjudged),
+                            tuple(self.explanations[:_MAX_FAILURES]), tuple(self.held_explanations[:_MAX_FAILURES]))
 
 
 def _truths(cases: Sequence[Case], staged: Sequence[Prepared | CaseResult]
@@ -341,6 +356,7 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
         run = DtypeRun(dtype, (_rel(where_file, checkout_root), _register_line(where_file, kernel, metal)))
         run.skipped += len(skipped)
         run.unmodelled += skipped
+        run.opinfo_unjudged += skipped
         staged = [_staged(kernels, case, next(outcomes), (family, kernel, alpha_kernel), negate_alpha)
                   for case in cases]
         ready = [p for p in staged if isinstance(p, Prepared)]
@@ -553,7 +569,11 @@ def _judge_spec_case(spec: LaunchSpec, kernels: KernelSet, case: Case, outcome: 
             # a right answer, not an excuse: an index the op leaves unspecified naming an equal element
             notes.append(f"{row} {case.kind}: differs from torch's CPU and is right: {ANY_OCCURRENCE}")
             return _judged(None, error), unset
-    return _judged(judged.problem, error), unset
+    if judged.problem is None:
+        return _judged(None, error), unset
+    truths = spec_truth(case.call) or ()
+    return dataclasses.replace(_judged(judged.problem, error),
+                               explanation=explained(judged, got, wanted, truths, case.call.operands())), unset
 
 
 def check_port_conformance(root: Path, plan: PortPlan, *, held_out: bool,

@@ -174,7 +174,9 @@ def find_opinfo(base: str) -> Any | None:
 
 
 def find_opinfos(base: str) -> list[Any]:
-    """The OpInfo (no variant) whose name or aten name is `base`; when only variants exist (polygamma's
+    """The OpInfo (no variant) whose name or aten name is `base`, else one of a namespace whose last
+    part is `base` (`nn.functional.softplus` for softplus: its samples pass beta and threshold, so a
+    port ignoring them cannot pass on "opinfo 0/0"); when only variants exist (polygamma's
     polygamma_n_0 .. _n_4, one per order), all of them."""
     from torch.testing._internal.common_methods_invocations import op_db
 
@@ -182,6 +184,7 @@ def find_opinfos(base: str) -> list[Any]:
         named = [o for o in op_db if (not o.variant_test_name) == plain
                  and (o.name == base or o.name.replace(".", "_") == base)]
         named = named or [o for o in op_db if (not o.variant_test_name) == plain and o.aten_name == base]
+        named = named or [o for o in op_db if (not o.variant_test_name) == plain and o.name.split(".")[-1] == base]
         if named:
             return named if not plain else named[:1]
     return []
