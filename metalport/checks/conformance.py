@@ -32,7 +32,8 @@ from metalport.checks.explain import Explanation
 from metalport.checks.families import classify, classify_two_outputs
 from metalport.checks.guard import Crashed, Refused
 from metalport.checks.hostcode import find_host_code
-from metalport.checks.cases import Case, build_cases, build_spec_cases, spec_opinfo
+from metalport.checks.cases import Case, build_cases
+from metalport.checks.speccases import build_spec_cases, spec_opinfo
 from metalport.checks.hostmodel import MissingKernel, UnmodelledCall, metal_type_name
 from metalport.checks.judge import (ANY_OCCURRENCE, TRUTH_NOTE, any_occurrence, judge_outputs, mask_unset,
                                     meta_refuses, refusal_problem, spec_truth, unset_filled)
@@ -41,7 +42,7 @@ from metalport.checks.report import (KINDS, NO_HOST_MODEL, ConformanceReport, Dt
                                      judged_report)
 from metalport.checks.runner import (CRASHED, REJECTED, CaseResult, Prepared, dispatch, explained, judge_case,
                                      prepare_case, references)
-from metalport.checks.samples import Call, Family, find_opinfo
+from metalport.checks.samples import Call, Family, find_opinfo, selector_values
 from metalport.checks.speclaunch import HostCheckFailed, UnlaunchableCall, bind_call, plan_launch, run_launch
 from metalport.checks.tolerances import largest_error, tolerance_for
 from metalport.checkout.layout import KERNELS_DIR as LAYOUT_KERNELS_DIR
@@ -307,17 +308,19 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
         warnings.filterwarnings("ignore", "ComplexHalf support is experimental", UserWarning)
         # Only the op's kernels are instantiated: every host name the host model asks for is
         # `<kernel>_<flavour>_<types>` (hostmodel.py).
-        kernels = active.kernels(files, checkout_root, chosen, (f"{kernel}_*",))
+        kernels = active.kernels(files, checkout_root, chosen,
+                                 tuple(dict.fromkeys(f"{k}_*" for k in (kernel, *(m[2] for m in host.modes)))))
         # The CPU kernel may pass the stub a negated scalar (sub_out: add_stub(iter, -alpha)); the
         # registered kernel then sees it negated, as on MPS.
         negate = any(a.replace(" ", "") == "-alpha" for a in host.stub_args)
         return _run(kernels, name, base, kernel, packet, files, checkout_root, chosen, dtypes, include_held_out,
-                    seed, negate_alpha=negate, outputs=outputs)
+                    seed, negate_alpha=negate, outputs=outputs, modes=host.modes)
 
 
 def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, files: list[Path],
          checkout_root: Path, chosen: str, dtypes: Sequence[str] | None, include_held_out: bool,
-         seed: int | None, *, negate_alpha: bool = False, outputs: int = 1) -> ConformanceReport:
+         seed: int | None, *, negate_alpha: bool = False, outputs: int = 1,
+         modes: tuple[tuple[str, str | None, str], ...] = ()) -> ConformanceReport:
     found = classify(kernels.names, kernel) if outputs == 1 else None
     if outputs == 2 and classify_two_outputs(kernels.names, kernel):
         found = Family.UNARY_TWO_OUTPUTS, classify_two_outputs(kernels.names, kernel)
@@ -346,8 +349,9 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
     rejected = 0
     info = find_opinfo(base)
     binding = Family.BINARY_ALPHA if alpha_kernel else family
-    built = {dtype: build_cases(binding, base, packet, dtype, case_generator(seed, dtype), include_held_out)
-             for dtype in wanted}
+    selectors = frozenset(arg for arg, _, _ in modes)  # Note [argument-selected kernels] in hostcode
+    built = {dtype: build_cases(binding, base, packet, dtype, case_generator(seed, dtype), include_held_out,
+                                selectors) for dtype in wanted}
     every = [c.call for cases, _ in built.values() for c in cases]
     outcomes = iter(references(every))  # one guarded child for all dtypes, not one each
     for dtype, (cases, skipped) in built.items():
@@ -357,7 +361,8 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
         run.skipped += len(skipped)
         run.unmodelled += skipped
         run.opinfo_unjudged += skipped
-        staged = [_staged(kernels, case, next(outcomes), (family, kernel, alpha_kernel), negate_alpha)
+        staged = [_staged(kernels, case, next(outcomes), _selected_route(kernels, case.call, modes, selectors,
+                                                                         (family, kernel, alpha_kernel)), negate_alpha)
                   for case in cases]
         ready = [p for p in staged if isinstance(p, Prepared)]
         errors = dict(zip(map(id, ready), dispatch(kernels, ready)))
@@ -372,6 +377,21 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
         rejected += run.rejected
         verdicts.append(run.verdict())
     return _report(name, chosen, tuple(verdicts), unmodelled, rejected, seed)
+
+
+def _selected_route(kernels: KernelSet, call: Call, modes: tuple[tuple[str, str | None, str], ...],
+                    selectors: frozenset[str], route: tuple[Family, str, str | None]
+                    ) -> tuple[Family, str, str | None]:
+    """The (family, kernel, alpha kernel) the host runs for `call`: the op's own unless the call
+    sets a selector argument, then the kernel its value picks (Note [argument-selected kernels])."""
+    values = selector_values(call, selectors) if selectors else {}
+    if not values:
+        return route
+    chosen = next((k for arg, value, k in modes if values.get(arg, object()) == value), None)
+    if chosen is None or chosen == route[1]:
+        return route
+    found = classify(kernels.names, chosen)
+    return (found[0] if found is not None else route[0]), chosen, None
 
 
 def _staged(kernels: KernelSet, case: Case, outcome: Any, route: tuple[Family, str, str | None],

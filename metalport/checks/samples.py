@@ -116,8 +116,21 @@ def _as_tensor(v: Any) -> torch.Tensor:
     raise UnmodelledCall(f"operand of type {type(v).__name__}")
 
 
-def bind(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Family) -> Call:
-    """Map one recorded call onto `family`'s operands and alpha; UnmodelledCall if it does not fit."""
+def selector_values(call: Call, selectors: frozenset[str]) -> dict[str, Any]:
+    """The values the call gives the arguments named in `selectors` (Note [argument-selected
+    kernels] in `hostcode`): None for one left at its default."""
+    out: dict[str, Any] = {}
+    for i, a in enumerate(call.func._schema.arguments):
+        if a.name in selectors:
+            out[a.name] = call.kwargs[a.name] if a.name in call.kwargs else \
+                call.args[i] if i < len(call.args) and not a.kwarg_only else a.default_value
+    return out
+
+
+def bind(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Family,
+         selectors: frozenset[str] = frozenset()) -> Call:
+    """Map one recorded call onto `family`'s operands and alpha; UnmodelledCall if it does not fit.
+    Arguments named in `selectors` pick the host's kernel (the caller reads them, `selector_values`)."""
     values: dict[str, Any] = {}
     schema = func._schema.arguments
     for i, a in enumerate(schema):
@@ -130,6 +143,8 @@ def bind(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Family)
     for a in schema:
         kind = str(a.type)
         present = a.name in values
+        if a.name in selectors:
+            continue
         if kind == "Tensor" or (kind == "number" and len(operands) < family.arity and not a.kwarg_only
                                 and not (family.has_alpha and len(operands) == family.arity)):
             if not present:

@@ -14,7 +14,7 @@ import torch
 from metalport.checks.numerics import draw
 from metalport.checks.backend import KernelFile, KernelSet
 from metalport.checks.speclaunch import bind_call, plan_launch, run_launch
-from metalport.checks.cases import build_spec_cases
+from metalport.checks.speccases import build_spec_cases
 from metalport.checks.conformance import run_spec_conformance
 from metalport.emulate import compile_shader
 from metalport.errors import SpecError
