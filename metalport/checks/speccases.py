@@ -15,6 +15,7 @@ import torch
 from metalport.checks.cases import Case
 from metalport.checks.numerics import draw
 from metalport.checks.samples import Call
+from metalport.checks.specials import salt_specials, special_rows
 from metalport.checks.speclaunch import INDEX_LIMIT
 from metalport.errors import SpecError, UsageError
 from metalport.port.spec import METAL_DTYPES, LaunchSpec
@@ -204,8 +205,9 @@ def build_spec_cases(spec: LaunchSpec, types: tuple[str, ...], gen: torch.Genera
         cases.append(case("random", label, args, kwargs))
     for k, shape in enumerate(() if spec.cases.get("random") else _SHAPES * 2):
         x = draw(shape, dtype, gen, ties=ties and k % 2 == 0)
-        args, kwargs = _call(spec, func, x, types, gen, k)
-        cases.append(case("random", f"random case {k}", args, kwargs))
+        salted = k % 4 == 3 and (x.is_floating_point() or x.is_complex()) and x.numel() > 0
+        args, kwargs = _call(spec, func, salt_specials(x, gen) if salted else x, types, gen, k)
+        cases.append(case("random", f"random case {k}" + (", special values" if salted else ""), args, kwargs))
     if include_held_out:
         for label, args, kwargs in explicit_calls(spec, func, types, "held_out", gen, include_large=include_large):
             cases.append(case("held-out", label, args, kwargs))
@@ -223,6 +225,13 @@ def build_spec_cases(spec: LaunchSpec, types: tuple[str, ...], gen: torch.Genera
         x = draw((0, 5), dtype, gen, ties=ties)
         args, kwargs = _call(spec, func, x, types, gen, 2, dims=_last_dim(spec, func), keepdim=True)
         cases.append(case("held-out", "empty input", args, kwargs))
+        if dtype.is_floating_point or dtype.is_complex:  # Note [special values in spec cases]
+            x = special_rows(dtype, gen)
+            args, kwargs = _call(spec, func, x, types, gen, 3, dims=_last_dim(spec, func), keepdim=False)
+            cases.append(case("held-out", "a special value in every slice", args, kwargs))
+            x = salt_specials(draw((3, 1025), dtype, gen, ties=ties), gen)
+            args, kwargs = _call(spec, func, x, types, gen, 0, dims=_last_dim(spec, func), keepdim=True)
+            cases.append(case("held-out", "slice of 1025, special values", args, kwargs))
     return cases, left_out
 
 
