@@ -112,6 +112,13 @@ def resolve_op(op: str) -> tuple[str, Any]:
     raise UnknownOpError(f"unknown op aten::{base}", hint=hint)
 
 
+# Note [functors behind a legacy host]: some ops' kernel files register a Metal functor while the
+# MPS host still runs an MPSGraph kernel (ceil and trunc: REGISTER_UNARY_OP(ceil, ...) beside
+# REGISTER_MPS_UNARY_STUB(ceil, ceil)). The functor is what a migration's host would launch, so it
+# is judged as exec_*_kernel launches it, the report's reason saying so; without a functor such an
+# op is not judged (no-host-model, Note [not judged] in report).
+
+
 def registering_files(checkout_root: Path, base: str) -> list[Path]:
     """Every `.metal` under the checkout's kernels directory that registers `base`'s functor."""
     return _kernel_files(checkout_root, rf"\bREGISTER_\w*\(\s*{re.escape(base)}\s*[,)]")
@@ -289,6 +296,11 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
                                  f"{name} writes {outputs} outputs (a kernel with several output buffers); "
                                  f"{NO_HOST_MODEL}")
     host = find_host_code(checkout_root, base)
+    legacy = None
+    if host.graph and registering_files(checkout_root, base):  # Note [functors behind a legacy host]
+        legacy = (f"{host.unmodelled}; its Metal functor {base} judged as a port's exec_*_kernel host would "
+                  f"launch it (what runs on MPS today is the MPSGraph kernel)")
+        host = dataclasses.replace(host, kernel=base, unmodelled=None)
     if host.unmodelled is not None or host.kernel is None:
         return ConformanceReport(name, chosen, "no-host-model", (), f"{host.unmodelled}; {NO_HOST_MODEL}")
     kernel = host.kernel
@@ -313,8 +325,11 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
         # The CPU kernel may pass the stub a negated scalar (sub_out: add_stub(iter, -alpha)); the
         # registered kernel then sees it negated, as on MPS.
         negate = any(a.replace(" ", "") == "-alpha" for a in host.stub_args)
-        return _run(kernels, name, base, kernel, packet, files, checkout_root, chosen, dtypes, include_held_out,
-                    seed, negate_alpha=negate, outputs=outputs, modes=host.modes)
+        report = _run(kernels, name, base, kernel, packet, files, checkout_root, chosen, dtypes, include_held_out,
+                      seed, negate_alpha=negate, outputs=outputs, modes=host.modes)
+        if legacy is None:
+            return report
+        return dataclasses.replace(report, reason=f"{legacy}; {report.reason}" if report.reason else legacy)
 
 
 def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, files: list[Path],

@@ -14,6 +14,12 @@ Some CPU kernels pick the stub by the value of a string argument: `div_out_mode`
 `!arg.has_value()`) in the routes of the op's CPU kernels, whose stub's MPS registration calls an
 exec_*_kernel, gives `HostCode.modes` an (argument, value, kernel) row; conformance then launches
 the kernel the host would for each call's value, instead of skipping every call that passes it.
+
+Note [stubs named after the op]
+A tree without the op's CPU `.cpp` (Lerp.cpp is not in every corpus) cannot say which stub the CPU
+kernel calls, and `<op>_stub` is only a guess. When no stub of that name has an MPS registration but
+exactly one stub named `<op>_...` does (`lerp_kernel_scalar_weight`, registered with a function
+calling `exec_binary_kernel(iter, "lerp_alpha", weight)`), that registration is the op's host.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ class HostCode:
     # What the op's CPU kernel passes the stub after the iterator, e.g. ("-alpha",) for sub_out ->
     # add_stub: the registered kernel then sees the negated scalar.
     stub_args: tuple[str, ...] = ()
+    graph: bool = False  # the stub's MPS registration is an MPSGraph kernel (the legacy host)
     # (argument, value or None for "no value", kernel): Note [argument-selected kernels]
     modes: tuple[tuple[str, str | None, str], ...] = ()
 
@@ -107,6 +114,11 @@ def find_host_code(checkout_root: Path, base: str) -> HostCode:
     sources = scan_sources(checkout)
     stub, args = _stub_of(checkout, base)
     reg = sources.registration(stub)
+    if reg is None and stub == f"{base}_stub":  # Note [stubs named after the op]
+        named = [r for r in sources.registrations if r.stub.startswith(f"{base}_") and
+                 (fn := sources.function(r.kernel.split("::")[-1])) is not None and fn.calls]
+        if len(named) == 1:
+            stub, reg = named[0].stub, named[0]
     if reg is not None:
         name = reg.kernel.split("::")[-1]
         fn = next((f for f in sources.functions if f.name == name and f.where.file == reg.where.file), None) \
@@ -115,7 +127,8 @@ def find_host_code(checkout_root: Path, base: str) -> HostCode:
             return HostCode(None, str(reg.where),
                             f"{name}, registered for {stub}, is not defined in {reg.where.file}")
         if not fn.calls and fn.kind is ImplKind.GRAPH:
-            return HostCode(None, str(fn.where), f"{stub} is registered with the MPSGraph kernel {name} ({fn.where})")
+            return HostCode(None, str(fn.where), f"{stub} is registered with the MPSGraph kernel {name} ({fn.where})",
+                            graph=True)
         if not fn.calls:
             return HostCode(None, str(fn.where), f"{name} ({fn.where}) calls no exec_unary/binary/ternary_kernel")
         return HostCode(fn.calls[0].kernel, str(fn.where), stub_args=args, modes=_modes(checkout, base, sources))
