@@ -218,5 +218,5 @@ def dispatch(kernels: KernelSet, prepared: list[Prepared]) -> list[str | None]:
     return [next(errors) if p.launch is not None else None for p in prepared]
 
 
-__all__ = ["CRASHED", "REJECTED", "CaseResult", "explained", "rule_of", "MissingKernel", "Prepared", "dispatch", "judge_case", "plan", "prepare_case",
-           "references"]
+__all__ = ["CRASHED", "REJECTED", "CaseResult", "explained", "rule_of", "MissingKernel", "Prepared", "dispatch",
+           "judge_case", "plan", "prepare_case", "references"]

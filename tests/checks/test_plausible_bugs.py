@@ -25,14 +25,13 @@ def _macro(op: str, body: str, bug: str) -> Mutant:
     """A functor defined by DEFINE_UNARY_FLOATING_FUNCTOR replaced by a hand-written one."""
     line = _FLOOR_MACRO.format(op=op)
     return Mutant(op, "UnaryKernel.metal", line.replace("(", r"\(").replace(")", r"\)"),
-                  f"struct {op}_functor {{ template <typename T> inline T operator()(const T x) {{ return {body}; }} }};",
+                  f"struct {op}_functor {{ template <typename T> inline T operator()(const T x) "
+                  f"{{ return {body}; }} }};",
                   bug, anchor=line)
 
 
 PLAUSIBLE = [
     # ties and step functions
-    Mutant("round", "UnaryKernel.metal", r"rint\(float\(x\)\)", "::metal::round(float(x))",
-           "ties away from zero where round is half-to-even"),
     Mutant("round", "UnaryKernel.metal", r"rint\(float\(x\)\)", "::metal::floor(float(x) + 0.5f)",
            "ties always rounded up (floor(x + 0.5))"),
     Mutant("round", "UnaryKernel.metal", r"rint\(float\(x\)\)", "float(int(rint(float(x))))",
@@ -55,7 +54,8 @@ PLAUSIBLE = [
     Mutant("remainder", "c10/metal/utils.h", r"x_f - y_f \* floor_divide\(x_f, y_f\)",
            "::metal::fabs(x_f - y_f * floor_divide(x_f, y_f))", "remainder loses the divisor's sign",
            anchor="inline float remainder("),
-    Mutant("remainder", "c10/metal/utils.h", r"rc == 0 \|\| \(x \^ y\) > 0 \? rc : rc \+ y", "(x ^ y) > 0 ? rc : rc + y",
+    Mutant("remainder", "c10/metal/utils.h", r"rc == 0 \|\| \(x \^ y\) > 0 \? rc : rc \+ y",
+           "(x ^ y) > 0 ? rc : rc + y",
            "integer remainder of an exact multiple of mixed sign gives the divisor, not 0",
            anchor="inline common_dtype<T, U> remainder(const T x, const U y) {\n  auto rc"),
     Mutant("fmod", "c10/metal/utils.h", r"::metal::fmod\(x, y\)", "::metal::fabs(::metal::fmod(x, y))",
@@ -69,15 +69,31 @@ PLAUSIBLE = [
     Mutant("fmax", "BinaryKernel.metal", r"::metal::fmax\(a, b\)", "(a > b ? a : b)",
            "fmax returns NaN where the other operand is a number"),
     Mutant("mul", "c10/metal/utils.h", r"return x \* y;", "return (x == 0 || y == 0) ? common_dtype<T, U>(0) : x * y;",
-           "a zero shortcut: inf * 0 gives 0, not NaN", anchor="inline common_dtype<T, U> mul(const T x, const U y) {\n  return x * y;"),
+           "a zero shortcut: inf * 0 gives 0, not NaN",
+           anchor="inline common_dtype<T, U> mul(const T x, const U y) {\n  return x * y;"),
     Mutant("xlogy", "c10/metal/special_math.h",
            r"if \(::metal::isnan\(y\)\) \{\n    return NAN;\n  \}\n\n  if \(x == 0\) \{\n    return x;\n  \}",
            "if (x == 0) {\n    return x;\n  }\n  if (::metal::isnan(y)) {\n    return NAN;\n  }",
            "xlogy(0, NaN) gives 0: the zero shortcut before the NaN check", anchor="inline float xlogy(T x, T y) {"),
     Mutant("reciprocal", "UnaryKernel.metal", r"T\(1\.0 / float\(x\)\)", "T(x == 0 ? INFINITY : 1.0 / float(x))",
            "1 / -0 gives +inf"),
-    Mutant("exp2", "UnaryKernel.metal", r"::precise::pow\(2, x\)", "::precise::exp(float(x) * 0.6931472f)",
-           "exp2 as exp(x ln 2): the error grows with |x|"),
+    Mutant("atan2", "BinaryKernel.metal", r"precise::atan2\(float\(a\), float\(b\)\)",
+           "precise::atan2(float(a) + 0.0f, float(b))", "a negative-zero first operand read as +0 (pi for -pi)"),
+    Mutant("fmin", "BinaryKernel.metal", r"::metal::fmin\(a, b\)", "(a < b ? a : b)",
+           "fmin returns NaN where the other operand is a number"),
+    Mutant("rsqrt", "UnaryKernel.metal", r"T\(1 / ::precise::sqrt\(x\)\)",
+           "T(1 / ::precise::sqrt(::metal::abs(float(x))))",
+           "the domain dropped: rsqrt(-x) a number, not NaN, and rsqrt(-0) = +inf"),
+    Mutant("reciprocal", "UnaryKernel.metal", r"T\(1\.0 / float\(x\)\)",
+           "T(::metal::fabs(float(x)) > 1e30f ? 0.0f : 1.0 / float(x))",
+           "a branch for huge magnitudes: 1/x flushed to 0 past 1e30 where it is normal"),
+    # exactness, subnormals
+    _macro("trunc", "T(::metal::fabs(float(x)) >= 1000.0f ? ::metal::nextafter(::metal::trunc(float(x)), INFINITY) "
+           ": ::metal::trunc(float(x)))",
+           "integer-valued results one ulp high past 1000 (the largest finite becomes inf)"),
+    Mutant("abs", "UnaryKernel.metal", r"precise::abs\(x\)",
+           "(::metal::fabs(float(x)) < 6.1035156e-05f ? 0.0f : float(precise::abs(x)))",
+           "half subnormals flushed in an op that keeps them"),
     # scalars the kernel ignores
     Mutant("lerp", "BinaryKernel.metal", r"c10::metal::mul\(alpha, b - a\)", "c10::metal::mul(T(0.5), b - a)",
            "the weight ignored (0.5 used)", anchor="struct lerp_alpha_functor"),
@@ -90,18 +106,18 @@ PLAUSIBLE = [
 # Bugs only the sign of a zero or exactness can show (an output off by one ulp, or -0 for +0): they
 # fail once the acceptance rule compares zero signs and exact results exactly (see the module notes).
 NEEDS_RULE = [
+    Mutant("round", "UnaryKernel.metal", r"rint\(float\(x\)\)", "::metal::round(float(x))",
+           "ties away from zero where round is half-to-even"),
     Mutant("neg", "UnaryKernel.metal", r"T\(-1 \* x\)", "T(0 - x)", "neg(+0) gives +0, not -0"),
     Mutant("abs", "UnaryKernel.metal", r"precise::abs\(x\)", "(x < 0 ? -x : x)", "abs(-0) gives -0"),
     _macro("floor", "T(::metal::floor(float(x)) + 0.0f)", "floor(-0) gives +0"),
+    _macro("floor", "T(::metal::fabs(float(x)) >= 1000.0f && ::metal::fabs(float(x)) < 1e30f ? "
+           "::metal::nextafter(::metal::floor(float(x)), INFINITY) : ::metal::floor(float(x)))",
+           "integer-valued results one ulp high for 1000 <= |x| < 1e30"),
     Mutant("nextafter", "BinaryKernel.metal", r"::metal::nextafter\(a, b\)",
            "::metal::nextafter(::metal::nextafter(a, b), b)", "two ulps instead of one"),
-    _macro("trunc", "T(::metal::fabs(float(x)) >= 1000.0f ? ::metal::nextafter(::metal::trunc(float(x)), INFINITY) "
-           ": ::metal::trunc(float(x)))", "integer-valued results one ulp high past 1000"),
-    Mutant("neg", "UnaryKernel.metal", r"T\(-1 \* x\)",
-           "T(::metal::fabs(float(x)) < 6.1035156e-05f ? 0.0f : -1.0f * float(x))",
-           "half subnormals flushed in an op that keeps them"),
 ]
-_DTYPES = {"floor_divide-integer": ["int32"], "remainder-integer": ["int32"], "neg-half": ["float16"]}
+_DTYPES = {"floor_divide-integer": ["int32"], "remainder-integer": ["int32"], "abs-half": ["float16"]}
 
 
 def _dtypes(mutant: Mutant) -> list[str]:
