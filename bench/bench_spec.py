@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from _cli import repetitions_parser  # noqa: E402
-from metalport.checks.cases import build_spec_cases  # noqa: E402
+from metalport.checks.speccases import build_spec_cases  # noqa: E402
 from metalport.checks.conformance import run_spec_conformance  # noqa: E402
 from metalport.emulate import compile_shader  # noqa: E402
 from metalport.port.spec_recipes import spec_recipes  # noqa: E402

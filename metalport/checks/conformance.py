@@ -28,19 +28,21 @@ from typing import Any
 import torch
 
 from metalport.checks.backend import KernelFile, KernelSet, compile_files, pick_backend
+from metalport.checks.explain import Explanation
 from metalport.checks.families import classify, classify_two_outputs
 from metalport.checks.guard import Crashed, Refused
 from metalport.checks.hostcode import find_host_code
-from metalport.checks.cases import Case, build_cases, build_spec_cases, spec_opinfo
+from metalport.checks.cases import Case, build_cases
+from metalport.checks.speccases import build_spec_cases, spec_opinfo
 from metalport.checks.hostmodel import MissingKernel, UnmodelledCall, metal_type_name
 from metalport.checks.judge import (ANY_OCCURRENCE, TRUTH_NOTE, any_occurrence, judge_outputs, mask_unset,
                                     meta_refuses, refusal_problem, spec_truth, unset_filled)
 from metalport.checks.oracle import conditioning, truth_calls
 from metalport.checks.report import (KINDS, NO_HOST_MODEL, ConformanceReport, DtypeVerdict, Tally, first_few,
                                      judged_report)
-from metalport.checks.runner import (CRASHED, REJECTED, CaseResult, Prepared, dispatch, judge_case, prepare_case,
-                                     references)
-from metalport.checks.samples import Call, Family, find_opinfo
+from metalport.checks.runner import (CRASHED, REJECTED, CaseResult, Prepared, dispatch, explained, judge_case,
+                                     prepare_case, references)
+from metalport.checks.samples import Call, Family, find_opinfo, selector_values
 from metalport.checks.speclaunch import HostCheckFailed, UnlaunchableCall, bind_call, plan_launch, run_launch
 from metalport.checks.tolerances import largest_error, tolerance_for
 from metalport.checkout.layout import KERNELS_DIR as LAYOUT_KERNELS_DIR
@@ -110,6 +112,13 @@ def resolve_op(op: str) -> tuple[str, Any]:
     raise UnknownOpError(f"unknown op aten::{base}", hint=hint)
 
 
+# Note [functors behind a legacy host]: some ops' kernel files register a Metal functor while the
+# MPS host still runs an MPSGraph kernel (ceil and trunc: REGISTER_UNARY_OP(ceil, ...) beside
+# REGISTER_MPS_UNARY_STUB(ceil, ceil)). The functor is what a migration's host would launch, so it
+# is judged as exec_*_kernel launches it, the report's reason saying so; without a functor such an
+# op is not judged (no-host-model, Note [not judged] in report).
+
+
 def registering_files(checkout_root: Path, base: str) -> list[Path]:
     """Every `.metal` under the checkout's kernels directory that registers `base`'s functor."""
     return _kernel_files(checkout_root, rf"\bREGISTER_\w*\(\s*{re.escape(base)}\s*[,)]")
@@ -171,6 +180,9 @@ class DtypeRun:
         self.out_of_scope: list[str] = []
         self.held_inputs: list[str] = []
         self.unmodelled: list[str] = []
+        self.opinfo_unjudged: list[str] = []  # OpInfo calls the host model does not cover (Note [not judged])
+        self.explanations: list[Explanation] = []  # failing elements of regular cases (`--explain`)
+        self.held_explanations: list[Explanation] = []  # of held-out cases: shown only with --show-held-out
 
     def add(self, result: CaseResult, case: Case, accepted: str | None = None) -> None:
         """Count one case; a divergence is out of scope when the case or `accepted` names the OpInfo
@@ -182,6 +194,8 @@ class DtypeRun:
                 return
             self.skipped += 1
             self.unmodelled.append(result.skipped)
+            if case.kind == "opinfo" and not result.skipped.startswith(CRASHED):
+                self.opinfo_unjudged.append(result.skipped)
             return
         self.note_error(case.kind, result.error, f"{case.label}: {case.describe()}")
         self.rel_used = max(self.rel_used, result.rel_used)
@@ -191,6 +205,9 @@ class DtypeRun:
                     self.worst_ulps[k] = (u, f"{case.label}: {case.describe()}")
         held = (f"{result.message}; inputs: "
                 f"{[t.tolist() if t.numel() <= 64 else 'large' for t in case.operands()]}")
+        if not result.ok and accepted is None and result.explanation is not None:
+            shown = dataclasses.replace(result.explanation, case=f"{case.label}: {case.describe()}")
+            (self.held_explanations if case.kind == "held-out" else self.explanations).append(shown)
         self.record(case.kind, f"{case.label}: {case.describe()}", None if result.ok else result.message or "differs",
                     None if accepted is None else f"out of scope: {accepted}", held)
 
@@ -220,15 +237,21 @@ class DtypeRun:
 
     def verdict(self) -> DtypeVerdict:
         failures = list(self.failures)
+        if self.opinfo_unjudged and not self.counts["opinfo"][0]:  # Note [not judged]: opinfo 0/N fails
+            failures.insert(0, Failure("conformance", self.where[0], self.where[1], None,
+                                       f"{self.name}: 0 of {len(self.opinfo_unjudged)} OpInfo samples judged: the "
+                                       f"op's own samples pass what the port's host does not implement "
+                                       f"({first_few(self.opinfo_unjudged, 2)})"))
         if self.held_failed:
             failures.append(Failure("held-out", self.where[0], self.where[1], None,
                                     f"{self.held_failed} of {self.counts['held-out'][0]} held-out cases fail for "
-                                    f"{self.name} (inputs withheld)"))
+                                    f"{self.name} (inputs withheld; `--show-held-out` prints them)"))
         worst = self.worst
         return DtypeVerdict(self.name, {k: Tally(*v) for k, v in self.counts.items()},
                             None if worst is None else worst[0], None if worst is None else worst[1],
                             tuple(failures), tuple(self.out_of_scope), tuple(self.held_inputs), self.skipped,
-                            tuple(self.worst_ulps), self.rel_used)
+                            tuple(self.worst_ulps), self.rel_used, len(self.opinfo_unjudged),
+                            tuple(self.explanations[:_MAX_FAILURES]), tuple(self.held_explanations[:_MAX_FAILURES]))
 
 
 def _truths(cases: Sequence[Case], staged: Sequence[Prepared | CaseResult]
@@ -273,6 +296,11 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
                                  f"{name} writes {outputs} outputs (a kernel with several output buffers); "
                                  f"{NO_HOST_MODEL}")
     host = find_host_code(checkout_root, base)
+    legacy = None
+    if host.graph and registering_files(checkout_root, base):  # Note [functors behind a legacy host]
+        legacy = (f"{host.unmodelled}; its Metal functor {base} judged as a port's exec_*_kernel host would "
+                  f"launch it (what runs on MPS today is the MPSGraph kernel)")
+        host = dataclasses.replace(host, kernel=base, unmodelled=None)
     if host.unmodelled is not None or host.kernel is None:
         return ConformanceReport(name, chosen, "no-host-model", (), f"{host.unmodelled}; {NO_HOST_MODEL}")
     kernel = host.kernel
@@ -292,17 +320,22 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
         warnings.filterwarnings("ignore", "ComplexHalf support is experimental", UserWarning)
         # Only the op's kernels are instantiated: every host name the host model asks for is
         # `<kernel>_<flavour>_<types>` (hostmodel.py).
-        kernels = active.kernels(files, checkout_root, chosen, (f"{kernel}_*",))
+        kernels = active.kernels(files, checkout_root, chosen,
+                                 tuple(dict.fromkeys(f"{k}_*" for k in (kernel, *(m[2] for m in host.modes)))))
         # The CPU kernel may pass the stub a negated scalar (sub_out: add_stub(iter, -alpha)); the
         # registered kernel then sees it negated, as on MPS.
         negate = any(a.replace(" ", "") == "-alpha" for a in host.stub_args)
-        return _run(kernels, name, base, kernel, packet, files, checkout_root, chosen, dtypes, include_held_out,
-                    seed, negate_alpha=negate, outputs=outputs)
+        report = _run(kernels, name, base, kernel, packet, files, checkout_root, chosen, dtypes, include_held_out,
+                      seed, negate_alpha=negate, outputs=outputs, modes=host.modes)
+        if legacy is None:
+            return report
+        return dataclasses.replace(report, reason=f"{legacy}; {report.reason}" if report.reason else legacy)
 
 
 def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, files: list[Path],
          checkout_root: Path, chosen: str, dtypes: Sequence[str] | None, include_held_out: bool,
-         seed: int | None, *, negate_alpha: bool = False, outputs: int = 1) -> ConformanceReport:
+         seed: int | None, *, negate_alpha: bool = False, outputs: int = 1,
+         modes: tuple[tuple[str, str | None, str], ...] = ()) -> ConformanceReport:
     found = classify(kernels.names, kernel) if outputs == 1 else None
     if outputs == 2 and classify_two_outputs(kernels.names, kernel):
         found = Family.UNARY_TWO_OUTPUTS, classify_two_outputs(kernels.names, kernel)
@@ -331,8 +364,9 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
     rejected = 0
     info = find_opinfo(base)
     binding = Family.BINARY_ALPHA if alpha_kernel else family
-    built = {dtype: build_cases(binding, base, packet, dtype, case_generator(seed, dtype), include_held_out)
-             for dtype in wanted}
+    selectors = frozenset(arg for arg, _, _ in modes)  # Note [argument-selected kernels] in hostcode
+    built = {dtype: build_cases(binding, base, packet, dtype, case_generator(seed, dtype), include_held_out,
+                                selectors) for dtype in wanted}
     every = [c.call for cases, _ in built.values() for c in cases]
     outcomes = iter(references(every))  # one guarded child for all dtypes, not one each
     for dtype, (cases, skipped) in built.items():
@@ -341,7 +375,9 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
         run = DtypeRun(dtype, (_rel(where_file, checkout_root), _register_line(where_file, kernel, metal)))
         run.skipped += len(skipped)
         run.unmodelled += skipped
-        staged = [_staged(kernels, case, next(outcomes), (family, kernel, alpha_kernel), negate_alpha)
+        run.opinfo_unjudged += skipped
+        staged = [_staged(kernels, case, next(outcomes), _selected_route(kernels, case.call, modes, selectors,
+                                                                         (family, kernel, alpha_kernel)), negate_alpha)
                   for case in cases]
         ready = [p for p in staged if isinstance(p, Prepared)]
         errors = dict(zip(map(id, ready), dispatch(kernels, ready)))
@@ -356,6 +392,21 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
         rejected += run.rejected
         verdicts.append(run.verdict())
     return _report(name, chosen, tuple(verdicts), unmodelled, rejected, seed)
+
+
+def _selected_route(kernels: KernelSet, call: Call, modes: tuple[tuple[str, str | None, str], ...],
+                    selectors: frozenset[str], route: tuple[Family, str, str | None]
+                    ) -> tuple[Family, str, str | None]:
+    """The (family, kernel, alpha kernel) the host runs for `call`: the op's own unless the call
+    sets a selector argument, then the kernel its value picks (Note [argument-selected kernels])."""
+    values = selector_values(call, selectors) if selectors else {}
+    if not values:
+        return route
+    chosen = next((k for arg, value, k in modes if values.get(arg, object()) == value), None)
+    if chosen is None or chosen == route[1]:
+        return route
+    found = classify(kernels.names, chosen)
+    return (found[0] if found is not None else route[0]), chosen, None
 
 
 def _staged(kernels: KernelSet, case: Case, outcome: Any, route: tuple[Family, str, str | None],
@@ -553,7 +604,11 @@ def _judge_spec_case(spec: LaunchSpec, kernels: KernelSet, case: Case, outcome: 
             # a right answer, not an excuse: an index the op leaves unspecified naming an equal element
             notes.append(f"{row} {case.kind}: differs from torch's CPU and is right: {ANY_OCCURRENCE}")
             return _judged(None, error), unset
-    return _judged(judged.problem, error), unset
+    if judged.problem is None:
+        return _judged(None, error), unset
+    truths = spec_truth(case.call) or ()
+    return dataclasses.replace(_judged(judged.problem, error),
+                               explanation=explained(judged, got, wanted, truths, case.call.operands())), unset
 
 
 def check_port_conformance(root: Path, plan: PortPlan, *, held_out: bool,

@@ -6,10 +6,25 @@ MPS registration (macro-made ones too, `REGISTER_UNARY_TI_DISPATCH(exp)`) and so
 function; the first `exec_unary_kernel` / `exec_binary_kernel` / `exec_ternary_kernel` call in its
 body gives the kernel name. A registered function that calls none of them follows no modelled
 convention. A tree without a registry assumes `<op>_stub`.
+
+Note [argument-selected kernels]
+Some CPU kernels pick the stub by the value of a string argument: `div_out_mode` calls
+`div_true_stub` when `rounding_mode` has no value, `div_trunc_stub` when it is "trunc" and
+`div_floor_stub` when it is "floor". Each condition of that shape (`*arg == "value"`,
+`!arg.has_value()`) in the routes of the op's CPU kernels, whose stub's MPS registration calls an
+exec_*_kernel, gives `HostCode.modes` an (argument, value, kernel) row; conformance then launches
+the kernel the host would for each call's value, instead of skipping every call that passes it.
+
+Note [stubs named after the op]
+A tree without the op's CPU `.cpp` (Lerp.cpp is not in every corpus) cannot say which stub the CPU
+kernel calls, and `<op>_stub` is only a guess. When no stub of that name has an MPS registration but
+exactly one stub named `<op>_...` does (`lerp_kernel_scalar_weight`, registered with a function
+calling `exec_binary_kernel(iter, "lerp_alpha", weight)`), that registration is the op's host.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +44,52 @@ class HostCode:
     # What the op's CPU kernel passes the stub after the iterator, e.g. ("-alpha",) for sub_out ->
     # add_stub: the registered kernel then sees the negated scalar.
     stub_args: tuple[str, ...] = ()
+    graph: bool = False  # the stub's MPS registration is an MPSGraph kernel (the legacy host)
+    # (argument, value or None for "no value", kernel): Note [argument-selected kernels]
+    modes: tuple[tuple[str, str | None, str], ...] = ()
+
+    @property
+    def selectors(self) -> frozenset[str]:
+        """The arguments whose value picks the kernel."""
+        return frozenset(arg for arg, _, _ in self.modes)
+
+    def kernel_for(self, values: dict[str, object]) -> str | None:
+        """The kernel the host runs for a call whose selector arguments have `values`, None when no
+        mode matches (the default kernel runs only where the call sets no selector)."""
+        for arg, value, kernel in self.modes:
+            if arg in values and values[arg] == value:
+                return kernel
+        return None
+
+
+_EQUALS = re.compile(r'^\s*\*\s*(\w+)\s*==\s*"(\w+)"\s*$')
+_NO_VALUE = re.compile(r"^\s*!\s*(\w+)\s*\.\s*has_value\s*\(\s*\)\s*$")
+
+
+def _modes(checkout: Checkout, base: str, sources) -> tuple[tuple[str, str | None, str], ...]:
+    """Note [argument-selected kernels]: the (argument, value, kernel) rows of `base`'s CPU kernels."""
+    if not checkout.native_functions.is_file():
+        return ()
+    try:
+        op = load_registry(checkout.native_functions).resolve(base)
+    except MetalportError:
+        return ()
+    rows: list[tuple[str, str | None, str]] = []
+    for entry in op.entries:
+        line = entry.kernel_for("CPU") or entry.kernel_for("CUDA")
+        route = sources.route(line.kernel) if line is not None else None
+        for call in route.calls if route is not None else ():
+            equals, none = _EQUALS.match(call.condition or ""), _NO_VALUE.match(call.condition or "")
+            if not (equals or none):
+                continue
+            reg = sources.registration(call.stub)
+            fn = sources.function(reg.kernel.split("::")[-1]) if reg is not None else None
+            if fn is None or not fn.calls:
+                continue
+            arg, value = (equals.group(1), equals.group(2)) if equals else (none.group(1), None)
+            if (arg, value) not in [(a, v) for a, v, _ in rows]:
+                rows.append((arg, value, fn.calls[0].kernel))
+    return tuple(rows)
 
 
 def _stub_of(checkout: Checkout, base: str) -> tuple[str, tuple[str, ...]]:
@@ -53,6 +114,11 @@ def find_host_code(checkout_root: Path, base: str) -> HostCode:
     sources = scan_sources(checkout)
     stub, args = _stub_of(checkout, base)
     reg = sources.registration(stub)
+    if reg is None and stub == f"{base}_stub":  # Note [stubs named after the op]
+        named = [r for r in sources.registrations if r.stub.startswith(f"{base}_") and
+                 (fn := sources.function(r.kernel.split("::")[-1])) is not None and fn.calls]
+        if len(named) == 1:
+            stub, reg = named[0].stub, named[0]
     if reg is not None:
         name = reg.kernel.split("::")[-1]
         fn = next((f for f in sources.functions if f.name == name and f.where.file == reg.where.file), None) \
@@ -61,10 +127,11 @@ def find_host_code(checkout_root: Path, base: str) -> HostCode:
             return HostCode(None, str(reg.where),
                             f"{name}, registered for {stub}, is not defined in {reg.where.file}")
         if not fn.calls and fn.kind is ImplKind.GRAPH:
-            return HostCode(None, str(fn.where), f"{stub} is registered with the MPSGraph kernel {name} ({fn.where})")
+            return HostCode(None, str(fn.where), f"{stub} is registered with the MPSGraph kernel {name} ({fn.where})",
+                            graph=True)
         if not fn.calls:
             return HostCode(None, str(fn.where), f"{name} ({fn.where}) calls no exec_unary/binary/ternary_kernel")
-        return HostCode(fn.calls[0].kernel, str(fn.where), stub_args=args)
+        return HostCode(fn.calls[0].kernel, str(fn.where), stub_args=args, modes=_modes(checkout, base, sources))
     for call in sources.kernel_calls:
         if call.kernel == base:
             return HostCode(base, str(call.where))

@@ -166,21 +166,27 @@ def tolerance_overrides(info: Any | None, dtype: torch.dtype) -> tuple[float, fl
 
 # Value sets ---------------------------------------------------------------------------------
 
-def value_set(kind: str, dtype: torch.dtype, numerics: Numerics) -> list[list[Any]] | None:
-    """OpInfo's `kind` value pairs (lhs, rhs) for `dtype` as lists, or None when the set has none."""
+def value_sets(kind: str, dtype: torch.dtype, numerics: Numerics, gen: torch.Generator) -> list[list[list[Any]]]:
+    """Every sample of OpInfo's `kind` value generator for `dtype` as (lhs, rhs) lists (the extremal
+    generator's second, NaN-propagation sample included); [] when the set has none. The random parts
+    OpInfo draws come from `gen` (through a forked global generator), so a seed repeats them."""
     from torch.testing._internal.opinfo import core
 
     generators = {"small": core.generate_elementwise_binary_small_value_tensors,
                   "large": core.generate_elementwise_binary_large_value_tensors,
                   "extremal": core.generate_elementwise_binary_extremal_value_tensors}
     op = numerics.info if numerics.info is not None and hasattr(numerics.info, "sample_kwargs") else _NoKwargs()
-    try:
-        sample = next(iter(generators[kind](op, device="cpu", dtype=dtype)))
-    except (ValueError, StopIteration):
-        return None
-    lhs, rhs = sample.input.reshape(-1), sample.args[0].reshape(-1)
-    step = max(1, lhs.numel() // _MAX_SET)
-    return [lhs[::step].tolist(), rhs[::step].tolist()]
+    out = []
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(torch.randint(0, 2 ** 31, (1,), generator=gen)))
+        try:
+            for sample in generators[kind](op, device="cpu", dtype=dtype):
+                lhs, rhs = sample.input.reshape(-1), sample.args[0].reshape(-1)
+                step = max(1, lhs.numel() // _MAX_SET)
+                out.append([lhs[::step].tolist(), rhs[::step].tolist()])
+        except ValueError:
+            pass
+    return out
 
 
 class _NoKwargs:
@@ -312,4 +318,4 @@ def draw_small(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator,
 
 
 __all__ = ["KINDS", "Numerics", "beyond_values", "draw", "draw_small", "grid", "numerics_for", "tiny_range",
-           "tiny_values", "tolerance_overrides", "value_set"]
+           "tiny_values", "tolerance_overrides", "value_sets"]

@@ -5,6 +5,15 @@ Held-out inputs live only in `DtypeVerdict.held_out_inputs`; `summary_for_model(
 is out of scope: counted and shown with the decorator that declares it, never a pass and never a
 failure (Note [accepted divergences] in `numerics`). Any call skipped or case dropped makes the
 verdict "partial", never "pass".
+
+Note [not judged]
+"partial" (some calls skipped) and "no-host-model" (no case reached a modelled host) are not
+judged: the emulated host cannot say whether the kernel is right, so they are neither a pass nor a
+fail. `metalport conformance` exits EXIT_NOT_JUDGED (3) for them, never the fail status (1), and a
+run's test verdict shows "not judged" with the reason. One exception is a fail, not "not judged":
+a dtype whose OpInfo has samples of which none was judged (every one passes an argument the port's
+host does not model, a softplus port that ignores `beta` and `threshold`): "opinfo 0/N" is never a
+pass, and neither is it unknown, since the op's own test cases exercise what the port lacks.
 """
 
 from __future__ import annotations
@@ -13,9 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from metalport.checks.explain import Explanation
 from metalport.failure import Failure
 
 STATUSES = ("pass", "partial", "fail", "no-host-model")
+NOT_JUDGED = ("partial", "no-host-model")  # Note [not judged]
+EXIT_PASS, EXIT_FAIL, EXIT_NOT_JUDGED = 0, 1, 3
 NO_HOST_MODEL = "no emulated host model; verify on macOS"
 KINDS = ("opinfo", "random", "held-out")
 
@@ -57,6 +69,9 @@ class DtypeVerdict:
     # (case label and call, no values); None for integer and bool outputs
     worst_ulps: tuple[tuple[float, str] | None, ...] = (None, None)
     rel_used: float = 0.0  # worst relative error over the oracle's relative bound where it applies
+    opinfo_unjudged: int = 0  # OpInfo calls of this dtype the host model does not cover (Note [not judged])
+    explanations: tuple[Explanation, ...] = ()  # first failing element of failing regular cases (--explain)
+    held_out_explanations: tuple[Explanation, ...] = field(default=(), repr=False)  # of held-out ones: withheld
 
     def tally(self, kind: str) -> Tally:
         return self.tallies.get(kind, Tally())
@@ -79,8 +94,13 @@ class DtypeVerdict:
         return self.tally("held-out").passed
 
     @property
+    def no_opinfo_judged(self) -> bool:
+        """The op's OpInfo has samples at this dtype and none was judged (Note [not judged]): a fail."""
+        return self.opinfo_unjudged > 0 and self.tally("opinfo").samples == 0
+
+    @property
     def ok(self) -> bool:
-        return all(t.ok for t in self.tallies.values())
+        return all(t.ok for t in self.tallies.values()) and not self.no_opinfo_judged
 
     def to_dict(self, *, include_held_out_inputs: bool = False) -> dict[str, Any]:
         """JSON-ready; the held-out inputs only on request."""
@@ -92,11 +112,13 @@ class DtypeVerdict:
             "skipped": self.skipped, "out_of_scope_cases": list(self.out_of_scope_cases),
             "worst_ulps_vs_truth": None if self.worst_ulps[0] is None else list(self.worst_ulps[0]),
             "worst_ulps_vs_cpu": None if self.worst_ulps[1] is None else list(self.worst_ulps[1]),
-            "relative_bound_used": self.rel_used,
+            "relative_bound_used": self.rel_used, "opinfo_unjudged": self.opinfo_unjudged,
             **{kind.replace("-", "_"): self.tally(kind).to_dict() for kind in KINDS},
         }
+        out["explanations"] = [e.to_dict() for e in self.explanations]
         if include_held_out_inputs:
             out["held_out_inputs"] = list(self.held_out_inputs)
+            out["held_out_explanations"] = [e.to_dict() for e in self.held_out_explanations]
         return out
 
 
@@ -142,6 +164,15 @@ class ConformanceReport:
     def ok(self) -> bool:
         """True only for a pass (a partial verdict or a missing host model is not a pass)."""
         return self.status == "pass"
+
+    @property
+    def judged(self) -> bool:
+        """False for a verdict the emulated host could not reach (Note [not judged])."""
+        return self.status not in NOT_JUDGED
+
+    def exit_code(self) -> int:
+        """0 pass, 1 fail, 3 not judged (Note [not judged])."""
+        return EXIT_PASS if self.ok() else EXIT_NOT_JUDGED if not self.judged else EXIT_FAIL
 
     @property
     def cases(self) -> int:

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from metalport.checks.backend import KernelSet, Launch
+from metalport.checks.explain import Explanation, explain
 from metalport.checks.guard import Crashed, Outcome, Refused, needs_guard, refusal, run_guarded
 from metalport.checks.hostmodel import (MissingKernel, UnmodelledCall, plan_binary, plan_binary_with_params,
                                         plan_ternary,
@@ -35,6 +36,7 @@ class CaseResult:
     skipped: str | None = None
     ulps: tuple[float, float] | None = None  # worst (vs the truth, vs CPU) of a floating output
     rel_used: float = 0.0  # worst relative error over the oracle's relative bound (Verdict.rel_used)
+    explanation: Explanation | None = None  # the first failing element (`metalport conformance --explain`)
 
 
 def _common(call: Call, out_dtype: torch.dtype) -> torch.dtype:
@@ -188,7 +190,28 @@ def judge_case(prepared: Prepared, failure: str | None, tol: Tolerance,
     if judged.problem is None:
         return CaseResult(True, error, ulps=ulps, rel_used=rel_used)
     return CaseResult(False, error or (first.ulps_truth if first is not None else float("inf")), judged.problem,
-                      ulps=ulps, rel_used=rel_used)
+                      ulps=ulps, rel_used=rel_used, explanation=explained(judged, got, want, (value,), operands))
+
+
+def rule_of(judged: Any) -> str | None:
+    """The part of the acceptance standard the judgement says a failing element broke, if it names one."""
+    for source in (judged, *(getattr(judged, "verdicts", ()) or ())):
+        rule = getattr(source, "rule", None)
+        if isinstance(rule, str) and rule:
+            return rule
+    return None
+
+
+def explained(judged: Any, got: Sequence[torch.Tensor], want: Sequence[torch.Tensor],
+              truths: Sequence[torch.Tensor | None], operands: Sequence[torch.Tensor] = ()) -> Explanation | None:
+    """The first failing element of the first failing output (`explain`), its rule from the judgement."""
+    for n, verdict in enumerate(judged.verdicts):
+        if bool(verdict.bad.any()) and n < len(got) and n < len(want):
+            truth = truths[n] if n < len(truths) else None
+            ok_truth = truth is not None and tuple(truth.shape) == tuple(want[n].shape)
+            return explain("", got[n], want[n], truth if ok_truth else None, verdict.bad,
+                           operands if n == 0 else (), rule_of(judged))
+    return None
 
 
 def dispatch(kernels: KernelSet, prepared: list[Prepared]) -> list[str | None]:
@@ -198,5 +221,5 @@ def dispatch(kernels: KernelSet, prepared: list[Prepared]) -> list[str | None]:
     return [next(errors) if p.launch is not None else None for p in prepared]
 
 
-__all__ = ["CRASHED", "REJECTED", "CaseResult", "MissingKernel", "Prepared", "dispatch", "judge_case", "plan", "prepare_case",
-           "references"]
+__all__ = ["CRASHED", "REJECTED", "CaseResult", "explained", "rule_of", "MissingKernel", "Prepared", "dispatch",
+           "judge_case", "plan", "prepare_case", "references"]

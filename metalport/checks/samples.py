@@ -150,8 +150,21 @@ def _halves(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Fami
     return Call(HalvesOp(func, dim), (a, b), {}, (0, 1), None)
 
 
-def bind(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Family) -> Call:
-    """Map one recorded call onto `family`'s operands and alpha; UnmodelledCall if it does not fit."""
+def selector_values(call: Call, selectors: frozenset[str]) -> dict[str, Any]:
+    """The values the call gives the arguments named in `selectors` (Note [argument-selected
+    kernels] in `hostcode`): None for one left at its default."""
+    out: dict[str, Any] = {}
+    for i, a in enumerate(call.func._schema.arguments):
+        if a.name in selectors:
+            out[a.name] = call.kwargs[a.name] if a.name in call.kwargs else \
+                call.args[i] if i < len(call.args) and not a.kwarg_only else a.default_value
+    return out
+
+
+def bind(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Family,
+         selectors: frozenset[str] = frozenset()) -> Call:
+    """Map one recorded call onto `family`'s operands and alpha; UnmodelledCall if it does not fit.
+    Arguments named in `selectors` pick the host's kernel (the caller reads them, `selector_values`)."""
     halves = _halves(func, args, kwargs, family)
     if halves is not None:
         return halves
@@ -167,6 +180,8 @@ def bind(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Family)
     for a in schema:
         kind = str(a.type)
         present = a.name in values
+        if a.name in selectors:
+            continue
         if kind == "Tensor" or (kind == "number" and len(operands) < family.arity and not a.kwarg_only
                                 and not (family.has_alpha and len(operands) == family.arity)):
             if not present:
@@ -216,7 +231,9 @@ def find_opinfo(base: str) -> Any | None:
 
 
 def find_opinfos(base: str) -> list[Any]:
-    """The OpInfo (no variant) whose name or aten name is `base`; when only variants exist (polygamma's
+    """The OpInfo (no variant) whose name or aten name is `base`, else one of a namespace whose last
+    part is `base` (`nn.functional.softplus` for softplus: its samples pass beta and threshold, so a
+    port ignoring them cannot pass on "opinfo 0/0"); when only variants exist (polygamma's
     polygamma_n_0 .. _n_4, one per order), all of them."""
     from torch.testing._internal.common_methods_invocations import op_db
 
@@ -224,9 +241,7 @@ def find_opinfos(base: str) -> list[Any]:
         named = [o for o in op_db if (not o.variant_test_name) == plain
                  and (o.name == base or o.name.replace(".", "_") == base)]
         named = named or [o for o in op_db if (not o.variant_test_name) == plain and o.aten_name == base]
-        # an op torch spells under its Python namespace (`nn.functional.softplus` runs aten::softplus)
-        named = named or [o for o in op_db if (not o.variant_test_name) == plain
-                          and o.name in (f"nn.functional.{base}", f"special.{base}")]
+        named = named or [o for o in op_db if (not o.variant_test_name) == plain and o.name.split(".")[-1] == base]
         if named:
             return named if not plain else named[:1]
     return []

@@ -22,8 +22,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "conformance", help="check an op's Metal kernels against torch (OpInfo samples, random, held-out)",
         description="Run the op's kernels as the MPS host would (emulated on the CPU, or on MPS) over its "
                     "OpInfo samples, random inputs and held-out cases drawn from OpInfo's reference numerics, and "
-                    "compare with torch on CPU at test_mps tolerances. Exit 0 on pass, 1 on fail, on a partial "
-                    "verdict (calls skipped) or when no host model covers the op, 2 on bad input.")
+                    "judge them by the acceptance standard (README: Acceptance standard). Exit 0 on pass, 1 on "
+                    "fail, 2 on bad input, 3 when not judged: a partial verdict (calls the emulated host model "
+                    "does not cover were skipped) or no host model covers the op at all (verify on macOS). An op "
+                    "whose OpInfo samples at a dtype all go unjudged fails (opinfo 0/N).")
     with_completer(parser.add_argument("op", help="the ATen op, e.g. aten::atan2"), complete_ops)
     parser.add_argument("--repo", type=Path, default=None,
                         help="PyTorch checkout (default: the one enclosing the working directory)")
@@ -36,6 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_sandbox_flag(parser)
     parser.add_argument("--show-held-out", action="store_true",
                         help="print the failing held-out cases with their inputs (for a human; never shown to a model)")
+    parser.add_argument("--explain", action="store_true",
+                        help="for each failing case: the input, torch CPU's value, the truth's, the kernel's output "
+                             "and which part of the acceptance standard it broke (held-out ones with --show-held-out)")
     parser.set_defaults(func=run)
 
 
@@ -63,12 +68,12 @@ def run(args: argparse.Namespace) -> int:
                             backend=args.backend, seed=args.seed)
     if args.json:
         print(json.dumps(report.to_dict(include_held_out_inputs=args.show_held_out), indent=2))
-        return 0 if report.ok() else 1
-    _print_table(report, show_held_out=args.show_held_out)
-    return 0 if report.ok() else 1
+        return report.exit_code()
+    _print_table(report, show_held_out=args.show_held_out, explain=args.explain)
+    return report.exit_code()
 
 
-def _print_table(report: ConformanceReport, *, show_held_out: bool = False) -> None:
+def _print_table(report: ConformanceReport, *, show_held_out: bool = False, explain: bool = False) -> None:
     from rich.markup import escape
     from rich.table import Table
 
@@ -92,14 +97,26 @@ def _print_table(report: ConformanceReport, *, show_held_out: bool = False) -> N
     if report.dtypes:
         console.print(table)
     for d in report.dtypes:
+        explained = list(d.explanations)
         for f in d.failures:
             console.print(f"FAIL {f}", markup=False)
+            if explain and f.kind != "held-out":
+                mine = next((e for e in explained if e.case in f.message), None)
+                if mine is not None:
+                    explained.remove(mine)
+                    for line in mine.lines():
+                        console.print(line, markup=False)
         for line in d.out_of_scope_cases:
             console.print(f"OUT OF SCOPE {line}", markup=False)
         if show_held_out:
             for line in d.held_out_inputs:
                 console.print(f"HELD-OUT {d.dtype} {line}", markup=False)
+            for e in d.held_out_explanations if explain else ():
+                console.print(f"HELD-OUT {d.dtype} explained:", markup=False)
+                for line in e.lines():
+                    console.print(line, markup=False)
     if report.reason:
         console.print(f"note: {report.reason}", markup=False)
-    console.print(f"{report.op}: {report.status}" + (f" ({report.skipped} skipped)" if report.skipped else ""),
-                  markup=False)
+    judged = "" if report.judged else f" (not judged, exit {report.exit_code()}: verify on macOS)"
+    console.print(f"{report.op}: {report.status}" + (f" ({report.skipped} skipped)" if report.skipped else "")
+                  + judged, markup=False)

@@ -123,7 +123,10 @@ def verdict_lines(state: Mapping) -> list[str]:
         status = report.get("status")
         if verdict.get("ok") and status and status != "pass":
             skipped = sum(int(d.get("skipped", 0)) for d in dtypes)
-            text = f"{status} ({skipped} skipped: {report.get('reason')})" if skipped else str(status)
+            text = f"{status} ({skipped} skipped: {report.get('reason')})" if skipped else \
+                f"{status} ({report.get('reason')})" if report.get("reason") else str(status)
+            if status in ("partial", "no-host-model"):  # Note [not judged] in checks.report
+                text = f"not judged: {text}; verify on macOS"
         if dtypes:
             worst = max((d.get("worst_error") or 0.0 for d in dtypes), default=0.0)
             text += (f"; {report.get('backend', verdict.get('executor'))} conformance on {len(dtypes)} dtype(s): "

@@ -35,9 +35,36 @@ def test_json_report_has_counts_only(mutant_checkout: Path, capsys: pytest.Captu
     assert d["held_out_passed"] < d["held_out_samples"] and "held_out_inputs" not in d
 
 
-def test_no_host_model_exits_1(reduction_checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["conformance", "aten::logsumexp", "--repo", str(reduction_checkout), "--backend", "emulated"]) == 1
-    assert "no emulated host model; verify on macOS" in capsys.readouterr().out
+def test_no_host_model_is_not_judged_and_exits_3(reduction_checkout: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["conformance", "aten::logsumexp", "--repo", str(reduction_checkout), "--backend", "emulated"]) == 3
+    out = capsys.readouterr().out
+    assert "no emulated host model; verify on macOS" in out and "not judged, exit 3" in out
+
+
+def test_help_documents_the_not_judged_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["conformance", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "3 when not judged" in out and "1 on fail" in out and "--explain" in out
+
+
+def test_explain_shows_input_cpu_truth_kernel_and_the_broken_part(mutant_checkout: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["conformance", "aten::atan2", "--repo", str(mutant_checkout), "--dtypes", "float32",
+                 "--no-held-out", "--backend", "emulated", "--seed", "3", "--explain"])
+    out = capsys.readouterr().out
+    assert code == 1
+    for field in ("  case:", "  input:  (", "  CPU:", "  truth:", "  kernel:", "  broke:"):
+        assert field in out, out[-2000:]
+
+
+def test_a_held_out_fail_points_to_show_held_out(mutant_checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["conformance", "aten::maximum", "--repo", str(mutant_checkout), "--dtypes", "float32",
+                 "--seed", "1", "--backend", "emulated"])
+    out = capsys.readouterr().out
+    held = [line for line in out.splitlines() if line.startswith("FAIL") and "held-out" in line]
+    assert code == 1 and held and all("--show-held-out" in line for line in held)
 
 
 @pytest.mark.parametrize("argv, message", [

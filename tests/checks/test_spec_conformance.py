@@ -14,7 +14,7 @@ import torch
 from metalport.checks.numerics import draw
 from metalport.checks.backend import KernelFile, KernelSet
 from metalport.checks.speclaunch import bind_call, plan_launch, run_launch
-from metalport.checks.cases import build_spec_cases
+from metalport.checks.speccases import build_spec_cases
 from metalport.checks.conformance import run_spec_conformance
 from metalport.emulate import compile_shader
 from metalport.errors import SpecError
@@ -43,6 +43,12 @@ def lib(tmp_path_factory: pytest.TempPathFactory) -> object:
     source += _mutant("linalg__powsum", "powsum_sq", "params.ord)", "2.0f)")  # ignores ord
     source += _mutant("linalg__powsum", "powsum_drift", "output[slice] = static_cast<O>(partial[0]);",
                       "output[slice] = static_cast<O>(partial[0] * 1.000005f);")  # 5e-6 relative, every sum
+    term = "acc += ::metal::pow(::metal::abs(static_cast<float>(row[i])), params.ord);"
+    source += _mutant("linalg__powsum", "powsum_nan", term,  # a NaN element skipped: the norm loses it
+                      term.replace("acc += ", "acc += row[i] != row[i] ? 0.0f : "))
+    source += _mutant("linalg__powsum", "powsum_inf", term,  # each term clamped: an infinity never reaches the sum
+                      term.replace("acc += ::metal::pow(", "acc += ::metal::min(3.0e38f, ::metal::pow(")
+                      .replace("params.ord);", "params.ord));"))
     source += _mutant("mode", "mode_big", "v < row[best]", "v > row[best]")  # ties to the larger value
     source += _mutant("mode", "mode_oob", "values[slice] = row[best];", "values[slice + 1] = row[best];")
     source += _mutant("mode", "mode_under", "values[slice] = row[best];", "values[long(slice) - 1] = row[best];")
@@ -78,7 +84,8 @@ def test_shipped_recipe_passes_every_case_kind(lib: object, op: str, rows: tuple
     assert report.skipped == 0
     for verdict in report.dtypes:
         assert verdict.tally("random").samples >= 12
-        assert verdict.held_out_samples == 7
+        floating = not verdict.dtype.startswith(("int", "bool"))  # two more: special values (Note [special values in spec cases])
+        assert verdict.held_out_samples == (9 if floating else 7)
     if op == "mode":
         assert all(d.tally("opinfo").samples >= 7 for d in report.dtypes)
         assert {d.dtype for d in report.dtypes} == {"float32", "int64", "bool"}
@@ -101,6 +108,15 @@ def test_a_spec_kernel_is_judged_at_test_mps_tolerance_not_a_looser_table_of_its
                                   dtypes=("float32",))
     assert report.status == "fail"
     assert "output 0" in report.dtypes[0].failures[0].message
+
+
+@pytest.mark.parametrize("seed", [5, 7, 11])
+@pytest.mark.parametrize("kernel", ["powsum_nan", "powsum_inf"])
+def test_a_reduction_mishandling_nan_or_inf_fails_at_every_seed(lib: object, kernel: str, seed: int) -> None:
+    """Note [special values in spec cases]: reductions see NaN and infinities, so these bugs fail."""
+    report = run_spec_conformance(None, _spec("linalg__powsum", kernel_name=kernel), library=lib, seed=seed,
+                                  dtypes=("float32",))
+    assert report.status == "fail", kernel
 
 
 def test_kernel_breaking_count_ties_the_wrong_way_fails(lib: object) -> None:

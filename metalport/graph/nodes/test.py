@@ -14,7 +14,8 @@ from metalport.graph.state import PortState
 
 def test(state: PortState, runtime: Runtime[RunContext]) -> dict:
     """Run the executor's tests; a report that is not ok without failures still fails (its reason),
-    except a partial one (calls skipped), which reaches the gate with its status and skips shown."""
+    except one not judged (Note [not judged] in checks.report: calls skipped, or no host model), which
+    reaches the gate marked "not judged" with its status and reason shown, never as a pass or a fail."""
     executor = runtime.context.executor()
     start = time.monotonic()
     plans = [load_plan(state)]
@@ -29,10 +30,12 @@ def test(state: PortState, runtime: Runtime[RunContext]) -> dict:
         failures += list(found)
         if plan is plans[0] or (one.status != "pass" and report.status == "pass"):
             report = one
-    if not failures and not report.ok() and report.status != "partial":
+    judged = getattr(report, "judged", report.status not in ("partial", "no-host-model"))
+    if not failures and not report.ok() and judged:
         failures = [Failure("conformance", None, None, None,
                             f"conformance {report.status}: {report.reason or 'no verdict'}")]
     verdict = {"ok": not failures, "status": "fail" if failures else report.status, "executor": executor.name,
+               "judged": bool(failures) or judged,
                "failures": len(failures),
                "first": str(failures[0]) if failures else None,
                "seconds": round(time.monotonic() - start, 3), "report": report.to_dict()}
