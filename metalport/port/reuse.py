@@ -177,9 +177,11 @@ def _host_file_of(checkout: Checkout, sources, kernel: str, kernel_file: str) ->
         return named[0], f"it launches {kernel} already"
     mms = sorted(checkout.mps_operations.glob("*.mm")) if checkout.mps_operations.is_dir() else []
     texts = {checkout.rel(p): p.read_text(encoding="utf-8", errors="replace") for p in mms}
-    launch = re.compile(rf'exec_\w+_kernel\w*\([^;]*"{re.escape(kernel)}"')  # a launch, not any string
+    # the kernel's name in a file that launches Metal kernels (Copy.mm picks "copy_conj" into a
+    # variable first); a graph file's cache key ("nan_to_num" in TensorCompare.mm) is no launch
+    launches = re.compile(r"\bexec_\w+_kernel\w*\(|\bgetPipelineStateForFunc\(")
     for rel, text in texts.items():
-        if launch.search(text):
+        if f'"{kernel}"' in text and launches.search(text):
             return rel, f"it launches {kernel} already"
     for rel, text in texts.items():
         if f"{stem}_metallib.h" in text:
