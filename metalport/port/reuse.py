@@ -168,7 +168,7 @@ def _registration_set(registrations: tuple[str, ...], name: str) -> set[tuple[st
     return out
 
 
-def _host_file_of(checkout: Checkout, sources, kernel: str, kernel_file: str) -> tuple[str | None, str]:
+def host_file_of(checkout: Checkout, sources, kernel: str, kernel_file: str) -> tuple[str | None, str]:
     """(the `.mm` file whose library holds `kernel`, why): one launching it by name, else one that
     loads its kernel file's library (`<Stem>_metallib.h`), else the `.mm` of the same stem."""
     stem = Path(kernel_file).stem
@@ -225,7 +225,7 @@ def existing_kernels(checkout: Checkout, sources, op: str, arity: int, registrat
                            f"port needs, e.g. {shown}")
         else:
             line = text[:text.index(f"struct {name}_functor")].count("\n") + 1
-            host, why = _host_file_of(checkout, sources, name, rel)
+            host, why = host_file_of(checkout, sources, name, rel)
             found.append(ExistingKernel(name, rel, host, line, why))
     return found, refused
 

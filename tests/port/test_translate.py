@@ -75,6 +75,9 @@ def test_the_reader_finds_the_registered_kernel_its_lambdas_and_their_branches(t
     ("logaddexp2_stub", "BinaryOpsKernel.cpp:41", ("float32", "float16", "bfloat16"), [
         "const auto inv_log_2 = static_cast<float>((1.0f / M_LN2_F));", "float m = cpp_max(a, b);",
         "::c10::metal::log1p(::metal::precise::exp2(-::metal::fabs((a - b)))) * inv_log_2"]),
+    ("is_negative_like_stub", "UnaryOpsKernel.cpp:128", ("float32", "float16", "bfloat16"), [
+        "::metal::enable_if_t<::c10::metal::is_scalar_floating_point_v<T>, bool> operator()(const T in0) {",
+        "return static_cast<bool>(((a < static_cast<float>(0)) || ::metal::signbit(a)));"]),
     ("sinc_like_stub", "Activation.cpp:186", ("float32", "float16", "bfloat16"), [
         "float product = (M_PI_F * static_cast<float>(a));",
         "return static_cast<T>(static_cast<float>((::metal::precise::sin(product) / product)));"]),

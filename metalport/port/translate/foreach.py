@@ -44,7 +44,7 @@ def foreach_recipe(checkout: Checkout, sources: Sources, op: str):  # -> tuple[S
     """(the spec recipe of a unary `_foreach_<name>` op launching the tree's `<name>_functor`, None)
     or (None, why not) (Note [foreach from the tree's functor])."""
     from metalport.errors import SpecError
-    from metalport.port.reuse import _host_file_of
+    from metalport.port.reuse import host_file_of
     from metalport.port.spec import load_spec
     from metalport.port.spec_recipes import SpecRecipe, spec_recipes
 
@@ -57,7 +57,7 @@ def foreach_recipe(checkout: Checkout, sources: Sources, op: str):  # -> tuple[S
     rel, types, why = _functor_file(checkout, sources, base)
     if rel is None:
         return None, why
-    host, _ = _host_file_of(checkout, sources, base, rel)
+    host, _ = host_file_of(checkout, sources, base, rel)
     host = host or f"aten/src/ATen/native/mps/operations/{Path(rel).stem}.mm"
     text = template.path.read_text(encoding="utf-8")
     body = text[text.index("op:"):]

@@ -191,6 +191,32 @@ def _branch(lam: ScalarLambda, kernel: CpuKernel, floating: bool, out_bool: bool
     return text + "\n", params, emitter.helpers
 
 
+_TRUTH_OPS = ("==", "!=", "<", ">", "<=", ">=", "&&", "||", "!")
+_TRUTH_CALLS = ("isnan", "isinf", "isfinite", "signbit", "_isnan", "_isinf")
+
+
+def _returns_truth(body: str) -> bool:
+    """Whether every `return` of a lambda with no declared return type yields a truth value (a
+    comparison, a logical operation, `isnan(x)`): its output is bool, as C++ deduces it."""
+    try:
+        tree = parse_body(body)
+    except Declined:
+        return False
+
+    def returns(n: Node) -> list[Node]:
+        return [n.kids[0]] if n.kind == "return" else [r for k in n.kids for r in returns(k)]
+
+    def truth(n: Node) -> bool:
+        if n.kind in ("binary", "unary"):
+            return n.text in _TRUTH_OPS
+        if n.kind == "call":
+            return n.text.split("::")[-1] in _TRUTH_CALLS
+        return n.kind == "num" and n.text in ("true", "false")
+
+    found = returns(tree)
+    return bool(found) and all(truth(r) for r in found)
+
+
 def _is_constant(name: str) -> bool:
     return name in ("NAN", "INFINITY", "true", "false") or bool(re.fullmatch(r"M_[A-Z0-9_]+", name))
 
@@ -232,7 +258,7 @@ def translate_kernel(kernel: CpuKernel, op: str) -> Translation:
         return _declined(base, "two outputs (the lambda returns a tuple)")
     if len(lam.params) not in (1, 2):
         return _declined(base, f"the lambda takes {len(lam.params)} operands; translated ports are unary or binary")
-    out_bool = returns == "bool"
+    out_bool = returns == "bool" or (not returns and _returns_truth(lam.body))
     parts: list[str] = []
     params: list[ScalarParam] = []
     helpers: set[str] = set()
