@@ -6,8 +6,10 @@ the file gets one line naming what is missing (a declaration our SDK shim lacks,
 whose `.mm` does not match its own registry/headers, as the corpus's older BinaryOps.mm against
 the 2.13 registry).  Its edited version is still judged, against the base: an error the base has
 too (the same message at a line of the same text) is inherited and not the port's; any other
-error is the port's and fails it.  A base that reached the compiler's error limit hides what
-comes after, so its edit is not judged (a gap only).  A file whose base type-checks fails on any
+error is the port's and fails it.  Only a base whose errors all lie in the file itself is judged
+so: an error in a header it includes (an undeclared type in a stub declaration) breaks lines the
+port adds too, which would be blamed on the port; and a base that reached the compiler's error
+limit hides what comes after.  Such a file's edit is not judged (a gap only).  A file whose base type-checks fails on any
 error of its edit.
 """
 
@@ -172,6 +174,10 @@ def check_port(base: Path, work: Path, *, cache_dir: Path | None = None, sandbox
                 if len(before.errors) >= ERROR_LIMIT:
                     gaps.append(f"{gap_line(before)}; its edit is not judged (the base reached the error limit)")
                     continue  # errors past the limit are not shown: the edit cannot be told apart
+                if any(d.file != rel for d in before.errors):
+                    gaps.append(f"{gap_line(before)}; its edit is not judged (the base fails in a header it "
+                                "includes, which can break any line of the edit)")
+                    continue
                 gaps.append(f"{gap_line(before)}; its edit is judged against the base's {len(before.errors)} "
                             "error(s)")
         if not (work / rel).is_file():

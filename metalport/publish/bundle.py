@@ -11,6 +11,7 @@ import git
 
 from metalport.atomic import write_text_atomic
 from metalport.errors import PublishError, fault_errno, filesystem_error, probe_errno
+from metalport.run_record import finite_json
 from metalport.sandbox.worktree import Worktree
 
 
@@ -37,7 +38,7 @@ def write_bundle(worktree: Worktree, dest: Path, *, title: str, body: str,
             patch.chmod(0o600)  # every file of a run folder is the user's alone, like run.json
         write_text_atomic(staging / "PR.md", f"# {title}\n\n{body.rstrip()}\n")
         write_text_atomic(staging / "evidence.json",
-                          json.dumps(dict(evidence), indent=2, sort_keys=True, default=str) + "\n")
+                          json.dumps(finite_json(dict(evidence)), indent=2, sort_keys=True, default=str) + "\n")
         for name, text in (extra or {}).items():  # e.g. the A/B benchmark script for a Mac reviewer
             write_text_atomic(staging / name, text)
         shutil.rmtree(dest, ignore_errors=True)

@@ -99,6 +99,16 @@ def test_the_gate_without_a_terminal_shows_the_evidence_then_how_to_read_then_de
     assert proc.stdout.startswith(f"run {run_id} (aten::heaviside) published: ")
     assert "note: git has no identity here, so the commit is authored metalport <metalport@localhost>" in proc.stderr
 
+    # The README's way to apply a bundle keeps the "[MPS]" of the title (a plain `git am` strips it).
+    bundle = workspace / ".git" / "metalport" / "runs" / run_id / "bundle"
+    clone = tmp_path / "clone"
+    ident = ["-c", "user.name=R", "-c", "user.email=r@localhost"]
+    subprocess.run(["git", "clone", "-q", str(workspace), str(clone)], check=True)
+    patches = sorted(str(p) for p in (bundle / "patches").glob("*.patch"))
+    subprocess.run(["git", *ident, "am", "-q", "--keep-non-patch", *patches], cwd=clone, check=True)
+    title = subprocess.run(["git", "log", "-1", "--format=%s"], cwd=clone, capture_output=True, text=True).stdout
+    assert title.startswith("[MPS] "), title
+
     # Published, not merged: a new run of the op says so (it planned on the unmerged change before).
     proc = _metalport("run", "aten::heaviside", "--repo", str(workspace), "--no-input")
     line = _one_line(proc)
