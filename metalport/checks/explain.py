@@ -12,9 +12,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:  # the report imports Explanation; torch loads only when an element is explained
+    import torch
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ def _value(t: torch.Tensor | None, idx: int) -> Any:
 
 
 def _elementwise(op: torch.Tensor, out: torch.Tensor) -> torch.Tensor | None:
+    import torch
+
     if op.numel() == out.numel() and op.shape == out.shape:
         return op.reshape(-1)
     try:
