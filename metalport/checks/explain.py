@@ -32,7 +32,9 @@ class Explanation:
 
     def lines(self) -> list[str]:
         """The explanation as indented lines under a FAIL line."""
-        shown = f"({', '.join(self.inputs)})" if self.inputs else f"output element {self.element}"
+        elementwise = self.inputs and any(i != "?" for i in self.inputs)
+        shown = f"({', '.join(self.inputs)})" if elementwise else \
+            f"output element {self.element} (its inputs are not one element each: `--show-held-out` lists them)"
         return [f"  case:   {self.case}", f"  input:  {shown}", f"  CPU:    {self.cpu}", f"  truth:  {self.truth}",
                 f"  kernel: {self.kernel}", f"  broke:  {self.rule}"]
 
