@@ -34,7 +34,7 @@ class Explanation:
         """The explanation as indented lines under a FAIL line."""
         elementwise = self.inputs and any(i != "?" for i in self.inputs)
         shown = f"({', '.join(self.inputs)})" if elementwise else \
-            f"output element {self.element} (its inputs are not one element each: `--show-held-out` lists them)"
+            f"output element {self.element} (no single input element: a reduction, window or gather)"
         return [f"  case:   {self.case}", f"  input:  {shown}", f"  CPU:    {self.cpu}", f"  truth:  {self.truth}",
                 f"  kernel: {self.kernel}", f"  broke:  {self.rule}"]
 
