@@ -1,10 +1,11 @@
 """The conformance cases of one dtype row, for every launch kind: OpInfo samples, random draws and
 held-out cases, each labelled: one `Case` type, drawn by `build_cases` for an elementwise port and
-`build_spec_cases` (below; its Calls have no operand slots) for a launch spec, both with `numerics.draw`.
+`speccases.build_spec_cases` (its Calls have no operand slots) for a launch spec, both with `numerics.draw`.
 
 OpInfo samples are what test_mps.py's test_output_match runs. Random and held-out cases draw on
-the op's reference numerics (`numerics`): in-domain random values, tiny magnitudes, OpInfo's
-small / large / extremal value sets, values no PyTorch test checks, and layouts (strides,
+the op's reference numerics (`numerics`): in-domain random values, tiny magnitudes, every sample of
+OpInfo's small / large / extremal value generators, values no PyTorch test checks, the edges of
+`edges`, the special pairings of `specials` (Note [special pairings]), and layouts (strides,
 broadcasting, empty and 0-dim tensors, threadgroup boundaries). Each case says whether a
 divergence is one PyTorch accepts (Note [accepted divergences]) and whether it is judged at
 small magnitudes (Note [small magnitudes]).

@@ -12,9 +12,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:  # the report imports Explanation; torch loads only when an element is explained
+    import torch
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,9 @@ class Explanation:
 
     def lines(self) -> list[str]:
         """The explanation as indented lines under a FAIL line."""
-        shown = f"({', '.join(self.inputs)})" if self.inputs else f"output element {self.element}"
+        elementwise = self.inputs and any(i != "?" for i in self.inputs)
+        shown = f"({', '.join(self.inputs)})" if elementwise else \
+            f"output element {self.element} (no single input element: a reduction, window or gather)"
         return [f"  case:   {self.case}", f"  input:  {shown}", f"  CPU:    {self.cpu}", f"  truth:  {self.truth}",
                 f"  kernel: {self.kernel}", f"  broke:  {self.rule}"]
 
@@ -47,6 +50,8 @@ def _value(t: torch.Tensor | None, idx: int) -> Any:
 
 
 def _elementwise(op: torch.Tensor, out: torch.Tensor) -> torch.Tensor | None:
+    import torch
+
     if op.numel() == out.numel() and op.shape == out.shape:
         return op.reshape(-1)
     try:

@@ -116,7 +116,8 @@ def _verdict(value: Any) -> str:
         dtypes = report.get("dtypes") or []
         counts = f" ({counts_text(dtypes)}, {len(dtypes)} dtypes)" if dtypes else ""
         if "status" in value:
-            return str(value["status"]) + counts
+            judged = value.get("judged", value["status"] not in ("partial", "no-host-model"))  # Note [not judged]
+            return ("" if judged else "not judged: ") + str(value["status"]) + counts
         if report.get("status") and value.get("ok", True):
             return str(report["status"]) + counts
         if "ok" in value:

@@ -101,7 +101,9 @@ def test_conformance_takes_any_bytes(checkout: Path, cache: Path, capsys: pytest
                      "--no-held-out", "--seed", "1"])
     finally:
         path.write_bytes(original)
-    _one_line_out(code, capsys.readouterr().err)
+    err = capsys.readouterr().err
+    # 3: not judged (junk that leaves the host code calling no modelled exec_*_kernel), never a crash
+    _one_line_out(1 if code == 3 else code, err)
 
 
 def test_the_checkout_is_unchanged(checkout: Path) -> None:

@@ -22,7 +22,8 @@ OPS = "aten/src/ATen/native/mps/operations"
     ("special_erfcx", HostCode("erfcx", f"{OPS}/UnaryKernel.mm:49")),
     # REGISTER_MPS_UNARY_STUB(acosh, acosh): an MPSGraph kernel, nothing to run in emulation
     ("acosh", HostCode(None, f"{OPS}/UnaryOps.mm:176",
-                       f"acosh_stub is registered with the MPSGraph kernel mps_acosh_kernel ({OPS}/UnaryOps.mm:176)")),
+                       f"acosh_stub is registered with the MPSGraph kernel mps_acosh_kernel ({OPS}/UnaryOps.mm:176)",
+                       graph=True)),
 ])
 def test_host_lookup_follows_the_route(real_tree_workspace: Checkout, op: str, expected: HostCode) -> None:
     assert find_host_code(real_tree_workspace.root, op) == expected

@@ -85,9 +85,9 @@ def test_skipped_calls_make_the_verdict_partial_everywhere_it_is_shown(workspace
     fabricate(workspace, "addcmul-1", "addcmul", "awaiting-review", branch="metalport/addcmul", verdicts=PARTIAL)
     assert main(["review", "list", "--json", "--repo", str(workspace)]) == 0
     row = json.loads(capsys.readouterr().out)[0]
-    assert row["conformance"] == ("partial (opinfo 40/40, random 10/10, held-out 29/30 (1 out of scope), 48 skipped, "
+    assert row["conformance"] == ("not judged: partial (opinfo 40/40, random 10/10, held-out 29/30 (1 out of scope), 48 skipped, "
                                   "1 dtypes)")
     assert main(["review", "show", "addcmul-1", "--repo", str(workspace)]) == 0
     shown = " ".join(capsys.readouterr().out.split())  # the console wraps long lines
-    assert "test: partial (48 skipped: 48 calls skipped" in shown and "passed" not in shown.split("test:")[1][:40]
+    assert "test: not judged: partial (48 skipped: 48 calls skipped" in shown and "passed" not in shown.split("test:")[1][:40]
     assert "opinfo 40/40, random 10/10, held-out 29/30 (1 out of scope), 48 skipped" in shown
