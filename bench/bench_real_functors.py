@@ -37,7 +37,7 @@ import torch  # noqa: E402
 from _cli import real_tree  # noqa: E402
 from metalport.checkout import Checkout, init_workspace  # noqa: E402
 from metalport.checkout.sources import scan_sources  # noqa: E402
-from metalport.checks.conformance import (ConformanceSession, _mentioned, registering_files,  # noqa: E402
+from metalport.checks.conformance import (KERNELS_DIR, ConformanceSession, registering_files,  # noqa: E402
                                           run_conformance)
 from metalport.checks.hostcode import find_host_code  # noqa: E402
 from metalport.checks.oracle import REL_BOUND  # noqa: E402
@@ -47,6 +47,13 @@ from metalport.registry.index import load_registry  # noqa: E402
 
 
 _HOST_STEM = re.compile(r'host_name\("(\w+?)_(?:dense|strided)_"')
+
+
+def _mentioned(root: Path, kernel: str) -> bool:
+    """Some `.metal` under the kernels directory names `kernel` (`frexp_dense`, say)."""
+    pattern = re.compile(rf"\b{re.escape(kernel)}\b")
+    return any(pattern.search(p.read_text(encoding="utf-8", errors="replace"))
+               for p in sorted((root / KERNELS_DIR).glob("*.metal")))
 
 
 def real_checkout(tree: Path, scratch: Path) -> Checkout:

@@ -34,6 +34,8 @@ class CaseResult:
     skipped: str | None = None
     ulps: tuple[float, float] | None = None  # worst (vs the truth, vs CPU) of a floating output
     rel_used: float = 0.0  # worst relative error over the oracle's relative bound (Verdict.rel_used)
+    rule: str | None = None  # the part of the standard a failing case broke (judge.Judgement.rule)
+    ambiguous: str | None = None  # a passing case's ambiguous element, with its input (Judgement.ambiguous)
 
 
 def _common(call: Call, out_dtype: torch.dtype) -> torch.dtype:
@@ -183,9 +185,9 @@ def judge_case(prepared: Prepared, failure: str | None, tol: Tolerance,
     ulps = None if value is None or first is None else (first.ulps_truth, first.ulps_cpu)
     rel_used = first.rel_used if first is not None else 0.0
     if judged.problem is None:
-        return CaseResult(True, error, ulps=ulps, rel_used=rel_used)
+        return CaseResult(True, error, ulps=ulps, rel_used=rel_used, ambiguous=judged.ambiguous)
     return CaseResult(False, error or (first.ulps_truth if first is not None else float("inf")), judged.problem,
-                      ulps=ulps, rel_used=rel_used)
+                      ulps=ulps, rel_used=rel_used, rule=judged.rule)
 
 
 def dispatch(kernels: KernelSet, prepared: list[Prepared]) -> list[str | None]:
