@@ -168,3 +168,13 @@ def test_a_steep_smooth_function_keeps_its_allowance() -> None:
     results = [c.run() for c in truth_calls(call)]
     cond = conditioning(results[0], results[1:])
     assert float(cond[0]) > 1e6 and math.isfinite(float(cond[0]))
+
+
+def test_a_sum_exact_only_by_coincidence_keeps_its_tolerance() -> None:
+    rows = torch.rand(64, 9, generator=torch.Generator().manual_seed(3))
+    cpu, truth = rows.sum(1), rows.double().sum(1)
+    coincident = torch.nonzero(truth.to(torch.float32).double() == truth).reshape(-1)
+    out = cpu.clone()
+    out[0] = torch.nextafter(cpu[0], torch.tensor(INF))  # another order of additions, one ulp away
+    out[coincident] = torch.nextafter(cpu[coincident], torch.full_like(cpu[coincident], INF))
+    assert not acceptable(out, cpu, truth, F32, None).bad.any()
