@@ -7,7 +7,8 @@ same kernel (special_erf for erf) count once, under the first name. Ops whose ho
 modelled convention are listed apart, never counted as passing. Each op runs `run_conformance` once
 per seed; its verdict is `pass` only when every seed passes, `unstable` when seeds disagree. The
 table gives the worst error over the OpInfo and random cases, the number of accepted divergences
-(out-of-scope cases by an OpInfo skip/xfail, never passes) and the first failure: for an
+(out-of-scope cases by an OpInfo skip/xfail, and ambiguous ones, never passes) and the first failure
+(or, for a pass, its ambiguous cases with an input): for an
 upstream bug, the input, kernel, CPU and truth values (Note [the oracle]). The pass rate is passing ops over ops with a modelled host.
 
     METALPORT_REAL_TREE=../shared/pytorch-real python bench/bench_real_functors.py [--seeds 5,7,11] [--op erf ...]
@@ -37,7 +38,7 @@ import torch  # noqa: E402
 from _cli import real_tree  # noqa: E402
 from metalport.checkout import Checkout, init_workspace  # noqa: E402
 from metalport.checkout.sources import scan_sources  # noqa: E402
-from metalport.checks.conformance import (ConformanceSession, _mentioned, registering_files,  # noqa: E402
+from metalport.checks.conformance import (KERNELS_DIR, ConformanceSession, registering_files,  # noqa: E402
                                           run_conformance)
 from metalport.checks.hostcode import find_host_code  # noqa: E402
 from metalport.checks.oracle import REL_BOUND  # noqa: E402
@@ -47,6 +48,13 @@ from metalport.registry.index import load_registry  # noqa: E402
 
 
 _HOST_STEM = re.compile(r'host_name\("(\w+?)_(?:dense|strided)_"')
+
+
+def _mentioned(root: Path, kernel: str) -> bool:
+    """Some `.metal` under the kernels directory names `kernel` (`frexp_dense`, say)."""
+    pattern = re.compile(rf"\b{re.escape(kernel)}\b")
+    return any(pattern.search(p.read_text(encoding="utf-8", errors="replace"))
+               for p in sorted((root / KERNELS_DIR).glob("*.metal")))
 
 
 def real_checkout(tree: Path, scratch: Path) -> Checkout:
@@ -91,7 +99,7 @@ def _shown_input(report: ConformanceReport) -> str | None:
     """The first failure that shows an input with the kernel's, CPU's and the truth's values."""
     for d in report.dtypes:
         for line in (*(f.message for f in d.failures), *d.held_out_inputs):
-            if "kernel " in line and "CPU " in line and "truth " in line:
+            if "kernel " in line and "CPU " in line and "truth " in line and "ambiguous" not in line:
                 return f"{d.dtype} {line}"[:400]
     return None
 
@@ -104,6 +112,14 @@ def _first_failure(report: ConformanceReport) -> str:
         for f in d.failures:
             return f.message.split("; at [")[0][:110]
     return (report.reason or "")[:110]
+
+
+def _ambiguous(report: ConformanceReport) -> str:
+    """How many cases are ambiguous (Note [the oracle]: counted apart, never a pass) and the first, with its input."""
+    lines = [line for d in report.dtypes for line in d.held_out_inputs if "ambiguous" in line]
+    lines += [line for line in report.out_of_scope_cases if "ambiguous" in line and "at input" in line]
+    count = sum(1 for line in report.out_of_scope_cases if "ambiguous" in line)
+    return f"{count} ambiguous, e.g. {lines[0][:300]}" if count and lines else (f"{count} ambiguous" if count else "")
 
 
 def _worst(report: ConformanceReport) -> float:
@@ -142,7 +158,7 @@ def main() -> int:
             bad = next((r for r in reports if r.status != "pass"), reports[0])
             margin = max((d.rel_used for r in reports for d in r.dtypes), default=0.0)
             rows.append((op, status, max(_worst(r) for r in reports), max(len(r.out_of_scope_cases) for r in reports),
-                         "" if status == "pass" else f"seed {bad.seed}: {_first_failure(bad)}"))
+                         _ambiguous(reports[0]) if status == "pass" else f"seed {bad.seed}: {_first_failure(bad)}"))
             if status == "pass":
                 margins.append((margin, op))
             print(f"{op:<40} {status:<13} {rows[-1][2]:>9.3g} {rows[-1][3]:>5}  {rows[-1][4]}", flush=True)
@@ -150,6 +166,10 @@ def main() -> int:
     counted = [r for r in rows if r[1] != "no-host-model"]
     passed = sum(1 for r in counted if r[1] == "pass")
     upstream = [r[0] for r in counted if r[4].split(": ", 1)[-1].startswith("upstream bug")]
+    rules: dict[str, list[str]] = {}
+    for r in counted:
+        if r[1] != "pass" and "rule: " in r[4]:
+            rules.setdefault(r[4].split("rule: ", 1)[1].split(";")[0], []).append(r[0])
     print()
     print(f"{'op':<40} {'verdict':<13} {'worst err':>9} {'oos':>5}  first failure")
     for op, status, worst, scoped, why in rows:
@@ -168,6 +188,8 @@ def main() -> int:
               f"passing functors use at most {100 * worst:.2g}% of it ({op}); margin {1 / max(worst, 1e-12):.3g}x")
     print(f"upstream bugs (fail with an input wrong against CPU and the float64 truth): {len(upstream)}: "
           f"{', '.join(upstream) or 'none'}")
+    for rule, names in sorted(rules.items()):
+        print(f"  failing on rule {rule!r}: {len(names)}: {', '.join(names)}")
     if args.mutants:
         caught_per_seed(tree, seeds)
     return 0

@@ -37,7 +37,7 @@ from metalport.checks.speccases import build_spec_cases, spec_opinfo
 from metalport.checks.hostmodel import MissingKernel, UnmodelledCall, metal_type_name
 from metalport.checks.judge import (ANY_OCCURRENCE, TRUTH_NOTE, any_occurrence, judge_outputs, mask_unset,
                                     meta_refuses, refusal_problem, spec_truth, unset_filled)
-from metalport.checks.oracle import conditioning, truth_calls
+from metalport.checks.oracle import AMBIGUOUS, conditioning, truth_calls
 from metalport.checks.report import (KINDS, NO_HOST_MODEL, ConformanceReport, DtypeVerdict, Tally, first_few,
                                      judged_report)
 from metalport.checks.runner import (CRASHED, REJECTED, CaseResult, Prepared, dispatch, explained, judge_case,
@@ -208,6 +208,11 @@ class DtypeRun:
         if not result.ok and accepted is None and result.explanation is not None:
             shown = dataclasses.replace(result.explanation, case=f"{case.label}: {case.describe()}")
             (self.held_explanations if case.kind == "held-out" else self.explanations).append(shown)
+        if result.ok and result.ambiguous is not None and accepted is None:  # Note [the oracle]: not a pass
+            if case.kind == "held-out":  # its input for a human only, as a failing held-out case's
+                self.held_inputs.append(f"{case.label}: {case.describe()}: {result.ambiguous}")
+            shown = result.ambiguous.split("; at ")[0] if case.kind == "held-out" else result.ambiguous
+            accepted, result = AMBIGUOUS, dataclasses.replace(result, ok=False, message=shown)
         self.record(case.kind, f"{case.label}: {case.describe()}", None if result.ok else result.message or "differs",
                     None if accepted is None else f"out of scope: {accepted}", held)
 

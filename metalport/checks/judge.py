@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from metalport.checks.oracle import Verdict, acceptable, describe, upcast
+from metalport.checks.oracle import Verdict, acceptable, describe, describe_ambiguous, upcast
 from metalport.checks.poison import unwritten
 from metalport.checks.tolerances import Tolerance
 from metalport.port.spec import LaunchSpec
@@ -45,6 +45,12 @@ class Judgement:
     verdicts: tuple[Verdict, ...]
     by_truth: bool = False
     holes: int = 0  # elements left unwritten (or 1 for an output of the wrong dtype or shape)
+    # the part of the standard the failing element broke (oracle.EXACT, SIGNED_ZERO, SPECIAL_IEEE,
+    # SPECIAL_ANNEX_G, TOLERANCE, RELATIVE; "dtype/shape", "unwritten"); None when nothing failed
+    rule: str | None = None
+    # when nothing failed but some element is ambiguous (the references disagree, the standard leaves
+    # it open): one line with its input and why; neither a pass nor a fail (Note [the oracle])
+    ambiguous: str | None = None
 
 
 def _name(dtype: torch.dtype, shape: Sequence[int]) -> str:
@@ -67,38 +73,52 @@ def judge_outputs(got: Sequence[torch.Tensor], want: Sequence[torch.Tensor], tol
     pending = truths if lazy else None
     known: Sequence[torch.Tensor | None] = () if pending is not None else truths  # type: ignore[assignment]
     by_truth = False
+    ambiguous: str | None = None
     for n, (g, w, tol) in enumerate(zip(got, want, tols)):
         prefix = f"output {n}: " if named or n else ""
         if g.dtype != w.dtype or tuple(g.shape) != tuple(w.shape):
             return Judgement(f"{prefix}{_name(g.dtype, g.shape)}, torch gives {_name(w.dtype, w.shape)}",
-                             tuple(verdicts), holes=1)
+                             tuple(verdicts), holes=1, rule="dtype/shape")
         holes = unwritten(g, w)
         if holes:
             return Judgement(f"{prefix}{holes} of {g.numel()} output elements never written by {kernel}",
-                             tuple(verdicts), holes=holes)
+                             tuple(verdicts), holes=holes, rule="unwritten")
         floating = w.is_floating_point() or w.is_complex()
         truth, cond = None, conds[n] if n < len(conds) else None
+        shown = operands if n == 0 else ()
         verdict = acceptable(g, w, None, tol) if lazy or not floating else None
-        if floating and (verdict is None or bool(verdict.bad.any())):
+        if floating and (verdict is None or bool(verdict.bad.any()) or not _identical(g, w)):
             if pending is not None:
                 known, pending = pending() or (), None
             truth = known[n] if n < len(known) else None
             if truth is not None and tuple(truth.shape) == tuple(w.shape):
-                verdict = acceptable(g, w, truth, tol, cond)
+                cpu_alone = verdict
+                verdict = acceptable(g, w, truth, tol, cond, shown)
                 if bool(verdict.bad.any()) and refine is not None and n == 0:
                     finer = refine(truth, verdict.bad)
                     if finer is not None:
-                        truth, verdict = finer, acceptable(g, w, finer, tol, cond)
-                by_truth = by_truth or (lazy and not bool(verdict.bad.any()))
+                        truth, verdict = finer, acceptable(g, w, finer, tol, cond, shown)
+                by_truth = by_truth or (lazy and cpu_alone is not None and bool(cpu_alone.bad.any())
+                                        and not bool(verdict.bad.any()))
             else:
                 truth = None
         if verdict is None:  # a floating output with no truth to judge it by: CPU's result alone
             verdict = acceptable(g, w, None, tol)
         verdicts.append(verdict)
         if bool(verdict.bad.any()):
-            return Judgement(f"{prefix}{describe(g, w, truth, verdict, operands if n == 0 else ())}; "
-                             f"kernel {kernel}", tuple(verdicts))
-    return Judgement(None, tuple(verdicts), by_truth)
+            return Judgement(f"{prefix}{describe(g, w, truth, verdict, shown)}; "
+                             f"kernel {kernel}", tuple(verdicts), rule=verdict.rule)
+        if ambiguous is None and verdict.unclear is not None:
+            ambiguous = f"{prefix}{describe_ambiguous(g, w, truth, verdict, shown)}; kernel {kernel}"
+    return Judgement(None, tuple(verdicts), by_truth, ambiguous=ambiguous)
+
+
+def _identical(got: torch.Tensor, want: torch.Tensor) -> bool:
+    """Bit for bit the same values (NaN where NaN, zero signs alike): no truth can change the verdict."""
+    if got.is_complex():
+        return _identical(torch.view_as_real(got), torch.view_as_real(want))
+    same = (got == want) | (torch.isnan(got) & torch.isnan(want))
+    return bool((same & (torch.signbit(got) == torch.signbit(want))).all())
 
 
 # Rules of a launch spec's cases (reduction, window, scan, tensor-list kinds).

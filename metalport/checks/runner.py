@@ -37,6 +37,8 @@ class CaseResult:
     ulps: tuple[float, float] | None = None  # worst (vs the truth, vs CPU) of a floating output
     rel_used: float = 0.0  # worst relative error over the oracle's relative bound (Verdict.rel_used)
     explanation: Explanation | None = None  # the first failing element (`metalport conformance --explain`)
+    rule: str | None = None  # the part of the standard a failing case broke (judge.Judgement.rule)
+    ambiguous: str | None = None  # a passing case's ambiguous element, with its input (Judgement.ambiguous)
 
 
 def _common(call: Call, out_dtype: torch.dtype) -> torch.dtype:
@@ -188,9 +190,9 @@ def judge_case(prepared: Prepared, failure: str | None, tol: Tolerance,
     ulps = None if value is None or first is None else (first.ulps_truth, first.ulps_cpu)
     rel_used = first.rel_used if first is not None else 0.0
     if judged.problem is None:
-        return CaseResult(True, error, ulps=ulps, rel_used=rel_used)
+        return CaseResult(True, error, ulps=ulps, rel_used=rel_used, ambiguous=judged.ambiguous)
     return CaseResult(False, error or (first.ulps_truth if first is not None else float("inf")), judged.problem,
-                      ulps=ulps, rel_used=rel_used, explanation=explained(judged, got, want, (value,), operands))
+                      ulps=ulps, rel_used=rel_used, explanation=explained(judged, got, want, (value,), operands), rule=judged.rule)
 
 
 def rule_of(judged: Any) -> str | None:
