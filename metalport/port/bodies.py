@@ -96,10 +96,45 @@ def _new_body(old: str, output: str, inputs: tuple[str, ...], launcher: str, ker
     return "\n" + "".join(f"  {line}\n" for line in lines)
 
 
-def iterator_body(checkout: Checkout, res: Resolution) -> IteratorBody | None:
-    """The iterator body of `res`'s port (Note [iterator bodies]), or None when the op is not of that
+def elementwise_refusal(op: str) -> str | None:
+    """Why torch's CPU kernel of `op` is no elementwise map over equal shapes, or None when it is:
+    called with every tensor argument of one shape (ints without a default 1, numbers 0.5), it must
+    run and return that shape. glu_backward refuses (its grad_output is half of self along dim)."""
+    import torch
+
+    packet = getattr(torch.ops.aten, op, None)
+    func = getattr(packet, "default", None)
+    if func is None:
+        return f"torch has no functional aten::{op} to call"
+    shape, args = (4, 6), []
+    for a in func._schema.arguments:
+        kind = str(a.type)
+        if kind == "Tensor":
+            args.append(torch.rand(shape) - 0.5)
+        elif a.has_default_value() or a.kwarg_only:
+            break
+        elif kind == "int":
+            args.append(1)
+        elif kind in ("number", "float"):
+            args.append(0.5)
+        else:
+            return f"aten::{op} takes {kind} {a.name}, which an elementwise iterator does not"
+    try:
+        out = func(*args)
+    except (RuntimeError, ValueError, TypeError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        return f"torch's CPU aten::{op} refuses tensors of one shape ({first})"
+    result = out[0] if isinstance(out, tuple) else out
+    if not isinstance(result, torch.Tensor) or tuple(result.shape) != shape:
+        return f"torch's CPU aten::{op} does not return its inputs' shape"
+    return None
+
+
+def iterator_body(checkout: Checkout, res: Resolution) -> IteratorBody | str | None:
+    """The iterator body of `res`'s port (Note [iterator bodies]); None when the op is not of that
     shape: a writable-output entry whose `MPS:` row names MPSGraph code reading one or two tensors and
-    writing one, in a host file that launches a kernel file's library."""
+    writing one, in a host file that launches a kernel file's library; a one-line reason when it has
+    that shape but its CPU kernel is no elementwise map (`elementwise_refusal`)."""
     if res.kind is None or not res.kind.rows:
         return None
     for entry in res.entries:
@@ -122,6 +157,8 @@ def iterator_body(checkout: Checkout, res: Resolution) -> IteratorBody | None:
             inputs = tuple(n for n in reads if n in placed)
             if len(written) != 1 or len(inputs) not in _LAUNCHERS:
                 return None
+            if refused := elementwise_refusal(res.op):
+                return refused
             kernel_file = f"{KERNELS_DIR}/{library.group(1)}.metal"
             if not (checkout.root / kernel_file).is_file():
                 return None
@@ -145,4 +182,4 @@ def rewrite_body(text: str, function: str, body: str, *, path: str) -> str:
     return f"{text[:brace + 1]}{body}{text[close:]}"
 
 
-__all__ = ["ITERATOR_BODIES", "IteratorBody", "iterator_body", "rewrite_body"]
+__all__ = ["ITERATOR_BODIES", "IteratorBody", "elementwise_refusal", "iterator_body", "rewrite_body"]

@@ -264,10 +264,14 @@ def plan_resolved(checkout: Checkout, res: Resolution, *, spec_recipe: SpecRecip
         raise PipelineError(f"aten::{res.op} is not a port candidate: {kind.reason}",
                             location=f"{res.registry.path}:{res.entries[0].span.start}",
                             hint="pick one with `metalport backlog --porter recipe,llm`")
-    elif kind is not None and kind.kind is Kind.CUSTOM_KERNEL and (body := iterator_body(checkout, res)):
+    elif kind is not None and kind.kind is Kind.CUSTOM_KERNEL and \
+            isinstance(body := iterator_body(checkout, res), IteratorBody):
         part = _bodies_part(checkout, res, kind, body)
     elif kind is not None and kind.kind in _OWN_KERNEL:
         part = replace(_kernel_part(res, kind), translate_declined=declined)
+        if kind.kind is Kind.CUSTOM_KERNEL and isinstance(body := iterator_body(checkout, res), str):
+            part = replace(part, kind_reason=f"{part.kind_reason}; not iterator bodies (Note [iterator bodies]): "
+                                             f"{body}, so the port needs a kernel and launch of its own")
     else:
         part = _pointwise_part(checkout, res, kind, reuse_kernels=reuse_kernels)
     plan = _plan(checkout, res, part)
