@@ -29,7 +29,7 @@ from metalport.checks.edges import edge_sets
 from metalport.checks.hostmodel import UnmodelledCall
 from metalport.checks.numerics import (Numerics, beyond_values, draw, draw_small, grid, numerics_for, tiny_values,
                                        value_sets)
-from metalport.checks.samples import Call, Family, bind, find_opinfos, opinfo_calls, schema_template, selector_values
+from metalport.checks.samples import Call, Family, IteratorView, bind, find_opinfos, opinfo_calls, schema_template, selector_values
 from metalport.checks.specials import special_sets
 from metalport.checks.speclaunch import INDEX_LIMIT
 
@@ -57,7 +57,8 @@ class Case:
 
 
 def build_cases(family: Family, base: str, packet: Any, dtype: torch.dtype, gen: torch.Generator,
-                held_out: bool, selectors: frozenset[str] = frozenset()) -> tuple[list[Case], list[str]]:
+                held_out: bool, selectors: frozenset[str] = frozenset(),
+                view: IteratorView | None = None) -> tuple[list[Case], list[str]]:
     """The cases for one dtype (OpInfo, random, then held-out) and why recorded calls were skipped.
 
     `selectors`: arguments whose value picks the host's kernel (Note [argument-selected kernels] in
@@ -73,7 +74,7 @@ def build_cases(family: Family, base: str, packet: Any, dtype: torch.dtype, gen:
         recorded = [c for i in infos for c in opinfo_calls(i, packet, dtype)]
         for k, (func, args, kwargs) in enumerate(recorded):
             try:
-                call = bind(func, args, kwargs, family, selectors)
+                call = bind(func, args, kwargs, family, selectors, view)
             except UnmodelledCall as err:
                 skipped.append(str(err))
                 continue
@@ -85,7 +86,7 @@ def build_cases(family: Family, base: str, packet: Any, dtype: torch.dtype, gen:
             templates.setdefault(_selected(c.call, selectors), c.call)
     if not templates:
         overload = getattr(packet, "default", None) or getattr(packet, packet.overloads()[0])
-        template = schema_template(overload, family, dtype, gen)
+        template = schema_template(view.op if view is not None else overload, family, dtype, gen, view)
         if template is not None:
             templates[""] = template
     for n, (key, template) in enumerate(templates.items()):

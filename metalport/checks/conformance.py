@@ -42,7 +42,7 @@ from metalport.checks.report import (KINDS, NO_HOST_MODEL, ConformanceReport, Dt
                                      judged_report)
 from metalport.checks.runner import (CRASHED, REJECTED, CaseResult, Prepared, dispatch, explained, judge_case,
                                      prepare_case, references)
-from metalport.checks.samples import Call, Family, find_opinfo, selector_values
+from metalport.checks.samples import Call, Family, IteratorView, find_opinfo, iterator_view, selector_values
 from metalport.checks.speclaunch import HostCheckFailed, UnlaunchableCall, bind_call, plan_launch, run_launch
 from metalport.checks.tolerances import largest_error, tolerance_for
 from metalport.checkout.layout import KERNELS_DIR as LAYOUT_KERNELS_DIR
@@ -129,6 +129,14 @@ def _kernel_files(checkout_root: Path, pattern: str) -> list[Path]:
     found = re.compile(pattern)
     return [p for p in sorted((checkout_root / KERNELS_DIR).glob("*.metal"))
             if found.search(p.read_text(encoding="utf-8", errors="replace"))]
+
+
+def _view(packet: Any, iterator: tuple[tuple[str, ...], tuple[str, ...]] | None) -> IteratorView | None:
+    """The view of the op's functional overload its host iterator makes (Note [iterator operands]), or None."""
+    if iterator is None:
+        return None
+    functional = [getattr(packet, o) for o in packet.overloads() if not getattr(packet, o)._schema.is_mutable]
+    return iterator_view(functional[0], *iterator) if functional else None
 
 
 def _tensor_outputs(packet: Any) -> int:
@@ -301,6 +309,9 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
                                  f"{name} writes {outputs} outputs (a kernel with several output buffers); "
                                  f"{NO_HOST_MODEL}")
     host = find_host_code(checkout_root, base)
+    view = _view(packet, host.iterator)
+    if view is not None:  # Note [iterator operands]: judged as the host's iterator sees the op
+        outputs = 1
     legacy = None
     if host.graph and registering_files(checkout_root, base):  # Note [functors behind a legacy host]
         legacy = (f"{host.unmodelled}; its Metal functor {base} judged as a port's exec_*_kernel host would "
@@ -331,7 +342,9 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
         # registered kernel then sees it negated, as on MPS.
         negate = any(a.replace(" ", "") == "-alpha" for a in host.stub_args)
         report = _run(kernels, name, base, kernel, packet, files, checkout_root, chosen, dtypes, include_held_out,
-                      seed, negate_alpha=negate, outputs=outputs, modes=host.modes)
+                      seed, negate_alpha=negate, outputs=outputs, modes=host.modes, view=view)
+        if view is not None:  # Note [iterator operands]: what is judged and what is not, said
+            report = dataclasses.replace(report, reason="; ".join(r for r in (report.reason, view.describe()) if r))
         if legacy is None:
             return report
         return dataclasses.replace(report, reason=f"{legacy}; {report.reason}" if report.reason else legacy)
@@ -340,7 +353,7 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
 def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, files: list[Path],
          checkout_root: Path, chosen: str, dtypes: Sequence[str] | None, include_held_out: bool,
          seed: int | None, *, negate_alpha: bool = False, outputs: int = 1,
-         modes: tuple[tuple[str, str | None, str], ...] = ()) -> ConformanceReport:
+         modes: tuple[tuple[str, str | None, str], ...] = (), view: IteratorView | None = None) -> ConformanceReport:
     found = classify(kernels.names, kernel) if outputs == 1 else None
     if outputs == 2 and classify_two_outputs(kernels.names, kernel):
         found = Family.UNARY_TWO_OUTPUTS, classify_two_outputs(kernels.names, kernel)
@@ -371,7 +384,7 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
     binding = Family.BINARY_ALPHA if alpha_kernel else family
     selectors = frozenset(arg for arg, _, _ in modes)  # Note [argument-selected kernels] in hostcode
     built = {dtype: build_cases(binding, base, packet, dtype, case_generator(seed, dtype), include_held_out,
-                                selectors) for dtype in wanted}
+                                selectors, view) for dtype in wanted}
     every = [c.call for cases, _ in built.values() for c in cases]
     outcomes = iter(references(every))  # one guarded child for all dtypes, not one each
     for dtype, (cases, skipped) in built.items():

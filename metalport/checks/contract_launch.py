@@ -48,7 +48,37 @@ def launch_checks(worktree_root: Path, plan: PortPlan, added: dict[str, list[tup
         spec = load_spec(plan.launch or {})
         return [*_spec_rows(worktree_root, spec, plan), *_host_checks(worktree_root, spec, plan),
                 *_kernel_checks(worktree_root, spec), *_spec_stub(worktree_root, spec)]
+    if plan.bodies:  # Note [iterator bodies] (port/bodies.py): rows kept, bodies rewritten
+        return list(_bodies_checks(worktree_root, plan))
     return [*_registry_checks(worktree_root, plan), *_stub_checks(worktree_root, plan, added)]
+
+
+def _bodies_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
+    """An iterator-bodies port: the registry passes torchgen, every `MPS:` row still names a function
+    the tree defines, each rewritten function launches the planned kernel and runs no MPSGraph, and
+    the kernel file registers that kernel for every planned dtype."""
+    op, failures = _registry_op(worktree_root, plan)
+    yield from failures
+    if op is None:
+        return
+    sources = scan_sources(Checkout(worktree_root))
+    for entry in op.entries:
+        for d in mps_only_lines(entry):
+            if sources.function(d.kernel) is None:
+                yield _fail("rows", f"{entry.full_name} dispatches MPS to {d.kernel}, which no .mm defines",
+                            NATIVE_FUNCTIONS, d.line)
+    for rel, function, _ in plan.bodies:
+        fn = sources.function(function)
+        if fn is None:
+            yield _fail("bodies", f"{function} is no longer defined; its row still names it", rel)
+        elif fn.kind is ImplKind.GRAPH or not any(c.kernel == plan.kernel_name for c in fn.calls):
+            yield _fail("bodies", f"{function} does not launch {plan.kernel_name} through an exec_*_kernel call",
+                        fn.where.file, fn.where.line)
+    kernel_file = worktree_root / (plan.kernel_file or "")
+    text = kernel_file.read_text(encoding="utf-8") if plan.kernel_file and kernel_file.is_file() else ""
+    for t in plan.dtypes:
+        if not re.search(rf"\bREGISTER_\w+_OP\(\s*{re.escape(plan.kernel_name or '')}\s*,\s*{t}\s*,", text):
+            yield _fail("bodies", f"{plan.kernel_name} is not registered for {t}", plan.kernel_file)
 
 
 def _registry_op(worktree_root: Path, plan: PortPlan) -> tuple[Op | None, list[Failure]]:

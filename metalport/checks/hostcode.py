@@ -20,6 +20,11 @@ A tree without the op's CPU `.cpp` (Lerp.cpp is not in every corpus) cannot say 
 kernel calls, and `<op>_stub` is only a guess. When no stub of that name has an MPS registration but
 exactly one stub named `<op>_...` does (`lerp_kernel_scalar_weight`, registered with a function
 calling `exec_binary_kernel(iter, "lerp_alpha", weight)`), that registration is the op's host.
+
+Note [iterator operands]: a host function that builds its own iterator
+(`TensorIteratorConfig().add_output(output).add_input(self)`, Note [iterator bodies] in
+port/bodies.py) names the tensors the kernel reads and the one it writes; `HostCode.iterator`
+carries them, so conformance judges the op as that iterator sees it (`samples.IteratorView`).
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ class HostCode:
     graph: bool = False  # the stub's MPS registration is an MPSGraph kernel (the legacy host)
     # (argument, value or None for "no value", kernel): Note [argument-selected kernels]
     modes: tuple[tuple[str, str | None, str], ...] = ()
+    # (outputs, inputs) of the iterator the launching function builds (Note [iterator operands])
+    iterator: tuple[tuple[str, ...], tuple[str, ...]] | None = None
 
     @property
     def selectors(self) -> frozenset[str]:
@@ -106,6 +113,25 @@ def _stub_of(checkout: Checkout, base: str) -> tuple[str, tuple[str, ...]]:
     return (route.stub, route.calls[0].args) if route else fallback
 
 
+_ITERATOR = re.compile(r"TensorIteratorConfig\(\)((?:\s*\.\s*add_(?:output|input|const_input)\(\s*\w+\s*\))+)")
+_OPERAND = re.compile(r"add_(output|input|const_input)\(\s*(\w+)\s*\)")
+
+
+def _iterator(checkout: Checkout, rel: str, line: int) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """(outputs, inputs) of the last iterator built in the 30 lines up to the launch at `rel:line`
+    (Note [iterator operands]); None when there is none."""
+    try:
+        lines = (checkout.root / rel).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    window = "\n".join(lines[max(0, line - 30):line])
+    built = list(_ITERATOR.finditer(window))
+    if not built:
+        return None
+    parts = _OPERAND.findall(built[-1].group(1))
+    return tuple(n for k, n in parts if k == "output"), tuple(n for k, n in parts if k != "output")
+
+
 def find_host_code(checkout_root: Path, base: str) -> HostCode:
     """The kernel name `base`'s host code passes (default `base` when the checkout has no host code)."""
     checkout = Checkout(Path(checkout_root))
@@ -134,5 +160,5 @@ def find_host_code(checkout_root: Path, base: str) -> HostCode:
         return HostCode(fn.calls[0].kernel, str(fn.where), stub_args=args, modes=_modes(checkout, base, sources))
     for call in sources.kernel_calls:
         if call.kernel == base:
-            return HostCode(base, str(call.where))
+            return HostCode(base, str(call.where), iterator=_iterator(checkout, call.where.file, call.where.line))
     return HostCode(base, None)

@@ -150,6 +150,107 @@ def _halves(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Fami
     return Call(HalvesOp(func, dim), (a, b), {}, (0, 1), None)
 
 
+class IteratorView:
+    """Note [iterator operands] (checks/hostcode.py): the op as a host iterator sees it, reading the
+    tensors `reads` (by schema name) and writing the op's return `output`. Calling it runs torch's op
+    with every other tensor argument filled as autograd fills it (`fills`: name -> the forward op and
+    the index of its return of that name, from derivatives.yaml: log_sigmoid_backward's `buffer` is
+    log_sigmoid_forward's), so the reference is torch's on inputs the port's kernel cannot see."""
+
+    def __init__(self, op: Any, reads: tuple[str, ...], output: int, fills: dict[str, tuple[Any, int]]) -> None:
+        self.op, self.reads, self.output, self.fills = op, reads, output, fills
+
+    def __call__(self, *operands: torch.Tensor) -> torch.Tensor:
+        values = dict(zip(self.reads, operands))
+        args = []
+        for a in self.op._schema.arguments:
+            if a.name in values:
+                args.append(values[a.name])
+            elif a.name in self.fills:
+                forward, index = self.fills[a.name]
+                args.append(forward(*(values[f.name] for f in forward._schema.arguments))[index])
+            else:
+                break
+        out = self.op(*args)
+        return out[self.output] if isinstance(out, tuple) else out
+
+    def name(self) -> str:
+        return self.op.name()
+
+    def describe(self) -> str:
+        """One line for the report: what is judged, what is not, and where unread inputs come from."""
+        returns = [r.name or f"result{i}" for i, r in enumerate(self.op._schema.returns)]
+        kept = [n for i, n in enumerate(returns) if i != self.output]
+        fills = [f"{n} from {f.name().removeprefix('aten::')}'s return {i}" for n, (f, i) in self.fills.items()]
+        return (f"judged as the host iterator sees {self.name().removeprefix('aten::')}: reads "
+                f"{', '.join(self.reads)}, writes {returns[self.output]}"
+                + (f"; not judged: {', '.join(kept)} (returned as given)" if kept else "")
+                + (f"; CPU reference fed {', '.join(fills)} (derivatives.yaml)" if fills else ""))
+
+    def bind(self, func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Call:
+        """The recorded call as a call of the view; UnmodelledCall when it passes another argument."""
+        if func is not self.op:
+            raise UnmodelledCall(f"{func.name()} is not the overload the host iterator serves")
+        schema = func._schema.arguments
+        values = {a.name: args[i] if i < len(args) else kwargs.get(a.name, a.default_value)
+                  for i, a in enumerate(schema)}
+        for a in schema:
+            if a.name not in self.reads and a.name not in self.fills and (
+                    isinstance(values[a.name], torch.Tensor) or values[a.name] != a.default_value):
+                raise UnmodelledCall(f"{func.name()} argument {a.name} is not an operand of the host iterator")
+        operands = tuple(values[n] for n in self.reads)
+        return Call(self, operands, {}, tuple(range(len(operands))), None)
+
+
+def iterator_view(func: Any, outputs: tuple[str, ...], inputs: tuple[str, ...]) -> IteratorView | None:
+    """The view of `func` (an OpOverload) a host iterator writing `outputs` from `inputs` makes (Note
+    [iterator operands]), or None when it is the op itself (every tensor read, one result) or cannot
+    be made: not one output, a read name the schema lacks, or an unread tensor no forward fills."""
+    schema = func._schema
+    tensors = [a.name for a in schema.arguments if str(a.type) == "Tensor"]
+    returns = [r.name for r in schema.returns]
+    if len(outputs) != 1 or any(n not in tensors for n in inputs):
+        return None
+    if set(inputs) == set(tensors) and len(returns) == 1:
+        return None
+    output = returns.index(outputs[0]) if outputs[0] in returns else 0
+    fills = {}
+    for name in (n for n in tensors if n not in inputs):
+        found = _filled_by(func, name)
+        if found is None:
+            return None
+        fills[name] = found
+    return IteratorView(func, tuple(n for n in tensors if n in inputs), output, fills)
+
+
+def _filled_by(func: Any, name: str) -> tuple[Any, int] | None:
+    """(forward overload, return index) of the forward whose return `name` autograd passes to `func`
+    as its argument `name` (torchgen's derivatives.yaml), or None."""
+    import os
+
+    import torchgen
+    import yaml
+
+    path = os.path.join(os.path.dirname(torchgen.__file__), "packaged", "autograd", "derivatives.yaml")
+    with open(path, encoding="utf-8") as fh:
+        entries = yaml.safe_load(fh)
+    base = func.name().removeprefix("aten::").split(".")[0]
+    for entry in entries:
+        signature = str(entry.get("name", ""))
+        calls = [str(v) for k, v in entry.items() if k != "name"]
+        if not any(f"{base}(" in c and name in c for c in calls):
+            continue
+        from torchgen.model import FunctionSchema
+
+        schema = FunctionSchema.parse(signature)
+        names = [r.name for r in schema.returns]
+        if name in names:
+            forward = getattr(torch.ops.aten, str(schema.name.name))
+            overload = getattr(forward, schema.name.overload_name or "default")
+            return overload, names.index(name)
+    return None
+
+
 def selector_values(call: Call, selectors: frozenset[str]) -> dict[str, Any]:
     """The values the call gives the arguments named in `selectors` (Note [argument-selected
     kernels] in `hostcode`): None for one left at its default."""
@@ -162,9 +263,16 @@ def selector_values(call: Call, selectors: frozenset[str]) -> dict[str, Any]:
 
 
 def bind(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Family,
-         selectors: frozenset[str] = frozenset()) -> Call:
+         selectors: frozenset[str] = frozenset(), view: IteratorView | None = None) -> Call:
     """Map one recorded call onto `family`'s operands and alpha; UnmodelledCall if it does not fit.
-    Arguments named in `selectors` pick the host's kernel (the caller reads them, `selector_values`)."""
+    Arguments named in `selectors` pick the host's kernel (the caller reads them, `selector_values`);
+    a `view` binds the call as the host's own iterator sees it (Note [iterator operands])."""
+    if view is not None:
+        call = view.bind(func, args, kwargs)
+        if len(call.slots) != family.arity or family.has_alpha:
+            raise UnmodelledCall(f"{func.name()}'s host iterator reads {len(call.slots)} tensors, a "
+                                 f"{family.value} kernel takes {family.arity}")
+        return call
     halves = _halves(func, args, kwargs, family)
     if halves is not None:
         return halves
@@ -262,7 +370,8 @@ def opinfo_calls(info: Any, packet: Any, dtype: torch.dtype) -> list[tuple[Any, 
     return rec.calls
 
 
-def schema_template(func: Any, family: Family, dtype: torch.dtype, gen: torch.Generator) -> Call | None:
+def schema_template(func: Any, family: Family, dtype: torch.dtype, gen: torch.Generator,
+                    view: IteratorView | None = None) -> Call | None:
     """A call built from the schema alone (for ops without an OpInfo): random tensor operands."""
     args: list[Any] = []
     for a in func._schema.arguments:
@@ -277,7 +386,7 @@ def schema_template(func: Any, family: Family, dtype: torch.dtype, gen: torch.Ge
         else:
             return None
     try:
-        return bind(func, args, {}, family)
+        return bind(func, args, {}, family, view=view)
     except UnmodelledCall:
         return None
 

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from metalport.port.functor_sources import TERNARY_ALPHA_KERNELS, TERNARY_ALPHA_MACRO
-from metalport.port.cformat import format_snippet
+from metalport.port.cformat import format_inserted, format_snippet
 from metalport.port.hostgen import kernel_file_text, write_host_code
 from metalport.port.decorators import find_decorators, narrow_decorators, remove_lines, with_own_comment
 from metalport.port.host import drop_empty_namespaces, has_legacy, remove_legacy
@@ -208,6 +208,15 @@ def _host_edit(texts: _Texts, plan: PortPlan, root: Path) -> None:
         texts.texts[plan.host_file] = new
 
 
+def _bodies_edit(texts: _Texts, plan: PortPlan, root: Path) -> None:
+    """Each kept row's out function with its new iterator body (Note [iterator bodies]), formatted in place."""
+    from metalport.port.bodies import rewrite_body
+
+    for rel, function, body in plan.bodies:
+        before = texts.require(rel)
+        texts.texts[rel] = format_inserted(before, rewrite_body(before, function, body, path=rel), root, rel)
+
+
 def _legacy_registration_edit(texts: _Texts, plan: PortPlan) -> None:
     """Drop each MPSGraph registration line the plan replaces (gone already: nothing to do)."""
     for rel, line, text in plan.legacy_registrations:
@@ -278,7 +287,10 @@ def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str
         if plan.reused_kernel is None:  # a reused kernel is launched as the tree has it
             _kernel_edit(texts, plan, root, functor_source)
             _params_edit(texts, plan)
-        _host_edit(texts, plan, root)
+        if plan.bodies:
+            _bodies_edit(texts, plan, root)
+        else:
+            _host_edit(texts, plan, root)
         _legacy_edit(texts, plan)
     if plan.xfail_entries or plan.xfail_narrowed or plan.xfail_added:
         common = remove_planned_xfails(texts.require(COMMON_MPS), plan)

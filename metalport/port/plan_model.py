@@ -160,6 +160,9 @@ class PortPlan:
     # functor comes from ("file:line", the lambda as written), or why the porter declined the op.
     cpu_lambda: tuple[str, str] | None = None
     translate_declined: str | None = None
+    # Note [iterator bodies] (port/bodies.py): (host file, out function, new body) of each MPS row kept
+    # whose MPSGraph body the port rewrites as a TensorIterator launch.
+    bodies: tuple[tuple[str, str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.needs_llm != (self.functor_step not in _OWN_FUNCTOR):

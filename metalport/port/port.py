@@ -40,6 +40,7 @@ from metalport.port.launch import LAUNCHERS
 from metalport.port.metal import fit_functor
 from metalport.port.params import placed_params, with_params
 from metalport.port.shape import halves_reason
+from metalport.port.bodies import ITERATOR_BODIES, IteratorBody, iterator_body
 from metalport.port.obsolete import (grad_xfails, left_out_dtypes, legacy_registrations, obsolete_decorators,
                                      obsolete_xfails, opinfo_dtypes, opinfo_names, removed_legacy)
 from metalport.port.host import StubDeclaration, find_stub_declaration
@@ -173,6 +174,7 @@ class _LaunchPart:
     params_source: str | None = None
     cpu_lambda: tuple[str, str] | None = None
     translate_declined: str | None = None
+    bodies: tuple[tuple[str, str, str], ...] = ()
 
 
 def _table_parts(checkout: Checkout, recipe: FunctorRecipe, stub: str) -> _LaunchPart:
@@ -262,8 +264,14 @@ def plan_resolved(checkout: Checkout, res: Resolution, *, spec_recipe: SpecRecip
         raise PipelineError(f"aten::{res.op} is not a port candidate: {kind.reason}",
                             location=f"{res.registry.path}:{res.entries[0].span.start}",
                             hint="pick one with `metalport backlog --porter recipe,llm`")
+    elif kind is not None and kind.kind is Kind.CUSTOM_KERNEL and \
+            isinstance(body := iterator_body(checkout, res), IteratorBody):
+        part = _bodies_part(checkout, res, kind, body)
     elif kind is not None and kind.kind in _OWN_KERNEL:
         part = replace(_kernel_part(res, kind), translate_declined=declined)
+        if kind.kind is Kind.CUSTOM_KERNEL and isinstance(body := iterator_body(checkout, res), str):
+            part = replace(part, kind_reason=f"{part.kind_reason}; not iterator bodies (Note [iterator bodies]): "
+                                             f"{body}, so the port needs a kernel and launch of its own")
     else:
         part = _pointwise_part(checkout, res, kind, reuse_kernels=reuse_kernels)
     plan = _plan(checkout, res, part)
@@ -287,7 +295,7 @@ def _plan(checkout: Checkout, res: Resolution, part: _LaunchPart) -> PortPlan:
     (the op runs on MPS today, or the port removes MPS code or rows) and the stub route of a port
     registering a stub (the route's stubs when the tree shows one: `sub_out` reaches add_stub)."""
     route = res.route
-    legacy, include, macros = removed_legacy(checkout, res)
+    legacy, include, macros = removed_legacy(checkout, res) if not part.bodies else ((), None, ())
     legacy_regs = legacy_registrations(checkout, res)
     allowed = {NATIVE_FUNCTIONS, COMMON_MPS, *(f for f, _ in legacy), *(f for f, _, _ in legacy_regs),
                *(d[0] for d in (*part.decorator_entries, *part.decorator_narrowed))}
@@ -420,6 +428,25 @@ def _kind_reason(res: Resolution, spec: LaunchSpec) -> str | None:
         return res.kind.reason
     return (f"its spec recipe ports it as {spec.kind} with its own MPS host function {spec.host_function} "
             f"(the registry alone says {res.kind.kind.value}: {res.kind.reason})")
+
+
+def _bodies_part(checkout: Checkout, res: Resolution, kind: Classification, body: IteratorBody) -> _LaunchPart:
+    """The part of an iterator-bodies port (Note [iterator bodies], port/bodies.py): rows kept, the
+    out function's MPSGraph body rewritten in place, and a functor for a model in the kernel file the
+    host file's library is built from, registered for the dtypes the op's OpInfo runs in float."""
+    macro = "REGISTER_UNARY_OP" if body.host_family == "unary" else "REGISTER_BINARY_OP"
+    names = opinfo_names(res.op, res)
+    cpu = opinfo_dtypes(names)
+    dtypes = tuple(t for t in metal_types_for(cpu, complex=False) if t in ("float", "half", "bfloat")) \
+        if cpu is not None else ("float", "half", "bfloat")
+    xfail_entries, xfail_narrowed = obsolete_xfails(res, dtypes)
+    return _LaunchPart(
+        NEEDS_LLM, body.kernel_file, f"{res.op}_functor", None, dtypes,
+        tuple(f"{macro}({res.op}, {t}, {t});" for t in dtypes), body.file, macro, host_family=body.host_family,
+        kernel_name=res.op, kind=ITERATOR_BODIES,
+        kind_reason=f"{kind.reason.split(':')[0]}, and no stub both share: the port rewrites the MPS row's body",
+        placement=(body.why(),), xfail_entries=xfail_entries, xfail_narrowed=xfail_narrowed,
+        bodies=((body.file, body.function, body.body),))
 
 
 def _kernel_part(res: Resolution, kind: Classification) -> _LaunchPart:

@@ -169,3 +169,46 @@ def test_glu_is_a_binary_functor_over_the_halves(activation: Path, tmp_path: Pat
     assert "+REGISTER_BINARY_OP(glu, float, float);" in diff
     assert '+  lib.exec_binary_kernel(iter, "glu");' in diff and "+REGISTER_DISPATCH(glu_stub, glu_mps_kernel);" in diff
     assert "-TORCH_IMPL_FUNC(glu_out_mps)" in diff and "+    CPU, CUDA, MPS: glu_out" in diff
+
+
+LOG_SIGMOID = """struct log_sigmoid_forward_functor {
+  template <typename T>
+  inline T operator()(const T x) {
+    const float v = float(x);
+    return static_cast<T>(::metal::min(v, 0.0f) - ::c10::metal::log1p(::metal::exp(-::metal::abs(v))));
+  }
+};
+"""
+LOG_SIGMOID_BACKWARD = """struct log_sigmoid_backward_functor {
+  template <typename T>
+  inline T operator()(const T grad_output, const T self) {
+    const float z = ::metal::exp(-::metal::abs(float(self)));
+    const float t = z / (1.0f + z);
+    return static_cast<T>(float(grad_output) * (float(self) < 0.0f ? 1.0f - t : t));
+  }
+};
+"""
+
+
+def test_log_sigmoid_family_keeps_its_rows_and_rewrites_the_bodies(activation: Path, tmp_path: Path) -> None:
+    answers = [json_reply({"functor_source": LOG_SIGMOID, "summary": "min(0, x) - log1p(exp(-|x|))"}),
+               json_reply({"functor_source": LOG_SIGMOID_BACKWARD, "summary": "sigmoid(-x) as (x<0) ? 1-t : t"})]
+    with ScriptedLLM(answers) as server:
+        options = replace(_options(tmp_path, server), family_ops=["aten::log_sigmoid_backward"])
+        record = start_run(activation, "aten::log_sigmoid_forward", options)
+    assert record.status == "awaiting-review", record.reason
+    assert record.verdicts["test"]["members"] == {"log_sigmoid_forward": "pass", "log_sigmoid_backward": "pass"}
+    asked = [r["messages"][1]["content"] for r in server.requests]
+    assert len(asked) == 2 and "log_sigmoid_forward_functor" in asked[0] and "two values" in asked[1]
+    diff = _diff(Path(record.worktree))
+    assert "native_functions.yaml" not in diff  # the MPS rows stay
+    assert "+REGISTER_UNARY_OP(log_sigmoid_forward, half, half);" in diff
+    assert "+REGISTER_BINARY_OP(log_sigmoid_backward, bfloat, bfloat);" in diff
+    assert "+  auto iter = at::TensorIteratorConfig().add_output(output).add_input(self).build();" in diff
+    assert '+  lib.exec_unary_kernel(iter, "log_sigmoid_forward");' in diff
+    assert '+  lib.exec_binary_kernel(iter, "log_sigmoid_backward");' in diff
+    assert " std::tuple<Tensor&, Tensor&> log_sigmoid_forward_out_mps(" in diff  # kept, body rewritten
+    assert "-      MPSGraphTensor* softTensor = mps::log1p(mpsGraph, expTensor);" in diff
+    removed = "\n".join(line for line in diff.splitlines() if line.startswith("-"))
+    assert "log_sigmoid_forward_mps(const Tensor& self)" not in removed  # the functional still calls the out
+    assert "TORCH_IMPL_FUNC(glu_out_mps)" not in removed and "log_sigmoid_backward_mps(" not in removed
