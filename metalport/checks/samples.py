@@ -253,8 +253,11 @@ def _filled_by(func: Any, name: str) -> tuple[Any, int] | None:
 
 def selector_values(call: Call, selectors: frozenset[str]) -> dict[str, Any]:
     """The values the call gives the arguments named in `selectors` (Note [argument-selected
-    kernels] in `hostcode`): None for one left at its default."""
+    kernels] in `hostcode`): None for one left at its default; nothing asked, nothing read (a call on
+    halves, Note [halves], has no schema of its own)."""
     out: dict[str, Any] = {}
+    if not selectors:
+        return out
     for i, a in enumerate(call.func._schema.arguments):
         if a.name in selectors:
             out[a.name] = call.kwargs[a.name] if a.name in call.kwargs else \
