@@ -20,7 +20,7 @@ from metalport.atomic import write_text_atomic
 from metalport.errors import MetalportError
 from metalport.user_cache import user_cache_dir
 
-FORMAT = 1  # bump when OpInfoFacts changes
+FORMAT = 2  # bump when OpInfoFacts changes
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,7 @@ class OpInfoFacts:
     name: str
     cpu_dtypes: tuple[str, ...]  # torch dtype names without `torch.`: "float32", "int64", ...
     supports_autograd: bool
+    mps_dtypes: tuple[str, ...] = ()  # the dtypes the OpInfo lists for MPS (Note [test_dtypes stays])
 
 
 def torch_version() -> str:
@@ -59,15 +60,16 @@ def mps_available() -> bool:
 
 
 def opinfo_facts(*, cache_dir: Path | None = None) -> dict[str, OpInfoFacts]:
-    """Every OpInfo without a variant name, by name; read from the cache of this torch version."""
+    """Every OpInfo and PythonRefInfo (`_refs.x`) without a variant name, by name; read from the
+    cache of this torch version."""
     path = (cache_dir or user_cache_dir("opinfo")) / f"{torch_version()}-{FORMAT}.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return {name: OpInfoFacts(name, tuple(d), bool(grad)) for name, (d, grad) in data.items()}
+        return {name: OpInfoFacts(name, tuple(d), bool(grad), tuple(mps)) for name, (d, grad, mps) in data.items()}
     except (OSError, ValueError, TypeError):
         pass  # first use with this torch (or a damaged file): read op_db and write it below
     facts = _facts_from_op_db()
-    data = {f.name: [list(f.cpu_dtypes), f.supports_autograd] for f in facts.values()}
+    data = {f.name: [list(f.cpu_dtypes), f.supports_autograd, list(f.mps_dtypes)] for f in facts.values()}
     try:
         write_text_atomic(path, json.dumps(data, sort_keys=True))
     except OSError:
@@ -76,12 +78,13 @@ def opinfo_facts(*, cache_dir: Path | None = None) -> dict[str, OpInfoFacts]:
 
 
 def _facts_from_op_db() -> dict[str, OpInfoFacts]:
-    from torch.testing._internal.common_methods_invocations import op_db
+    from torch.testing._internal.common_methods_invocations import op_db, python_ref_db
 
     facts: dict[str, OpInfoFacts] = {}
-    for info in op_db:
+    for info in (*op_db, *python_ref_db):
         if info.variant_test_name or info.name in facts:
             continue
         dtypes = tuple(sorted(str(d).removeprefix("torch.") for d in info.supported_dtypes("cpu")))
-        facts[info.name] = OpInfoFacts(info.name, dtypes, bool(info.supports_autograd))
+        mps = tuple(sorted(str(d).removeprefix("torch.") for d in info.supported_dtypes("mps")))
+        facts[info.name] = OpInfoFacts(info.name, dtypes, bool(info.supports_autograd), mps)
     return facts

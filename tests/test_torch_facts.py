@@ -35,7 +35,7 @@ def test_opinfo_facts_are_read_once_per_torch_version(tmp_path: Path) -> None:
     assert facts["sigmoid"].supports_autograd is True
     # Later calls read the kept file: what it says is what they return.
     data = json.loads(kept.read_text(encoding="utf-8"))
-    data["heaviside"] = [["float32"], True]
+    data["heaviside"] = [["float32"], True, ["float32"]]
     kept.write_text(json.dumps(data), encoding="utf-8")
     assert opinfo_facts(cache_dir=tmp_path)["heaviside"].cpu_dtypes == ("float32",)
     kept.write_text("{ damaged", encoding="utf-8")

@@ -30,9 +30,11 @@ a jump and adds no allowance (it used to add an infinite one, which switched the
 element is judged against the exact value there. A steep but smooth slope keeps its allowance.
 
 Note [signed zeros]: where a real output is a zero, CPU and the truth give a zero of one sign, and
-IEEE 754 fixes that sign, the output's must match. IEEE fixes it for a zero reached through at most
-one nonzero operand (the sign rules of the basic operations, roundToIntegral, odd functions at
-+-0) or underflowed from a nonzero value; it leaves open a zero cancelled out of several nonzero
+IEEE 754 fixes that sign, the output's must match. IEEE fixes it for an exact zero reached through at
+most one nonzero operand (the sign rules of the basic operations, roundToIntegral, odd functions at
++-0). A zero the output dtype underflows a nonzero truth to (mish_backward's 1.6e-36 in half) is
+judged by the tolerances, not by its sign: a composite function's error there exceeds the value, so
+either zero is within it. IEEE leaves open a zero cancelled out of several nonzero
 operands (x - x is +0 by one formula, -0 by another; torch CPU's scalar and vector lerp differ) and
 a zero selected among zero operands (IEEE 754-2008 maxNum). Complex zero signs are not compared:
 Annex G defines them as branch-cut sides, but CPU's own come from its formulas (neg(0j) is +0j).
@@ -305,7 +307,7 @@ def _wrong_zero_sign(a: torch.Tensor, c: torch.Tensor, rounded: torch.Tensor, t:
                      operands: Sequence[torch.Tensor]) -> torch.Tensor:
     """Where a real output's zero has the other sign than the zero CPU and the truth agree on, and
     IEEE 754 fixes that sign (Note [signed zeros])."""
-    judged = (a == 0) & (c == 0) & (rounded == 0) & (torch.signbit(c) == torch.signbit(rounded)) \
+    judged = (a == 0) & (c == 0) & (t == 0) & (torch.signbit(c) == torch.signbit(rounded)) \
         & (torch.signbit(a) != torch.signbit(c))
     tensors = [op.expand(a.shape) for op in operands if isinstance(op, torch.Tensor) and _fits(op, a.shape)]
     if len(tensors) < 2:

@@ -113,13 +113,12 @@ def obsolete_decorators(checkout: Checkout, op: str, names: list[str], metal: tu
 # none of them they still do not run, so the test still fails and its expectedFailure stays.
 def _mps_listed_unregistered(opinfo: str, metal: tuple[str, ...]) -> tuple[str, ...]:
     """The dtypes OpInfo `opinfo` lists for MPS (a Metal type exists) that `metal` lacks."""
-    import torch
-    from torch.testing._internal.common_methods_invocations import op_db, python_ref_db
+    from metalport.torch_facts import opinfo_facts
 
-    info = next((o for o in (*op_db, *python_ref_db) if o.name == opinfo and not o.variant_test_name), None)
+    info = opinfo_facts().get(opinfo)
     if info is None:
         return ()
-    listed = (str(t).removeprefix("torch.") for t in info.supported_dtypes("mps") if t != torch.float64)
+    listed = (t for t in info.mps_dtypes if t != "float64")
     return tuple(sorted(t for t in listed if t in METAL_TYPES and METAL_TYPES[t] not in metal))
 
 
