@@ -317,7 +317,7 @@ def _wrong_zero_sign(a: torch.Tensor, c: torch.Tensor, rounded: torch.Tensor, t:
     for op in tensors:
         if op.is_floating_point():
             selected |= (op == 0) & (torch.signbit(op) == torch.signbit(a))
-    return judged & ~((nonzero > 1) & (t == 0)) & ~selected
+    return judged & ~(nonzero > 1) & ~selected  # `judged` holds only exact zeros of the truth
 
 
 def _infinite_operand(operands: Sequence[torch.Tensor], shape: torch.Size) -> torch.Tensor:
