@@ -42,8 +42,14 @@ def _run(repo: Path, op: str, run_id: str) -> tuple[str, float]:
                    capture_output=True, text=True, env=env, timeout=300)
     if record.get("status") != "awaiting-review":
         return f"{record.get('status')}: {record.get('reason') or ''}".strip(), seconds
-    failed = [k for k, v in (record.get("verdicts") or {}).items() if isinstance(v, dict) and not v.get("ok", True)]
-    return ("fail: " + ", ".join(failed)) if failed else "pass", seconds
+    verdicts = record.get("verdicts") or {}
+    failed = [k for k, v in verdicts.items() if isinstance(v, dict) and not v.get("ok", True)]
+    if failed:
+        return "fail: " + ", ".join(failed), seconds
+    test = verdicts.get("test") if isinstance(verdicts.get("test"), dict) else {}
+    if test.get("judged") is False:  # an ok verdict no case was judged in is no pass
+        return f"not judged: {(test.get('report') or {}).get('reason') or test.get('status')}", seconds
+    return "pass", seconds
 
 
 def _fixture_workspace(target: Path, real: Path | None) -> Path:
@@ -78,6 +84,19 @@ def _fixture_workspace(target: Path, real: Path | None) -> Path:
     return root
 
 
+def _carried(path: Path) -> dict[tuple[str, str], tuple[str, float]]:
+    """(op, porter) -> (gate, seconds) of the rows of an earlier table that ran (not carried ones)."""
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and not cells[3].startswith("not run") and "(carried" not in cells[3]:
+            try:
+                out[cells[0], cells[2]] = (cells[3], float(cells[4]))
+            except ValueError:
+                continue
+    return out
+
+
 def main() -> None:
     """Scan the backlog, run the offline ports, write the table."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -88,6 +107,13 @@ def main() -> None:
                         help="with --fixture-workspace: lay $METALPORT_REAL_TREE over it, rows unchanged")
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--gate-recipes", action="store_true", help="also run the recipe table's ports")
+    parser.add_argument("--only", default="", help="comma-separated porters whose ports run now (default: "
+                        "translate, and recipe with --gate-recipes); the others are listed as not run or carried")
+    parser.add_argument("--ops", default="", help="comma-separated ops: only their offline ports run now (the "
+                        "other rows are carried with --carry, else listed as not run)")
+    parser.add_argument("--carry", type=Path, help="an earlier table of this bench: a row not run now takes its "
+                        "gate and seconds from there when that row has the same op and porter (marked carried)")
+    parser.add_argument("--partial", type=Path, help="rewrite the rows measured so far here after each row")
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results/translate.md")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
@@ -98,22 +124,35 @@ def main() -> None:
         real = Path(os.environ["METALPORT_REAL_TREE"]) if args.over_real else None
         args.repo = _fixture_workspace(args.fixture_workspace, real)
 
+    carried = _carried(args.carry) if args.carry else {}
+    ops = set(filter(None, args.ops.split(",")))
+    only = set(filter(None, args.only.split(","))) or {"translate", *(("recipe",) if args.gate_recipes else ())}
     items = [i for i in scan_backlog(find_checkout(args.repo)) if i.candidate and i.status.value != "shared"]
     rows, counts = [], {"translate": 0, "recipe": 0, "passed": 0}
     for item in items:
         porter = item.porter.porter.value if item.porter else "?"
         reason = (item.porter.reason or "") if item.porter else ""
         gate, seconds = "not run (needs a model)", 0.0
-        if porter == "translate" or (porter == "recipe" and args.gate_recipes):
+        run_now = porter in only and (not ops or item.op in ops)
+        if porter in ("translate", "recipe") and not run_now and (item.op, porter) in carried:
+            counts[porter] += 1
+            gate, seconds = carried[item.op, porter]
+            counts["passed"] += gate.startswith("pass")
+            gate += f" (carried from {args.carry.name})"
+        elif run_now and porter in ("translate", "recipe"):
             counts[porter] += 1
             results = [_run(args.repo.resolve(), item.op, f"bench-{item.op}-{seed}") for seed in range(args.seeds)]
             seconds = sum(s for _, s in results)
             gate = f"pass in {args.seeds} runs" if all(r == "pass" for r, _ in results) \
                 else "; ".join(f"seed {i}: {r}" for i, (r, _) in enumerate(results) if r != "pass")
             counts["passed"] += gate.startswith("pass")
+        elif porter in only and porter in ("translate", "recipe"):
+            gate = "not run now (not in --ops)"
         elif porter == "recipe":
             gate = "not run (pass --gate-recipes)"
-        rows.append(f"| {item.op} | {item.kind.kind.value if item.kind else ''} | {porter} | {gate} | "
+        if args.partial:  # rows so far, so a long run that is cut short still shows what it measured
+            args.partial.write_text("\n".join(rows) + "\n", encoding="utf-8")
+        rows.append(f"| {item.op} | {item.kind.kind.value if item.kind else ''} | {porter} | {gate.replace('|', '/')} | "
                     f"{seconds:.1f} | {reason.replace('|', '/')} |")
     source = str(args.repo)
     if args.fixture_workspace is not None:
@@ -121,7 +160,7 @@ def main() -> None:
                   "a wheel workspace with tests/port/fixtures/cpu (MPS dropped from the rows of the ops they register)")
     lines = [f"# Translate porter bench: {source}", "",
              f"{len(items)} candidates (not shared); translate {counts['translate']}, recipe ports run "
-             f"{counts['recipe']}, passing the gate at {args.seeds} seed(s): {counts['passed']}.", "",
+             f"{counts['recipe']} (run now: {', '.join(sorted(only))}), passing the gate at {args.seeds} seed(s): {counts['passed']}.", "",
              "| op | kind | porter | gate (emulated) | seconds | why not translated |", "|---|---|---|---|---|---|",
              *rows]
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@ import importlib.metadata
 import importlib.util
 import json
 import platform
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,6 +76,143 @@ def opinfo_facts(*, cache_dir: Path | None = None) -> dict[str, OpInfoFacts]:
     except OSError:
         pass  # a read-only cache only costs the next op_db import
     return facts
+
+
+MODULES_FORMAT = 1
+
+
+def module_calls(modules: Iterable[str] | None = None, *, cache_dir: Path | None = None) -> dict[str, frozenset[str]]:
+    """The aten ops (overload packets, `log_sigmoid_forward`) each ModuleInfo module (`torch.nn.LogSigmoid`)
+    calls on the first CPU samples of torch's own ModuleInfo; `modules` None: every ModuleInfo. Read
+    from the cache of this torch version; only modules missing from it import torch."""
+    path = (cache_dir or user_cache_dir("modules")) / f"{torch_version()}-{MODULES_FORMAT}.json"
+    try:
+        data = {k: list(v) for k, v in json.loads(path.read_text(encoding="utf-8")).items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        data = {}
+    wanted = None if modules is None else set(modules)
+    if wanted is None or wanted - set(data):
+        data.update(_probe_modules(wanted if wanted is None else wanted - set(data)))
+        try:
+            write_text_atomic(path, json.dumps(data, sort_keys=True))
+        except OSError:
+            pass  # a read-only cache only costs the next probe
+    return {name: frozenset(ops) for name, ops in data.items() if wanted is None or name in wanted}
+
+
+def _probe_modules(wanted: set[str] | None) -> dict[str, list[str]]:
+    """Run each wanted ModuleInfo's forward on its first two CPU samples, recording the aten ops it calls."""
+    import torch
+    from torch.testing._internal.common_modules import module_db
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _Seen(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ops: set[str] = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN202
+            self.ops.add(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    found: dict[str, list[str]] = {name: [] for name in (wanted or ())}
+    for info in module_db:
+        cls = info.module_cls
+        name = f"torch.nn.{cls.__name__}" if cls.__module__.startswith("torch.nn") else None
+        if name is None or (wanted is not None and name not in wanted):
+            continue
+        seen = _Seen()
+        try:
+            for sample in info.module_inputs_func(info, device="cpu", dtype=torch.float32, requires_grad=False,
+                                                  training=False)[:2]:
+                module = cls(*sample.constructor_input.args, **sample.constructor_input.kwargs)
+                with seen:
+                    module(*sample.forward_input.args, **sample.forward_input.kwargs)
+        except (RuntimeError, TypeError, ValueError, AttributeError):
+            pass
+        found[name] = sorted(set(found.get(name, [])) | seen.ops)
+    return found
+
+
+TOLERANCE_FORMAT = 1
+_SEEDS = 64  # draws of the ModuleInfo's own samples a derived tolerance covers
+
+
+def module_tolerance(module: str, test: str, dtype: str, *,
+                     cache_dir: Path | None = None) -> tuple[float, float, str] | None:
+    """Note [module tolerances] (port/decorators.py): (atol, rtol, where from) of the toleranceOverride
+    on MPS a port writes for ModuleInfo `module`'s `test` at `dtype` (a torch dtype name), read from
+    the installed torch: the ModuleInfo's own override for that test, device and dtype when it has
+    one; else, for `test_forward`, the tolerance its own check needs of a kernel rounding once: atol
+    the largest |module(x) in float64 rounded to `dtype` - the ModuleInfo's reference_fn(x)| over its
+    own samples (seeds 0..63), rounded up to one significant digit, rtol assert_close's default for
+    the dtype. None when neither exists (no reference to derive from). Cached per torch version."""
+    path = (cache_dir or user_cache_dir("modules")) / f"{torch_version()}-tol-{TOLERANCE_FORMAT}.json"
+    key = f"{module}|{test}|{dtype}"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, TypeError):
+        data = {}
+    if key not in data:
+        data[key] = _probe_tolerance(module, test, dtype)
+        try:
+            write_text_atomic(path, json.dumps(data, sort_keys=True))
+        except OSError:
+            pass  # a read-only cache only costs the next probe
+    found = data[key]
+    return (float(found[0]), float(found[1]), str(found[2])) if found else None
+
+
+def _probe_tolerance(module: str, test: str, dtype_name: str) -> list[float | str] | None:
+    import math
+
+    import torch
+    from torch.testing._internal.common_device_type import toleranceOverride
+    from torch.testing._internal.common_modules import module_db
+
+    dtype = getattr(torch, dtype_name, None)
+    info = next((m for m in module_db if f"torch.nn.{m.module_cls.__name__}" == module), None)
+    if info is None or not isinstance(dtype, torch.dtype):
+        return None
+    for d in info.decorators:
+        if getattr(d, "is_active", None) and d.is_active("TestModule", test, "mps", dtype, {}):
+            for dec in d.decorators:
+                if isinstance(dec, toleranceOverride) and dtype in dec.d:
+                    return [float(dec.d[dtype].atol), float(dec.d[dtype].rtol), f"{module}'s own toleranceOverride"]
+    if test != "test_forward":
+        return None
+    worst, samples = 0.0, 0
+    for seed in range(_SEEDS):
+        torch.manual_seed(seed)
+        try:
+            inputs = info.module_inputs_func(info, device="cpu", dtype=dtype, requires_grad=False, training=False)
+        except (RuntimeError, TypeError, ValueError):
+            return None
+        for sample in inputs:
+            if sample.reference_fn is None:
+                continue
+            args, kwargs = sample.forward_input.args, sample.forward_input.kwargs
+            made = info.module_cls(*sample.constructor_input.args, **sample.constructor_input.kwargs)
+            try:
+                ref = sample.reference_fn(made, *args, **kwargs)
+                wide = made.to(torch.float64)(*(a.double() if isinstance(a, torch.Tensor) else a for a in args),
+                                              **kwargs)
+            except (RuntimeError, TypeError, ValueError):
+                return None
+            if not (isinstance(ref, torch.Tensor) and isinstance(wide, torch.Tensor)) or ref.shape != wide.shape:
+                return None
+            diff = (wide.to(dtype).double() - ref.double()).abs()
+            finite = torch.isfinite(diff)
+            worst = max(worst, float(diff[finite].max()) if bool(finite.any()) else 0.0)
+            samples += 1
+    if not samples or worst == 0.0:
+        return None
+    scale = 10.0 ** math.floor(math.log10(worst))
+    atol = math.ceil(worst / scale) * scale
+    rtol = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1.3e-6}.get(dtype, 0.0)
+    return [float(f"{atol:.1g}"), rtol,
+            f"{module}'s reference_fn against {dtype_name} rounded once on its own samples ({samples}): worst "
+            f"{worst:.3g}"]
 
 
 def _facts_from_op_db() -> dict[str, OpInfoFacts]:

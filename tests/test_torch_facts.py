@@ -45,7 +45,7 @@ def test_opinfo_facts_are_read_once_per_torch_version(tmp_path: Path) -> None:
 def test_resolve_and_plan_run_without_importing_torch(tmp_path: Path, wheel_workspace) -> None:
     """resolve and plan read the cached OpInfo facts; only the stages that run kernels import torch."""
     cache = tmp_path / "cache"
-    warm = "from metalport.torch_facts import opinfo_facts\nopinfo_facts()\n"
+    warm = "from metalport.torch_facts import module_calls, opinfo_facts\nopinfo_facts()\nmodule_calls()\n"
     _probe(warm, cache)
     out = _probe("import sys\n"
                  "from metalport.checkout import find_checkout\n"
@@ -54,3 +54,18 @@ def test_resolve_and_plan_run_without_importing_torch(tmp_path: Path, wheel_work
                  "'aten::heaviside')\n"
                  "print(plan.dtypes[:2], 'torch' in sys.modules)", cache)
     assert out == "('float', 'half') False"
+
+
+def test_module_tolerances_come_from_the_installed_torch(tmp_path: Path) -> None:
+    from metalport.torch_facts import module_tolerance
+
+    # a ModuleInfo's own MPS override is taken as it is
+    own = module_tolerance("torch.nn.TransformerEncoderLayer", "test_forward", "float16", cache_dir=tmp_path)
+    assert own == (1e-4, 2e-3, "torch.nn.TransformerEncoderLayer's own toleranceOverride")
+    # without one, test_forward's reference_fn on the ModuleInfo's own samples decides: LogSigmoid's
+    # half reference (sigmoid, then log, each rounded) is 2^-8 off a result rounded once
+    atol, rtol, why = module_tolerance("torch.nn.LogSigmoid", "test_forward", "float16", cache_dir=tmp_path)
+    assert (atol, rtol) == (0.004, 0.001) and "worst 0.00391" in why
+    assert module_tolerance("torch.nn.GLU", "test_memory_format", "float16", cache_dir=tmp_path) is None
+    kept = json.loads(next(tmp_path.glob("*-tol-*.json")).read_text(encoding="utf-8"))
+    assert len(kept) == 3  # cached per torch version

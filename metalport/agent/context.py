@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 MACROS = {"unary": "REGISTER_UNARY_OP", "binary": "REGISTER_BINARY_OP", "alpha": "REGISTER_BINARY_ALPHA_OP",
-          "ternary": "REGISTER_TERNARY_OP"}
+          "ternary": "REGISTER_TERNARY_OP", "halves": "REGISTER_HALVES_BACKWARD_OP"}
 HELPER_HEADERS = ("utils.h", "special_math.h")
 _DECL = re.compile(r"^(?:(?:inline|static|constexpr|constant)\s+)*[A-Za-z_][\w:<>, ]*?[\s*&]([a-z]\w*)\s*\(", re.M)
 _NOT_NAMES = frozenset({"if", "for", "while", "return", "sizeof", "static_assert", "operator"})

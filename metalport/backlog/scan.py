@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from types import SimpleNamespace
 from pathlib import Path
 
 from metalport.backlog.model import BacklogItem, Family, Status
@@ -103,7 +104,8 @@ def _classify(op: Op, sources: Sources, xfails: dict[str, list[XfailEntry]], has
         stub_assumed=route.assumed if route else None,
         kind=kind, porter=_ALREADY if status is Status.SHARED else _porter(
             op, kind, porter_for(kind, op.name in recipes,
-                                 _declined(checkout, sources, op.name, kind, recipes, cpu_index))),
+                                 _declined(checkout, sources, op.name, kind, recipes, cpu_index, _family(op),
+                                           tuple(op.entries)))),
     )
 
 
@@ -118,7 +120,8 @@ def _porter(op: Op, kind: Classification, verdict: PorterVerdict) -> PorterVerdi
 
 
 def _declined(checkout: Checkout, sources: Sources, op: str, kind: Classification, recipes: frozenset[str],
-              cpu_index: dict[str, tuple[Path, str]]) -> str | None:
+              cpu_index: dict[str, tuple[Path, str]], family: Family | None = None,
+              entries: tuple | None = None) -> str | None:
     """Why the translate porter does not take a pointwise-stub or multi-tensor op the tables lack
     (None: it does); None for any other op (the porter is not asked)."""
     if op in recipes or not kind.candidate:
@@ -130,8 +133,13 @@ def _declined(checkout: Checkout, sources: Sources, op: str, kind: Classificatio
     if kind.kind is not Kind.POINTWISE_STUB or kind.stub is None:
         return None
     from metalport.port.translate import translate_stub
+    from metalport.port.shape import operand_mismatch
 
-    return translate_stub(checkout.root, kind.stub, op, cpu_index).declined
+    found = translate_stub(checkout.root, kind.stub, op, cpu_index)
+    if not found.ok or entries is None:
+        return found.declined
+    # what operand_mismatch reads of a Resolution (resolving here would classify the op again)
+    return operand_mismatch(SimpleNamespace(op=op, family=family, entries=entries), found.arity)
 
 
 _ALREADY = PorterVerdict(Porter.NONE, "already native: MPS runs the kernel CPU and CUDA share")

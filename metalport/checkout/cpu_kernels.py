@@ -7,7 +7,8 @@ same file whose body calls `cpu_kernel(iter, lambda)` or `cpu_kernel_vec(iter, l
 usually inside an `AT_DISPATCH_*` macro (or `AT_DISPATCH_V2`) naming the dtypes that branch serves;
 a branch written outside any macro (`if (iter.dtype() == kBFloat16) { cpu_kernel_vec(...BFloat16 a...)`)
 serves the dtypes its lambda's parameter types name. Only the scalar lambda (the first after the
-iterator) says what the op computes; the vectorized one is the same math, faster, and is ignored.
+iterator) says what the op computes; the vectorized one is the same math, faster, except where it
+selects by a mask (Note [vector masks], port/translate/porter.py), so it is kept beside it.
 Names a lambda captures are looked up in the kernel's body before the call (`const float one(1);`,
 `auto beta = beta_.to<float>();`); the translator decides which are constants and which scalars.
 """
@@ -64,6 +65,9 @@ class ScalarLambda:
     branch: str  # "AT_DISPATCH_FLOATING_TYPES_AND2(kHalf, kBFloat16)" or "no dispatch macro"
     before: str  # the kernel's code from its body's start to the call (declarations of captured names)
     text: str  # the lambda as written (for the plan)
+    # cpu_kernel_vec's vectorized lambda (Note [vector masks], port/translate/porter.py): its
+    # parameters, body (comments blanked), line and text; None for cpu_kernel or an unreadable one
+    vector: tuple[tuple[tuple[str, str], ...], str, int, str] | None = None
 
     @property
     def where(self) -> str:
@@ -146,9 +150,17 @@ def _lambdas(unit: Unit, body_start: int, body_end: int) -> list[ScalarLambda]:
                                if t.replace("const", "").strip() in _PARAM_TYPES)
             branch = ("no dispatch macro", dtypes)
         file, line = unit.origin(arg_at)
+        vector = None
+        if call.group(1).endswith("_vec") and len(args) >= 3:
+            vec_at = code.index(args[2], end + 1)
+            v = _LAMBDA.match(code, vec_at)
+            if v is not None:
+                v_end = closing(code, v.end() - 1)
+                vector = (tuple(_param(p) for p in split_top_level(v.group(2))), code[v.end():v_end],
+                          unit.origin(vec_at)[1], unit.text[vec_at:v_end + 1])
         found.append(ScalarLambda(file, line, m.group(1).strip(), params, (m.group(3) or "").strip() or None,
                                   code[brace + 1:end], branch[1], branch[0], code[body_start:call.start()],
-                                  unit.text[arg_at:end + 1]))
+                                  unit.text[arg_at:end + 1], vector))
     return found
 
 

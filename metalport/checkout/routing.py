@@ -166,6 +166,42 @@ def _dtypes_of(cond: str) -> str:
     return "some"
 
 
+def _forwarded(unit: Unit, body_start: int, at: int, stub: str) -> tuple[str, ...]:
+    """The arguments after a stub passed to a helper (`unary_op_impl_float_out(result, self,
+    logit_stub, Scalar(eps ? eps.value() : -1.0))`): ATen's helpers forward them to the stub
+    after the iterator they build. () when the stub is not an argument of a call."""
+    code, depth, i = unit.code, 0, at
+    while i > body_start:
+        i -= 1
+        if code[i] in ")]}":
+            depth += 1
+        elif code[i] in "([{":
+            if depth == 0:
+                break
+            depth -= 1
+    if i <= body_start or code[i] != "(":
+        return ()
+    parts = split_top_level(_source(unit, i + 1, closing(code, i)))
+    helper = re.search(r"(\w+)\s*(?:<[^<>;]*>)?\s*$", code[body_start:i])
+    if stub not in parts or helper is None or not _forwards(code, helper.group(1), parts.index(stub)):
+        return ()
+    return tuple(parts[parts.index(stub) + 1:])
+
+
+def _forwards(code: str, helper: str, at: int) -> bool:
+    """True when `helper`, defined in the unit, takes a parameter pack right after its parameter
+    `at` (the stub): `unary_op_impl_float_out(Tensor& result, const Tensor& self, Stub& stub,
+    Args... args)` passes those on to the stub; a named parameter there (`bool
+    promotes_integer_to_float`) is the helper's own."""
+    for m in re.finditer(rf"\b{re.escape(helper)}\s*\(", code):
+        end = closing(code, m.end() - 1)
+        if not re.match(r"\s*(?:const\s*)?\{", code[end + 1:end + 40]):
+            continue  # a call, not the definition
+        params = split_top_level(code[m.end():end])
+        return len(params) > at + 1 and "..." in params[at + 1]
+    return False
+
+
 def _calls(unit: Unit, fn: Function, stubs: set[str]) -> list[StubCall]:
     code = unit.code
     found = []
@@ -180,6 +216,8 @@ def _calls(unit: Unit, fn: Function, stubs: set[str]) -> list[StubCall]:
         if after.startswith("("):
             opened = code.index("(", m.end())
             args = tuple(split_top_level(_source(unit, opened + 1, closing(code, opened)))[2:])
+        elif after[:1] in ",)":
+            args = _forwarded(unit, fn.body_start, m.start(), name)
         dtypes, cond = _condition(unit, fn.body_start + 1, m.start())
         file, line = unit.origin(m.start())
         found.append(StubCall(name, dtypes, cond, args, file, line))

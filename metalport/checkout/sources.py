@@ -205,8 +205,15 @@ class _Def:
     called: tuple[str, ...]
 
 
+# Note [grad over halves] (port/halves.py): a host launching `<kernel>_halves_<T>` by its pipeline state.
+_HALVES = re.compile(r'\bgetPipelineStateForFunc\s*\(\s*fmt::format\s*\(\s*"(\w+)_halves_\{\}"')
+
+
 def _exec_calls(unit: Unit, fn: Function) -> tuple[KernelCall, ...]:
     calls = []
+    for m in _HALVES.finditer(unit.text, fn.body_start, fn.body_end):
+        file, line = unit.origin(m.start())
+        calls.append(KernelCall("halves", m.group(1), Where(file, line), fn.name))
     for m in _EXEC.finditer(unit.code, fn.body_start, fn.body_end):
         opened = m.end() - 1
         name = _STRING.search(unit.text, opened, min(closing(unit.code, opened), fn.body_end))

@@ -15,7 +15,7 @@ NOTICE = ("The torch wheel carries no .mm / .metal sources, so this workspace is
           "not for upstream work: use a real PyTorch checkout for that.")
 _TESTING = ("common_mps.py", "common_utils.py", "__init__.py", "opinfo/__init__.py", "opinfo/core.py",
             "common_methods_invocations.py", "opinfo/definitions/special.py", "opinfo/definitions/linalg.py",
-            "opinfo/definitions/fft.py", "opinfo/definitions/_masked.py")
+            "opinfo/definitions/fft.py", "opinfo/definitions/_masked.py", "common_modules.py")
 GIT_IDENTITY = ("-c", "user.name=metalport", "-c", "user.email=metalport@localhost",
                 "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main")
 

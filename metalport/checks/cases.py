@@ -29,7 +29,8 @@ from metalport.checks.edges import edge_sets
 from metalport.checks.hostmodel import UnmodelledCall
 from metalport.checks.numerics import (Numerics, beyond_values, draw, draw_small, grid, numerics_for, tiny_values,
                                        value_sets)
-from metalport.checks.samples import Call, Family, IteratorView, bind, find_opinfos, opinfo_calls, schema_template, selector_values
+from metalport.checks.samples import (Call, Family, IteratorView, autograd_calls, bind, find_opinfos, opinfo_calls,
+                                      schema_template, selector_values)
 from metalport.checks.specials import special_sets
 from metalport.checks.speclaunch import INDEX_LIMIT
 
@@ -58,23 +59,29 @@ class Case:
 
 def build_cases(family: Family, base: str, packet: Any, dtype: torch.dtype, gen: torch.Generator,
                 held_out: bool, selectors: frozenset[str] = frozenset(),
-                view: IteratorView | None = None) -> tuple[list[Case], list[str]]:
+                view: IteratorView | None = None, unset: dict[str, float] | None = None
+                ) -> tuple[list[Case], list[str]]:
     """The cases for one dtype (OpInfo, random, then held-out) and why recorded calls were skipped.
 
     `selectors`: arguments whose value picks the host's kernel (Note [argument-selected kernels] in
     `hostcode`, div's rounding_mode): recorded calls passing them are bound, and random and held-out
-    values are drawn for each value the OpInfo samples give them (layouts only for the first)."""
+    values are drawn for each value the OpInfo samples give them (layouts only for the first).
+    `unset`: optional scalars the CPU kernel passes the stub as one Scalar, with the value it gives
+    an unset one (Note [unset optionals at the stub] in `hostcode`)."""
     infos = find_opinfos(base)
     info = infos[0] if infos else None
     numerics = numerics_for(base, info, family.arity)
     skipped: list[str] = []
     cases: list[Case] = []
     templates: dict[str, Call] = {}  # one per selector value ("" without selectors), first come
-    if info is not None:
-        recorded = [c for i in infos for c in opinfo_calls(i, packet, dtype)]
+    # A backward over halves with no OpInfo of its own (glu_backward; its schema alone gives no call of
+    # two shapes) is served the calls autograd makes on its forward's samples (`autograd_calls`).
+    backward = autograd_calls(base, packet, dtype) if info is None and family is Family.HALVES_BACKWARD else []
+    if info is not None or backward:
+        recorded = [c for i in infos for c in opinfo_calls(i, packet, dtype)] + backward
         for k, (func, args, kwargs) in enumerate(recorded):
             try:
-                call = bind(func, args, kwargs, family, selectors, view)
+                call = bind(func, args, kwargs, family, selectors, view, unset)
             except UnmodelledCall as err:
                 skipped.append(str(err))
                 continue
@@ -86,7 +93,7 @@ def build_cases(family: Family, base: str, packet: Any, dtype: torch.dtype, gen:
             templates.setdefault(_selected(c.call, selectors), c.call)
     if not templates:
         overload = getattr(packet, "default", None) or getattr(packet, packet.overloads()[0])
-        template = schema_template(view.op if view is not None else overload, family, dtype, gen, view)
+        template = schema_template(view.op if view is not None else overload, family, dtype, gen, view, unset)
         if template is not None:
             templates[""] = template
     for n, (key, template) in enumerate(templates.items()):
@@ -172,10 +179,13 @@ class _Maker:
         beyond = [beyond_values(d) for d in self.dtypes]
         if len(beyond) == 3:
             beyond = [v[:5] for v in beyond]
+        # the largest finite values (and, for complex, infinite imaginary parts) are OpInfo's large and
+        # extremal kinds: judged where PyTorch judges those
+        beyond_scope = self.numerics.accepted("extremal" if self.dtype.is_complex else "large", self.dtype)
         out.append(self._case("held-out beyond the value sets", grid(beyond, self.dtypes), "held-out",
-                              accepted=None))
+                              accepted=beyond_scope))
         out.append(self._case("held-out beyond the value sets, ILP kernel", grid(beyond, self.dtypes), "held-out",
-                              "ilp", accepted=None))
+                              "ilp", accepted=beyond_scope))
         return out + self._edges() + self._specials() + (self._layouts() if layouts else [])
 
     def _specials(self) -> list[Case]:
@@ -220,7 +230,7 @@ class _Maker:
                                       accepted=accepted))
             if any(not _same(a, b) for a, b in zip(raw, restricted)):
                 out.append(self._case(f"held-out {kind} values outside the domain{which}", raw, "held-out",
-                                      accepted=None))
+                                      accepted=accepted))
         return out
 
     def _layouts(self) -> list[Case]:

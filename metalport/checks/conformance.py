@@ -37,7 +37,7 @@ from metalport.checks.speccases import build_spec_cases, spec_opinfo
 from metalport.checks.hostmodel import MissingKernel, UnmodelledCall, metal_type_name
 from metalport.checks.judge import (ANY_OCCURRENCE, TRUTH_NOTE, any_occurrence, judge_outputs, mask_unset,
                                     meta_refuses, refusal_problem, spec_truth, unset_filled)
-from metalport.checks.oracle import AMBIGUOUS, conditioning, truth_calls
+from metalport.checks.oracle import AMBIGUOUS, conditioning, correctly_rounded, reach, truth_calls
 from metalport.checks.report import (KINDS, NO_HOST_MODEL, ConformanceReport, DtypeVerdict, Tally, first_few,
                                      judged_report)
 from metalport.checks.runner import (CRASHED, REJECTED, CaseResult, Prepared, dispatch, explained, judge_case,
@@ -188,6 +188,7 @@ class DtypeRun:
         self.out_of_scope: list[str] = []
         self.held_inputs: list[str] = []
         self.unmodelled: list[str] = []
+        self.crashed: list[str] = []  # generated cases whose CPU reference crashed or hung (dropped)
         self.opinfo_unjudged: list[str] = []  # OpInfo calls the host model does not cover (Note [not judged])
         self.explanations: list[Explanation] = []  # failing elements of regular cases (`--explain`)
         self.held_explanations: list[Explanation] = []  # of held-out cases: shown only with --show-held-out
@@ -199,6 +200,11 @@ class DtypeRun:
         if result.skipped is not None:
             if result.skipped.startswith(REJECTED):
                 self.rejected += 1  # a generated input torch itself refuses: no case, no host-model gap
+                return
+            if result.skipped.startswith(CRASHED) and case.kind != "opinfo":
+                # torch CPU has no answer (it trapped, or looped past its time bound): dropped and
+                # counted as a refused input is, no host-model gap (an OpInfo sample stays a skip)
+                self.crashed.append(result.skipped)
                 return
             self.skipped += 1
             self.unmodelled.append(result.skipped)
@@ -268,9 +274,10 @@ class DtypeRun:
 
 
 def _truths(cases: Sequence[Case], staged: Sequence[Prepared | CaseResult]
-            ) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
-    """(truth, conditioning) per floating case: the op in float64/complex128 on the upcast inputs,
-    and sum |x df/dx| from its perturbed evaluations (Note [the oracle])."""
+            ) -> dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]]:
+    """(truth, conditioning, reach) per floating case: the op in float64/complex128 on the upcast
+    inputs, sum |x df/dx| from its perturbed evaluations (Note [the oracle]) and its values at the
+    neighbouring inputs (Note [a jump between neighbours])."""
     wanted = [k for k, item in enumerate(staged) if isinstance(item, Prepared)
               and (item.expected.is_floating_point() or item.expected.is_complex())]
     groups = [truth_calls(cases[k].call) for k in wanted]
@@ -280,8 +287,10 @@ def _truths(cases: Sequence[Case], staged: Sequence[Prepared | CaseResult]
         results = [next(outcomes) for _ in group]
         truth = results[0]
         if isinstance(truth, torch.Tensor) and truth.shape == staged[k].expected.shape:
-            perturbed = [r for r in results[1:] if isinstance(r, torch.Tensor)]
-            out[k] = (truth, conditioning(truth, perturbed))
+            perturbed = [r if isinstance(r, torch.Tensor) else None for r in results[1:]]
+            # no floating operand, nothing perturbed: the conditioning is not measured (no relative bound)
+            eps = torch.finfo(staged[k].expected.dtype.to_real()).eps
+            out[k] = (truth, conditioning(truth, perturbed, eps) if perturbed else None, reach(truth, perturbed))
     return out
 
 
@@ -342,7 +351,7 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
         # registered kernel then sees it negated, as on MPS.
         negate = any(a.replace(" ", "") == "-alpha" for a in host.stub_args)
         report = _run(kernels, name, base, kernel, packet, files, checkout_root, chosen, dtypes, include_held_out,
-                      seed, negate_alpha=negate, outputs=outputs, modes=host.modes, view=view)
+                      seed, negate_alpha=negate, outputs=outputs, modes=host.modes, view=view, unset=host.unset)
         if view is not None:  # Note [iterator operands]: what is judged and what is not, said
             report = dataclasses.replace(report, reason="; ".join(r for r in (report.reason, view.describe()) if r))
         if legacy is None:
@@ -353,7 +362,8 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
 def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, files: list[Path],
          checkout_root: Path, chosen: str, dtypes: Sequence[str] | None, include_held_out: bool,
          seed: int | None, *, negate_alpha: bool = False, outputs: int = 1,
-         modes: tuple[tuple[str, str | None, str], ...] = (), view: IteratorView | None = None) -> ConformanceReport:
+         modes: tuple[tuple[str, str | None, str], ...] = (), view: IteratorView | None = None,
+         unset: dict[str, float] | None = None) -> ConformanceReport:
     found = classify(kernels.names, kernel) if outputs == 1 else None
     if outputs == 2 and classify_two_outputs(kernels.names, kernel):
         found = Family.UNARY_TWO_OUTPUTS, classify_two_outputs(kernels.names, kernel)
@@ -384,11 +394,17 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
     binding = Family.BINARY_ALPHA if alpha_kernel else family
     selectors = frozenset(arg for arg, _, _ in modes)  # Note [argument-selected kernels] in hostcode
     built = {dtype: build_cases(binding, base, packet, dtype, case_generator(seed, dtype), include_held_out,
-                                selectors, view) for dtype in wanted}
+                                selectors, view, unset) for dtype in wanted}
     every = [c.call for cases, _ in built.values() for c in cases]
-    outcomes = iter(references(every))  # one guarded child for all dtypes, not one each
-    for dtype, (cases, skipped) in built.items():
+    answers = list(references(every))  # one guarded child for all dtypes, not one each
+    per_row, start = {}, 0
+    for dtype, (cases, _) in built.items():
+        per_row[dtype], start = answers[start:start + len(cases)], start + len(cases)
+    basic: dict[torch.dtype, bool] = {}  # Note [held-out accuracy]: the op behaves as a basic operation
+    # (float32 first: a half or bfloat16 row takes its answer, as CPU computes them in float32 and rounds)
+    for dtype, (cases, skipped) in sorted(built.items(), key=lambda item: item[0] != torch.float32):
         metal = metal_type_name(dtype)
+        outcomes = iter(per_row[dtype])
         where_file = next((f for f in files if _register_line(f, kernel, metal)), files[0])
         run = DtypeRun(dtype, (_rel(where_file, checkout_root), _register_line(where_file, kernel, metal)))
         run.skipped += len(skipped)
@@ -400,15 +416,20 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
         ready = [p for p in staged if isinstance(p, Prepared)]
         errors = dict(zip(map(id, ready), dispatch(kernels, ready)))
         truths = _truths(cases, staged)
+        basic[dtype] = basic.get(torch.float32, True) if dtype in (torch.float16, torch.bfloat16) else \
+            correctly_rounded([staged[k].expected for k in truths], [t for t, _, _ in truths.values()])
         for k, (case, item) in enumerate(zip(cases, staged)):
             if isinstance(item, Prepared):
                 tol = tolerance_for(base, item.expected.dtype, info)
                 order = case.call.args[0] if case.call.args and type(case.call.args[0]) is int else None
-                item = judge_case(item, errors[id(item)], tol, truths.get(k), case.operands(), base, order)
+                item = judge_case(item, errors[id(item)], tol, truths.get(k), case.operands(), base, order,
+                                  case.kind == "held-out" and not basic[dtype])
             run.add(item, case)
-        unmodelled += run.unmodelled
+        unmodelled += run.unmodelled + run.crashed
         rejected += run.rejected
         verdicts.append(run.verdict())
+    rows = [str(d).removeprefix("torch.") for d in built]  # back in the registration's order
+    verdicts.sort(key=lambda v: rows.index(v.dtype) if v.dtype in rows else len(rows))
     return _report(name, chosen, tuple(verdicts), unmodelled, rejected, seed)
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from metalport.port.decorators import OPINFO_FILES, find_decorators, narrow_decorators
+from metalport.port.decorators import MODULES_FILE, OPINFO_FILES, find_decorators, module_failures, narrow_decorators
 from metalport.port.host import has_legacy
 from metalport.port.plan_model import COMMON_MPS, PortPlan
 from metalport.port.xfail import XFAIL_LIST_NAME
@@ -199,6 +199,8 @@ def _path_checks(changes: _Changes, plan: PortPlan) -> Iterator[Failure]:
 
 def _cheat_checks(changes: _Changes) -> Iterator[Failure]:
     for rel, lines in sorted(changes.added.items()):
+        if rel == MODULES_FILE:  # every added element there is checked by `_module_tolerance_checks`
+            continue
         for line, text in lines:
             code = text.split("//", 1)[0] if rel.endswith((".mm", ".metal", ".h", ".cpp")) else text
             for what, pattern in _CHEATS:
@@ -248,6 +250,78 @@ def _decorator_checks(base_root: Path, worktree_root: Path, changes: _Changes, p
     yield from _narrowing_consistency(plan)
 
 
+def _module_lists(text: str) -> tuple[dict[str, list[ast.expr]], str]:
+    """(ModuleInfo module -> its decorators/skips elements, the module's AST dump with those lists
+    emptied, to compare everything else)."""
+    tree = ast.parse(text)
+    lists: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "ModuleInfo" and node.args:
+            for k in node.keywords:
+                if k.arg in ("decorators", "skips") and isinstance(k.value, (ast.List, ast.Tuple)):
+                    lists.setdefault(ast.unparse(node.args[0]), []).extend(k.value.elts)
+                    k.value = ast.Constant(None)
+    return lists, ast.dump(tree)
+
+
+def _tolerance_for(node: ast.expr) -> tuple[str | None, set[str], set[str] | None] | None:
+    """(test, dtypes of the toleranceOverride's dict, the DecorateInfo's dtypes or None) of an MPS
+    `DecorateInfo(toleranceOverride({...}), cls, test, device_type='mps', ...)`, else None."""
+    if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "DecorateInfo" and node.args
+            and isinstance(node.args[0], ast.Call) and ast.unparse(node.args[0].func) == "toleranceOverride"
+            and node.args[0].args and isinstance(node.args[0].args[0], ast.Dict)):
+        return None
+    device = next((k.value for k in node.keywords if k.arg == "device_type"), None)
+    if not (isinstance(device, ast.Constant) and device.value == "mps"):
+        return None
+    test = node.args[2].value if len(node.args) > 2 and isinstance(node.args[2], ast.Constant) else None
+    keys = {ast.unparse(k).removeprefix("torch.") for k in node.args[0].args[0].keys if k is not None}
+    given = next((k.value for k in node.keywords if k.arg == "dtypes"), None)
+    dtypes = {ast.unparse(e).removeprefix("torch.") for e in given.elts} \
+        if isinstance(given, (ast.List, ast.Tuple, ast.Set)) else None
+    return test, keys, dtypes
+
+
+def _module_tolerance_checks(base_root: Path, worktree_root: Path, changes: _Changes,
+                             plan: PortPlan) -> Iterator[Failure]:
+    """Note [module tolerances] (port/decorators.py): common_modules.py changes only by replacing a
+    planned MPS failure decorator of a ModuleInfo with a toleranceOverride for the same test, on MPS,
+    over dtypes within the replaced decorator's."""
+    if MODULES_FILE not in changes.paths:
+        return
+    base = _base_text(base_root, changes, MODULES_FILE) or ""
+    path = worktree_root / MODULES_FILE
+    try:
+        (before, rest_before), (after, rest_after) = _module_lists(base), _module_lists(
+            path.read_text(encoding="utf-8") if path.is_file() else "")
+    except SyntaxError as err:
+        yield _fail("decorators", f"{MODULES_FILE} does not parse: {err.msg}", MODULES_FILE, err.lineno)
+        return
+    if rest_before != rest_after:
+        yield _fail("decorators", f"{MODULES_FILE} changed outside its ModuleInfos' decorator lists", MODULES_FILE)
+    planned = {(m, t, frozenset(d)) for _, m, t, d in plan.module_tolerances}
+    for module in sorted(set(before) | set(after)):
+        old = {ast.unparse(e): e for e in before.get(module, [])}
+        new = {ast.unparse(e): e for e in after.get(module, [])}
+        removed = {k: old[k] for k in old.keys() - new.keys()}
+        replaced = {}
+        for text, node in removed.items():
+            found = next((f for f in module_failures(f"ModuleInfo({module}, skips=({text},))")), None)
+            key = (module, found.test, frozenset(found.dtypes or ())) if found else None
+            if key not in planned:
+                yield _fail("decorators", f"{module}: a decorator the plan does not replace was removed: {text[:100]}",
+                            MODULES_FILE)
+            else:
+                replaced[found.test] = set(found.dtypes or ())
+        for text in sorted(new.keys() - old.keys()):
+            tol = _tolerance_for(new[text])
+            if tol is None or tol[0] not in replaced or not tol[1] or not tol[1] <= replaced[tol[0]] \
+                    or (tol[2] is not None and not tol[2] <= replaced[tol[0]]):
+                yield _fail("decorators", f"{module}: added {text[:100]}; only a toleranceOverride on MPS for the "
+                            f"test and dtypes of an MPS failure decorator the port replaces is accepted",
+                            MODULES_FILE)
+
+
 def _narrowing_consistency(plan: PortPlan) -> Iterator[Failure]:
     """A decorator meaning every dtype and an xfail entry meaning every dtype are narrowed to the
     same dtypes (both are what the port leaves out)."""
@@ -266,6 +340,7 @@ def check_contract(base_root: Path, worktree_root: Path, plan: PortPlan) -> list
     failures += _legacy_checks(worktree_root, plan)
     failures += _xfail_checks(base_root, worktree_root, changes, plan)
     failures += _decorator_checks(base_root, worktree_root, changes, plan)
+    failures += _module_tolerance_checks(base_root, worktree_root, changes, plan)
     failures += _path_checks(changes, plan)
     failures += _cheat_checks(changes)
     return failures

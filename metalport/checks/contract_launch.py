@@ -72,12 +72,14 @@ def _bodies_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
         if fn is None:
             yield _fail("bodies", f"{function} is no longer defined; its row still names it", rel)
         elif fn.kind is ImplKind.GRAPH or not any(c.kernel == plan.kernel_name for c in fn.calls):
-            yield _fail("bodies", f"{function} does not launch {plan.kernel_name} through an exec_*_kernel call",
+            yield _fail("bodies", f"{function} does not launch {plan.kernel_name} through an exec_*_kernel call "
+                        f"(or, for a backward over halves, its `{plan.kernel_name}_halves_{{}}` pipeline)",
                         fn.where.file, fn.where.line)
     kernel_file = worktree_root / (plan.kernel_file or "")
     text = kernel_file.read_text(encoding="utf-8") if plan.kernel_file and kernel_file.is_file() else ""
     for t in plan.dtypes:
-        if not re.search(rf"\bREGISTER_\w+_OP\(\s*{re.escape(plan.kernel_name or '')}\s*,\s*{t}\s*,", text):
+        # `REGISTER_HALVES_BACKWARD_OP(op, T)` takes one type (Note [grad over halves], port/halves.py)
+        if not re.search(rf"\bREGISTER_\w+_OP\(\s*{re.escape(plan.kernel_name or '')}\s*,\s*{t}\s*[,)]", text):
             yield _fail("bodies", f"{plan.kernel_name} is not registered for {t}", plan.kernel_file)
 
 

@@ -5,7 +5,8 @@
 `nan_to_num_dense_float_float_NanToNumParams_float`), the binary macros
 `<op>_dense_broadcast_<out>_<in>[_<alpha>]`, the ternary ones `<op>_strided_cast_<out>`, and
 ternary kernels with a scalar (Note [ternary alpha kernels], metalport/port/functor_sources.py)
-`<op>_dense_<out>_<in>_<alpha>` with `<op>_strided_cast_<out>_<alpha>`.
+`<op>_dense_<out>_<in>_<alpha>` with `<op>_strided_cast_<out>_<alpha>`, and a backward over the
+halves of its input (Note [grad over halves], metalport/port/halves.py) `<op>_halves_<T>`.
 Only names of the form `<op>_<flavour>_<metal types>` count, so `add_relu_…` is not `add`.
 """
 
@@ -18,7 +19,7 @@ import torch
 from metalport.checks.hostmodel import METAL_DTYPES
 from metalport.checks.samples import Family
 
-_FLAVOUR_WORDS = {"dense", "strided", "scalar", "lhs", "rhs", "broadcast", "cast", "castout", "ilp", "ilp4"}
+_FLAVOUR_WORDS = {"dense", "strided", "scalar", "lhs", "rhs", "broadcast", "cast", "castout", "ilp", "ilp4", "halves"}
 
 
 def _split(name: str, base: str) -> tuple[str, tuple[str, ...]] | None:
@@ -55,6 +56,9 @@ def classify(names: Iterable[str], base: str) -> tuple[Family, list[torch.dtype]
         (Family.UNARY, "dense_scalar", 2),
         (Family.UNARY_ALPHA, "dense", 3),
     )
+    halves = {METAL_DTYPES[t[0]] for f, t in parsed if f == "halves" and len(t) == 1}
+    if halves:  # Note [grad over halves]: `<op>_halves_<T>` (port/halves.py)
+        return Family.HALVES_BACKWARD, [d for d in METAL_DTYPES.values() if d in halves]
     ternary_alpha = any(f == "strided_cast" and len(t) == 2 for f, t in parsed)
     for family, flavour, arity in rules:
         got = inputs(flavour, arity)

@@ -60,6 +60,12 @@ class HostCode:
         """The arguments whose value picks the kernel."""
         return frozenset(arg for arg, _, _ in self.modes)
 
+    @property
+    def unset(self) -> dict[str, float]:
+        """Note [unset optionals at the stub]: optional scalar argument -> the value the stub gets
+        when the call leaves it unset, read from what the CPU kernel passes the stub."""
+        return dict(u for a in self.stub_args if (u := unset_value(a)) is not None)
+
     def kernel_for(self, values: dict[str, object]) -> str | None:
         """The kernel the host runs for a call whose selector arguments have `values`, None when no
         mode matches (the default kernel runs only where the call sets no selector)."""
@@ -67,6 +73,26 @@ class HostCode:
             if arg in values and values[arg] == value:
                 return kernel
         return None
+
+
+# Note [unset optionals at the stub]: a `float?` argument the CPU kernel turns into the stub's one
+# Scalar (`logit_out`: `Scalar(eps ? eps.value() : -1.0)`; `eps.value_or(-1.0)`) reaches the kernel
+# as that Scalar, its literal standing for "unset"; the host model fills the params field with it.
+_LIT = r"(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)[fF]?"
+_UNSET = (re.compile(rf"^(\w+)\s*(?:\.\s*has_value\s*\(\s*\))?\s*\?\s*(?:\*\s*(\w+)|(\w+)\s*\.\s*value\s*\(\s*\))"
+                     rf"\s*:\s*{_LIT}$"),
+          re.compile(rf"^(\w+)\s*\.\s*value_or\s*\(\s*{_LIT}\s*\)$"))
+
+
+def unset_value(arg: str) -> tuple[str, float] | None:
+    """(optional argument, value) when a stub argument reads `name ? name.value() : literal`,
+    `name.value_or(literal)` (in a `Scalar(...)` or not), else None."""
+    arg = re.sub(r"^\s*(?:c10::)?Scalar\s*\((.*)\)\s*$", r"\1", arg).strip()
+    m = _UNSET[0].match(arg)
+    if m is not None and (m.group(2) or m.group(3)) == m.group(1):
+        return m.group(1), float(m.group(4))
+    m = _UNSET[1].match(arg)
+    return (m.group(1), float(m.group(2))) if m is not None else None
 
 
 _EQUALS = re.compile(r'^\s*\*\s*(\w+)\s*==\s*"(\w+)"\s*$')

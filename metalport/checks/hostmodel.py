@@ -22,7 +22,7 @@ from collections.abc import Container, Iterable, Sequence
 
 import torch
 
-from metalport.checks.iteration import Geometry, Iteration
+from metalport.checks.iteration import Geometry, Iteration, storage_extent
 from metalport.checks.backend import Buffer, Const, Launch
 
 _METAL_TYPE: dict[torch.dtype, str] = {
@@ -400,3 +400,56 @@ def plan_ternary_alpha(name: str, names: Container[str], it: Iteration, a: torch
                 Const("uint", (scalar_type_code(out.dtype),)))
     return Launch(_need(names, f"{name}_strided_cast_{o}_{al.c_type}"), (*bufs, al, *geometry), (g.numel,),
                   tensors)
+
+
+def halves_input(a: torch.Tensor, b: torch.Tensor, dim: int) -> torch.Tensor:
+    """The tensor a backward over halves receives (Note [grad over halves], port/halves.py): `a` and
+    `b` joined along `dim`, laid out in `a`'s order of dimensions, and strided with gaps when `a` is
+    (so a case's layout reaches the kernel as the strides of one tensor)."""
+    joined = torch.cat([a, b], dim)
+    if a.dim() == 0 or a.is_contiguous() or joined.numel() == 0:
+        return joined
+    order = sorted(range(a.dim()), key=lambda d: (a.stride(d), a.shape[d]), reverse=True)  # outermost first
+    back = sorted(range(a.dim()), key=lambda d: order[d])
+    laid = joined.permute(order).contiguous().permute(back)
+    if storage_extent(a) == a.numel():  # dense: no gaps between its elements
+        return laid
+    inner = order[-1]
+    wide = list(laid.shape)
+    wide[inner] *= 2
+    spread = torch.empty([wide[d] for d in order], dtype=laid.dtype).permute(back)
+    view = spread[(slice(None),) * inner + (slice(None, None, 2),)]
+    view.copy_(laid)
+    return view
+
+
+def plan_halves_backward(name: str, names: Container[str], a: torch.Tensor, b: torch.Tensor, grad: torch.Tensor,
+                         dim: int, out_dtype: torch.dtype) -> tuple[Launch | None, torch.Tensor]:
+    """(the launch, the poisoned output) of a backward over the halves of its input as the port's host
+    makes it (Note [grad over halves], port/halves.py): `grad_input` allocated of the joined shape
+    (contiguous), then `<name>_halves_<T>(grad_input, input, grad_output, sizes, grad_input strides,
+    input strides, grad_output strides, grad_input half offset, input half offset, ndim)` with byte
+    strides over the halved shape, innermost first, one thread per element of it; no launch when it
+    is empty. UnmodelledCall when the operands' dtypes differ (the host takes one type)."""
+    from metalport.checks.poison import poisoned
+
+    full = halves_input(a, b, dim)
+    if len({full.dtype, grad.dtype, out_dtype}) > 1:
+        raise UnmodelledCall(f"{name} over {full.dtype} with a {grad.dtype} gradient (the host takes one type)")
+    out = poisoned(max(full.numel(), 1), out_dtype)[:full.numel()].view(full.shape)
+    if grad.numel() == 0:
+        return None, out
+    if tuple(grad.shape) != tuple(a.shape):
+        raise UnmodelledCall(f"{name}'s gradient {tuple(grad.shape)} is not the halved shape {tuple(a.shape)}")
+    kernel = _need(names, f"{name}_halves_{metal_type_name(full.dtype)}")
+    dims = list(reversed(range(full.dim())))  # innermost first
+    half = full.shape[dim] // 2
+
+    def strides(t: torch.Tensor) -> tuple[int, ...]:
+        return tuple(t.stride(d) * t.element_size() for d in dims)
+
+    args = (Buffer(0), Buffer(1), Buffer(2), Const("long*", tuple(a.shape[d] for d in dims)),
+            Const("long*", strides(out)), Const("long*", strides(full)), Const("long*", strides(grad)),
+            Const("long", (out.stride(dim) * half * out.element_size(),)),
+            Const("long", (full.stride(dim) * half * full.element_size(),)), Const("uint", (full.dim(),)))
+    return Launch(kernel, args, (grad.numel(),), (out, full, grad)), out

@@ -60,13 +60,15 @@ def _name(dtype: torch.dtype, shape: Sequence[int]) -> str:
 def judge_outputs(got: Sequence[torch.Tensor], want: Sequence[torch.Tensor], tols: Sequence[Tolerance],
                   kernel: str, *, truths: Truths = (), conds: Sequence[torch.Tensor | None] = (),
                   refine: Refine | None = None, operands: Sequence[torch.Tensor] = (),
-                  named: bool = True) -> Judgement:
+                  named: bool = True, reached: torch.Tensor | None = None, held_out: bool = False) -> Judgement:
     """Judge the kernel's outputs `got` against torch's CPU results `want` at `tols` (one per output).
 
     `conds`: the conditioning of each output's truth (Note [the oracle]); a function as `truths` is
     for outputs without it (no relative bound applies, so an output CPU's result accepts is right
     and the truth is computed only for the others). `refine` improves output 0's truth; `operands`
     show output 0's failing input. `named`: a problem of output 0 is prefixed `output 0: ` too.
+    `reached`: output 0's values at the neighbouring inputs (Note [a jump between neighbours] in `oracle`);
+    `held_out`: inputs no PyTorch test feeds (Note [held-out accuracy] in `oracle`).
     """
     verdicts: list[Verdict] = []
     lazy = callable(truths)
@@ -93,11 +95,12 @@ def judge_outputs(got: Sequence[torch.Tensor], want: Sequence[torch.Tensor], tol
             truth = known[n] if n < len(known) else None
             if truth is not None and tuple(truth.shape) == tuple(w.shape):
                 cpu_alone = verdict
-                verdict = acceptable(g, w, truth, tol, cond, shown)
+                near = reached if n == 0 else None
+                verdict = acceptable(g, w, truth, tol, cond, shown, near, held_out)
                 if bool(verdict.bad.any()) and refine is not None and n == 0:
                     finer = refine(truth, verdict.bad)
                     if finer is not None:
-                        truth, verdict = finer, acceptable(g, w, finer, tol, cond, shown)
+                        truth, verdict = finer, acceptable(g, w, finer, tol, cond, shown, near, held_out)
                 by_truth = by_truth or (lazy and cpu_alone is not None and bool(cpu_alone.bad.any())
                                         and not bool(verdict.bad.any()))
             else:

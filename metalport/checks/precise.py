@@ -10,7 +10,9 @@ to lose digits in places a float32 kernel can be judged on:
   * lgamma near its negative poles and near the zeros of log|Gamma| past x = -2, where a result
     close to 0 comes out of a cancellation;
   * special_zeta (Hurwitz zeta), whose Euler-Maclaurin sum is good to about 1e-15 relative only
-    away from x = 1 and for moderate q.
+    away from x = 1 and for moderate q;
+  * glu_backward's second half, `(1 - s) * s * a * grad` with s = sigmoid(b) rounded within an ulp of
+    1 once b is past ~30 (its output is both halves, Note [grad over halves] in port/halves.py).
 
 Only where the float64 truth finds a kernel element wrong, with every operand within 1e4 in
 magnitude, is that element recomputed with mpmath at 40 significant digits (the rest stands, up
@@ -67,8 +69,18 @@ def _zeta(mp: Any, x: float, q: float, *_: float) -> Any:
     return mp.zeta(x, q)
 
 
-# op base name -> (function of the operand values, whether its first argument is an integer order)
-_PRECISE: dict[str, tuple[Callable[..., Any], bool]] = {
+def _glu_backward(mp: Any, a: float, b: float, g: float) -> Any:
+    """(gradient of the first half, of the second) at one position of the halved shape: CPU's float64
+    `(1 - s) * s * a * g` loses digits once s = sigmoid(b) is within an ulp of 1 (b past ~30; at
+    b = 35.9 it is 13% off); here s * (1 - s) is e^-b / (1 + e^-b)^2, without the cancellation."""
+    e = mp.exp(-mp.mpf(b))
+    return (g / (1 + e), e / (1 + e) ** 2 * g * a)
+
+
+# op base name -> (function of the operand values, whether its first argument is an integer order,
+# whether its output is the two halves of a backward over halves, Note [grad over halves] in
+# port/halves.py: the function returns both halves' values at one position of the operands' shape)
+_PRECISE: dict[str, tuple[Callable[..., Any], bool] | tuple[Callable[..., Any], bool, bool]] = {
     "lgamma": (_lgamma, False),
     "digamma": (_digamma, False),
     "special_digamma": (_digamma, False),
@@ -76,6 +88,7 @@ _PRECISE: dict[str, tuple[Callable[..., Any], bool]] = {
     "polygamma": (_polygamma, True),
     "special_polygamma": (_polygamma, True),
     "special_zeta": (_zeta, False),
+    "glu_backward": (_glu_backward, False, True),
 }
 
 
@@ -93,7 +106,9 @@ def refine(op: str, operands: Sequence[torch.Tensor], order: Any, truth: torch.T
         return None
     import mpmath
 
-    fn, takes_order = entry
+    if len(entry) == 3:
+        return _refine_halves(mpmath, entry[0], operands, truth, doubt)
+    fn, takes_order = entry[0], entry[1]
     flat_doubt = doubt.reshape(-1).nonzero().reshape(-1)[:MAX_ELEMENTS]
     columns = [torch.broadcast_to(o, truth.shape).reshape(-1).double() for o in operands]
     refined = truth.reshape(-1).double().clone()
@@ -112,6 +127,30 @@ def refine(op: str, operands: Sequence[torch.Tensor], order: Any, truth: torch.T
             refined[i] = float(value)
             changed = True
     return refined.reshape(truth.shape).to(truth.dtype) if changed else None
+
+
+def _refine_halves(mpmath: Any, fn: Callable[..., Any], operands: Sequence[torch.Tensor], truth: torch.Tensor,
+                   doubt: torch.Tensor) -> torch.Tensor | None:
+    """`refine` of a backward over halves (Note [grad over halves]): the truth is the two halves of the
+    operands' shape joined along the one dim where it is twice theirs; each doubtful element is
+    recomputed from the operands at its position in its half."""
+    shape = tuple(operands[0].shape) if operands else ()
+    dims = [d for d in range(truth.dim()) if len(shape) == truth.dim() and truth.shape[d] == 2 * shape[d]]
+    if len(dims) != 1 or any(truth.shape[d] != shape[d] for d in range(truth.dim()) if d != dims[0]):
+        return None
+    refined = truth.double().clone()
+    columns = [o.double() for o in operands]
+    changed, left = False, MAX_ELEMENTS
+    with mpmath.workdps(_DPS):
+        for half, (part, bad) in enumerate(zip(refined.chunk(2, dims[0]), doubt.chunk(2, dims[0]))):
+            for at in bad.nonzero().tolist()[:left]:
+                left -= 1
+                values = [float(c[tuple(at)]) for c in columns]
+                if any(v != v or abs(v) == math.inf or abs(v) > _REACH for v in values):
+                    continue  # NaN, infinite or huge: float64 stands
+                part[tuple(at)] = float(fn(mpmath, *values)[half])
+                changed = True
+    return refined.to(truth.dtype) if changed else None
 
 
 __all__ = ["MAX_ELEMENTS", "has_precise_truth", "refine"]

@@ -8,20 +8,21 @@ from typing import Any
 
 import torch
 
-from metalport.checks.backend import KernelSet, Launch
+from metalport.checks.backend import Buffer, Const, KernelSet, Launch
 from metalport.checks.explain import Explanation, explain
 from metalport.checks.guard import Crashed, Outcome, Refused, needs_guard, refusal, run_guarded
-from metalport.checks.hostmodel import (MissingKernel, UnmodelledCall, plan_binary, plan_binary_with_params,
-                                        plan_ternary,
+from metalport.checks.hostmodel import (MissingKernel, UnmodelledCall, halves_input, metal_type_name, plan_binary,
+                                        plan_binary_with_params, plan_halves_backward, plan_ternary,
                                         plan_ternary_alpha, result_dtype, plan_two_outputs, plan_unary)
 from metalport.checks.judge import judge_outputs
 from metalport.checks.precise import has_precise_truth, refine
 from metalport.checks.iteration import build_iteration, flat_buffer
 from metalport.checks.poison import poisoned
-from metalport.checks.samples import Call, Family
+from metalport.checks.samples import Call, Family, HalvesOp
 from metalport.checks.tolerances import Tolerance, largest_error
 
 _NO_MPS_DTYPES = (torch.float64, torch.complex128)
+_METAL_NAMED = (torch.float32, torch.float16, torch.bfloat16)  # the dtypes a halves kernel registers
 REJECTED = "torch CPU rejects the inputs"
 CRASHED = "the CPU reference crashed"
 
@@ -59,6 +60,16 @@ def plan(kernels: KernelSet, family: Family, name: str, call: Call, expected: to
     """The launch the host would make (None for an empty iterator), the poisoned output view and,
     for a two-output kernel, the second output (of dtype `second`), laid out like the first."""
     operands = call.operands()
+    if family is Family.HALVES_BACKWARD:  # Note [grad over halves] (port/halves.py): no iterator of equal shapes
+        dense = _plan_halves_backward_dense(name, kernels.names, *operands, call.func.dim, expected.dtype)
+        launch, out = dense or plan_halves_backward(name, kernels.names, *operands, call.func.dim, expected.dtype)
+        _check_buffers(kernels, launch)
+        return launch, out, None
+    if family is Family.BINARY and isinstance(call.func, HalvesOp) and \
+            f"{name}_dense_{metal_type_name(operands[0].dtype)}" in kernels.names:
+        launch, out = _plan_halves_forward(name, kernels.names, *operands, call.func.dim, expected.dtype, force)
+        _check_buffers(kernels, launch)
+        return launch, out, None
     it = build_iteration(operands, expected.dtype, poisoned)
     out = it.output
     other = None
@@ -86,11 +97,70 @@ def plan(kernels: KernelSet, family: Family, name: str, call: Call, expected: to
                                     alpha=call.alpha)
     else:
         launch = plan_ternary(name, names, it, *operands)
-    declared = kernels.arg_count(launch.kernel)
-    if declared is not None and declared != len(launch.args):
+    _check_buffers(kernels, launch)
+    return launch, out, other
+
+
+def _joined(a: torch.Tensor, b: torch.Tensor, dim: int) -> torch.Tensor:
+    """The one tensor whose halves along `dim` are `a` and `b`: their own storage when `b` sits right
+    after `a` along `dim` in it (a sample's `x.chunk(2, dim)`), else `halves_input`'s layout of them."""
+    if a.dim() and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() and a.stride() == b.stride() \
+            and b.storage_offset() == a.storage_offset() + a.stride(dim) * a.shape[dim]:
+        shape = list(a.shape)
+        shape[dim] *= 2
+        return a.as_strided(shape, a.stride(), a.storage_offset())
+    return halves_input(a, b, dim)
+
+
+def _plan_halves_forward(name: str, names: Any, a: torch.Tensor, b: torch.Tensor, dim: int,
+                         out_dtype: torch.dtype, force: str | None) -> tuple[Launch | None, torch.Tensor]:
+    """(the launch, the poisoned output) of a function of the two halves of its input as the port's out
+    function makes it (Note [halves forward], port/halves.py): the output as the structured op
+    allocates it (the binary iterator over the halves); a contiguous input and output one 2D launch of
+    `<name>_dense_<T>(output, input, run)` over (run, rows), any other layout exec_binary_kernel over
+    the two narrowed halves of the input. UnmodelledCall when the halves' dtypes differ."""
+    if a.dtype != b.dtype or a.dtype != out_dtype:
+        raise UnmodelledCall(f"{name} over halves of {a.dtype} and {b.dtype} (the input is one tensor)")
+    full = _joined(a, b, dim)
+    half = full.shape[dim] // 2
+    first, second = full.narrow(dim, 0, half), full.narrow(dim, half, half)
+    it = build_iteration((first, second), out_dtype, poisoned)
+    out = it.output
+    if it.geometry.numel == 0:
+        return None, out
+    if not (full.is_contiguous() and out.is_contiguous()):
+        return plan_binary(name, names, it, first, second, common=out_dtype, force=force), out
+    kernel = f"{name}_dense_{metal_type_name(full.dtype)}"
+    if kernel not in names:
+        raise MissingKernel(kernel)
+    run = half * full.stride(dim)
+    args = (Buffer(0), Buffer(1), Const("long", (run,)))
+    return Launch(kernel, args, (run, full.numel() // (2 * run)), (out, full)), out
+
+
+def _plan_halves_backward_dense(name: str, names: Any, a: torch.Tensor, b: torch.Tensor, grad: torch.Tensor,
+                                dim: int, out_dtype: torch.dtype) -> tuple[Launch, torch.Tensor] | None:
+    """The contiguous path of a backward over halves (Note [grad over halves], port/halves.py), or None
+    for the strided one: when the op registers `<name>_dense_<T>` and the input (the tensor whose halves
+    are `a`, `b`) and the gradient are contiguous, grad_input is allocated contiguous and one 2D launch
+    `(grad_input, input, grad_output, run)` over (run, rows) fills it."""
+    full = _joined(a, b, dim)
+    kernel = f"{name}_dense_{metal_type_name(full.dtype)}" if full.dtype in _METAL_NAMED else None
+    if kernel is None or kernel not in names or len({full.dtype, grad.dtype, out_dtype}) > 1 or grad.numel() == 0 \
+            or tuple(grad.shape) != tuple(a.shape) or not (full.is_contiguous() and grad.is_contiguous()):
+        return None
+    out = poisoned(full.numel(), out_dtype).view(full.shape)
+    run = (full.shape[dim] // 2) * full.stride(dim)
+    args = (Buffer(0), Buffer(1), Buffer(2), Const("long", (run,)))
+    return Launch(kernel, args, (run, full.numel() // (2 * run)), (out, full, grad)), out
+
+
+def _check_buffers(kernels: KernelSet, launch: Launch | None) -> None:
+    """UnmodelledCall when the kernel declares another number of buffers than the host passes."""
+    declared = kernels.arg_count(launch.kernel) if launch is not None else None
+    if launch is not None and declared is not None and declared != len(launch.args):
         raise UnmodelledCall(f"kernel {launch.kernel} declares {declared} buffers, the modelled host passes "
                              f"{len(launch.args)}")
-    return launch, out, other
 
 
 @dataclass
@@ -148,11 +218,18 @@ def prepare_case(kernels: KernelSet, family: Family, name: str, call: Call, forc
     return Prepared(launch, output, expected, () if second is None else ((second, rest[0]),))
 
 
+_IN_CHILD_ELEMENTS = 1 << 22  # operand elements up to which a batch of references runs in a child
+
+
 def references(calls: Sequence[Call]) -> list[Outcome]:
     """The CPU reference of each call (of any launch kind), on the inputs the GPU sees (subnormals
-    flushed, in place); calls that can trap run guarded (see `guard`), so a crash is an outcome."""
+    flushed, in place). They run guarded in a forked child (see `guard`), so a crash or an endless
+    loop is an outcome; only a batch too large to send back through a pipe runs in-process, with its
+    calls that can trap still guarded."""
     for c in calls:
         flush_subnormals_(c)
+    if sum(t.numel() for c in calls for t in c.operands()) <= _IN_CHILD_ELEMENTS:
+        return run_guarded([c.run for c in calls])
     risky = [i for i, c in enumerate(calls) if needs_guard(c.operands())]
     out: list[Outcome] = [None] * len(calls)
     for i, result in zip(risky, run_guarded([calls[i].run for i in risky])):
@@ -167,24 +244,27 @@ def references(calls: Sequence[Call]) -> list[Outcome]:
 
 
 def judge_case(prepared: Prepared, failure: str | None, tol: Tolerance,
-               truth: tuple[torch.Tensor, torch.Tensor] | None,
-               operands: Sequence[torch.Tensor] = (), op: str | None = None, order: Any = None) -> CaseResult:
+               truth: tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None] | None,
+               operands: Sequence[torch.Tensor] = (), op: str | None = None, order: Any = None,
+               held_out: bool = False) -> CaseResult:
     """Judge one dispatched case (`failure`: the dispatch error, if any) by the one judgement of
     outputs (`judge.judge_outputs`, Note [the oracle]): the output against CPU and the float64 truth
-    (`truth`: (value, conditioning), None for integer and bool outputs), refined by mpmath where
+    (`truth`: (value, conditioning, reach), None for integer and bool outputs), refined by mpmath where
     `op` has a precise truth (Note [precise truth]; `order`: polygamma's integer first argument);
-    further outputs (frexp's exponent) against CPU, exactly when they are integers."""
+    further outputs (frexp's exponent) against CPU, exactly when they are integers. `held_out`: the
+    case feeds inputs no PyTorch test does (Note [held-out accuracy] in `oracle`)."""
     kernel = prepared.launch.kernel if prepared.launch else "(no launch)"
     if failure is not None:
         return CaseResult(False, float("inf"), f"kernel {kernel} failed: {failure}")
     got = (prepared.output, *(more for more, _ in prepared.extra))
     want = (prepared.expected, *(reference for _, reference in prepared.extra))
     tols = (tol, *(tol if r.is_floating_point() or r.is_complex() else Tolerance(0.0, 0.0) for r in want[1:]))
-    value, cond = truth if truth is not None else (None, None)
+    value, cond, reached = truth if truth is not None else (None, None, None)
     finer = (lambda t, bad: refine(op, operands, order, t, bad)) \
         if op is not None and value is not None and has_precise_truth(op) else None
-    judged = judge_outputs(got, want, tols, kernel, truths=(value,), conds=(cond,), refine=finer,
-                           operands=operands, named=False)
+    laid = _per_output_element(operands, prepared.expected)
+    judged = judge_outputs(got, want, tols, kernel, truths=(value,), conds=(cond,), reached=reached, refine=finer,
+                           operands=laid, named=False, held_out=held_out)
     error = float("inf") if judged.holes else largest_error(prepared.output, prepared.expected)
     first = judged.verdicts[0] if judged.verdicts else None
     ulps = None if value is None or first is None else (first.ulps_truth, first.ulps_cpu)
@@ -192,7 +272,23 @@ def judge_case(prepared: Prepared, failure: str | None, tol: Tolerance,
     if judged.problem is None:
         return CaseResult(True, error, ulps=ulps, rel_used=rel_used, ambiguous=judged.ambiguous)
     return CaseResult(False, error or (first.ulps_truth if first is not None else float("inf")), judged.problem,
-                      ulps=ulps, rel_used=rel_used, explanation=explained(judged, got, want, (value,), operands), rule=judged.rule)
+                      ulps=ulps, rel_used=rel_used, explanation=explained(judged, got, want, (value,), laid), rule=judged.rule)
+
+
+def _per_output_element(operands: Sequence[torch.Tensor], out: torch.Tensor) -> Sequence[torch.Tensor]:
+    """`operands` laid over the output element by element: a case over halves (Note [grad over halves],
+    port/halves.py) has operands of half the output along one dim, and both halves of the output at a
+    position come from the operands there, so each is repeated along that dim (a failure then names
+    its inputs); any other case's operands as they are."""
+    out_shape = tuple(out.shape)
+    ops = [o for o in operands if isinstance(o, torch.Tensor)]
+    if not ops or any(o.dim() != len(out_shape) for o in ops):
+        return operands
+    halved = [d for d in range(len(out_shape)) if out_shape[d] and all(out_shape[d] == 2 * o.shape[d] for o in ops)]
+    if len(halved) != 1 or any(tuple(o.shape) != tuple(s // 2 if d == halved[0] else s for d, s in enumerate(out_shape))
+                               for o in ops):
+        return operands
+    return tuple(torch.cat([o, o], halved[0]) for o in ops)
 
 
 def rule_of(judged: Any) -> str | None:

@@ -9,6 +9,7 @@ does not model are counted, not guessed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -31,11 +32,12 @@ class Family(Enum):
     TERNARY = "ternary"
     UNARY_TWO_OUTPUTS = "unary-two-outputs"  # frexp: mantissa and exponent from one input
     TERNARY_ALPHA = "ternary-alpha"
+    HALVES_BACKWARD = "halves-backward"  # Note [grad over halves] (port/halves.py): (a, b, grad) -> both grads
 
     @property
     def arity(self) -> int:
         return {"unary": 1, "unary-alpha": 1, "binary": 2, "binary-alpha": 2, "ternary": 3,
-                "unary-two-outputs": 1, "ternary-alpha": 3}[self.value]
+                "unary-two-outputs": 1, "ternary-alpha": 3, "halves-backward": 3}[self.value]
 
     @property
     def has_alpha(self) -> bool:
@@ -148,6 +150,45 @@ def _halves(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Fami
         raise UnmodelledCall(f"{func.name()} over an odd dimension (size {x.shape[dim]}) has no halves")
     a, b = x.chunk(2, dim)
     return Call(HalvesOp(func, dim), (a, b), {}, (0, 1), None)
+
+
+class HalvesGradOp:
+    """Note [grad over halves] (port/halves.py): a backward over the halves of its input along `dim`
+    (glu_backward) as its kernel sees it: a call on the halves `a`, `b` and the gradient `grad` of
+    their shape. Calling it joins the halves and runs the op (`grad` at schema position `grad_at`,
+    the joined tensor at `full_at`), so the reference is torch's, of the joined shape."""
+
+    def __init__(self, op: Any, dim: int, grad_at: int, full_at: int) -> None:
+        self.op, self.dim, self.grad_at, self.full_at = op, dim, grad_at, full_at
+
+    def __call__(self, a: torch.Tensor, b: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+        args: list[Any] = [None, None, self.dim]
+        args[self.grad_at], args[self.full_at] = grad, torch.cat([a, b], self.dim)
+        return self.op(*args)
+
+    def name(self) -> str:
+        return self.op.name()
+
+
+def _halves_grad(func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Call:
+    """A recorded call of a backward over halves as its kernel sees it (`HalvesGradOp`); UnmodelledCall
+    when it has no such shape: two tensors and an int `dim`, one tensor twice the other's size along it."""
+    schema = func._schema.arguments
+    values = [args[i] if i < len(args) else kwargs.get(a.name, a.default_value) for i, a in enumerate(schema)]
+    tensors = [i for i, a in enumerate(schema) if str(a.type) == "Tensor"]
+    dims = [i for i, a in enumerate(schema) if a.name == "dim" and str(a.type) == "int"]
+    if len(schema) != 3 or len(tensors) != 2 or len(dims) != 1 or \
+            not all(isinstance(values[i], torch.Tensor) and values[i].dim() > 0 for i in tensors):
+        raise UnmodelledCall(f"{func.name()} is no call on the halves of one tensor")
+    first, second = (values[i] for i in tensors)
+    dim = int(values[dims[0]]) % first.dim()
+    if first.dim() != second.dim() or (first.shape[dim] != 2 * second.shape[dim]
+                                       and second.shape[dim] != 2 * first.shape[dim]):
+        raise UnmodelledCall(f"{func.name()}'s tensors are not a tensor and a gradient of half its size along {dim}")
+    full_at, grad_at = (tensors[0], tensors[1]) if first.shape[dim] == 2 * second.shape[dim] else \
+        (tensors[1], tensors[0])
+    a, b = values[full_at].chunk(2, dim)
+    return Call(HalvesGradOp(func, dim, grad_at, full_at), (a, b, values[grad_at]), {}, (0, 1, 2), None)
 
 
 class IteratorView:
@@ -266,16 +307,21 @@ def selector_values(call: Call, selectors: frozenset[str]) -> dict[str, Any]:
 
 
 def bind(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Family,
-         selectors: frozenset[str] = frozenset(), view: IteratorView | None = None) -> Call:
+         selectors: frozenset[str] = frozenset(), view: IteratorView | None = None,
+         unset: dict[str, float] | None = None) -> Call:
     """Map one recorded call onto `family`'s operands and alpha; UnmodelledCall if it does not fit.
     Arguments named in `selectors` pick the host's kernel (the caller reads them, `selector_values`);
-    a `view` binds the call as the host's own iterator sees it (Note [iterator operands])."""
+    a `view` binds the call as the host's own iterator sees it (Note [iterator operands]). An
+    optional float in `unset` is a Scalar the stub gets, its value there when the call leaves it
+    unset (Note [unset optionals at the stub] in `hostcode`): a params field like any Scalar."""
     if view is not None:
         call = view.bind(func, args, kwargs)
         if len(call.slots) != family.arity or family.has_alpha:
             raise UnmodelledCall(f"{func.name()}'s host iterator reads {len(call.slots)} tensors, a "
                                  f"{family.value} kernel takes {family.arity}")
         return call
+    if family is Family.HALVES_BACKWARD:
+        return _halves_grad(func, args, kwargs)
     halves = _halves(func, args, kwargs, family)
     if halves is not None:
         return halves
@@ -306,6 +352,11 @@ def bind(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Family,
             # alpha a params struct of every scalar, in order, each at opmath float.
             first = alpha if isinstance(alpha, tuple) else (OpmathScalar(alpha),)
             alpha = (*first, OpmathScalar(values[a.name][1] if present else a.default_value))
+        elif kind == "Optional[float]" and unset and a.name in unset and family in (Family.UNARY_ALPHA,
+                                                                               Family.BINARY_ALPHA):
+            given = values[a.name][1] if present else None
+            first = () if alpha is None else alpha if isinstance(alpha, tuple) else (OpmathScalar(alpha),)
+            alpha = (*first, OpmathScalar(unset[a.name] if given is None else given))
         elif kind == "Optional[float]" and family is Family.UNARY_ALPHA and (alpha is None or isinstance(alpha, tuple)):
             # A params struct (nan_to_num's NanToNumParams): the optional floats, None where defaulted.
             alpha = (*(alpha or ()), values[a.name][1] if present else None)
@@ -373,8 +424,55 @@ def opinfo_calls(info: Any, packet: Any, dtype: torch.dtype) -> list[tuple[Any, 
     return rec.calls
 
 
+def _forwards_of(base: str) -> list[str]:
+    """The forward ops whose derivative formula in torchgen's derivatives.yaml calls `base` (glu for
+    glu_backward), in the file's order."""
+    import os
+
+    import torchgen
+    import yaml
+
+    path = os.path.join(os.path.dirname(torchgen.__file__), "packaged", "autograd", "derivatives.yaml")
+    with open(path, encoding="utf-8") as fh:
+        entries = yaml.safe_load(fh)
+    found = []
+    for entry in entries:
+        calls = [str(v) for k, v in entry.items() if k not in ("name", "dispatch")]
+        if any(re.search(rf"(?<![\w.]){re.escape(base)}\(", c) for c in calls):
+            name = str(entry.get("name", "")).split("(")[0].split(".")[0]
+            if name and name not in found:
+                found.append(name)
+    return found
+
+
+def autograd_calls(base: str, packet: Any, dtype: torch.dtype) -> list[tuple[Any, tuple, dict]]:
+    """Every call of `packet` autograd makes computing the gradients of the CPU samples of the
+    OpInfos of the forwards whose derivative calls `base` (glu_backward: nn.functional.glu's
+    samples, backward through them): the calls a backward without an OpInfo of its own serves."""
+    if not dtype.is_floating_point:
+        return []
+    out: list[tuple[Any, tuple, dict]] = []
+    for forward in _forwards_of(base):
+        for info in find_opinfos(forward):
+            if dtype not in info.supported_dtypes("cpu") or not info.supports_autograd:
+                continue
+            rec = _Recorder(packet)
+            for s in info.sample_inputs("cpu", dtype, requires_grad=True):
+                try:
+                    result = info.op(s.input, *s.args, **s.kwargs)
+                    if not isinstance(result, torch.Tensor) or not result.requires_grad:
+                        continue
+                    with rec:
+                        torch.autograd.grad(result, s.input, torch.randn_like(result), allow_unused=True)
+                except (RuntimeError, ValueError, TypeError):
+                    continue
+            out += [(f, tuple(a.detach() if isinstance(a, torch.Tensor) else a for a in args), kw)
+                    for f, args, kw in rec.calls]
+    return out
+
+
 def schema_template(func: Any, family: Family, dtype: torch.dtype, gen: torch.Generator,
-                    view: IteratorView | None = None) -> Call | None:
+                    view: IteratorView | None = None, unset: dict[str, float] | None = None) -> Call | None:
     """A call built from the schema alone (for ops without an OpInfo): random tensor operands."""
     args: list[Any] = []
     for a in func._schema.arguments:
@@ -389,7 +487,7 @@ def schema_template(func: Any, family: Family, dtype: torch.dtype, gen: torch.Ge
         else:
             return None
     try:
-        return bind(func, args, {}, family, view=view)
+        return bind(func, args, {}, family, view=view, unset=unset)
     except UnmodelledCall:
         return None
 

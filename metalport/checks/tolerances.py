@@ -33,7 +33,6 @@ _FP32_LOW_PRECISION = frozenset({"conv2d", "conv_transpose2d", "matmul", "addbmm
 
 _OVERRIDES: dict[tuple[str, torch.dtype], tuple[float, float]] = {
     ("pow", torch.float32): (1e-6, 4e-6),
-    ("log_sigmoid", torch.float16): (5e-3, 1e-3),
 }
 
 

@@ -158,6 +158,10 @@ def _kernel_edit(texts: _Texts, plan: PortPlan, root: Path, functor_source: str 
         raise RecipeError(f"the plan for {plan.op} has no kernel file (family {plan.family})",
                           hint="this op needs a hand-written port")
     code, regs = split_functor_source(source)
+    if plan.params and plan.params_type:  # Note [model params structs] (port/params.py)
+        from metalport.port.params import model_params_struct
+
+        code = model_params_struct(code, plan.functor, plan.params, plan.params_type)
     if not re.search(rf"\bstruct {re.escape(plan.functor)}\s*\{{", code):
         raise RecipeError(f"the functor source does not define 'struct {plan.functor}'", location=plan.kernel_file,
                           hint=f"name the functor {plan.functor}")
@@ -166,6 +170,15 @@ def _kernel_edit(texts: _Texts, plan: PortPlan, root: Path, functor_source: str 
     if plan.macro == TERNARY_ALPHA_MACRO and plan.shared_launcher is None and \
             f"#define {TERNARY_ALPHA_MACRO}(" not in (text or ""):
         code = f"{TERNARY_ALPHA_KERNELS}\n{code}"  # the file's first ternary op with a scalar brings the kernels
+    from metalport.port.halves import DENSE_KERNELS, DENSE_MACRO, HALVES_KERNELS, HALVES_MACRO
+
+    if plan.macro == HALVES_MACRO and f"#define {HALVES_MACRO}(" not in (text or ""):
+        code = f"{HALVES_KERNELS}\n{code}"  # Note [grad over halves]: the file's first such op brings the kernel
+    dense = tuple(r for r in plan.registrations if r.startswith(f"{DENSE_MACRO}("))
+    if dense:  # Note [halves forward]: the contiguous kernel's registrations, whatever the model registered
+        regs = (*regs, *(r for r in dense if r not in regs))
+        if f"#define {DENSE_MACRO}(" not in (text or ""):
+            code = f"{DENSE_KERNELS}\n{code}"
     if text is None:
         new = insert_functor(None, plan.functor, code, regs, path=plan.kernel_file)
         texts.texts[plan.kernel_file] = format_snippet(new, root, plan.kernel_file)
@@ -296,6 +309,10 @@ def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str
         common = remove_planned_xfails(texts.require(COMMON_MPS), plan)
         texts.texts[COMMON_MPS] = add_planned_xfails(narrow_planned_xfails(common, plan), plan)
     _decorator_edit(texts, plan)
+    if plan.module_tolerance_values:  # Note [module tolerances] (port/decorators.py)
+        from metalport.port.decorators import MODULES_FILE, replace_module_failures
+
+        texts.texts[MODULES_FILE] = replace_module_failures(texts.require(MODULES_FILE), plan.module_tolerance_values)
     for rel, text in texts.texts.items():
         guard.resolve(rel)  # every target passes the guard before the first write
         if text is not None:

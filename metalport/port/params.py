@@ -38,10 +38,15 @@ ScalarParam = tuple[str, str, bool, str]
 # Scalar C++ types a stub passes after the iterator that a params struct field can carry.
 _SCALAR_TYPES = re.compile(r"^(?:const\s+)?(?:c10::)?(?:Scalar|double|float|int64_t|bool)\s*&?$|"
                            r"^(?:const\s+)?std::optional<double>\s*&?$")
-# What an unset `float?` scalar means, by the meaning torch documents for it (torch.nan_to_num:
-# NaN becomes 0, +inf the dtype's largest finite value, -inf its lowest).
-_OPTIONAL_DEFAULTS = {"nan": "real_t(0)", "posinf": "std::numeric_limits<real_t>::max()",
-                      "neginf": "std::numeric_limits<real_t>::lowest()"}
+# Note [unset optionals]: the schema says only that a `float?` scalar defaults to None; what None
+# means is the CPU kernel's (`nan.value_or(0.)`, `pos_inf.has_value() ? ... : max()`). It is read
+# from torch's CPU op itself, never from the argument's name: called on values of every kind
+# (NaN, +-inf, finite), once with the scalar unset and once set to a probe value, the elements the
+# probe moves are the ones it governs, and the unset call's value there is its default, either one
+# constant at every dtype or the dtype's largest finite / lowest value.
+_PROBE_VALUES = (float("nan"), float("inf"), float("-inf"), 0.0, 1.5, -2.5, 3.0e4)
+_PROBES = (7.25, -3.5)
+_LIMITS = {"max": "std::numeric_limits<real_t>::max()", "lowest": "std::numeric_limits<real_t>::lowest()"}
 
 
 def _split_top(text: str) -> list[str]:
@@ -74,10 +79,46 @@ def _schema_scalars(func: str) -> list[tuple[str, str]]:
     return [(a.name, str(a.type)) for a in args if "Tensor" not in str(a.type)]
 
 
+def _unset_meaning(func: str, name: str) -> str | None:
+    """The C++ value over `real_t` an unset optional scalar `name` of `func` stands for (Note [unset
+    optionals]), or None when torch's CPU op does not show one."""
+    import torch
+    from torchgen.model import FunctionSchema
+
+    schema = FunctionSchema.parse(func)
+    overload = schema.name.overload_name
+    if schema.is_out_fn():
+        overload = ""  # the functional overload tells the same meaning
+    packet = getattr(torch.ops.aten, str(schema.name.name), None)
+    op = getattr(packet, overload or "default", None) if packet is not None else None
+    if op is None:
+        return None
+    seen: list[str] = []
+    for dtype in (torch.float32, torch.float16):
+        x = torch.tensor(_PROBE_VALUES, dtype=dtype)
+        try:
+            unset = op(x)
+            moved = torch.zeros(x.shape, dtype=torch.bool)
+            for probe in _PROBES:
+                probed = op(x, **{name: probe})
+                moved |= (probed != unset) & ~(probed.isnan() & unset.isnan())
+        except (RuntimeError, TypeError, ValueError):
+            return None
+        values = {float(v) for v in unset[moved].tolist()}
+        if len(values) != 1:
+            return None
+        value = values.pop()
+        info = torch.finfo(dtype)
+        seen.append(_LIMITS["max"] if value == info.max else _LIMITS["lowest"] if value == info.min else
+                    f"real_t({int(value) if value.is_integer() else value!r})" if value == value and abs(value) != float("inf") else "?")
+    return seen[0] if len(set(seen)) == 1 and seen[0] != "?" else None
+
+
 def scalar_params(stub_params: str | None, func: str) -> tuple[ScalarParam, ...] | None:
     """The stub's scalars after the iterator as params-route fields, named as the schema `func`
     names them; () when the stub takes none, None when one is not a scalar a struct carries (an
-    enum, a tensor) or the schema's scalars do not line up with the stub's."""
+    enum, a tensor), the schema's scalars do not line up with the stub's, or an optional one's unset
+    meaning cannot be read from torch's CPU op (Note [unset optionals])."""
     if not stub_params:
         return ()
     params = _split_top(stub_params)[1:]
@@ -92,9 +133,10 @@ def scalar_params(stub_params: str | None, func: str) -> tuple[ScalarParam, ...]
     out = []
     for (name, schema_type), cpp in zip(named, types):
         optional = cpp.replace("const ", "").startswith("std::optional")
-        if optional and name not in _OPTIONAL_DEFAULTS:
+        default = _unset_meaning(func, name) if optional and schema_type.endswith("?") else ""
+        if optional and not default:
             return None
-        out.append((name, cpp, True, _OPTIONAL_DEFAULTS[name] if optional else ""))
+        out.append((name, cpp, True, default or ""))
     return tuple(out)
 
 
@@ -118,6 +160,48 @@ def struct_fields(text: str, name: str) -> tuple[str, ...] | None:
     if found is None:
         return None
     return tuple(re.findall(r"^\s*[\w:<>]+\s+(\w+);", found.group(1), re.MULTILINE))
+
+
+# Note [model params structs]: the model is told the params struct exists, yet may declare one in its
+# answer. One whose fields are the op's scalars, in the schema's order and at opmath `float`, is the
+# planned struct under another name or the same: its declaration is dropped and its name in the
+# functor becomes the planned struct's (which the header defines and the host fills). Any other
+# (missing, extra or reordered scalars, other field types, a templated struct) is refused with one
+# line naming both field lists.
+_MODEL_STRUCT = re.compile(r"^[ \t]*(template\s*<[^>]*>\s*)?struct\s+(\w+)\s*\{(.*?)\n?[ \t]*\}\s*;[ \t]*\n?",
+                           re.MULTILINE | re.DOTALL)
+
+
+def model_params_struct(code: str, functor: str, params: tuple[ScalarParam, ...], planned: str) -> str:
+    """The model's functor `code` with a params struct it declares itself folded into the planned
+    struct `planned` (Note [model params structs]); RecipeError (one line) when that struct does not
+    carry the op's scalars as the planned one does. `code` unchanged when it declares no struct but
+    the functor, or the op has no params."""
+    from metalport.errors import RecipeError
+
+    if not params:
+        return code
+    wanted = tuple(n for n, *_ in params)
+    for m in list(_MODEL_STRUCT.finditer(code)):
+        name = m.group(2)
+        if name == functor:
+            continue
+        fields = re.findall(r"^\s*([\w:<>]+(?:\s*<[^;]*>)?)\s+(\w+)\s*;", m.group(3), re.MULTILINE)
+        names = tuple(n for _, n in fields)
+        used = re.search(rf"\b{re.escape(name)}\b", code[:m.start()] + code[m.end():])
+        if used is None and names != wanted:
+            continue  # a helper struct of the model's own, not its params
+        types = {t.replace(" ", "") for t, _ in fields}
+        if m.group(1) or names != wanted or types - {"float"}:
+            have = ", ".join(f"{t} {n}" for t, n in fields) or "none"
+            raise RecipeError(f"the functor source declares its own params struct {name} ({have}); the op's "
+                              f"scalars reach the kernel as {planned} (float {', float '.join(wanted)}), which the "
+                              f"kernel file already sees",
+                              hint=f"drop struct {name} and take `const {planned} params`")
+        code = code[:m.start()] + code[m.end():]
+        if name != planned:
+            code = re.sub(rf"\b{re.escape(name)}\b", planned, code)
+    return code
 
 
 def host_params_source(params: tuple[ScalarParam, ...], struct_cpp: str, dtypes: tuple[str, ...]) -> str:
@@ -233,5 +317,6 @@ def placed_params(checkout: Checkout, res: Resolution, parts: Any, existing: Any
                       if header_rel else ""))
 
 
-__all__ = ["ScalarParam", "host_function_source", "params_type_name", "placed_params", "registration",
+__all__ = ["ScalarParam", "host_function_source", "model_params_struct", "params_type_name", "placed_params",
+           "registration",
            "scalar_params", "struct_fields", "struct_source", "with_params"]

@@ -163,6 +163,13 @@ class PortPlan:
     # Note [iterator bodies] (port/bodies.py): (host file, out function, new body) of each MPS row kept
     # whose MPSGraph body the port rewrites as a TensorIterator launch.
     bodies: tuple[tuple[str, str, str], ...] = ()
+    # Note [module tolerances] (port/decorators.py): (file, module, test, torch dtype names) of each MPS
+    # failure decorator of a ModuleInfo whose module calls the op, which the port may replace by a
+    # toleranceOverride for that test and dtypes (the file is then on the allow-list).
+    module_tolerances: tuple[tuple[str, str, str, tuple[str, ...]], ...] = ()
+    # (module, test, torch dtype name, atol, rtol, where from) of each value the port writes in place of
+    # those decorators, read from the installed torch (`torch_facts.module_tolerance`)
+    module_tolerance_values: tuple[tuple[str, str, str, float, float, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.needs_llm != (self.functor_step not in _OWN_FUNCTOR):

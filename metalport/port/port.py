@@ -40,7 +40,7 @@ from metalport.port.launch import LAUNCHERS
 from metalport.port.metal import fit_functor
 from metalport.port.params import placed_params, with_params
 from metalport.port.shape import halves_reason
-from metalport.port.bodies import ITERATOR_BODIES, IteratorBody, iterator_body
+from metalport.port.bodies import ITERATOR_BODIES, IteratorBody, halves_forward, iterator_body
 from metalport.port.obsolete import (grad_xfails, left_out_dtypes, legacy_registrations, obsolete_decorators,
                                      obsolete_xfails, opinfo_dtypes, opinfo_names, removed_legacy)
 from metalport.port.host import StubDeclaration, find_stub_declaration
@@ -203,11 +203,14 @@ def _llm_parts(checkout: Checkout, res: Resolution) -> _LaunchPart:
                             hint="it needs a kernel with one output buffer per result; port it by hand")
     names = opinfo_names(res.op, res)
     keep_complex = res.status in _MIGRATING and any(n in mps_complex_names(checkout) for n in names)
+    sibling = None if keep_complex else _complex_sibling(res)
     cpu = opinfo_dtypes(names)  # float types when no OpInfo goes by the op's names
-    dtypes = metal_types_for(cpu, complex=keep_complex) if cpu is not None else ("float", "half", "bfloat")
+    dtypes = metal_types_for(cpu, complex=keep_complex or sibling is not None) if cpu is not None \
+        else ("float", "half", "bfloat")
+    why = tuple(w for w in (halves, sibling if sibling and COMPLEX_TYPES[0] in dtypes else None) if w)
     parts = _LaunchPart(NEEDS_LLM, f"{KERNELS_DIR}/{kernel}", f"{res.op}_functor", None, dtypes,
                         tuple(f"{macro}({res.op}, {t}, {t});" for t in dtypes), f"{OPERATIONS_DIR}/{host}", macro,
-                        res.stub, host_family=host_family, placement=(halves,) if halves else ())
+                        res.stub, host_family=host_family, placement=why)
     if res.stub:
         try:
             decl = _stub_declaration(checkout, res.stub)
@@ -216,6 +219,21 @@ def _llm_parts(checkout: Checkout, res: Resolution) -> _LaunchPart:
         parts = replace(parts, stub_header=decl.header, stub_params=decl.params)
         parts = with_params(res, parts, decl.params)
     return parts
+
+
+def _complex_sibling(res: Resolution) -> str | None:
+    """Note [complex siblings]: why the port registers complex kernels although MPS runs none of the op
+    for complex today, or None: a sibling kernel of the op in the tree (`<op>_<word>`, pow's
+    `pow_scalar`, the Tensor-Scalar overload's) registers float2, so the op's complex math is written
+    for Metal already (c10::metal::pow's polar form) and upstream's port registers the complex rows
+    too (pow.Tensor_Tensor: float2 and half2). Only where CPU runs the op for complex (the OpInfo's
+    dtypes decide, `metal_types_for`)."""
+    found = next((s for s in res.sources.shader_ops if s.name.startswith(f"{res.op}_") and s.args
+                  and s.args[0] == COMPLEX_TYPES[0] and "_" not in s.name[len(res.op) + 1:]), None)
+    if found is None:
+        return None
+    return (f"complex rows (float2, half2): the tree's sibling kernel {found.name} registers {found.args[0]} "
+            f"({found.where}), so the op's complex math exists for Metal (Note [complex siblings])")
 
 
 def _existing_kernel_file(res: Resolution) -> str | None:
@@ -253,6 +271,10 @@ def plan_resolved(checkout: Checkout, res: Resolution, *, spec_recipe: SpecRecip
             base = res.op.removeprefix("_foreach_")
             why = (f"reuses {base}_functor ({spec_recipe.spec.kernel_file}, the tree's) in the _foreach_exp recipe's "
                    f"per-chunk launch over the tensor list (Note [foreach from the tree's functor])")
+            if f"struct foreach_{base}_functor" in spec_recipe.kernel_source:  # Note [foreach from the recipe table]
+                why = (f"adds the recipe table's {base} functor as foreach_{base}_functor to "
+                       f"{spec_recipe.spec.kernel_file} (the tree has no {base}_functor) and launches it in the "
+                       f"_foreach_exp recipe's per-chunk launch over the tensor list (Note [foreach from the recipe table])")
             part = _spec_part(checkout, res, spec_recipe)
             return _plan(checkout, res, replace(part, functor_step=TRANSLATED, reuse=(why, *part.reuse)))
     if spec_recipe is not None:
@@ -272,6 +294,9 @@ def plan_resolved(checkout: Checkout, res: Resolution, *, spec_recipe: SpecRecip
         if kind.kind is Kind.CUSTOM_KERNEL and isinstance(body := iterator_body(checkout, res), str):
             part = replace(part, kind_reason=f"{part.kind_reason}; not iterator bodies (Note [iterator bodies]): "
                                              f"{body}, so the port needs a kernel and launch of its own")
+    elif (kind is None or kind.kind is Kind.POINTWISE_STUB) and res.status in _MIGRATING and \
+            isinstance(body := halves_forward(checkout, res), IteratorBody):  # Note [halves forward]
+        part = _bodies_part(checkout, res, kind, body)
     else:
         part = _pointwise_part(checkout, res, kind, reuse_kernels=reuse_kernels)
     plan = _plan(checkout, res, part)
@@ -306,6 +331,9 @@ def _plan(checkout: Checkout, res: Resolution, part: _LaunchPart) -> PortPlan:
         from metalport.port.shared import HOMES
 
         allowed |= set(HOMES)
+    tolerances = _module_tolerances(checkout, res, part.dtypes)
+    if tolerances:
+        allowed.add(tolerances[0][0])
     launch = {f.name: getattr(part, f.name) for f in fields(part)}
     if part.xfail_keys is None:  # each key of the entries removed or narrowed once, in order
         launch["xfail_keys"] = tuple(dict.fromkeys(x[1] for x in (*part.xfail_entries, *part.xfail_narrowed)))
@@ -319,8 +347,34 @@ def _plan(checkout: Checkout, res: Resolution, part: _LaunchPart) -> PortPlan:
         stubs=(route.stubs if route else (part.stub,)) if part.stub else (),
         stub_route=route.describe() if route and part.stub else None,
         stub_args=route.calls[0].args if route and part.stub else (), rows_why=_rows_why(res, part),
-        kept_rows=tuple((e, k) for e, k, _ in res.kept_rows), **launch,
+        kept_rows=tuple((e, k) for e, k, _ in res.kept_rows), module_tolerances=tolerances,
+        module_tolerance_values=_module_tolerance_values(tolerances), **launch,
     )
+
+
+def _module_tolerances(checkout: Checkout, res: Resolution, dtypes: tuple[str, ...]):
+    """Note [module tolerances] (port/decorators.py): the ModuleInfo MPS failure decorators the port may
+    replace by a toleranceOverride, for the dtypes it registers."""
+    from metalport.port.decorators import MODULES_FILE, module_tolerances
+    from metalport.port.spec import METAL_DTYPES
+
+    path = checkout.root / MODULES_FILE
+    if not dtypes or not path.is_file():
+        return ()
+    return module_tolerances(path.read_text(encoding="utf-8"), res.op, [METAL_DTYPES.get(t, t) for t in dtypes])
+
+
+def _module_tolerance_values(tolerances: tuple[tuple[str, str, str, tuple[str, ...]], ...]):
+    """Note [module tolerances]: the value of each planned toleranceOverride, per dtype, from the
+    installed torch; a decorator with a dtype it cannot derive gets none (the port leaves it)."""
+    from metalport.torch_facts import module_tolerance
+
+    out = []
+    for _, module, test, dtypes in tolerances:
+        found = {d: module_tolerance(module, test, d) for d in dtypes}
+        if all(found.values()):
+            out += [(module, test, d, v[0], v[1], v[2]) for d, v in found.items() if v is not None]
+    return tuple(out)
 
 
 def _rows_why(res: Resolution, part: _LaunchPart) -> tuple[str, ...]:
@@ -355,6 +409,8 @@ def _pointwise_part(checkout: Checkout, res: Resolution, kind: Classification | 
 
         translation, recipe = translated_recipe(checkout, res, stub)
     parts = _table_parts(checkout, recipe, stub) if recipe is not None else _llm_parts(checkout, res)
+    if recipe is not None and translation is not None and translation.params_struct:
+        parts = with_params(res, parts, parts.stub_params)  # Note [translated scalars]
     if translation is not None:
         parts = replace(parts, functor_step=TRANSLATED if recipe is not None else parts.functor_step,
                         kernel_name=recipe.op if recipe is not None and recipe.op != res.op else parts.kernel_name,
@@ -366,8 +422,12 @@ def _pointwise_part(checkout: Checkout, res: Resolution, kind: Classification | 
     parts, placement, existing, turned_down = _placed_parts(checkout, res, recipe, parts, reuse_kernels)
     placement = (*shape_lines, *placement)
     if parts.params:
+        wanted = parts.params_type
         parts, params_line = placed_params(checkout, res, parts, existing)
         placement = (*placement, params_line)
+        if parts.functor_source and wanted and parts.params_type != wanted:  # a translated functor names its struct
+            parts = replace(parts, functor_source=re.sub(rf"\bconst {re.escape(wanted)} params\b",
+                                                         f"const {parts.params_struct} params", parts.functor_source))
     kept = next((r for r in res.registrations if r.stub == parts.stub and r.kind is not ImplKind.GRAPH), None)
     if kept is not None:
         parts = replace(parts, host_file=kept.where.file)  # registered natively already: no second one
@@ -430,21 +490,31 @@ def _kind_reason(res: Resolution, spec: LaunchSpec) -> str | None:
             f"(the registry alone says {res.kind.kind.value}: {res.kind.reason})")
 
 
-def _bodies_part(checkout: Checkout, res: Resolution, kind: Classification, body: IteratorBody) -> _LaunchPart:
+def _bodies_part(checkout: Checkout, res: Resolution, kind: Classification | None, body: IteratorBody) -> _LaunchPart:
     """The part of an iterator-bodies port (Note [iterator bodies], port/bodies.py): rows kept, the
     out function's MPSGraph body rewritten in place, and a functor for a model in the kernel file the
     host file's library is built from, registered for the dtypes the op's OpInfo runs in float."""
-    macro = "REGISTER_UNARY_OP" if body.host_family == "unary" else "REGISTER_BINARY_OP"
+    from metalport.port.halves import DENSE_MACRO, HALVES_FAMILY, HALVES_MACRO
+
+    macro = {"unary": "REGISTER_UNARY_OP", HALVES_FAMILY: HALVES_MACRO}.get(body.host_family, "REGISTER_BINARY_OP")
     names = opinfo_names(res.op, res)
     cpu = opinfo_dtypes(names)
     dtypes = tuple(t for t in metal_types_for(cpu, complex=False) if t in ("float", "half", "bfloat")) \
         if cpu is not None else ("float", "half", "bfloat")
     xfail_entries, xfail_narrowed = obsolete_xfails(res, dtypes)
+    registrations = tuple(f"{macro}({res.op}, {t});" if body.host_family == HALVES_FAMILY else
+                          f"{macro}({res.op}, {t}, {t});" for t in dtypes)
+    # Note [halves forward]: the contiguous kernel too (a backward over halves registers both with one macro)
+    dense = body.host_family != HALVES_FAMILY and f'"{res.op}_dense_{{}}"' in body.body
+    if dense:
+        registrations += tuple(f"{DENSE_MACRO}({res.op}, {t});" for t in dtypes)
+    reason = kind.reason.split(":")[0] if kind is not None else f"aten::{res.op}"
+    reason = (f"{reason}; its stub's iterator only sees the halves as strided views, so the port rewrites the MPS "
+              f"row's body" if dense else f"{reason}, and no stub both share: the port rewrites the MPS row's body")
     return _LaunchPart(
         NEEDS_LLM, body.kernel_file, f"{res.op}_functor", None, dtypes,
-        tuple(f"{macro}({res.op}, {t}, {t});" for t in dtypes), body.file, macro, host_family=body.host_family,
-        kernel_name=res.op, kind=ITERATOR_BODIES,
-        kind_reason=f"{kind.reason.split(':')[0]}, and no stub both share: the port rewrites the MPS row's body",
+        registrations, body.file, macro, host_family=body.host_family,
+        kernel_name=res.op, kind=ITERATOR_BODIES, kind_reason=reason,
         placement=(body.why(),), xfail_entries=xfail_entries, xfail_narrowed=xfail_narrowed,
         bodies=((body.file, body.function, body.body),))
 
@@ -505,12 +575,30 @@ def _existing_kernel(checkout: Checkout, res: Resolution, parts: _LaunchPart):
     """(the tree's kernel the port launches instead of adding a functor, or None; lines for the
     candidates turned down) (Note [reuse an existing kernel] in port/reuse.py). Only a port of the
     op's own stub with a unary or binary host looks."""
+    from metalport.port.metal import fit_functor
     from metalport.port.reuse import existing_kernels
 
-    if not (parts.kernel_file and parts.host_family in ("unary", "binary") and parts.registrations
-            and parts.stub == f"{res.op}_stub"):
+    routed = parts.stub is not None and parts.stub != f"{res.op}_stub"
+    if not (parts.kernel_file and parts.host_family in ("unary", "binary", *(("alpha",) if routed else ()))
+            and parts.registrations and parts.stub):
         return None, ()
     arity = _ARITY[parts.host_family] + (1 if parts.params else 0)  # a params struct is one more argument
+    if routed:
+        # Note [routed stubs reuse the stub's kernel]: the CPU kernel calls another op's stub
+        # (sub_out: add_stub with -alpha), so the kernel the port launches computes that op; the
+        # tree's own (add_alpha_functor, fitted by arity as Note [functor fit] fits it) is reused
+        # when it is registered for every type the port needs, else nothing is.
+        if not res.route or parts.stub not in res.route.stubs:
+            return None, ()
+        base = parts.stub.removesuffix("_stub")
+        path = checkout.root / parts.kernel_file
+        text = path.read_text(encoding="utf-8") if path.is_file() else None
+        name, _ = fit_functor(text, [base, f"{base}_alpha"] if parts.macro and "ALPHA" in parts.macro else [base], arity)
+        if name is None:
+            return None, ()
+        regs = tuple(re.sub(r"\(\s*\w+\s*,", f"({name},", r, count=1) for r in parts.registrations)
+        found, refused = existing_kernels(checkout, res.sources, name, arity, regs)
+        return (found[0], ()) if found else (None, tuple(refused))
     found, refused = existing_kernels(checkout, res.sources, res.op, arity, parts.registrations,
                                       own_types_suffice=bool(parts.params))
     return (found[0] if found else None), tuple(refused)

@@ -60,4 +60,21 @@ def halves_reason(res: Resolution) -> str | None:
     return None
 
 
-__all__ = ["halves_reason", "stub_entry_func"]
+def operand_mismatch(res: Resolution, arity: int) -> str | None:
+    """Why a lambda of `arity` operands cannot serve `res.op` as its port launches it, or None: the
+    op's stub entry takes as many tensors besides its outputs, or one whose two halves the iterator
+    runs over (glu, `halves_reason`). `res` needs only `op`, `family` and `entries`."""
+    from torchgen.model import FunctionSchema
+
+    func = stub_entry_func(res)
+    if func is None:
+        return None
+    args = FunctionSchema.parse(func).arguments
+    operands = sum(1 for a in (*args.flat_positional, *args.flat_kwarg_only) if str(a.type).startswith("Tensor"))
+    if operands == arity or (arity == 2 and operands == 1 and halves_reason(res)):
+        return None
+    return (f"the lambda takes {arity} operands and aten::{res.op} {operands} tensor(s): the op's CPU code builds "
+            f"the iterator from other operands (one passed twice?), which no emulated host models")
+
+
+__all__ = ["halves_reason", "operand_mismatch", "stub_entry_func"]

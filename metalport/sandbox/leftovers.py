@@ -3,8 +3,15 @@ start-up.
 
 Every scratch directory a metalport process makes for shaders (the kernel worker's shared
 buffer in `/dev/shm`, build and check directories in the temp directory) is named
-`metalport-[KIND-]PID-…`; `kill -9` skips the clean-up, so the next process removes those whose
+`metalport-[KIND-]PID-nNS-…`; `kill -9` skips the clean-up, so the next process removes those whose
 PID is no longer running (and that belong to its own user).
+
+Note [a pid names a process only in its namespace]: two metalport runs in different PID namespaces
+(containers, CI jobs) may share one `/tmp`; there the other run's live PID looks dead, and
+removing its build directory pulled a freshly linked `shader.so` from under its worker. So a
+name also carries the PID namespace's inode (`NS`), and only names of our own namespace are
+judged by their PID. A name of another namespace, or without one, is removed only once it has
+not been touched for `_FOREIGN_AGE_S`.
 """
 
 from __future__ import annotations
@@ -14,14 +21,27 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
-_NAME = re.compile(r"^metalport-(?:[a-z]+-)?(\d+)(?:-|$)")
+_NAME = re.compile(r"^metalport-(?:[a-z]+-)?(\d+)(?:-n(\d+))?(?:-|$)")
+_FOREIGN_AGE_S = 2 * 24 * 3600  # a run of another PID namespace is over after two untouched days
+
+
+@functools.lru_cache(maxsize=1)
+def _namespace() -> str:
+    """The inode of this process's PID namespace ("0" where /proc does not say)."""
+    try:
+        link = os.readlink("/proc/self/ns/pid")  # "pid:[4026531836]"
+    except OSError:
+        return "0"
+    digits = "".join(ch for ch in link if ch.isdigit())
+    return digits or "0"
 
 
 def scratch_prefix(kind: str = "") -> str:
     """The name prefix of this process's scratch directories of `kind` ("" for the shared buffer)."""
-    return f"metalport-{kind + '-' if kind else ''}{os.getpid()}-"
+    return f"metalport-{kind + '-' if kind else ''}{os.getpid()}-n{_namespace()}-"
 
 
 def _alive(pid: int) -> bool:
@@ -63,7 +83,7 @@ def remove_leftovers(parents: tuple[Path, ...] | None = None) -> list[Path]:
                     continue
             except OSError:
                 continue
-            if not _alive(int(match.group(1))):
+            if _gone(int(match.group(1)), match.group(2), entry):
                 if parent in _CGROUPS:
                     try:
                         os.rmdir(entry.path)  # a cgroup goes with rmdir once empty
@@ -73,6 +93,16 @@ def remove_leftovers(parents: tuple[Path, ...] | None = None) -> list[Path]:
                     shutil.rmtree(entry.path, ignore_errors=True)
                 removed.append(Path(entry.path))
     return removed
+
+
+def _gone(pid: int, namespace: str | None, entry: os.DirEntry[str]) -> bool:
+    """Whether the process that named `entry` is over (Note [a pid names a process only in its namespace])."""
+    if namespace == _namespace() and namespace != "0":
+        return not _alive(pid)
+    try:
+        return time.time() - entry.stat(follow_symlinks=False).st_mtime > _FOREIGN_AGE_S
+    except OSError:
+        return False
 
 
 @functools.lru_cache(maxsize=1)

@@ -16,7 +16,7 @@ import torch
 from metalport.emulate import compile_file
 from metalport.sandbox import confine
 from metalport.sandbox.confine import SandboxUnavailable, select_sandbox
-from metalport.sandbox.leftovers import remove_leftovers
+from metalport.sandbox.leftovers import remove_leftovers, scratch_prefix
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -130,12 +130,13 @@ def test_scratch_of_a_killed_run_is_removed_at_the_next_start(shader: Path, tmp_
 
 
 def test_scratch_of_a_live_process_is_kept(tmp_path: Path) -> None:
-    mine = tmp_path / f"metalport-build-{os.getpid()}-x"
+    mine = tmp_path / f"{scratch_prefix('build')}x"
     mine.mkdir()
     assert mine not in remove_leftovers((tmp_path,)) and mine.is_dir()
     sleeper = subprocess.Popen(["sleep", "30"])
+    ours = scratch_prefix().split("-n")[1].rstrip("-")
     try:
-        alive = tmp_path / f"metalport-{sleeper.pid}-x"
+        alive = tmp_path / f"metalport-{sleeper.pid}-n{ours}-x"
         alive.mkdir()
         assert remove_leftovers((tmp_path,)) == [] and alive.is_dir()
     finally:
@@ -160,6 +161,22 @@ def test_without_seccomp_the_sandbox_refuses_unless_the_user_opts_out(monkeypatc
 def test_a_dead_processs_pids_cgroup_name_is_recognised(tmp_path: Path) -> None:
     probe = subprocess.Popen(["true"])
     probe.wait()
-    left = tmp_path / f"metalport-pids-{probe.pid}"  # named without a trailing part
+    left = tmp_path / f"{scratch_prefix('pids').rstrip('-')}".replace(str(os.getpid()), str(probe.pid))
     left.mkdir()
     assert remove_leftovers((tmp_path,)) == [left]
+
+
+def test_scratch_of_another_pid_namespace_is_kept_until_it_is_old(tmp_path: Path) -> None:
+    # Two runs sharing one /tmp from different PID namespaces (containers, CI jobs): the other's
+    # live PID looks dead here, so only its age may say it is over.
+    probe = subprocess.Popen(["true"])
+    probe.wait()
+    foreign = tmp_path / f"metalport-build-{probe.pid}-n1-x"
+    unnamed = tmp_path / f"metalport-build-{probe.pid}-y"
+    old = tmp_path / f"metalport-build-{probe.pid}-n1-z"
+    for path in (foreign, unnamed, old):
+        path.mkdir()
+    three_days_ago = time.time() - 3 * 24 * 3600
+    os.utime(old, (three_days_ago, three_days_ago))
+    assert remove_leftovers((tmp_path,)) == [old]
+    assert foreign.is_dir() and unnamed.is_dir()

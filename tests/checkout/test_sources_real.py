@@ -89,6 +89,11 @@ def test_routes_read_from_the_cpu_kernels(src: Sources) -> None:
     assert calls("addcmul_out") == [("addcmul_stub", "all", ("value",), f"{NATIVE}/PointwiseOps.cpp:64")]
     assert [(s, d) for s, d, _, _ in calls("div_out_mode")] == [
         ("div_true_stub", "some"), ("div_trunc_stub", "some"), ("div_floor_stub", "some")]
+    # logit_out passes logit_stub to a helper forwarding its trailing `Args... args` to the stub;
+    # abs_out's helper takes a bool of its own there, which the stub never sees
+    assert calls("logit_out") == [("logit_stub", "all", ("Scalar(eps ? eps.value() : -1.0)",),
+                                   f"{NATIVE}/UnaryOps.cpp:778")]
+    assert [c[2] for c in calls("abs_out")] == [()]
     route = src.route("sgn_out")
     assert route is not None and route.describe() == (
         f"sgn_out calls sign_stub (real), sgn_stub (complex) ({NATIVE}/UnaryOps.cpp:747)")

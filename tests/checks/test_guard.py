@@ -48,3 +48,14 @@ def test_a_launch_spec_case_gets_its_reference_as_an_elementwise_case_does() -> 
     assert out[0] == Crashed("SIGFPE")
     assert tiny[0].item() == 0.0 and torch.equal(out[1][0], torch.tensor([1.0, 2.718281828459045]))
     assert isinstance(out[2], Refused) and out[2].message.startswith("out of range: tried to access index 7")
+
+
+def test_a_reference_that_does_not_finish_is_stopped_and_the_rest_still_run() -> None:
+    # torch CPU's shifted Chebyshev polynomials loop n times: n = 2^127 from the every-magnitude set
+    import time
+
+    out = run_guarded([lambda: torch.ones(2), lambda: time.sleep(60), lambda: torch.zeros(1, dtype=torch.uint16)],
+                      per_call_s=1.0)
+    assert torch.equal(out[0], torch.ones(2))
+    assert out[1] == Crashed("did not finish within 1 s")
+    assert out[2].dtype == torch.uint16 and out[2].tolist() == [0]  # torch cannot unpickle its own uint16

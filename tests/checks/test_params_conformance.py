@@ -88,3 +88,29 @@ def test_glu_runs_as_a_binary_call_on_the_halves(tmp_path: Path, session: Confor
     assert report.status == status, report.summary_for_model()
     assert all(d.samples > 4 for d in report.dtypes)
     assert "glu(float32[" in report.summary_for_model()  # judged as a call on two halves
+
+
+def _dense_glu(source: str) -> str:
+    """GLU with the contiguous kernel of Note [halves forward] (port/halves.py) registered too."""
+    from metalport.port.halves import DENSE_KERNELS
+
+    return (source.replace("struct glu_functor", f"{DENSE_KERNELS}\nstruct glu_functor")
+            + "REGISTER_HALVES_DENSE_OP(glu, float);\nREGISTER_HALVES_DENSE_OP(glu, half);\n")
+
+
+@pytest.mark.parametrize(("bug", "status"), [(None, "pass"), ("input[at + run - 1]", "fail")])
+def test_glu_with_a_dense_kernel_runs_it_for_contiguous_inputs(tmp_path: Path, session: ConformanceSession,
+                                                               bug: str | None, status: str) -> None:
+    # Note [halves forward]: the host's contiguous path reads the second half `run` elements on; an
+    # off-by-one there (the binary kernels still right) fails on the kernel the host launches
+    source = _dense_glu(GLU)
+    if bug is not None:
+        assert "input[at + run]" in source
+        source = source.replace("input[at + run]", bug)
+    root = make_checkout(tmp_path / status, {"ActivationKernel.metal": source})
+    report = run_conformance(root, "aten::glu", backend="emulated", seed=5, session=session, include_held_out=False)
+    assert report.status == status, report.summary_for_model()
+    assert all(d.samples > 4 for d in report.dtypes)
+    if bug is not None:
+        failure = next(f for d in report.dtypes for f in d.failures)
+        assert "glu_dense_float" in failure.message or "glu_dense_half" in failure.message

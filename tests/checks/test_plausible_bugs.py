@@ -5,8 +5,8 @@ of a remainder or a zero, lost NaN, inf * 0, huge magnitudes, ignored scalars, o
 The machinery (`Mutant`, `planted`, `_wrong_elements`) is test_conformance_real's. Where the pristine
 functor already fails at a seed (an upstream divergence the gate reports), the mutant must be wrong on
 more elements than it somewhere. `NEEDS_RULE` marks bugs that only an acceptance rule comparing the
-sign of zero and exact results exactly can fail (the rule of Note [the oracle] being calibrated
-alongside): they are listed, run, and expected to fail once it lands.
+sign of zero and exact results exactly can fail (Note [the oracle]): they run at every seed like
+the rest and must fail.
 """
 
 from __future__ import annotations
@@ -104,8 +104,9 @@ PLAUSIBLE = [
            "alpha squared instead of alpha * other", anchor="struct add_alpha_functor"),
 ]
 
-# Bugs only the sign of a zero or exactness can show (an output off by one ulp, or -0 for +0): they
-# fail once the acceptance rule compares zero signs and exact results exactly (see the module notes).
+# Bugs only the sign of a zero or exactness can show (an output off by one ulp, or -0 for +0): the
+# acceptance rule compares zero signs and exact results exactly (nextafter against the dtype's
+# neighbour: Note [a step to a neighbour]), so they fail at every seed like the rest.
 NEEDS_RULE = [
     Mutant("round", "UnaryKernel.metal", r"rint\(float\(x\)\)", "::metal::round(float(x))",
            "ties away from zero where round is half-to-even"),
@@ -161,7 +162,8 @@ SEEDS = (5, 7, 11)
 # Every mutant fails at each of SEEDS (bench/bench_plausible_bugs.py runs them all, ~5 min); the
 # suite runs each at one of them in turn (all three with METALPORT_BUG_SEEDS=all) to keep CI short.
 _ALL = os.environ.get("METALPORT_BUG_SEEDS") == "all"
-_RUNS = [(m, s) for i, m in enumerate(PLAUSIBLE) for s in (SEEDS if _ALL else (SEEDS[i % len(SEEDS)],))]
+_RUNS = [(m, s) for i, m in enumerate(PLAUSIBLE + NEEDS_RULE)
+         for s in (SEEDS if _ALL else (SEEDS[i % len(SEEDS)],))]
 
 
 @pytest.mark.parametrize("mutant, seed", _RUNS, ids=[f"{_id(m)}-{s}" for m, s in _RUNS])
@@ -169,12 +171,3 @@ def test_plausible_bug_fails_at_every_seed(tmp_path: Path, real_tree_workspace, 
                                            mutant: Mutant, seed: int) -> None:
     assert _escaped(tmp_path, real_tree_workspace.root, mutant, seed, bug_session) is None
 
-
-@pytest.mark.parametrize("mutant", NEEDS_RULE, ids=_id)
-def test_bug_of_zero_sign_or_exactness_fails(tmp_path: Path, real_tree_workspace, bug_session: ConformanceSession,
-                                             mutant: Mutant) -> None:
-    """Runs at one seed; strict xfail would hide the day it starts failing, so an escape is reported as
-    an xfail with the reason until the exact rule lands (then these pass, and the mark goes)."""
-    why = _escaped(tmp_path, real_tree_workspace.root, mutant, 5, bug_session)
-    if why is not None:
-        pytest.xfail(f"needs the exact/signed-zero acceptance rule: {why}")

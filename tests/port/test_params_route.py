@@ -85,8 +85,27 @@ def test_nan_to_num_reuses_the_trees_params_functor(real: Checkout, tmp_path: Pa
     assert (work / KERNELS / "UnaryKernel.metal").read_text() == (real.root / KERNELS / "UnaryKernel.metal").read_text()
 
 
+def test_unset_optionals_mean_what_torchs_cpu_op_does_whatever_their_names() -> None:
+    from metalport.port.params import scalar_params
+
+    # Note [unset optionals]: the stub's parameters are named otherwise (pos_inf, neg_inf); the
+    # defaults come from torch's CPU nan_to_num, in the schema's names
+    func = "nan_to_num.out(Tensor self, float? nan=None, float? posinf=None, float? neginf=None, *, Tensor(a!) out) -> Tensor(a!)"
+    stub = "TensorIteratorBase& iter, std::optional<double> a, std::optional<double> pos_inf, std::optional<double> neg_inf"
+    assert scalar_params(stub, func) == (
+        ("nan", "std::optional<double>", True, "real_t(0)"),
+        ("posinf", "std::optional<double>", True, "std::numeric_limits<real_t>::max()"),
+        ("neginf", "std::optional<double>", True, "std::numeric_limits<real_t>::lowest()"))
+    # clamp's unset bounds have no value of their own (CPU refuses both unset): no struct carries them
+    clamp = "clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)"
+    assert scalar_params("TensorIteratorBase& iter, std::optional<double> lo, std::optional<double> hi", clamp) is None
+
+
 def test_pow_tensor_tensor_gets_its_stub_and_keeps_the_scalar_overload(real: Checkout) -> None:
     plan = plan_port(real, "aten::pow")
+    # Note [complex siblings]: the tree's pow_scalar registers float2; upstream's pow port has complex rows
+    assert plan.dtypes[-2:] == ("float2", "half2") and "REGISTER_BINARY_OP(pow, half2, half2);" in plan.registrations
+    assert any("sibling kernel pow_scalar registers float2" in p for p in plan.placement)
     assert plan.stub == "pow_tensor_tensor_stub" and plan.stub_header == "ATen/native/Pow.h"
     assert plan.register_dispatch == "REGISTER_DISPATCH(pow_tensor_tensor_stub, &pow_mps_kernel);"
     assert {r.entry for r in plan.rows} == {"pow.Tensor_Tensor_out"}
@@ -127,3 +146,42 @@ def test_softplus_keeps_the_test_dtypes_xfail_of_dtypes_it_does_not_register(rea
     text = (work / rel).read_text()
     ref = text[text.index('"_refs.nn.functional.softplus"'):][:1500]
     assert "DecorateInfo(unittest.expectedFailure, 'TestCommon', 'test_dtypes', device_type='mps')" in ref
+
+
+OWN_STRUCT = """struct SoftplusArgs {
+  float beta;
+  float threshold;
+};
+
+struct softplus_functor {
+  template <typename T>
+  inline T operator()(const T x, const SoftplusArgs p) {
+    const float v = float(x) * p.beta;
+    return static_cast<T>(v > p.threshold ? float(x) : ::c10::metal::log1p(::metal::exp(v)) / p.beta);
+  }
+};
+"""
+
+
+def test_a_model_struct_carrying_the_scalars_becomes_the_planned_one(real: Checkout, tmp_path: Path) -> None:
+    plan, work = _applied(real, tmp_path, "softplus", OWN_STRUCT)
+    kernels = (work / plan.kernel_file).read_text()
+    assert "SoftplusArgs" not in kernels and "const SoftplusParams p" in kernels
+    files = {plan.kernel_file, plan.params_header}
+    assert sum((work / f).read_text().count("struct SoftplusParams {") for f in files) == 1  # the plan's, once
+
+
+@pytest.mark.parametrize(("struct", "why"), [
+    ("struct SoftplusArgs {\n  float beta;\n};\n", "SoftplusArgs (float beta)"),  # threshold dropped
+    ("struct SoftplusArgs {\n  float threshold;\n  float beta;\n};\n", "(float threshold, float beta)"),  # reordered
+    ("struct SoftplusArgs {\n  int beta;\n  int threshold;\n};\n", "(int beta, int threshold)"),  # not opmath
+])
+def test_a_model_struct_that_is_not_the_ops_scalars_is_refused_with_one_reason(
+        real: Checkout, tmp_path: Path, struct: str, why: str) -> None:
+    from metalport.errors import RecipeError
+
+    source = OWN_STRUCT.replace("struct SoftplusArgs {\n  float beta;\n  float threshold;\n};\n", struct)
+    with pytest.raises(RecipeError) as err:
+        _applied(real, tmp_path, "softplus", source)
+    assert why in err.value.message and "SoftplusParams (float beta, float threshold)" in err.value.message
+    assert "\n" not in err.value.message

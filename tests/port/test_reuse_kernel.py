@@ -132,3 +132,20 @@ def test_the_ops_own_kernel_registered_for_every_type_is_launched_as_it_is(tmp_p
     assert "host file aten/src/ATen/native/mps/operations/UnaryKernel.mm: it loads UnaryKernel.metal's library" \
         in plan.placement
     assert not any("through it passed" in line for line in plan.reuse)  # its own kernel: checked at test time
+
+
+def test_sub_routed_through_add_stub_launches_the_trees_add_alpha_kernel(tmp_path: Path) -> None:
+    # Note [routed stubs reuse the stub's kernel]: sub_out calls add_stub with -alpha, so the port
+    # registers add_stub and launches the tree's add_alpha kernel (a + alpha * b, fed -alpha)
+    # instead of renaming sub's functor to add_alpha_functor (which computed a - (-alpha) * b)
+    root = overlay_real_tree(tmp_path / "tree", writable=True).root
+    plan = plan_port(Checkout(root), "sub")
+    assert plan.functor_step == "reuse" and plan.reused_kernel == "add_alpha" and not plan.needs_llm
+    assert plan.register_dispatch == "REGISTER_DISPATCH(add_stub, &sub_mps_kernel);"
+    assert plan.kernel_file == "aten/src/ATen/native/mps/kernels/BinaryKernel.metal" and plan.registrations == ()
+    assert plan.reuse[0].startswith("reuses kernel add_alpha (aten/src/ATen/native/mps/kernels/BinaryKernel.metal)")
+    before = (root / plan.kernel_file).read_text(encoding="utf-8")
+    changed = apply_port(plan, root)
+    assert plan.kernel_file not in changed and (root / plan.kernel_file).read_text(encoding="utf-8") == before
+    host = (root / plan.host_file).read_text(encoding="utf-8")
+    assert "REGISTER_DISPATCH(add_stub, &sub_mps_kernel)" in host and "\"add_alpha\"" in host

@@ -73,9 +73,9 @@ def test_the_reader_finds_the_registered_kernel_its_lambdas_and_their_branches(t
         "    if (::metal::isnan(y)) {\n      return static_cast<T>(NAN);\n    }",
         "return static_cast<T>((x * ::metal::precise::log(y)));"]),
     ("logaddexp2_stub", "BinaryOpsKernel.cpp:41", ("float32", "float16", "bfloat16"), [
-        "const auto inv_log_2 = static_cast<float>((1.0f / M_LN2_F));", "float m = cpp_max(a, b);",
+        "const float inv_log_2 = static_cast<float>((1.0f / M_LN2_F));", "float m = cpp_max(a, b);",
         "::c10::metal::log1p(::metal::precise::exp2(-::metal::fabs((a - b)))) * inv_log_2"]),
-    ("is_negative_like_stub", "UnaryOpsKernel.cpp:128", ("float32", "float16", "bfloat16"), [
+    ("is_negative_like_stub", "UnaryOpsKernel.cpp:176", ("float32", "float16", "bfloat16"), [
         "::metal::enable_if_t<::c10::metal::is_scalar_floating_point_v<T>, bool> operator()(const T in0) {",
         "return static_cast<bool>(((a < static_cast<float>(0)) || ::metal::signbit(a)));"]),
     ("sinc_like_stub", "Activation.cpp:186", ("float32", "float16", "bfloat16"), [
@@ -94,8 +94,7 @@ def test_realistic_lambdas_translate(tree: Path, stub: str, where: str, dtypes: 
 
 
 @pytest.mark.parametrize(("stub", "reason"), [
-    ("softplus_stub", "captures scalars beta, threshold: needs the params route"),
-    ("elu_like_backward_stub", "elu_like_backward_kernel picks one of 2 scalar lambdas at run time (lines 116, 118)"),
+    ("glu_jvp_stub", "the lambda takes 4 operands; translated ports are unary or binary"),
     ("series_stub", "a loop or jump (for)"),
     ("checked_log_stub", "TORCH_CHECK in the lambda (a check the functor cannot make)"),
     ("helper_stub", "calls calc_something_odd, which has no Metal counterpart in the function map"),
@@ -103,8 +102,8 @@ def test_realistic_lambdas_translate(tree: Path, stub: str, where: str, dtypes: 
     ("angle_like_stub", "angle_like_kernel: complex-only"),
     ("absent_stub", "no aten/src/ATen/native/cpu/*.cpp registers absent_stub (REGISTER_DISPATCH)"),
     ("pair_backward_stub", "two outputs (pair_backward_kernel calls cpu_kernel_multiple_outputs)"),
-    ("macro_made_stub", f"macro_made_kernel ({CPU_DIR}/Activation.cpp:202) has no cpu_kernel scalar lambda"),
-    ("ceil_like_stub", f"ceil_like_kernel ({CPU_DIR}/UnaryOpsKernel.cpp:121) has no cpu_kernel scalar lambda"),
+    ("macro_made_stub", f"macro_made_kernel ({CPU_DIR}/Activation.cpp:341) has no cpu_kernel scalar lambda"),
+    ("ceil_like_stub", f"ceil_like_kernel ({CPU_DIR}/UnaryOpsKernel.cpp:169) has no cpu_kernel scalar lambda"),
 ])
 def test_lambdas_outside_the_subset_are_declined_with_the_reason(tree: Path, stub: str, reason: str) -> None:
     t = translate_stub(tree, stub, stub.removesuffix("_stub"))
@@ -112,8 +111,69 @@ def test_lambdas_outside_the_subset_are_declined_with_the_reason(tree: Path, stu
     assert t.declined == reason
 
 
-def test_captured_scalars_are_listed_as_params_for_the_params_route(tree: Path) -> None:
+def test_captured_scalars_are_read_from_the_params_struct(tree: Path) -> None:
+    # Note [translated scalars]: the kernel's arguments become fields of the op's params struct,
+    # each captured name computed from them as the kernel computed it.
     t = translate_stub(tree, "softplus_stub", "softplus")
-    assert [(p.name, p.metal_type, p.source) for p in t.params] == [
-        ("beta", "float", "beta_.to<opmath_t>()"), ("threshold", "float", "threshold_.to<opmath_t>()")]
+    assert t.ok and t.params_struct == "SoftplusParams"
+    assert [(p.name, p.argument, p.captured) for p in t.params] == [
+        ("beta", "const Scalar beta_", "beta"), ("threshold", "const Scalar threshold_", "threshold")]
     assert t.where == f"{CPU_DIR}/Activation.cpp:102" and "[beta, threshold](scalar_t a)" in (t.lambda_text or "")
+    assert "operator()(const T in0, const SoftplusParams params) {" in (t.source or "")
+    assert "const float beta = params.beta;" in (t.source or "")
+    # fields named as the schema names the stub's scalars, not as the kernel's arguments
+    t = translate_stub(tree, "hardtanh_backward_stub", "hardtanh_backward", fields=("min_val", "max_val"),
+                       struct="HardtanhParams")
+    assert [(p.name, p.argument) for p in t.params] == [("min_val", "const Scalar min"), ("max_val", "const Scalar max")]
+    assert "const float min_val = params.min_val;" in (t.source or "")
+    assert "operator()(const T in0, const T in1, const HardtanhParams params) {" in (t.source or "")
+
+
+def test_a_stub_passing_other_scalars_than_the_kernel_takes_is_declined(tree: Path) -> None:
+    t = translate_stub(tree, "softplus_stub", "softplus", fields=("beta",))
+    assert not t.ok and t.declined == "softplus_kernel takes 2 scalar(s) (beta_, threshold_) but its stub passes 1 (beta)"
+
+
+def test_a_scalar_of_the_element_type_is_rounded_to_it(tree: Path) -> None:
+    # logit's `const scalar_t eps = eps_scalar.to<scalar_t>()` holds a half eps for half tensors
+    t = translate_stub(tree, "logit_stub", "logit")
+    assert t.ok, t.declined
+    assert "const float lo = static_cast<float>(static_cast<T>(eps));" in (t.source or "")
+
+
+def test_lambdas_picked_on_the_kernels_scalars_become_one_if_else_chain(tree: Path) -> None:
+    # Note [lambdas picked at run time]: logit picks its lambda on eps; its vendor-library branch
+    # (`at::hasMKL() && iter.is_contiguous()`) is left out.
+    t = translate_stub(tree, "logit_stub", "logit")
+    source = t.source or ""
+    assert "hasMKL" not in source and "is_contiguous" not in source
+    assert "    if ((eps < static_cast<float>(0))) {\n      const float x = static_cast<float>(in0);\n" in source
+    assert "    } else {\n      float x = static_cast<float>(in0);\n      x = ((x < lo) ? lo : ((x > hi) ? hi : x));" in source
+    assert t.lambda_text is not None and "// if (eps < scalar_t(0)): line 119" in t.lambda_text
+    assert "// else: line 133" in t.lambda_text
+    t = translate_stub(tree, "elu_like_backward_stub", "elu_like_backward")  # picked on a bool argument
+    assert t.ok and "    if (params.is_result) {" in (t.source or "")
+
+
+def test_a_vectorized_lambda_selecting_by_a_mask_is_translated_in_place_of_the_scalar_one(tree: Path) -> None:
+    # Note [vector masks]: hardtanh_backward's scalar lambda passes grad at a NaN input, its
+    # vectorized one (what contiguous inputs run) masks it to 0; the functor follows the mask.
+    t = translate_stub(tree, "hardtanh_backward_stub", "hardtanh_backward", fields=("min_val", "max_val"),
+                       struct="HardtanhParams")
+    assert t.ok, t.declined
+    assert t.where == f"{CPU_DIR}/Activation.cpp:287" and "the vectorized lambda" in (t.lambda_text or "")
+    assert "(((self_val > min_val) && (self_val < max_val)) ? grad_val : static_cast<float>(0))" in (t.source or "")
+    # logit_backward's blendv(nan_or_zero, quotient, in_range) becomes in_range ? quotient : nan_or_zero,
+    # its captured one-value vectors the values
+    t = translate_stub(tree, "logit_backward_stub", "logit_backward")
+    assert t.ok, t.declined
+    source = t.source or ""
+    assert "((x_vec >= lo_vec) && (x_vec <= hi_vec)) ? (dy_vec / (x_vec * (kOneVec - x_vec))) : kZeroVec" in source
+    assert "const float kNanVec = " in source and "quiet_NaN()" in source
+
+
+def test_a_vectorized_lambda_without_a_mask_leaves_the_scalar_one(tree: Path) -> None:
+    # hardsigmoid's vectorized lambda selects by no comparison mask: its scalar lambda is translated
+    t = translate_stub(tree, "hardsigmoid_stub", "hardsigmoid")
+    assert t.ok and t.where == f"{CPU_DIR}/Activation.cpp:60"
+    assert "vectorized" not in (t.lambda_text or "")
