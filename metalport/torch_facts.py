@@ -4,7 +4,8 @@ Importing torch takes 1.5–3 s and the OpInfo database another 4 s; only the st
 kernels (conformance, `metalport kernels`, the macOS tests) need them. Everything else asks here:
 the torch version and include folder (package metadata), whether MPS can exist on this OS, and
 the OpInfo facts a plan needs (CPU dtypes, autograd support), which are read from `op_db` once
-per torch version and kept in the user cache (`<user cache>/opinfo/<version>.json`).
+per torch version and kept in the user cache (`<user cache>/opinfo/<version>.json`). `find_opinfos`
+is the one lookup of an op's OpInfos (it imports `op_db` when called).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import platform
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from metalport.atomic import write_text_atomic
 from metalport.errors import MetalportError
@@ -226,3 +228,25 @@ def _facts_from_op_db() -> dict[str, OpInfoFacts]:
         mps = tuple(sorted(str(d).removeprefix("torch.") for d in info.supported_dtypes("mps")))
         facts[info.name] = OpInfoFacts(info.name, dtypes, bool(info.supports_autograd), mps)
     return facts
+
+
+def find_opinfo(base: str) -> Any | None:
+    """The OpInfo (no variant) whose name or aten name is `base`, else its first variant, else None."""
+    return next(iter(find_opinfos(base)), None)
+
+
+def find_opinfos(base: str) -> list[Any]:
+    """The OpInfo (no variant) whose name or aten name is `base`, else one of a namespace whose last
+    part is `base` (`nn.functional.softplus` for softplus: its samples pass beta and threshold, so a
+    port ignoring them cannot pass on "opinfo 0/0"); when only variants exist (polygamma's
+    polygamma_n_0 .. _n_4, one per order), all of them."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    for plain in (True, False):
+        named = [o for o in op_db if (not o.variant_test_name) == plain
+                 and (o.name == base or o.name.replace(".", "_") == base)]
+        named = named or [o for o in op_db if (not o.variant_test_name) == plain and o.aten_name == base]
+        named = named or [o for o in op_db if (not o.variant_test_name) == plain and o.name.split(".")[-1] == base]
+        if named:
+            return named if not plain else named[:1]
+    return []

@@ -205,6 +205,18 @@ def test_the_layers_the_issue_names() -> None:
         assert all(rank[low] < rank[high] for high in ("graph", "agent", "commands", "cli"))
 
 
+def test_the_port_imports_neither_checks_nor_backlog(package_imports: list[Import]) -> None:
+    """The port is deterministic planning and editing: it runs no conformance and reads no backlog
+    (both sit above it and read the port); what it shares with the backlog (an op's status and
+    family) is the port's own `op_facts`."""
+    layers = readme_layers((ROOT / "README.md").read_text(encoding="utf-8"))
+    rank = {u: len(layers) - i for i, (_, units) in enumerate(layers) for u in units}
+    assert rank["port"] < rank["checks"] and rank["port"] < rank["backlog"]
+    upward = [f"{e.where}: {e.target}" for e in package_imports
+              if unit(e.source) == "port" and unit(e.target) in ("checks", "backlog")]
+    assert upward == []
+
+
 # The checker itself, on a synthetic package: it must catch what someone might add.
 
 def _package(tmp_path: Path, files: dict[str, str]) -> Path:

@@ -3,32 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
 from metalport.checkout.sources import XfailEntry
 from metalport.port.kinds import Classification, Kind, PorterVerdict
+from metalport.port.op_facts import Family, Status  # the op's facts, as the port reads them
 
-
-class Status(Enum):
-    """Where an op's MPS support stands."""
-
-    SHARED = "shared"
-    MPS_METAL = "mps-metal"
-    MPS_GRAPH = "mps-graph"
-    MPS_GRAPH_STUB = "mps-graph-stub"  # the stub is registered for MPS, with an MPSGraph kernel
-    MPS_UNKNOWN = "mps-unknown"
-    MISSING = "missing"
-    COMPOSITE = "composite"
-
-
-class Family(Enum):
-    """The kernel shape of an op."""
-
-    UNARY = "unary-pointwise"
-    BINARY = "binary-pointwise"
-    TERNARY = "ternary-pointwise"
-    REDUCTION = "reduction"
-    OTHER = "other"
+__all__ = ["BacklogItem", "Family", "Status"]
 
 
 @dataclass(frozen=True)

@@ -2,110 +2,37 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from types import SimpleNamespace
 from pathlib import Path
 
 from metalport.backlog.model import BacklogItem, Family, Status
 from metalport.checkout.layout import Checkout
-from metalport.checkout.routing import StubRoute
-from metalport.checkout.sources import ImplKind, Sources, StubDecl, XfailEntry, scan_sources
+from metalport.checkout.sources import Sources
 from metalport.checkout.cpu_kernels import cpu_kernel_index
-from metalport.port.kinds import (Classification, Kind, Porter, PorterVerdict, classify, entry_comments, porter_for,
-                                  schema_arguments, tensor_outputs)
+from metalport.port.kinds import Classification, Kind, Porter, PorterVerdict, porter_for, tensor_outputs
+from metalport.port.op_facts import FactsContext, facts_context, read_op
 from metalport.port.spec_recipes import recipe_ops
 from metalport.registry.index import load_registry
 from metalport.registry.model import Op, Registry
 
-_COMPOSITE = {"CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional",
-              "CompositeImplicitAutogradNestedTensor"}
-_HOST = {"CPU", "CUDA"}
-_TENSOR_ARG = re.compile(r"^Tensor\??(?:\([a-z]\))?\s")
-_XFAIL_PREFIXES = ("nn.functional.", "_refs.", "ops.aten.")
 
-
-def _family(op: Op) -> Family:
-    tags = {t for e in op.entries for t in e.tags}
-    if "reduction" in tags:
-        return Family.REDUCTION
-    pointwise = "pointwise" in tags or any(e.structured_inherits == "TensorIteratorBase" for e in op.entries)
-    if not pointwise:
-        return Family.REDUCTION if any("bool keepdim" in e.func for e in op.entries) else Family.OTHER
-    functional = [e for e in op.entries if "!)" not in e.func] or list(op.entries)
-    count = max(sum(1 for a in schema_arguments(e.func) if _TENSOR_ARG.match(a) and "!" not in a.split()[0])
-                for e in functional)
-    return {1: Family.UNARY, 2: Family.BINARY, 3: Family.TERNARY}.get(count, Family.OTHER)
-
-
-def _xfail_index(sources: Sources) -> dict[str, list[XfailEntry]]:
-    index: dict[str, list[XfailEntry]] = {}
-    for x in sources.xfails:
-        key = x.op
-        for prefix in _XFAIL_PREFIXES:
-            key = key.removeprefix(prefix)
-        index.setdefault(key.replace(".", "_"), []).append(x)
-    return index
-
-
-def _mps_status(specific: list[str], sources: Sources, route: StubRoute | None) -> tuple[Status, str | None]:
-    """The status of an op whose rows name MPS-only kernels: by their `.mm` definitions, else (none
-    defined) by the registration of the stub its CPU kernel calls."""
-    found = [sources.function(k) for k in specific]
-    kinds = {f.kind for f in found if f is not None}
-    where = next((str(f.where) for f in found if f is not None), None)
-    if ImplKind.GRAPH in kinds:
-        return Status.MPS_GRAPH, where
-    if None not in found and kinds == {ImplKind.METAL}:
-        return Status.MPS_METAL, where
-    registration = sources.registration(route.stub) if route and not any(found) else None
-    if registration is not None and registration.kind is ImplKind.GRAPH:
-        return Status.MPS_GRAPH_STUB, str(registration.where)
-    return Status.MPS_UNKNOWN, where or (str(registration.where) if registration else None)
-
-
-def _shared_status(sources: Sources, route: StubRoute | None) -> tuple[Status, str | None]:
-    """A row `CPU, CUDA, MPS: x_out`: shared, unless the stub's MPS kernel is an MPSGraph one."""
-    registration = sources.registration(route.stub) if route else None
-    if registration is not None and registration.kind is ImplKind.GRAPH:
-        return Status.MPS_GRAPH_STUB, str(registration.where)
-    return Status.SHARED, str(registration.where) if registration else None
-
-
-def _classify(op: Op, sources: Sources, xfails: dict[str, list[XfailEntry]], has_sources: bool,
-              checkout: Checkout, registry: Registry, comments: dict[str, str],
-              recipes: frozenset[str], stubs: dict[str, StubDecl],
+def _classify(op: Op, context: FactsContext, recipes: frozenset[str],
               cpu_index: dict[str, tuple[Path, str]]) -> BacklogItem | None:
-    mps_lines = [(e, d) for e in op.entries for d in e.dispatch if "MPS" in d.keys]
-    host_kernels = [d.kernel for e in op.entries for d in e.dispatch if _HOST & set(d.keys)]
-    specific = sorted({d.kernel for _, d in mps_lines if not _HOST & set(d.keys) and d.kernel not in host_kernels})
-    route = sources.route_op(op, registry)
-    mps_impl = None
-    if mps_lines and specific:
-        status, mps_impl = _mps_status(specific, sources, route)
-    elif mps_lines:
-        status, mps_impl = _shared_status(sources, route)
-    elif host_kernels:
-        status = Status.MISSING
-    elif all(set(d.keys) <= _COMPOSITE for e in op.entries for d in e.dispatch):
-        status = Status.COMPOSITE
-    else:
+    facts = read_op(op, context)
+    if facts is None:
         return None  # only other backends (sparse, quantized, ...): outside the MPS backlog
-    kind = classify(op, route, stubs.get(route.stub) if route else None, comments=comments)
-    registered = None
-    if has_sources and route and status in (Status.SHARED, Status.MPS_GRAPH_STUB):
-        registered = all(sources.registration(s) is not None for s in route.stubs)
+    route, kind = facts.route, facts.kind
     return BacklogItem(
-        op=op.name, status=status, family=_family(op), stub=route.stub if route else None, mps_impl=mps_impl,
-        xfail=tuple(xfails.get(op.name, ())), rows=len(op.entries), ease=0, stub_registered=registered,
-        mps_kernels=tuple(sorted({d.kernel for _, d in mps_lines})),
-        location=f"{checkout.rel(Path(op.entries[0].span.file))}:{op.entries[0].span.start}",
+        op=op.name, status=facts.status, family=facts.family, stub=route.stub if route else None,
+        mps_impl=facts.mps_impl, xfail=facts.xfail, rows=len(op.entries), ease=0,
+        stub_registered=facts.stub_registered, mps_kernels=facts.mps_kernels, location=facts.location,
         stubs=route.stubs if route else (), route=route.describe() if route else None,
         stub_assumed=route.assumed if route else None,
-        kind=kind, porter=_ALREADY if status is Status.SHARED else _porter(
+        kind=kind, porter=_ALREADY if facts.status is Status.SHARED else _porter(
             op, kind, porter_for(kind, op.name in recipes,
-                                 _declined(checkout, sources, op.name, kind, recipes, cpu_index, _family(op),
-                                           tuple(op.entries)))),
+                                 _declined(context.checkout, context.sources, op.name, kind, recipes, cpu_index,
+                                           facts.family, tuple(op.entries)))),
     )
 
 
@@ -156,10 +83,7 @@ def _ease_key(item: BacklogItem) -> tuple[int, int, int, int, str]:
 
 def _scan_context(checkout: Checkout, registry: Registry, sources: Sources | None = None) -> tuple:
     """What classifying any op of `registry` needs from the checkout (its sources read once)."""
-    sources = sources if sources is not None else scan_sources(checkout)
-    stubs = {s.name: s for s in reversed(sources.stubs)}  # the first declaration wins, as `Sources.stub`
-    return (sources, _xfail_index(sources), any(checkout.mps_operations.glob("*.mm")), checkout, registry,
-            entry_comments(registry), recipe_ops(), stubs, cpu_kernel_index(checkout.root))
+    return (facts_context(checkout, registry, sources), recipe_ops(), cpu_kernel_index(checkout.root))
 
 
 def scan_backlog(checkout: Checkout, registry: Registry | None = None) -> list[BacklogItem]:

@@ -20,6 +20,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from metalport.checks.hostmodel import OpmathScalar, UnmodelledCall
 from metalport.checks.numerics import Numerics, draw
+from metalport.torch_facts import find_opinfo, find_opinfos  # noqa: F401 (the samples' OpInfo lookup)
 
 
 class Family(Enum):
@@ -385,28 +386,6 @@ class _Recorder(TorchDispatchMode):
         if func.overloadpacket is self.packet and not func._schema.is_mutable:
             self.calls.append((func, tuple(args), dict(kwargs)))
         return func(*args, **kwargs)
-
-
-def find_opinfo(base: str) -> Any | None:
-    """The OpInfo (no variant) whose name or aten name is `base`, else its first variant, else None."""
-    return next(iter(find_opinfos(base)), None)
-
-
-def find_opinfos(base: str) -> list[Any]:
-    """The OpInfo (no variant) whose name or aten name is `base`, else one of a namespace whose last
-    part is `base` (`nn.functional.softplus` for softplus: its samples pass beta and threshold, so a
-    port ignoring them cannot pass on "opinfo 0/0"); when only variants exist (polygamma's
-    polygamma_n_0 .. _n_4, one per order), all of them."""
-    from torch.testing._internal.common_methods_invocations import op_db
-
-    for plain in (True, False):
-        named = [o for o in op_db if (not o.variant_test_name) == plain
-                 and (o.name == base or o.name.replace(".", "_") == base)]
-        named = named or [o for o in op_db if (not o.variant_test_name) == plain and o.aten_name == base]
-        named = named or [o for o in op_db if (not o.variant_test_name) == plain and o.name.split(".")[-1] == base]
-        if named:
-            return named if not plain else named[:1]
-    return []
 
 
 def opinfo_calls(info: Any, packet: Any, dtype: torch.dtype) -> list[tuple[Any, tuple, dict]]:

@@ -6,7 +6,7 @@ Note [family plans]: the members are planned one after another, each on the tree
 members' edits leave (a scratch worktree of the base), so member `i`'s anchors, line numbers and
 "last user" decisions (a helper or macro goes with the member that removes its last caller) are
 exact; `apply_family` replays the members in order and reaches the same tree. Each member's
-contract is checked against the tree before it (`check_family`).
+contract is checked against the tree before it (`checks.family_contract.check_family`).
 """
 
 from __future__ import annotations
@@ -120,8 +120,8 @@ def _shared_reasons(members: list[PortPlan]) -> list[str]:
 
 
 def plan_family(checkout: Checkout, ops: tuple[str, ...], *, force: bool = False,
-                reasons: tuple[str, ...] = ()) -> FamilyPlan:
-    """Plan every op of the family in order (Note [family plans]).
+                reasons: tuple[str, ...] = (), verify_reuse: Any = None) -> FamilyPlan:
+    """Plan every op of the family in order (Note [family plans]); `verify_reuse` as `plan_port`'s.
 
     Raises PipelineError when a member cannot be planned (its message names the op), or when the
     ops share no file (then they are separate changes)."""
@@ -132,7 +132,7 @@ def plan_family(checkout: Checkout, ops: tuple[str, ...], *, force: bool = False
     with _scratch(checkout.root) as tree:
         for i, name in enumerate(names):
             try:
-                plan = plan_port(Checkout(tree), name, force=force)
+                plan = plan_port(Checkout(tree), name, force=force, verify_reuse=verify_reuse)
             except PipelineError as err:
                 raise PipelineError(f"family member aten::{name}: {err.message}", location=err.location,
                                     hint=err.hint) from err
@@ -182,51 +182,6 @@ def apply_family(family: FamilyPlan, root: Path, *, functor_sources: dict[str, s
 
     for plan in family.members:
         apply_port(plan, root, functor_source=(functor_sources or {}).get(plan.op), **kwargs)
-
-
-def check_family(base_root: Path, worktree_root: Path, family: FamilyPlan) -> list:
-    """Every member's contract, each checked against the tree its predecessors leave, and the
-    worktree checked to hold exactly the family's edits. `[]` when all hold. The worktree's HEAD
-    is the base (`base_root` is accepted for symmetry with `check_contract`)."""
-    from metalport.checks.contract import check_contract
-    from metalport.failure import Failure
-    from metalport.port.port import apply_port
-
-    failures: list = []
-    head = _git(worktree_root, "rev-parse", "HEAD").strip()
-    with _scratch(Path(worktree_root), head) as before, _scratch(Path(worktree_root), head) as after:
-        for plan in family.members:
-            # a member a model wrote is replayed with the functor the worktree holds now
-            functor = written_functor(Path(worktree_root), plan) if plan.needs_llm else None
-            if plan.needs_llm and functor is None:
-                failures.append(Failure("family", plan.kernel_file, None, None,
-                                        f"no struct {plan.functor} in {plan.kernel_file} for aten::{plan.op}"))
-                continue
-            apply_port(plan, after, functor_source=functor)
-            failures += [f for f in check_contract(before, after, plan)]
-            apply_port(plan, before, functor_source=functor)
-            _git(before, "add", "-A")
-            _git(before, "commit", "-q", "-m", f"family member {plan.op}")
-            _git(after, "reset", "-q", "--hard", _git(before, "rev-parse", "HEAD").strip())
-        expected = set(_git(after, "diff", "--name-only", head).split())
-        got = set(_git(Path(worktree_root), "diff", "--name-only", "HEAD").split())
-        extra = sorted(got - expected - set(_git(Path(worktree_root), "ls-files", "--others",
-                                                   "--exclude-standard").split()))
-        for rel in extra:
-            failures.append(Failure("paths", rel, None, None,
-                                    f"{rel} is changed but no member of the family plans it"))
-        for rel in sorted(expected & got):
-            mine = _git(Path(worktree_root), "diff", "HEAD", "--", rel)
-            theirs = _git(after, "diff", head, "--", rel)
-            if _body(mine) != _body(theirs):
-                failures.append(Failure("family", rel, None, None,
-                                        f"{rel} differs from the members' edits applied in order"))
-    return failures
-
-
-def _body(diff: str) -> str:
-    """A diff without its header lines (index hashes differ between repositories)."""
-    return "\n".join(line for line in diff.splitlines() if not line.startswith(("diff ", "index ")))
 
 
 def describe_family(family: FamilyPlan) -> list[str]:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from dataclasses import dataclass, fields, replace
+from collections.abc import Callable
 from typing import Any
 
 from metalport.port.apply import apply_port
@@ -51,7 +52,7 @@ from metalport.port.rows import plan_rows, routed_entry, spec_entry, spec_rows
 from metalport.port.spec import LaunchSpec
 from metalport.port.spec_recipes import SpecRecipe, spec_recipes
 from metalport.port.spec_schema import check_schema
-from metalport.backlog.model import Family, Status
+from metalport.port.op_facts import Family, Status
 from metalport.checkout.layout import KERNELS_DIR, OPERATIONS_DIR, Checkout
 from metalport.checkout.sources import ImplKind
 from metalport.errors import PipelineError, RecipeError, SpecError
@@ -71,6 +72,9 @@ _BY_FAMILY = {
     Family.BINARY: ("binary", "BinaryKernel.metal", "BinaryKernel.mm", "REGISTER_BINARY_OP"),
     Family.TERNARY: ("ternary", "TernaryKernel.metal", "TernaryKernel.mm", "REGISTER_TERNARY_OP"),
 }
+
+# (checkout, plan) -> (passed, one line): the behavioural check of a plan reusing another op's kernel
+ReuseVerifier = Callable[[Checkout, PortPlan], tuple[bool, str]]
 
 
 def _stub_declaration(checkout: Checkout, stub: str) -> StubDeclaration:
@@ -241,7 +245,8 @@ def _existing_kernel_file(res: Resolution) -> str | None:
     return next((s.where.file for s in res.sources.shader_ops if s.name == res.op), None)
 
 
-def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels: bool = True) -> PortPlan:
+def plan_port(checkout: Checkout, op: str, *, force: bool = False,
+              verify_reuse: ReuseVerifier | None = None) -> PortPlan:
     """The plan for porting `op` in `checkout` to a native Metal kernel.
 
     Raises UnknownOpError (with close names), PipelineError "aten::x is already native (shared)"
@@ -250,14 +255,16 @@ def plan_port(checkout: Checkout, op: str, *, force: bool = False, reuse_kernels
     no shared CPU/CUDA kernel. An op of the spec recipe table is planned from its launch spec;
     other reduction-stub, custom-kernel and multi-tensor ops get a plan of their kind with no
     launch yet (`_kernel_part`). A pointwise op outside the recipe table gets `needs_llm=True`,
-    unless the tree has a kernel computing it (Note [reuse an existing kernel];
-    `reuse_kernels=False` skips the lookup).
+    unless the tree has a kernel computing it (Note [reuse an existing kernel]): the op's own, or
+    another op's that `verify_reuse` (the caller's behavioural check, `checks.reuse_check.verify_reuse`:
+    the planner runs no kernel itself) passes; without `verify_reuse` another op's kernel is not reused.
     """
-    return plan_resolved(checkout, resolve_op(checkout, op), force=force, reuse_kernels=reuse_kernels)
+    return plan_resolved(checkout, resolve_op(checkout, op), force=force, verify_reuse=verify_reuse)
 
 
 def plan_resolved(checkout: Checkout, res: Resolution, *, spec_recipe: SpecRecipe | None = None,
-                  force: bool = False, reuse_kernels: bool = True) -> PortPlan:
+                  force: bool = False, verify_reuse: ReuseVerifier | None = None,
+                  reuse_kernels: bool = True) -> PortPlan:
     """`plan_port` of an op already resolved. `spec_recipe` (a model's, `model_spec_recipe`) plans
     it as the op's spec recipe would be; SpecError when that spec does not fit the op."""
     spec_recipe = spec_recipe or spec_recipes().get(res.op)
@@ -302,9 +309,8 @@ def plan_resolved(checkout: Checkout, res: Resolution, *, spec_recipe: SpecRecip
     plan = _plan(checkout, res, part)
     if plan.reused_kernel is None or plan.reused_kernel == res.op:
         return plan
-    from metalport.port.reuse_check import verify_reuse
-
-    passed, line = verify_reuse(checkout, plan)
+    passed, line = verify_reuse(checkout, plan) if verify_reuse is not None else \
+        (False, "no behavioural check of it was asked for (the planner runs no kernel itself)")
     if passed:
         return replace(plan, reuse=(f"{plan.reuse[0]}; {line}", *plan.reuse[1:]))
     fallback = plan_resolved(checkout, res, force=force, reuse_kernels=False)

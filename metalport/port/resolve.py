@@ -10,13 +10,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from metalport.backlog.model import BacklogItem, Family, Status
-from metalport.backlog.scan import backlog_item
 from metalport.checkout.layout import Checkout
 from metalport.checkout.routing import StubRoute
 from metalport.checkout.sources import ImplKind, MpsFunction, Registration, Sources, XfailEntry, scan_sources
 from metalport.errors import UnknownOpError
 from metalport.port.kinds import Classification
+from metalport.port.op_facts import Family, OpFacts, Status, op_facts
 from metalport.registry.index import load_registry
 from metalport.registry.model import DispatchLine, Entry, Registry
 
@@ -130,10 +129,10 @@ def _overload_stub(entries: tuple[Entry, ...], sources: Sources) -> str | None:
     return None
 
 
-def _item(checkout: Checkout, registry: Registry, op: str, sources: Sources) -> BacklogItem:
-    item = backlog_item(checkout, registry, op, sources=sources)
-    if item is not None:
-        return item
+def _facts(checkout: Checkout, registry: Registry, op: str, sources: Sources) -> OpFacts:
+    facts = op_facts(checkout, registry, op, sources=sources)
+    if facts is not None:
+        return facts
     raise UnknownOpError(f"aten::{op} has no CPU, CUDA or MPS kernel to port",
                          location=f"{checkout.rel(registry.path)}",
                          hint="run `metalport backlog` to list port candidates")
@@ -147,12 +146,12 @@ def resolve_op(checkout: Checkout, op: str, *, registry: Registry | None = None)
     registry = registry if registry is not None else load_registry(checkout.native_functions)
     found = registry.resolve(op)
     sources = scan_sources(checkout)
-    item = _item(checkout, registry, found.name, sources)
+    item = _facts(checkout, registry, found.name, sources)
     kept = _kept_rows(checkout, found.entries, found.name, sources)
     specific = tuple(dict.fromkeys(d.kernel for e in found.entries for d in mps_only_lines(e)
                                    if d.kernel not in {k for _, k, _ in kept}))
     legacy = tuple(f for k in specific if (f := sources.function(k)) is not None)
-    stub = item.stub or _overload_stub(found.entries, sources)
+    stub = (item.route.stub if item.route else None) or _overload_stub(found.entries, sources)
     registration = sources.registration(stub) if stub else None
     return Resolution(
         op=found.name, entries=found.entries, status=item.status, family=item.family, stub=stub,

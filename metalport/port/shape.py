@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from metalport.backlog.model import Family
+from metalport.port.op_facts import Family
 
 if TYPE_CHECKING:
     from metalport.port.resolve import Resolution
@@ -32,7 +32,7 @@ def halves_reason(res: Resolution) -> str | None:
     an op is a binary functor over the halves (Note [port shape from the op])."""
     import torch
 
-    from metalport.checks.samples import find_opinfo
+    from metalport.torch_facts import find_opinfo
 
     func = stub_entry_func(res)
     if func is None or res.family is not Family.UNARY:

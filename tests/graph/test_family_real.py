@@ -19,7 +19,8 @@ import pytest
 
 from metalport.errors import PipelineError
 from metalport.graph import Approve, RunOptions, resume_run, run_dir, start_run
-from metalport.port.family import apply_family, check_family, family_of, plan_family
+from metalport.checks.family_contract import check_family
+from metalport.port.family import apply_family, family_of, plan_family
 from tests.graph.conftest import branches, commits_on, git
 from tests.real_tree import overlay_real_tree
 

@@ -17,6 +17,7 @@ import pytest
 from metalport.checkout import Checkout
 from metalport.checkout.sources import shader_registrations
 from metalport.port.apply import apply_port
+from metalport.checks.reuse_check import verify_reuse
 from metalport.port.port import plan_port
 from metalport.port.reuse import existing_kernels
 from tests.real_tree import overlay_real_tree
@@ -62,11 +63,19 @@ def test_the_real_unary_kernels_register_real_types_only() -> None:
     assert {r.args[0] for r in regs if r.name == "neg"} >= {"float", "half", "bfloat", "float2", "half2", "long"}
 
 
+def test_without_a_behavioural_check_the_planner_does_not_reuse_another_ops_kernel(tmp_path: Path) -> None:
+    # the planner runs no kernel (port/ imports no checks/): a caller that passes no verifier gets
+    # the op's own functor, and the plan says why copy_conj was left
+    plan = plan_port(_tree(tmp_path), "conj_physical")
+    assert plan.reused_kernel is None and plan.functor == "conj_physical_functor"
+    assert any("does not reuse kernel copy_conj" in line and "no behavioural check" in line for line in plan.reuse)
+
+
 def test_conj_physical_launches_the_trees_copy_conj_kernel(tmp_path: Path) -> None:
     from metalport.checks.contract import check_contract
 
     checkout = _tree(tmp_path)
-    plan = plan_port(checkout, "conj_physical")
+    plan = plan_port(checkout, "conj_physical", verify_reuse=verify_reuse)
     assert (plan.reused_kernel, plan.kernel_name, plan.functor, plan.registrations) == ("copy_conj", "copy_conj", None, ())
     assert (plan.kernel_file, plan.host_file, plan.needs_llm) == (KERNEL, HOST, False)
     assert KERNEL not in plan.allowed_paths
@@ -90,7 +99,7 @@ def test_a_kernel_that_computes_something_else_is_turned_down_with_the_input_sho
     # The candidate's complex branch forgets to negate: conformance at plan time fails on complex64.
     wrong = (FIXTURES / "Copy.metal").read_text().replace("return T(x.x, -x.y);", "return T(x.x, x.y);")
     checkout = _tree(tmp_path, wrong)
-    plan = plan_port(checkout, "conj_physical")
+    plan = plan_port(checkout, "conj_physical", verify_reuse=verify_reuse)
     assert plan.reused_kernel is None and plan.functor == "conj_physical_functor"
     assert plan.kernel_file == UNARY and plan.functor_step == "table"
     refused = [line for line in plan.reuse if line.startswith("does not reuse kernel copy_conj")]
@@ -100,7 +109,7 @@ def test_a_kernel_that_computes_something_else_is_turned_down_with_the_input_sho
 
 def test_without_a_kernel_computing_it_the_port_writes_its_functor(tmp_path: Path) -> None:
     checkout = overlay_real_tree(tmp_path / "tree")
-    plan = plan_port(checkout, "conj_physical")
+    plan = plan_port(checkout, "conj_physical", verify_reuse=verify_reuse)
     assert plan.reused_kernel is None and plan.functor == "conj_physical_functor"
     assert not any(line.startswith(("reuses kernel", "does not reuse kernel")) for line in plan.reuse)
 
@@ -139,7 +148,7 @@ def test_sub_routed_through_add_stub_launches_the_trees_add_alpha_kernel(tmp_pat
     # registers add_stub and launches the tree's add_alpha kernel (a + alpha * b, fed -alpha)
     # instead of renaming sub's functor to add_alpha_functor (which computed a - (-alpha) * b)
     root = overlay_real_tree(tmp_path / "tree", writable=True).root
-    plan = plan_port(Checkout(root), "sub")
+    plan = plan_port(Checkout(root), "sub", verify_reuse=verify_reuse)
     assert plan.functor_step == "reuse" and plan.reused_kernel == "add_alpha" and not plan.needs_llm
     assert plan.register_dispatch == "REGISTER_DISPATCH(add_stub, &sub_mps_kernel);"
     assert plan.kernel_file == "aten/src/ATen/native/mps/kernels/BinaryKernel.metal" and plan.registrations == ()

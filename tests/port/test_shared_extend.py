@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from metalport.checkout import Checkout
-from metalport.port.family import apply_family, check_family, plan_family
+from metalport.checks.family_contract import check_family
+from metalport.port.family import apply_family, plan_family
 from metalport.port.port import plan_port
 from metalport.port.shared import HOMES, KERNEL_HOME, LAUNCHER_DECL, LAUNCHER_HOME, extend_texts
 from tests.real_tree import overlay_real_tree

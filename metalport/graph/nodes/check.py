@@ -14,7 +14,8 @@ def check(state: PortState) -> dict:
 
     base = Path(state.get("base_root") or state["repo_root"])
     if state.get("family"):  # each member against the tree its predecessors leave
-        from metalport.port.family import FamilyPlan, check_family
+        from metalport.checks.family_contract import check_family
+        from metalport.port.family import FamilyPlan
 
         failures = check_family(base, load_worktree(state).path, FamilyPlan.from_dict(state["family"]))
     else:

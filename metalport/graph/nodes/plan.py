@@ -41,6 +41,7 @@ def plan(state: PortState) -> dict:
 
 def _plan_at(state: PortState, root: Path) -> dict:
     """The plan update of the run's op(s) in the tree at `root`."""
+    from metalport.checks.reuse_check import verify_reuse
     from metalport.port.port import plan_port
     from metalport.checkout import find_checkout
 
@@ -50,11 +51,12 @@ def _plan_at(state: PortState, root: Path) -> dict:
     if len(ops) > 1:
         from metalport.port.family import plan_family
 
-        family = plan_family(checkout, ops, force=bool(options.get("force")), reasons=reasons)
+        family = plan_family(checkout, ops, force=bool(options.get("force")), reasons=reasons,
+                             verify_reuse=verify_reuse)
         update: dict = {"stage": "plan", "plan": family.members[0].to_dict(), "family": family.to_dict()}
         port = next((m for m in family.members if m.needs_llm), family.members[0])
     else:
-        port = plan_port(checkout, state["op"], force=bool(options.get("force")))
+        port = plan_port(checkout, state["op"], force=bool(options.get("force")), verify_reuse=verify_reuse)
         update = {"stage": "plan", "plan": port.to_dict()}
     if port.needs_llm and state["options"].get("model", "recipe") == "recipe":
         name = port.op

@@ -1,5 +1,6 @@
 """The behavioural check of a reused kernel (Note [reuse an existing kernel] in port/reuse.py): the
-op run through the kernel the plan would launch, judged against torch CPU, before the plan keeps it."""
+op run through the kernel the plan would launch, judged against torch CPU, before the plan keeps it.
+The planner runs no kernel: its callers pass `verify_reuse` to `plan_port`."""
 
 from __future__ import annotations
 
