@@ -48,7 +48,6 @@ from metalport.checks.tolerances import largest_error, tolerance_for
 from metalport.checkout.layout import KERNELS_DIR as LAYOUT_KERNELS_DIR
 from metalport.errors import EmulateError, SpecError, UnknownOpError, UsageError
 from metalport.failure import Failure
-from metalport.port.launch import ELEMENTWISE
 from metalport.port.plan_model import PortPlan
 from metalport.port.spec import METAL_DTYPES, LaunchSpec, load_spec
 
@@ -657,7 +656,7 @@ def check_port_conformance(root: Path, plan: PortPlan, *, held_out: bool,
     it, an elementwise port's functors through the modelled `exec_*_kernel` host. `held_out`: run
     the held-out cases too (the gate). CompileError and usage errors propagate."""
     root = Path(root)
-    if plan.launch_kind not in (ELEMENTWISE, None):
+    if plan.launch_kind.by_spec:
         return run_spec_conformance(root, load_spec(plan.launch or {}), include_held_out=held_out, backend=backend)
     return run_conformance(root, plan.op, include_held_out=held_out, backend=backend)
 

@@ -20,7 +20,6 @@ from metalport.checkout.sources import ImplKind, Registration, Sources, scan_sou
 from metalport.errors import MetalportError, RegistryError
 from metalport.failure import Failure
 from metalport.port.hostgen import write_host
-from metalport.port.launch import ELEMENTWISE
 from metalport.port.plan_model import NATIVE_FUNCTIONS, PortPlan
 from metalport.port.resolve import host_line, mps_only_lines
 from metalport.port.spec import LaunchSpec, load_spec
@@ -44,7 +43,7 @@ _fail = contract_failure
 
 def launch_checks(worktree_root: Path, plan: PortPlan, added: dict[str, list[tuple[int, str]]]) -> list[Failure]:
     """The contract failures of the plan's launch kind (`added`: the lines the port added, per path)."""
-    if plan.launch_kind not in (ELEMENTWISE, None):  # a launch spec (None: no launch yet, checked as a stub port)
+    if plan.launch_kind.by_spec:  # a launch spec (PENDING: no launch yet, checked as a stub port)
         spec = load_spec(plan.launch or {})
         return [*_spec_rows(worktree_root, spec, plan), *_host_checks(worktree_root, spec, plan),
                 *_kernel_checks(worktree_root, spec), *_spec_stub(worktree_root, spec)]

@@ -17,7 +17,6 @@ from metalport.port.decorators import find_decorators, narrow_decorators, remove
 from metalport.port.host import drop_empty_namespaces, has_legacy, remove_legacy
 from metalport.port.reuse import remove_macro
 from metalport.port.metal import ensure_includes, file_style, insert_functor, needed_includes
-from metalport.port.launch import ELEMENTWISE
 from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS, NEEDS_LLM, PortPlan
 from metalport.port.resolve import mps_only_lines
 from metalport.port.spec import load_spec
@@ -288,7 +287,7 @@ def apply_port(plan: PortPlan, worktree_root: Path | str, *, functor_source: str
     guard = PathGuard(root, set(plan.allowed_paths), secret_env=secret_env)
     texts = _Texts(root)
     texts.texts[NATIVE_FUNCTIONS] = edit_rows(texts.require(NATIVE_FUNCTIONS), plan)
-    if plan.launch_kind not in (ELEMENTWISE, None):  # a spec launch; no launch yet fails at the functor step
+    if plan.launch_kind.by_spec:  # a spec launch; PENDING (no launch yet) fails at the functor step
         _legacy_edit(texts, plan)  # first: the host function may take the legacy one's place and file
         _spec_kernel_edit(texts, plan)
         _host_edit(texts, plan, root)

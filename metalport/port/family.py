@@ -18,6 +18,7 @@ from typing import Any
 
 from metalport.checkout.layout import Checkout
 from metalport.errors import PipelineError
+from metalport.port.launch import LaunchKind
 from metalport.port.plan_model import PortPlan
 from metalport.port.reuse import macro_of
 from metalport.port.scratch import git as _git
@@ -138,7 +139,7 @@ def plan_family(checkout: Checkout, ops: tuple[str, ...], *, force: bool = False
                                     hint=err.hint) from err
             members.append(plan)
             if i + 1 < len(names):
-                if plan.needs_llm and plan.launch_kind is None:
+                if plan.launch_kind is LaunchKind.PENDING:
                     raise PipelineError(f"family member aten::{name} needs a model for its kernel and launch",
                                         hint="port it alone with --model openai:MODEL, or leave it out of the family")
                 # Note [family members a model writes]: the later members are planned on the tree with

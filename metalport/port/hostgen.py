@@ -20,7 +20,7 @@ from metalport.errors import RecipeError, SpecError
 from metalport.port.cformat import format_snippet
 from metalport.port.functors import CASTOUT_MACRO
 from metalport.port.host import HostStub, insert_stub
-from metalport.port.launch import ELEMENTWISE, ElementwiseLaunch
+from metalport.port.launch import ElementwiseLaunch
 from metalport.port.plan_model import PortPlan
 from metalport.port.hostcpp import C_TYPES, SCALAR_TYPES, encoded, kernel_name_line, native_signature, struct_declaration
 from metalport.port.hostgen_dims import covers as covers_dims
@@ -334,7 +334,7 @@ def write_host_code(plan: PortPlan, root: Path, read: Callable[[str], str | None
     An elementwise launch registers its TensorIterator stub (`_elementwise_host`); a spec launch
     adds its host function (`host_file_text`, which writes elementwise, dims and reduction specs).
     RecipeError for a plan with no host stub to register, SpecError for a spec it cannot write."""
-    if plan.launch_kind in (ELEMENTWISE, None):  # None: no launch yet, refused as having no stub
+    if not plan.launch_kind.by_spec:  # PENDING: no launch yet, refused as having no stub
         return _elementwise_host(plan, root, read)
     if plan.schema is None:
         raise SpecError(f"plan for {plan.op} has no func: schema for its launch spec")

@@ -1,23 +1,39 @@
 """A port's launch description: how the host side launches the port's kernel.
 
-Note [one port model]: every `PortPlan` says how its kernel is launched, and code downstream of
-the plan asks `PortPlan.launch_kind` (never which planner made the plan). A pointwise port is a
-launch of the elementwise kind (`ElementwiseLaunch`): the TensorIterator stub it registers, one
-functor per dtype row (the `REGISTER_*_OP` lines) and the `exec_*_kernel` launcher of its host
-family. A spec port's launch is its `LaunchSpec` (kinds reduction-stub, custom-kernel,
-multi-tensor). A kernel port no recipe covers has no launch yet (`launch_kind` None): a model
-writes its kernel and spec.
+Note [one port model]: every `PortPlan` says how its kernel is launched in one typed field,
+`launch_kind` (a `LaunchKind`), which only the planner decides (`port.port`); code downstream of
+the plan matches on it (never on which planner made the plan, nor on which fields are set). A
+pointwise port is a launch of the elementwise kind (`ElementwiseLaunch`): the TensorIterator stub
+it registers, one functor per dtype row (the `REGISTER_*_OP` lines) and the `exec_*_kernel`
+launcher of its host family. A spec port's launch is its `LaunchSpec` (kinds reduction-stub,
+custom-kernel, multi-tensor: the plan carries the spec). A kernel port no recipe covers has no
+launch yet (`LaunchKind.PENDING`): a model writes its kernel and spec, and the port is planned
+again with them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
-ELEMENTWISE = "elementwise"
-# Plan kinds whose port launches a kernel of its own: a plan of one of them without a launch spec
-# has no launch yet (port.port._kernel_part); every other plan without a spec is elementwise.
-OWN_KERNEL_KINDS = ("reduction-stub", "custom-kernel", "multi-tensor")
+
+class LaunchKind(Enum):
+    """How a port's kernel is launched (Note [one port model])."""
+
+    ELEMENTWISE = "elementwise"  # functors through the `exec_*_kernel` launchers of a TensorIterator stub
+    REDUCTION = "reduction-stub"  # a launch spec's kernels, as its kind says
+    CUSTOM = "custom-kernel"
+    MULTI_TENSOR = "multi-tensor"
+    PENDING = "pending"  # a kernel port no recipe covers: a model writes its kernel and launch spec
+
+    @property
+    def by_spec(self) -> bool:
+        """True for the kinds whose launch is a `LaunchSpec` the plan carries."""
+        return self in (LaunchKind.REDUCTION, LaunchKind.CUSTOM, LaunchKind.MULTI_TENSOR)
+
+
+ELEMENTWISE = LaunchKind.ELEMENTWISE.value
 # Host family -> the MetalShaderLibrary launcher its stub calls (port.host).
 LAUNCHERS = {"unary": "exec_unary_kernel", "binary": "exec_binary_kernel", "alpha": "exec_binary_kernel",
              "ternary": "exec_ternary_kernel", "ternary_alpha": "exec_ternary_kernel_with_alpha"}
@@ -71,4 +87,4 @@ class ElementwiseLaunch:
                    plan.shared_launcher is not None, plan.params, plan.params_type)
 
 
-__all__ = ["ELEMENTWISE", "LAUNCHERS", "OWN_KERNEL_KINDS", "ElementwiseLaunch"]
+__all__ = ["ELEMENTWISE", "LAUNCHERS", "ElementwiseLaunch", "LaunchKind"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from metalport.port.launch import ELEMENTWISE, OWN_KERNEL_KINDS, ElementwiseLaunch
+from metalport.port.launch import ElementwiseLaunch, LaunchKind
 
 NEEDS_LLM = "needs an LLM (--model openai:...)"  # the functor step of a plan waiting for a model
 TRANSLATED = "translate"  # the functor step of a plan whose functor the translate porter wrote
@@ -90,6 +90,7 @@ class PortPlan:
     allowed_paths: tuple[str, ...]
     needs_llm: bool
     migrate: bool
+    launch_kind: LaunchKind  # how its kernel is launched, decided by the planner (Note [one port model])
     functor_step: str = "table"  # "table", "reuse", TRANSLATED or NEEDS_LLM
     macro: str | None = None  # REGISTER_*_OP macro of the registrations
     stub: str | None = None  # "heaviside_stub"
@@ -180,21 +181,16 @@ class PortPlan:
                              f"{self.reused_kernel!r}")
         if not self.needs_llm and not self.functor_source and self.reused_kernel is None:
             raise ValueError(f"table plan for {self.op} has no functor source")
-
-    @property
-    def launch_kind(self) -> str | None:
-        """How the port's kernel is launched: the spec's kind for a spec port, "elementwise" for a
-        pointwise one, None while a model has yet to write the kernel and its launch (Note [one port
-        model])."""
-        if self.spec is not None:
-            return str(self.spec.get("kind"))
-        return ELEMENTWISE if self.kind not in OWN_KERNEL_KINDS else None
+        if self.launch_kind.by_spec != (self.spec is not None) or \
+                (self.spec is not None and self.spec.get("kind") != self.launch_kind.value):
+            raise ValueError(f"plan for {self.op}: launch kind {self.launch_kind.value} with spec kind "
+                             f"{None if self.spec is None else self.spec.get('kind')!r}")
 
     @property
     def elementwise(self) -> ElementwiseLaunch | None:
         """A pointwise port's launch, made from the plan's stub, kernel and dtype rows (so it never
         disagrees with them); None for any other launch kind."""
-        return ElementwiseLaunch.of_plan(self) if self.launch_kind == ELEMENTWISE else None
+        return ElementwiseLaunch.of_plan(self) if self.launch_kind is LaunchKind.ELEMENTWISE else None
 
     @property
     def launch(self) -> dict[str, Any] | None:
@@ -213,6 +209,8 @@ class PortPlan:
             value = getattr(self, f.name)
             if f.name == "rows":
                 value = [r.to_dict() for r in value]
+            elif f.name == "launch_kind":
+                value = value.value
             elif isinstance(value, tuple):
                 value = [_listify(v) for v in value]
             out[f.name] = value
@@ -230,4 +228,7 @@ class PortPlan:
         for name in ("dtypes", "registrations", "xfail_keys", "allowed_paths"):
             values.setdefault(name, ())
         values["legacy"] = values.get("legacy") or None
+        if "launch_kind" not in values:
+            raise ValueError("PortPlan without a launch_kind (a plan from before launch kinds were typed: plan it again)")
+        values["launch_kind"] = LaunchKind(values["launch_kind"])
         return cls(**values)

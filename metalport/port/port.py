@@ -37,7 +37,7 @@ from metalport.port.apply import apply_port
 from metalport.port.functors import COMPLEX_TYPES, FunctorRecipe, dtypes_for, metal_types_for, recipe_table
 from metalport.port.functors import Family as RecipeFamily
 from metalport.port.kinds import Classification, Kind, tensor_outputs
-from metalport.port.launch import LAUNCHERS
+from metalport.port.launch import LAUNCHERS, LaunchKind
 from metalport.port.metal import fit_functor
 from metalport.port.params import placed_params, with_params
 from metalport.port.shape import halves_reason
@@ -179,6 +179,8 @@ class _LaunchPart:
     cpu_lambda: tuple[str, str] | None = None
     translate_declined: str | None = None
     bodies: tuple[tuple[str, str, str], ...] = ()
+    # how its kernel is launched: a functor's part is elementwise; the spec and kernel parts say theirs
+    launch_kind: LaunchKind = LaunchKind.ELEMENTWISE
 
 
 def _table_parts(checkout: Checkout, recipe: FunctorRecipe, stub: str) -> _LaunchPart:
@@ -479,7 +481,7 @@ def _spec_part(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> _Laun
     return _LaunchPart(
         "table", spec.kernel_file, None, recipe.kernel_source, metal, spec.host_names, spec.host_file,
         kernel_name=spec.kernel_name, rows=rows, kind=spec.kind, kind_reason=_kind_reason(res, spec),
-        spec=spec.to_dict(), schema=entry.func, xfail_entries=xfail_entries, xfail_narrowed=xfail_narrowed,
+        launch_kind=LaunchKind(spec.kind), spec=spec.to_dict(), schema=entry.func, xfail_entries=xfail_entries, xfail_narrowed=xfail_narrowed,
         xfail_added=grad_xfails(res, spec.opinfo, spec.grad_xfail, metal), decorator_entries=decorators,
         decorator_narrowed=narrowed_decorators,
     )
@@ -535,7 +537,7 @@ def _kernel_part(res: Resolution, kind: Classification) -> _LaunchPart:
     except PipelineError:
         rows = ()
     return _LaunchPart(NEEDS_LLM, stub=kind.stub, rows=rows, kind=kind.kind.value, kind_reason=kind.reason,
-                       xfail_keys=res.xfail_keys)
+                       launch_kind=LaunchKind.PENDING, xfail_keys=res.xfail_keys)
 
 
 def _placed_parts(checkout: Checkout, res: Resolution, recipe: FunctorRecipe | None, parts: _LaunchPart,

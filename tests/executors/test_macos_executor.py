@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from metalport.port.launch import LaunchKind
 from metalport.port.port import PortPlan
 from metalport.config import AgentConfig, ExecutorConfig, load_config
 from metalport.errors import UsageError
@@ -26,7 +27,7 @@ PLAN = PortPlan(
     functor_source="struct heaviside_functor {};\n", dtypes=("float",), registrations=(),
     host_file="aten/src/ATen/native/mps/operations/BinaryKernel.mm", register_dispatch=None,
     kernel_name="heaviside", legacy=None, legacy_include=None, xfail_keys=("heaviside",),
-    allowed_paths=(), needs_llm=False, migrate=False, stub="heaviside_stub")
+    allowed_paths=(), needs_llm=False, migrate=False, launch_kind=LaunchKind.ELEMENTWISE, stub="heaviside_stub")
 
 
 def _fake_ccache(tmp_path: Path) -> Path:

@@ -12,7 +12,7 @@ import pytest
 from metalport.checkout import Checkout
 from metalport.errors import RecipeError
 from metalport.port.hostgen import write_host_code
-from metalport.port.launch import ELEMENTWISE, ElementwiseLaunch
+from metalport.port.launch import ElementwiseLaunch, LaunchKind
 from metalport.port.port import PortPlan, plan_port
 from tests.fixture_repo import make_fixture_checkout
 
@@ -27,7 +27,7 @@ def plans(wheel_workspace: Checkout, tmp_path_factory: pytest.TempPathFactory) -
 
 def test_a_pointwise_port_is_an_elementwise_launch(plans: dict[str, PortPlan]) -> None:
     heaviside = plans["heaviside"]
-    assert heaviside.launch_kind == ELEMENTWISE
+    assert heaviside.launch_kind is LaunchKind.ELEMENTWISE
     launch = heaviside.elementwise
     assert launch is not None
     assert (launch.stub, launch.stub_header, launch.host_family, launch.kernel, launch.functor, launch.launcher) == (
@@ -42,28 +42,41 @@ def test_a_pointwise_port_is_an_elementwise_launch(plans: dict[str, PortPlan]) -
 def test_a_model_written_functor_still_has_its_launch(plans: dict[str, PortPlan]) -> None:
     plan = plans["hypot"]
     assert plan.needs_llm and plan.functor_source is None
-    assert plan.launch_kind == ELEMENTWISE and plan.elementwise is not None
+    assert plan.launch_kind is LaunchKind.ELEMENTWISE and plan.elementwise is not None
     assert (plan.elementwise.functor, plan.elementwise.launcher) == ("hypot_functor", "exec_binary_kernel")
 
 
 def test_a_spec_port_launches_its_spec_and_a_kernel_port_has_no_launch_yet(plans: dict[str, PortPlan]) -> None:
     mode = plans["mode"]
     assert mode.elementwise is None and mode.spec is not None
-    assert mode.launch_kind == mode.spec["kind"] != ELEMENTWISE and mode.launch == mode.spec
+    assert mode.launch_kind.value == mode.spec["kind"] and mode.launch_kind.by_spec and mode.launch == mode.spec
     prod = plans["prod"]
-    assert (prod.launch_kind, prod.launch, prod.needs_llm) == (None, None, True)
+    assert (prod.launch_kind, prod.launch, prod.needs_llm) == (LaunchKind.PENDING, None, True)
 
 
 def test_the_launch_follows_the_plan_and_the_plan_dict_is_unchanged(plans: dict[str, PortPlan]) -> None:
     for plan in plans.values():
         data = json.loads(json.dumps(plan.to_dict()))
-        assert "elementwise" not in data and "launch" not in data  # checkpoints read as before
+        assert "elementwise" not in data and "launch" not in data  # derived from the plan, never stored
+        assert data["launch_kind"] == plan.launch_kind.value  # the planner's decision is stored
         again = PortPlan.from_dict(data)
         assert again == plan and again.launch == plan.launch and again.launch_kind == plan.launch_kind
     one_row = ("REGISTER_BINARY_OP(heaviside, float, float);",)
     fewer = dataclasses.replace(plans["heaviside"], dtypes=("float",), registrations=one_row)
     assert fewer.elementwise is not None and fewer.elementwise.dtypes == ("float",)
     assert fewer.elementwise.registrations == fewer.registrations
+
+
+def test_the_launch_kind_is_the_planners_and_must_agree_with_the_spec(plans: dict[str, PortPlan]) -> None:
+    # no reader decides the kind from the fields set: a plan whose kind and spec disagree is refused
+    with pytest.raises(ValueError, match="launch kind"):
+        dataclasses.replace(plans["mode"], launch_kind=LaunchKind.ELEMENTWISE)
+    with pytest.raises(ValueError, match="launch kind"):
+        dataclasses.replace(plans["heaviside"], launch_kind=LaunchKind.REDUCTION)
+    data = plans["heaviside"].to_dict()
+    del data["launch_kind"]
+    with pytest.raises(ValueError, match="plan it again"):
+        PortPlan.from_dict(data)
 
 
 def test_a_shared_ternary_launcher_is_the_library_one() -> None:

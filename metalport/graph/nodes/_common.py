@@ -35,10 +35,28 @@ def _fallback(value: Any) -> Any:
 
 
 def load_plan(state: PortState) -> Any:
-    """The run's `PortPlan`, rebuilt from its dict in the state."""
+    """The run's `PortPlan`, rebuilt from its dict in the state (PipelineError for a plan this
+    version cannot read: a run checkpointed by an older metalport)."""
     from metalport.port.port import PortPlan
 
-    return PortPlan.from_dict(state["plan"])
+    return _rebuilt(PortPlan.from_dict, state["plan"])
+
+
+def load_family(state: PortState) -> Any:
+    """The run's `FamilyPlan`, rebuilt from its dict in the state (PipelineError as `load_plan`)."""
+    from metalport.port.family import FamilyPlan
+
+    return _rebuilt(FamilyPlan.from_dict, state["family"])
+
+
+def _rebuilt(from_dict: Any, data: Any) -> Any:
+    from metalport.errors import PipelineError
+
+    try:
+        return from_dict(data)
+    except (ValueError, TypeError, KeyError) as err:
+        raise PipelineError(f"the run's plan cannot be read by this metalport: {err}",
+                            hint="start the run again (`metalport run-migration ...`) to plan it afresh") from None
 
 
 def load_worktree(state: PortState) -> Worktree:

@@ -7,7 +7,7 @@ import time
 from langgraph.runtime import Runtime
 
 from metalport.graph.context import RunContext
-from metalport.graph.nodes._common import executor_verdict, load_plan, load_worktree, verdicts_with
+from metalport.graph.nodes._common import executor_verdict, load_family, load_plan, load_worktree, verdicts_with
 from metalport.graph.state import PortState
 
 
@@ -17,9 +17,7 @@ def build(state: PortState, runtime: Runtime[RunContext]) -> dict:
     start = time.monotonic()
     plans = [load_plan(state)]
     if state.get("family"):  # one build per distinct kernel/host file pair of the family's members
-        from metalport.port.family import FamilyPlan
-
-        members = FamilyPlan.from_dict(state["family"]).members
+        members = load_family(state).members
         plans = list({(m.kernel_file, m.host_file): m for m in members}.values())
     failures = [f for plan in plans for f in executor.build(load_worktree(state).path, plan)]
     verdict = executor_verdict(executor.name, failures, start)

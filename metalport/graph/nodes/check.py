@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from metalport.graph.nodes._common import load_plan, load_worktree, verdicts_with
+from metalport.graph.nodes._common import load_family, load_plan, load_worktree, verdicts_with
 from metalport.graph.state import PortState
 
 
@@ -15,9 +15,8 @@ def check(state: PortState) -> dict:
     base = Path(state.get("base_root") or state["repo_root"])
     if state.get("family"):  # each member against the tree its predecessors leave
         from metalport.checks.family_contract import check_family
-        from metalport.port.family import FamilyPlan
 
-        failures = check_family(base, load_worktree(state).path, FamilyPlan.from_dict(state["family"]))
+        failures = check_family(base, load_worktree(state).path, load_family(state))
     else:
         failures = check_contract(base, load_worktree(state).path, load_plan(state))
     verdict = {"ok": not failures, "failures": len(failures),

@@ -7,12 +7,12 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from metalport.agent.provider import FixRequest, FunctorRequest, KernelRequest
-from metalport.port.launch import ELEMENTWISE
+from metalport.port.launch import LaunchKind
 from metalport.port.plan_model import TRANSLATED, PortPlan
 from metalport.errors import AgentError, BudgetExhausted, PipelineError, RecipeError, SpecError
 from metalport.failure import Failure
 from metalport.graph.context import RunContext
-from metalport.graph.nodes._common import first_failure, load_plan, load_worktree
+from metalport.graph.nodes._common import first_failure, load_family, load_plan, load_worktree
 from metalport.graph.state import PortState
 from metalport.sandbox.worktree import Worktree, reset_worktree
 
@@ -69,9 +69,9 @@ def _apply_fresh(ctx: RunContext, state: PortState, port: PortPlan, worktree: Wo
 
     reset_worktree(worktree.path)
     if state.get("family"):  # a family port: every member's table plan, in order (port/family.py)
-        from metalport.port.family import FamilyPlan, apply_family
+        from metalport.port.family import apply_family
 
-        family = FamilyPlan.from_dict(state["family"])
+        family = load_family(state)
         functors = {}
         for member in family.members:  # Note [family members a model writes]: the model, per member
             if member.needs_llm:
@@ -82,7 +82,7 @@ def _apply_fresh(ctx: RunContext, state: PortState, port: PortPlan, worktree: Wo
                 functors[member.op] = answer.functor_source
         apply_family(family, worktree.path, functor_sources=functors, secret_env=ctx.secret_env())
         return port
-    if port.launch_kind is None:  # a kernel port no recipe covers: the model writes kernel and launch
+    if port.launch_kind is LaunchKind.PENDING:  # a kernel port no recipe covers: the model writes kernel and launch
         port = _model_spec_plan(ctx, state, port, worktree)
         apply_port(port, worktree.path, secret_env=ctx.secret_env())
         return port
@@ -90,7 +90,7 @@ def _apply_fresh(ctx: RunContext, state: PortState, port: PortPlan, worktree: Wo
     # The recipe model is asked too (its table is the source of truth, and can be overridden);
     # an LLM is asked only when the table has no functor for the op. A spec recipe's plan carries
     # its kernel and launch spec already.
-    if port.launch_kind == ELEMENTWISE and port.reused_kernel is None and (
+    if port.launch_kind is LaunchKind.ELEMENTWISE and port.reused_kernel is None and (
             (state["options"].get("model", "recipe") == "recipe" and port.functor_step != TRANSLATED)
             or port.needs_llm or not port.functor_source):
         from metalport.graph.toolbox import make_toolbox
@@ -125,7 +125,7 @@ def _model_spec(port: PortPlan) -> bool:
     """Whether the port's launch spec was written by the model (no spec recipe is the op's)."""
     from metalport.port.spec_recipes import spec_recipes
 
-    return port.spec is not None and port.spec.get("op") not in spec_recipes()
+    return port.launch_kind.by_spec and (port.spec or {}).get("op") not in spec_recipes()
 
 
 class _Respec:

@@ -42,6 +42,7 @@ def plan(state: PortState) -> dict:
 def _plan_at(state: PortState, root: Path) -> dict:
     """The plan update of the run's op(s) in the tree at `root`."""
     from metalport.checks.reuse_check import verify_reuse
+    from metalport.port.launch import LaunchKind
     from metalport.port.port import plan_port
     from metalport.checkout import find_checkout
 
@@ -60,7 +61,7 @@ def _plan_at(state: PortState, root: Path) -> dict:
         update = {"stage": "plan", "plan": port.to_dict()}
     if port.needs_llm and state["options"].get("model", "recipe") == "recipe":
         name = port.op
-        what = "its functor" if port.kind == "pointwise-stub" else f"its kernel ({port.kind})"
+        what = f"its kernel ({port.kind})" if port.launch_kind is LaunchKind.PENDING else "its functor"
         update.update(status="needs-llm", reason=(
             f"aten::{name} is not in the recipe table: {what} needs an LLM; "
             f"rerun with --model openai:MODEL (e.g. `run-migration aten::{name} --model openai:gpt-4.1"

@@ -23,7 +23,7 @@ from metalport.config import load_config
 from metalport.errors import AgentError, PublishError
 from metalport.graph.context import RunContext, kill_point
 from metalport.graph.evidence import commit_evidence, describe_run_plan, full_evidence, verdict_lines
-from metalport.graph.nodes._common import load_plan, load_worktree
+from metalport.graph.nodes._common import load_family, load_plan, load_worktree
 from metalport.graph.state import PortState
 from metalport.publish.pr import BENCH_SCRIPT, benchmark_script
 from metalport.publish import (PR_LABELS, GitHubClient, commit_run, conventions_section, open_draft_pr, push_branch,
@@ -60,9 +60,9 @@ def publish(state: PortState, runtime: Runtime[RunContext]) -> dict:
     described = _describe(ctx, PrRequest(
         op=state["op"], plan_summary="\n".join(f"- {line.strip()}" for line in describe_run_plan(state)),
         diff_stat=diff_stat, verdicts=tuple(verdict_lines(state)), usage=dict(state.get("usage", {}))))
-    from metalport.port.family import describe_family, FamilyPlan
+    from metalport.port.family import describe_family
 
-    family_lines = describe_family(FamilyPlan.from_dict(family)) if members else []
+    family_lines = describe_family(load_family(state)) if members else []
     if state.get("stacked_on"):
         from metalport.graph.nodes._stack import stack_note
 

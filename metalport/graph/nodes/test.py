@@ -8,7 +8,7 @@ from langgraph.runtime import Runtime
 
 from metalport.failure import Failure
 from metalport.graph.context import RunContext
-from metalport.graph.nodes._common import load_plan, load_worktree, verdicts_with
+from metalport.graph.nodes._common import load_family, load_plan, load_worktree, verdicts_with
 from metalport.graph.state import PortState
 
 
@@ -20,9 +20,7 @@ def test(state: PortState, runtime: Runtime[RunContext]) -> dict:
     start = time.monotonic()
     plans = [load_plan(state)]
     if state.get("family"):  # every member of a family port is tested
-        from metalport.port.family import FamilyPlan
-
-        plans = list(FamilyPlan.from_dict(state["family"]).members)
+        plans = list(load_family(state).members)
     failures, members = [], {}
     for plan in plans:
         one, found = executor.test(load_worktree(state).path, plan, held_out=True)
