@@ -104,12 +104,20 @@ class StubDecl:
 
 @dataclass(frozen=True)
 class XfailEntry:
-    """One key of a common_mps.py xfail/skip list; `dtypes` None means every dtype."""
+    """One key of a common_mps.py xfail/skip list; `dtypes` None means every dtype. `where` is its
+    first line; `last_line` the last line of its whole entry, where a reader asked for the span
+    (`port.xfail.find_xfails`, which removes whole lines), else None."""
 
     list_name: str
     op: str
     dtypes: tuple[str, ...] | None
     where: Where
+    last_line: int | None = None
+
+    @property
+    def lines(self) -> range:
+        """The 1-based lines of the entry (its first line alone without `last_line`)."""
+        return range(self.where.line, (self.last_line or self.where.line) + 1)
 
 
 @dataclass(frozen=True)

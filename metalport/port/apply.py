@@ -89,11 +89,11 @@ def narrow_planned_xfails(text: str, plan: PortPlan, *, path: str = COMMON_MPS) 
     for list_name, key, _, kept in plan.xfail_narrowed:
         for entry in [e for e in find_xfails(text, [key], path=path) if e.list_name == list_name]:
             lines = text.split("\n")
-            first, last = lines[entry.first_line - 1], lines[entry.last_line - 1]
+            first, last = lines[entry.lines[0] - 1], lines[entry.lines[-1] - 1]
             indent = first[:len(first) - len(first.lstrip())]
             comma = "," if re.search(r"(?:[\])]|None)\s*,", last) else ""
             dtypes = ", ".join(f"torch.{d}" for d in kept)
-            lines[entry.first_line - 1:entry.last_line] = [f'{indent}"{key}": [{dtypes}]{comma}']
+            lines[entry.lines[0] - 1:entry.lines[-1]] = [f'{indent}"{key}": [{dtypes}]{comma}']
             text = "\n".join(lines)
     return text
 

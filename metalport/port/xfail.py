@@ -12,20 +12,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from metalport.checkout.sources import named_assignments, parse_python
+from metalport.checkout.sources import Where, XfailEntry, named_assignments, parse_python
 from metalport.errors import RecipeError
 
 XFAIL_LIST_NAME = re.compile(r"^[A-Z0-9_]*(XFAIL|SKIP)LIST[A-Z0-9_]*$")
-
-
-@dataclass(frozen=True)
-class XfailEntry:
-    """One entry of one list: which list, its key, and its 1-based line span (inclusive)."""
-
-    list_name: str
-    key: str
-    first_line: int
-    last_line: int
 
 
 @dataclass(frozen=True)
@@ -46,7 +36,8 @@ def _items(value: ast.expr) -> list[tuple[ast.expr, ast.expr]]:
 
 
 def find_xfails(text: str, keys: Iterable[str], *, path: str = "common_mps.py") -> tuple[XfailEntry, ...]:
-    """Every entry keyed by one of `keys` in the file's xfail/skip lists, in file order."""
+    """Every entry keyed by one of `keys` in the file's xfail/skip lists, in file order, with the
+    span of lines it takes (`last_line`); its dtypes are not read (None)."""
     wanted = set(keys)
     found: list[XfailEntry] = []
     for list_name, value in named_assignments(parse_python(text, path, RecipeError, "fix the syntax error first")):
@@ -63,16 +54,16 @@ def find_xfails(text: str, keys: Iterable[str], *, path: str = "common_mps.py") 
                 raise RecipeError(f"entry {first.value!r} of {list_name} shares its line with another",
                                   location=f"{path}:{start}",
                                   hint="put the entry on its own line, then rerun")
-            found.append(XfailEntry(list_name, str(first.value), start, end))
-    return tuple(sorted(found, key=lambda e: e.first_line))
+            found.append(XfailEntry(list_name, str(first.value), None, Where(path, start), end))
+    return tuple(sorted(found, key=lambda e: e.where.line))
 
 
 def remove_xfails(text: str, keys: Iterable[str], *, path: str = "common_mps.py",
                   only: set[tuple[str, str]] | None = None) -> XfailRemoval:
     """`text` without the whole lines of every entry keyed by one of `keys` (and, with `only`, in a
     (list, key) pair of it)."""
-    entries = tuple(e for e in find_xfails(text, keys, path=path) if only is None or (e.list_name, e.key) in only)
+    entries = tuple(e for e in find_xfails(text, keys, path=path) if only is None or (e.list_name, e.op) in only)
     lines = text.split("\n")  # the line numbering `ast` uses
-    drop = {n for e in entries for n in range(e.first_line, e.last_line + 1)}
+    drop = {n for e in entries for n in e.lines}
     kept = "\n".join(line for n, line in enumerate(lines, start=1) if n not in drop)
     return XfailRemoval(kept, entries)

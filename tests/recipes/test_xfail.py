@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from metalport.port.xfail import XfailEntry, find_xfails, remove_xfails
+from metalport.checkout.sources import Where, XfailEntry
+from metalport.port.xfail import find_xfails, remove_xfails
 from metalport.errors import RecipeError
 
 COMMON_MPS = Path(torch.__file__).parent / "testing" / "_internal" / "common_mps.py"
@@ -31,8 +32,8 @@ OURS = '''def modifiers():
 def test_real_common_mps_loses_only_heaviside_line() -> None:
     text = COMMON_MPS.read_text(encoding="utf-8")
     result = remove_xfails(text, ["heaviside"])
-    assert [(e.list_name, e.key) for e in result.removed] == [("UNIMPLEMENTED_XFAILLIST", "heaviside")]
-    line = result.removed[0].first_line
+    assert [(e.list_name, e.op) for e in result.removed] == [("UNIMPLEMENTED_XFAILLIST", "heaviside")]
+    line = result.removed[0].where.line
     diff = [d for d in difflib.ndiff(text.split("\n"), result.text.split("\n")) if d[:1] in "+-"]
     assert diff == ['-             "heaviside": None,']  # ndiff prefixes "- "
     assert text.split("\n")[line - 1] == '            "heaviside": None,'
@@ -40,7 +41,7 @@ def test_real_common_mps_loses_only_heaviside_line() -> None:
 
 def test_multi_line_entries_and_lists_are_removed_whole() -> None:
     result = remove_xfails(OURS, ["jiggle"])
-    assert result.removed == (XfailEntry("ALPHA_XFAILLIST", "jiggle", 6, 8),)
+    assert result.removed == (XfailEntry("ALPHA_XFAILLIST", "jiggle", None, Where("common_mps.py", 6), 8),)
     assert result.text == OURS.replace('        "jiggle": [\n            torch.float16,\n        ],  # half only\n', "")
     assert 'BETA_SKIPLIST = ["keep", "other"]' in result.text
 
