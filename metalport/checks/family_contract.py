@@ -16,6 +16,8 @@ def check_family(base_root: Path, worktree_root: Path, family: FamilyPlan) -> li
     """Every member's contract, each checked against the tree its predecessors leave, and the
     worktree checked to hold exactly the family's edits. `[]` when all hold. The worktree's HEAD
     is the base (`base_root` is accepted for symmetry with `check_contract`)."""
+    if not family.several:  # a family of one: the op's own contract on the worktree as it is
+        return check_contract(Path(base_root), Path(worktree_root), family.members[0])
     failures: list = []
     head = _git(worktree_root, "rev-parse", "HEAD").strip()
     with _scratch(Path(worktree_root), head) as before, _scratch(Path(worktree_root), head) as after:

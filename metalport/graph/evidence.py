@@ -74,7 +74,7 @@ def _translation_lines(plan: dict) -> list[str]:
 def describe_run_plan(state: Mapping) -> list[str]:
     """The run's plan in lines: a family port's reasons, then each member's plan (describe_plan)."""
     family = state.get("family") or {}
-    if not family.get("members"):
+    if len(family.get("members") or ()) < 2:  # one op's port (a family of one)
         return describe_plan(state.get("plan", {}))
     lines = [f"family port of {', '.join(family['ops'])} in one change"]
     lines += [f"  together because {r}" for r in family.get("reasons") or ()]

@@ -38,6 +38,20 @@ class FamilyPlan:
     def title(self) -> str:
         return "/".join(self.ops) if len(self.ops) <= 3 else f"{self.ops[0]} and {len(self.ops) - 1} more"
 
+    @classmethod
+    def of_one(cls, plan: PortPlan) -> FamilyPlan:
+        """The family of one op's plan."""
+        return cls((plan.op,), (plan,), ())
+
+    def with_member(self, plan: PortPlan) -> FamilyPlan:
+        """The family with the member of `plan`'s op replaced by `plan` (a model's spec replanned it)."""
+        return FamilyPlan(self.ops, tuple(plan if m.op == plan.op else m for m in self.members), self.reasons)
+
+    @property
+    def several(self) -> bool:
+        """More than one op: a family port proper (a family of one is one op's port)."""
+        return len(self.members) > 1
+
     @property
     def allowed_paths(self) -> tuple[str, ...]:
         return tuple(sorted({p for m in self.members for p in m.allowed_paths}))
@@ -123,12 +137,16 @@ def _shared_reasons(members: list[PortPlan]) -> list[str]:
 def plan_family(checkout: Checkout, ops: tuple[str, ...], *, force: bool = False,
                 reasons: tuple[str, ...] = (), verify_reuse: Any = None) -> FamilyPlan:
     """Plan every op of the family in order (Note [family plans]); `verify_reuse` as `plan_port`'s.
+    Every port is a family: a family of one is its op's plan, made on the checkout itself.
 
-    Raises PipelineError when a member cannot be planned (its message names the op), or when the
-    ops share no file (then they are separate changes)."""
+    Raises PipelineError when a member cannot be planned (its message names the op when there are
+    several), or when the ops share no file (then they are separate changes)."""
     from metalport.port.port import apply_port, plan_port
 
     names = tuple(dict.fromkeys(o.removeprefix("aten::") for o in ops))
+    if len(names) == 1:
+        return FamilyPlan(names, (plan_port(checkout, names[0], force=force, verify_reuse=verify_reuse),),
+                          tuple(reasons))
     members: list[PortPlan] = []
     with _scratch(checkout.root) as tree:
         for i, name in enumerate(names):
@@ -138,10 +156,10 @@ def plan_family(checkout: Checkout, ops: tuple[str, ...], *, force: bool = False
                 raise PipelineError(f"family member aten::{name}: {err.message}", location=err.location,
                                     hint=err.hint) from err
             members.append(plan)
+            if plan.launch_kind is LaunchKind.PENDING:  # its launch would be planned on the base tree alone
+                raise PipelineError(f"family member aten::{name} needs a model for its kernel and launch",
+                                    hint="port it alone with --model openai:MODEL, or leave it out of the family")
             if i + 1 < len(names):
-                if plan.launch_kind is LaunchKind.PENDING:
-                    raise PipelineError(f"family member aten::{name} needs a model for its kernel and launch",
-                                        hint="port it alone with --model openai:MODEL, or leave it out of the family")
                 # Note [family members a model writes]: the later members are planned on the tree with
                 # this member's rows, host stub and legacy edits; its functor is a placeholder here.
                 apply_port(plan, tree, functor_source=placeholder_functor(plan) if plan.needs_llm else None)
@@ -186,7 +204,9 @@ def apply_family(family: FamilyPlan, root: Path, *, functor_sources: dict[str, s
 
 
 def describe_family(family: FamilyPlan) -> list[str]:
-    """The family's lines for the plan view and the PR body."""
+    """The family's lines for the plan view and the PR body (none for a family of one)."""
+    if not family.several:
+        return []
     lines = [f"family port of {', '.join(f'aten::{o}' for o in family.ops)} in one change"]
     lines += [f"together because {r}" for r in family.reasons]
     return lines

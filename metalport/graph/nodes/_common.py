@@ -43,10 +43,18 @@ def load_plan(state: PortState) -> Any:
 
 
 def load_family(state: PortState) -> Any:
-    """The run's `FamilyPlan`, rebuilt from its dict in the state (PipelineError as `load_plan`)."""
+    """The run's `FamilyPlan`, rebuilt from its dict in the state (PipelineError as `load_plan`):
+    every port is a family of one or more members (a state without one holds a family of one)."""
     from metalport.port.family import FamilyPlan
 
+    if not state.get("family"):
+        return FamilyPlan.of_one(load_plan(state))
     return _rebuilt(FamilyPlan.from_dict, state["family"])
+
+
+def plan_update(family: Any) -> dict:
+    """The state's plan keys for `family`: the family and its first member (what views show first)."""
+    return {"plan": family.members[0].to_dict(), "family": family.to_dict()}
 
 
 def _rebuilt(from_dict: Any, data: Any) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -12,7 +13,7 @@ from metalport.port.plan_model import TRANSLATED, PortPlan
 from metalport.errors import AgentError, BudgetExhausted, PipelineError, RecipeError, SpecError
 from metalport.failure import Failure
 from metalport.graph.context import RunContext
-from metalport.graph.nodes._common import first_failure, load_family, load_plan, load_worktree
+from metalport.graph.nodes._common import first_failure, load_family, load_plan, load_worktree, plan_update
 from metalport.graph.state import PortState
 from metalport.sandbox.worktree import Worktree, reset_worktree
 
@@ -37,11 +38,12 @@ def edit(state: PortState, runtime: Runtime[RunContext]) -> dict:
             respec = _Respec(ctx, state, worktree) if _model_spec(port) else None
             ctx.provider.fix(_fix_request(state, port, rejected), make_toolbox(ctx, state, port, worktree, respec))
             if respec is not None and respec.replanned is not None:
-                update["plan"] = respec.replanned.to_dict()
+                update.update(plan_update(load_family(state).with_member(respec.replanned)))
         else:
-            planned = _apply_fresh(ctx, state, port, worktree)
-            if planned is not port:
-                update["plan"] = planned.to_dict()
+            family = load_family(state)
+            planned = _apply_fresh(ctx, state, family, worktree)
+            if planned != family:
+                update.update(plan_update(planned))
     except BudgetExhausted as err:
         return {**update, "status": "budget-exhausted", "reason": str(err), "usage": ctx.total_usage(err.usage)}
     except PipelineError as err:  # a model's spec that the deterministic plan cannot place
@@ -62,26 +64,22 @@ def edit(state: PortState, runtime: Runtime[RunContext]) -> dict:
     return {**update, "failures": [], "failure_stage": "", "usage": ctx.total_usage(ctx.provider.usage())}
 
 
-def _apply_fresh(ctx: RunContext, state: PortState, port: PortPlan, worktree: Worktree) -> PortPlan:
-    """Apply the plan in a clean worktree; returns the plan applied (a model-written spec port's
-    replaces a kernel plan that had none)."""
+def _apply_fresh(ctx: RunContext, state: PortState, family: Any, worktree: Worktree) -> Any:
+    """Apply every member's plan in order in a clean worktree (port/family.py; a family of one is
+    one op's port); returns the family applied (a model-written spec port's plan replaces a kernel
+    plan that had none)."""
+    reset_worktree(worktree.path)
+    applied = []
+    for member in family.members:  # Note [family members a model writes]: the model, per member
+        member_state = {**state, "op": f"aten::{member.op}"} if family.several else state
+        applied.append(_apply_member(ctx, member_state, member, worktree))
+    return dataclasses.replace(family, members=tuple(applied))
+
+
+def _apply_member(ctx: RunContext, state: PortState, port: PortPlan, worktree: Worktree) -> PortPlan:
+    """Apply one member's plan on the worktree its predecessors left; returns the plan applied."""
     from metalport.port.port import apply_port
 
-    reset_worktree(worktree.path)
-    if state.get("family"):  # a family port: every member's table plan, in order (port/family.py)
-        from metalport.port.family import apply_family
-
-        family = load_family(state)
-        functors = {}
-        for member in family.members:  # Note [family members a model writes]: the model, per member
-            if member.needs_llm:
-                from metalport.graph.toolbox import make_toolbox
-
-                answer = ctx.provider.write_functor(_functor_request({**state, "op": f"aten::{member.op}"}, member),
-                                                    make_toolbox(ctx, state, member, worktree))
-                functors[member.op] = answer.functor_source
-        apply_family(family, worktree.path, functor_sources=functors, secret_env=ctx.secret_env())
-        return port
     if port.launch_kind is LaunchKind.PENDING:  # a kernel port no recipe covers: the model writes kernel and launch
         port = _model_spec_plan(ctx, state, port, worktree)
         apply_port(port, worktree.path, secret_env=ctx.secret_env())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from metalport.graph.nodes._common import plan_update
 from metalport.graph.records import repo_arg
 from metalport.graph.state import PortState
 
@@ -42,23 +43,16 @@ def plan(state: PortState) -> dict:
 def _plan_at(state: PortState, root: Path) -> dict:
     """The plan update of the run's op(s) in the tree at `root`."""
     from metalport.checks.reuse_check import verify_reuse
+    from metalport.port.family import plan_family
     from metalport.port.launch import LaunchKind
-    from metalport.port.port import plan_port
     from metalport.checkout import find_checkout
 
     checkout = find_checkout(root)
     options = state["options"]
     ops, reasons = _family_ops(checkout, state["op"], options)
-    if len(ops) > 1:
-        from metalport.port.family import plan_family
-
-        family = plan_family(checkout, ops, force=bool(options.get("force")), reasons=reasons,
-                             verify_reuse=verify_reuse)
-        update: dict = {"stage": "plan", "plan": family.members[0].to_dict(), "family": family.to_dict()}
-        port = next((m for m in family.members if m.needs_llm), family.members[0])
-    else:
-        port = plan_port(checkout, state["op"], force=bool(options.get("force")), verify_reuse=verify_reuse)
-        update = {"stage": "plan", "plan": port.to_dict()}
+    family = plan_family(checkout, ops, force=bool(options.get("force")), reasons=reasons, verify_reuse=verify_reuse)
+    update: dict = {"stage": "plan", **plan_update(family)}
+    port = next((m for m in family.members if m.needs_llm), family.members[0])
     if port.needs_llm and state["options"].get("model", "recipe") == "recipe":
         name = port.op
         what = f"its kernel ({port.kind})" if port.launch_kind is LaunchKind.PENDING else "its functor"

@@ -45,9 +45,9 @@ def publish(state: PortState, runtime: Runtime[RunContext]) -> dict:
     """Commit the approved change, then open a draft PR (remote + token) or write a PR bundle."""
     ctx, port, worktree = runtime.context, load_plan(state), load_worktree(state)
     evidence = commit_evidence(state)
-    family = state.get("family") or {}
-    members = list(family.get("members") or ())
-    subject = ", ".join(family["ops"]) if family.get("ops") else state["op"]
+    family = load_family(state)
+    members = [m.to_dict() for m in family.members]
+    subject = ", ".join(family.ops) if family.several else state["op"]
     commit = commit_run(worktree, subject, migrate=port.migrate, evidence=evidence)
     if commit.note:
         get_stream_writer()({"event": "note", "node": "publish", "message": commit.note})
@@ -62,7 +62,7 @@ def publish(state: PortState, runtime: Runtime[RunContext]) -> dict:
         diff_stat=diff_stat, verdicts=tuple(verdict_lines(state)), usage=dict(state.get("usage", {}))))
     from metalport.port.family import describe_family
 
-    family_lines = describe_family(load_family(state)) if members else []
+    family_lines = describe_family(family)
     if state.get("stacked_on"):
         from metalport.graph.nodes._stack import stack_note
 
@@ -89,7 +89,7 @@ def publish(state: PortState, runtime: Runtime[RunContext]) -> dict:
         get_stream_writer()({"event": "note", "node": "publish", "message": why_not})
     bundle = write_bundle(worktree, ctx.run_dir / "bundle", title=commit.title, body=body,
                           evidence=redactor.any(full_evidence(state, commit.sha)),
-                          extra={BENCH_SCRIPT: benchmark_script(members or [state.get("plan", {})])})
+                          extra={BENCH_SCRIPT: benchmark_script(members)})
     return {**update, "bundle_path": str(bundle), "reason": f"committed {commit.sha[:12]} on {worktree.branch}; "
             f"PR bundle in {bundle}"}
 

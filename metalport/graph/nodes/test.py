@@ -8,7 +8,7 @@ from langgraph.runtime import Runtime
 
 from metalport.failure import Failure
 from metalport.graph.context import RunContext
-from metalport.graph.nodes._common import load_family, load_plan, load_worktree, verdicts_with
+from metalport.graph.nodes._common import load_family, load_worktree, verdicts_with
 from metalport.graph.state import PortState
 
 
@@ -18,9 +18,7 @@ def test(state: PortState, runtime: Runtime[RunContext]) -> dict:
     reaches the gate marked "not judged" with its status and reason shown, never as a pass or a fail."""
     executor = runtime.context.executor()
     start = time.monotonic()
-    plans = [load_plan(state)]
-    if state.get("family"):  # every member of a family port is tested
-        plans = list(load_family(state).members)
+    plans = list(load_family(state).members)  # every member is tested
     failures, members = [], {}
     for plan in plans:
         one, found = executor.test(load_worktree(state).path, plan, held_out=True)
