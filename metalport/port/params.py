@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from metalport.errors import PipelineError
+from metalport.metal_types import COMPLEX
 from metalport.port.shape import stub_entry_func
 
 if TYPE_CHECKING:
@@ -216,7 +217,7 @@ def host_params_source(params: tuple[ScalarParam, ...], struct_cpp: str, dtypes:
         f"        static_cast<float>({n}.has_value() ? static_cast<real_t>(*{n}) : {d})" if d else
         f"        {n}.to<float>()" if "Scalar" in cpp else f"        static_cast<float>({n})"
         for n, cpp, _, d in params)
-    complex_ = any(t in ("float2", "half2") for t in dtypes)
+    complex_ = any(t in COMPLEX for t in dtypes)
     macro = ("AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES_AND3(kHalf, kBFloat16, kComplexHalf, " if complex_
              else "AT_DISPATCH_FLOATING_TYPES_AND2(kHalf, kBFloat16, ")
     return (f"  {macro}iter.common_dtype(), \"{{name}}_mps\", [&]() {{\n"
