@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from metalport.checkout.cpp import split_top_level
 from metalport.errors import PipelineError
 from metalport.metal_types import COMPLEX
 from metalport.port.shape import stub_entry_func
@@ -52,14 +53,7 @@ _LIMITS = {"max": "std::numeric_limits<real_t>::max()", "lowest": "std::numeric_
 
 def _split_top(text: str) -> list[str]:
     """`text` split at commas outside `<>` and `()`."""
-    parts, depth, start = [], 0, 0
-    for i, c in enumerate(text):
-        depth += c in "<(" and 1 or (c in ">)" and -1 or 0)
-        if c == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    parts.append(text[start:].strip())
-    return [p for p in parts if p]
+    return split_top_level(text, "<(", ">)")
 
 
 def _type_of(param: str) -> str:
