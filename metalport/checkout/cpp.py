@@ -18,6 +18,7 @@ import io
 import os
 import re
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -197,24 +198,68 @@ def _lines(expanded: str, rel: str, root: Path) -> tuple[str, list[int], list[tu
     return "\n".join(out), starts, origins
 
 
-_PAIRS = {"(": ")", "{": "}", "[": "]"}
+_PAIRS = {"(": ")", "{": "}", "[": "]", "<": ">"}
+_PAIR_OF = {ch: o + c for o, c in _PAIRS.items() for ch in (o, c)}  # either bracket -> "()"
+
+
+# Note [one bracket matcher]: "find the matching (or enclosing) bracket" is `match_bracket`.
+# Callers differ only in data: which bracket kinds count (a body's braces only, since a `<` there
+# is as often a comparison; `<>` where template arguments are split), the direction (a head is
+# found from its `)`), a bound the scan stops at (a function body's start), and whether comments
+# and literals are skipped (raw text) or already blanked (`Unit.code`, token lists).
+def match_bracket(text: Sequence[str], at: int, pairs: str | None = None, *, backward: bool = False,
+                  bound: int | None = None, depth: int = 0, skip_literals: bool = False) -> int:
+    """Offset of the bracket matching the one at `at`, scanning from `at` itself; -1 if unbalanced.
+
+    `pairs` lists the counted brackets as open/close pairs (`"(){}"`; default: the kind at `at`);
+    every kind counts towards one depth. Scanning stops before `bound` (forward, default the end)
+    or below it (backward, default 0). A `depth` of 1 finds the bracket enclosing `at` instead.
+    `skip_literals` (forward, `text` a str) steps over `//` and `/* */` comments and string and
+    character literals; one left unclosed leaves the bracket unbalanced. `text` may be a list of
+    token texts."""
+    pairs = pairs if pairs is not None else _PAIR_OF[text[at]]
+    opens, closes = (pairs[1::2], pairs[0::2]) if backward else (pairs[0::2], pairs[1::2])
+    if backward:
+        stop = bound if bound is not None else 0
+        for i in range(at, stop - 1, -1):
+            if text[i] in opens:
+                depth += 1
+            elif text[i] in closes:
+                depth -= 1
+                if depth == 0:
+                    return i
+        return -1
+    i, n = at, len(text) if bound is None else bound
+    while i < n:
+        two = text[i:i + 2] if skip_literals else ""
+        if two == "//":
+            i = text.find("\n", i)
+            if i < 0:
+                return -1
+        elif two == "/*":
+            i = text.find("*/", i + 2)
+            if i < 0:
+                return -1
+            i += 1
+        elif skip_literals and text[i] in "\"'":
+            quote, i = text[i], i + 1
+            while i < n and text[i] != quote:
+                i += 2 if text[i] == "\\" else 1
+        elif text[i] in opens:
+            depth += 1
+        elif text[i] in closes:
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return -1
 
 
 def closing(code: str, at: int) -> int:
     """Offset of the bracket closing the `(`, `{` or `[` at `at` (len(code) if unbalanced); `code`
     has comments and literals blanked (`Unit.code`)."""
-    open_ch = code[at]
-    close_ch = _PAIRS[open_ch]
-    depth = 0
-    for i in range(at, len(code)):
-        ch = code[i]
-        if ch == open_ch:
-            depth += 1
-        elif ch == close_ch:
-            depth -= 1
-            if depth == 0:
-                return i
-    return len(code)
+    close = match_bracket(code, at)
+    return len(code) if close < 0 else close
 
 
 def split_top_level(text: str, opens: str = "([{<", closes: str = ")]}>") -> list[str]:
@@ -236,19 +281,6 @@ def _match(code: str, at: int) -> int:
     return min(closing(code, at) + 1, len(code))
 
 
-def _open_paren(code: str, close: int) -> int:
-    """Offset of the `(` matching the `)` at `close` (-1 if none)."""
-    depth = 0
-    for i in range(close, -1, -1):
-        if code[i] == ")":
-            depth += 1
-        elif code[i] == "(":
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
-
-
 def _definition(code: str, head_start: int, brace: int) -> tuple[str, bool, int] | None:
     """(name, impl_func, name offset) when the text before `brace` heads a function definition."""
     head = code[head_start:brace]
@@ -256,7 +288,7 @@ def _definition(code: str, head_start: int, brace: int) -> tuple[str, bool, int]
     if tail is None:
         return None
     close = head_start + tail.start()
-    opened = _open_paren(code, close)
+    opened = match_bracket(code, close, "()", backward=True)
     if opened < head_start:
         return None
     before = code[head_start:opened]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from metalport.checkout.cpp import Function, Unit, closing, read_unit, split_top_level
+from metalport.checkout.cpp import Function, Unit, closing, match_bracket, read_unit, split_top_level
 from metalport.registry.model import Entry, Op, Registry
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -105,13 +105,8 @@ def _if_ending_at(unit: Unit, body_start: int, end: int) -> str | None:
     """The condition of the `if` whose then-branch ends at `end` (a `}` or `;`)."""
     code = unit.code
     if code[end] == "}":
-        depth, i = 0, end
-        while i > body_start:
-            depth += code[i] == "}" and 1 or code[i] == "{" and -1 or 0
-            if depth == 0:
-                break
-            i -= 1
-        end = i
+        opened = match_bracket(code, end, backward=True, bound=body_start + 1)
+        end = opened if opened >= 0 else body_start
     iff = list(_IF.finditer(code, body_start, end))
     return _cond_text(unit, iff[-1].end() - 1) if iff else None
 
@@ -142,15 +137,14 @@ def _condition(unit: Unit, body_start: int, at: int) -> tuple[str, str | None]:
     found = _branch(unit, body_start, start, at)
     if found is not None:
         return found
-    depth, i = 0, start
+    i = start
     while i > body_start:
         i -= 1
-        if code[i] == "}":
-            depth += 1
+        if code[i] == "}":  # a closed block before `at`: step over it
+            i = match_bracket(code, i, backward=True, bound=body_start)
+            if i < 0:
+                break
         elif code[i] == "{":
-            if depth:
-                depth -= 1
-                continue
             head_start = _statement_start(code, body_start, i)
             found = _branch(unit, body_start, head_start, i)
             if found is not None:
@@ -170,15 +164,8 @@ def _forwarded(unit: Unit, body_start: int, at: int, stub: str) -> tuple[str, ..
     """The arguments after a stub passed to a helper (`unary_op_impl_float_out(result, self,
     logit_stub, Scalar(eps ? eps.value() : -1.0))`): ATen's helpers forward them to the stub
     after the iterator they build. () when the stub is not an argument of a call."""
-    code, depth, i = unit.code, 0, at
-    while i > body_start:
-        i -= 1
-        if code[i] in ")]}":
-            depth += 1
-        elif code[i] in "([{":
-            if depth == 0:
-                break
-            depth -= 1
+    code = unit.code
+    i = match_bracket(code, at - 1, "()[]{}", backward=True, bound=body_start, depth=1)
     if i <= body_start or code[i] != "(":
         return ()
     parts = split_top_level(_source(unit, i + 1, closing(code, i)))

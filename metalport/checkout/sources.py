@@ -18,7 +18,7 @@ from functools import cached_property
 from enum import Enum
 from pathlib import Path
 
-from metalport.checkout.cpp import Function, Unit, closing, read_unit
+from metalport.checkout.cpp import Function, Unit, closing, match_bracket, read_unit
 from metalport.checkout.layout import Checkout
 from metalport.checkout.routing import StubRoute, read_routes, route_op
 from metalport.errors import MetalportError, RepoError
@@ -359,11 +359,8 @@ def _declarations(text: str, rel: str) -> list[StubDecl]:
     """Every `DECLARE_DISPATCH(fn_type, name)` of a header; `fn_type` may hold commas of its own."""
     out = []
     for m in _DECLARE.finditer(text):
-        depth, i = 1, m.end()
-        while i < len(text) and depth:
-            depth += 1 if text[i] == "(" else -1 if text[i] == ")" else 0
-            i += 1
-        inner = text[m.end():i - 1]
+        close = match_bracket(text, m.end() - 1)
+        inner = text[m.end():close if close >= 0 else len(text) - 1]
         fn_type, sep, name = inner.rpartition(",")
         if sep and re.fullmatch(r"\s*\w+\s*", name):
             start = m.end() + len(inner) - len(inner.lstrip())

@@ -21,13 +21,13 @@ import torch
 
 from metalport.checks.iteration import flat_buffer
 from metalport.errors import EmulateError, UsageError
+from metalport.metal_types import METAL_TYPES
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]((?:c10/metal|ATen)/[\w./]+)[>"][^\n]*$', re.M)
-_TENSOR_DTYPE = {
-    "uint": torch.int32, "int": torch.int32, "long": torch.int64, "ulong": torch.int64,
-    "float": torch.float32, "half": torch.float16, "bfloat": torch.bfloat16, "bool": torch.bool,
-    "short": torch.int16, "ushort": torch.int16, "char": torch.int8, "uchar": torch.uint8,
-}
+# The tensor dtype MPS receives a scalar Metal type's constant in: the same bytes, with torch's
+# barebones uint16/32/64 (`MetalType.barebones`: few MPS kernels) passed as their signed twins.
+_TENSOR_DTYPE = {t.name: getattr(torch, f"int{t.bits}" if t.barebones else t.torch_name)
+                 for t in METAL_TYPES if t.struct_format is not None}
 
 
 # Note [one emulated host]: an elementwise port's host (`hostmodel`: the `exec_*_kernel` helpers)

@@ -49,12 +49,14 @@ from metalport.checkout.layout import KERNELS_DIR as LAYOUT_KERNELS_DIR
 from metalport.errors import EmulateError, SpecError, UnknownOpError, UsageError
 from metalport.failure import Failure
 from metalport.port.plan_model import PortPlan
+from metalport.metal_types import METAL_TYPES
 from metalport.port.spec import METAL_DTYPES, LaunchSpec, load_spec
 
 KERNELS_DIR = Path(LAYOUT_KERNELS_DIR)
 _MAX_FAILURES = 5
-_DTYPE_ALIASES = {"half": "float16", "float": "float32", "bfloat": "bfloat16", "int": "int32", "long": "int64",
-                  "short": "int16", "char": "int8", "uchar": "uint8", "float2": "complex64", "double": "float64"}
+# Metal spellings `--dtypes` accepts besides torch's names (`double` is torch's own). half2 and the
+# barebones unsigned types are not among them: those are asked for by their torch names.
+_DTYPE_ALIASES = {t.name: t.torch_name for t in METAL_TYPES if t.name != "half2" and not t.barebones}
 
 
 class ConformanceSession:

@@ -24,21 +24,15 @@ import torch
 
 from metalport.checks.iteration import Geometry, Iteration, storage_extent
 from metalport.checks.backend import Buffer, Const, Launch
+from metalport.metal_types import METAL_TYPES
 
-_METAL_TYPE: dict[torch.dtype, str] = {
-    torch.float32: "float", torch.float16: "half", torch.bfloat16: "bfloat", torch.bool: "bool",
-    torch.uint8: "uchar", torch.int8: "char", torch.int16: "short", torch.int32: "int",
-    torch.int64: "long", torch.complex64: "float2", torch.complex32: "half2",
-    torch.uint16: "ushort", torch.uint32: "uint", torch.uint64: "ulong",
-}
+# In `MetalType.report_rank` order: `families` lists the dtypes a kernel registers in this order.
+_METAL_TYPE: dict[torch.dtype, str] = {getattr(torch, t.torch_name): t.name
+                                       for t in sorted(METAL_TYPES, key=lambda t: t.report_rank)}
 METAL_DTYPES: dict[str, torch.dtype] = {v: k for k, v in _METAL_TYPE.items()}
 
 # c10::ScalarType codes the cast kernels switch on (the subset c10/metal/common.h lists).
-_SCALAR_TYPE: dict[torch.dtype, int] = {
-    torch.uint8: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4, torch.float16: 5,
-    torch.float32: 6, torch.complex32: 8, torch.complex64: 9, torch.bool: 11, torch.bfloat16: 15,
-    torch.uint16: 27, torch.uint32: 28, torch.uint64: 29,
-}
+_SCALAR_TYPE: dict[torch.dtype, int] = {getattr(torch, t.torch_name): t.scalar_code for t in METAL_TYPES}
 ILP_PER_THREAD = 4
 ILP_THRESHOLD = 1 << 18  # dense ILP kernels for floating outputs from this many elements
 

@@ -24,6 +24,7 @@ import torch
 from metalport.checks.backend import Buffer, Const, KernelSet, Launch, Lists, NotOnBackend
 from metalport.checks.poison import overwritten, poisoned
 from metalport.errors import SpecError
+from metalport.metal_types import METAL_TYPES
 from metalport.port.spec_expr import ExpressionError
 from metalport.port.spec import (METAL_DTYPES, Grid, LaunchSpec, Layout, OutputSpec, OutShape, ParamField, check_holds,
                                  check_message, dims_exprs, eval_threads, host_value, is_expression)
@@ -31,10 +32,11 @@ from metalport.port.spec import (METAL_DTYPES, Grid, LaunchSpec, Layout, OutputS
 GUARD_ELEMENTS = 64  # poisoned elements before and after each output
 INDEX_LIMIT = 2**31 - 1  # elements one launch may address with 32-bit indices
 
-_PACK = {"float": "f", "int": "i", "uint": "I", "long": "q", "ulong": "Q", "bool": "?"}
-# c10::ScalarType numbering of the dtypes a ScalarType argument may carry into a constant buffer.
-_SCALAR_TYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.float32,
-                 torch.float64, torch.complex32, torch.complex64, torch.complex128, torch.bool)
+_PACK = {t.name: t.struct_format for t in METAL_TYPES if t.c_type is not None}  # params-field types
+# c10::ScalarType numbering of the dtypes a ScalarType argument may carry into a constant buffer: the
+# first twelve codes, Metal types all but double (7) and complex double (10), which MPS lacks.
+_C10_NAMES = {t.scalar_code: t.torch_name for t in METAL_TYPES} | {7: "float64", 10: "complex128"}
+_SCALAR_TYPES = tuple(getattr(torch, _C10_NAMES[code]) for code in range(12))
 
 
 class UnlaunchableCall(Exception):

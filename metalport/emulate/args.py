@@ -16,16 +16,13 @@ from typing import Any
 
 from metalport.emulate.kernels import KernelArg, KernelInfo
 from metalport.errors import KernelArgumentError
+from metalport.metal_types import METAL_TYPES, Kind
 
 # Metal element type -> (struct format of one component, torch dtype name).
-SCALARS: dict[str, tuple[str, str]] = {
-    "float": ("f", "float32"), "half": ("e", "float16"), "bfloat": ("bf", "bfloat16"),
-    "int": ("i", "int32"), "uint": ("I", "uint32"), "short": ("h", "int16"), "ushort": ("H", "uint16"),
-    "char": ("b", "int8"), "uchar": ("B", "uint8"), "long": ("q", "int64"), "ulong": ("Q", "uint64"),
-    "bool": ("?", "bool"),
-}
+SCALARS: dict[str, tuple[str, str]] = {t.name: (t.struct_format, t.torch_name) for t in METAL_TYPES
+                                       if t.struct_format is not None}
 # Vector types that a tensor dtype stands for (complex numbers are float2/half2 in the kernels).
-VECTOR_DTYPES = {"float2": "complex64", "half2": "complex32"}
+VECTOR_DTYPES = {t.name: t.torch_name for t in METAL_TYPES if t.kind is Kind.COMPLEX}
 MAX_GROUP_THREADS = 1024  # maxTotalThreadsPerThreadgroup on Apple GPUs
 
 

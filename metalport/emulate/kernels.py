@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from metalport.checkout.cpp import match_bracket
 from metalport.emulate.preprocess import HostName
 
 _KERNEL = re.compile(r"\b__mK__(?:\s*\]\])?\s+void\s+")  # `kernel void` or `[[kernel]] void`
@@ -147,15 +148,8 @@ def _close_brace(text: str, start: int) -> int:
 
 def _close_paren(text: str, start: int) -> int:
     """Index just past the `)` matching the `(` at `start` (parentheses only)."""
-    depth = 0
-    for i in range(start, len(text)):
-        if text[i] == "(":
-            depth += 1
-        elif text[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return len(text)
+    close = match_bracket(text, start, "()")
+    return len(text) if close < 0 else close + 1
 
 
 def split_params(text: str) -> tuple[str, ...]:

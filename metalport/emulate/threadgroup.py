@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from metalport.checkout.cpp import match_bracket
 from metalport.errors import EmulateError
 
 # Attributes that only make sense with threadgroups: such kernels run on the fiber executor.
@@ -118,16 +119,7 @@ def _opens_function_body(toks: list[_Token]) -> bool:
 def _matching_open(toks: list[_Token], j: int) -> int:
     """Index of the bracket opening the one closed at toks[j] (-1 if unbalanced)."""
     close = toks[j].text
-    depth = 0
-    while j >= 0:
-        if toks[j].text == close:
-            depth += 1
-        elif toks[j].text == _CLOSE[close]:
-            depth -= 1
-            if depth == 0:
-                return j
-        j -= 1
-    return -1
+    return match_bracket([t.text for t in toks[:j + 1]], j, _CLOSE[close] + close, backward=True)
 
 
 def _paren_owner(toks: list[_Token], j: int) -> str:

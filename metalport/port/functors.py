@@ -11,6 +11,7 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from metalport import metal_types
 from metalport.port.functor_sources import SOURCES, TERNARY_ALPHA_MACRO
 from metalport.errors import RecipeError
 
@@ -52,16 +53,13 @@ _HOST_FILE = {
     Family.TERNARY_ALPHA: "PointwiseOps.mm",
 }
 
-# torch dtype name -> Metal element type; float64 and complex128 are left out (MPS has neither).
-METAL_TYPES: dict[str, str] = {
-    "float32": "float", "float16": "half", "bfloat16": "bfloat", "int64": "long",
-    "int32": "int", "int16": "short", "int8": "char", "uint8": "uchar", "bool": "bool",
-    "complex64": "float2", "complex32": "half2",
-}
-COMPLEX_TYPES = ("float2", "half2")
-_FLOATING = ("float", "half", "bfloat")
+# torch dtype name -> Metal element type a functor recipe registers; float64 and complex128 have no
+# Metal type (MPS has neither), and the barebones uint16/32/64 are left out (few kernels take them).
+METAL_TYPES: dict[str, str] = {t.torch_name: t.name for t in metal_types.METAL_TYPES if not t.barebones}
+COMPLEX_TYPES = metal_types.COMPLEX
+_FLOATING = metal_types.FLOATING
 # The Metal type of at::toOpMathType: the precision a scalar argument reaches the kernel at.
-OPMATH_TYPES: dict[str, str] = {"half": "float", "bfloat": "float", "half2": "float2"}
+OPMATH_TYPES: dict[str, str] = {t.name: t.opmath for t in metal_types.METAL_TYPES if t.opmath != t.name}
 
 
 @dataclass(frozen=True)

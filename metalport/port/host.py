@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from metalport.checkout.cpp import match_bracket
 from metalport.port.launch import LAUNCHERS as _EXEC
 from metalport.port.metal import ensure_includes
 from metalport.errors import RecipeError
@@ -322,30 +323,7 @@ def _insert_beside(text: str, stub: HostStub, path: str) -> str | None:
 
 def skip_to_close(text: str, open_at: int) -> int:
     """Index of the `}` matching the `{` at `open_at`, skipping comments and literals; -1 if none."""
-    depth, i, n = 0, open_at, len(text)
-    while i < n:
-        two = text[i:i + 2]
-        if two == "//":
-            i = text.find("\n", i)
-            if i < 0:
-                return -1
-        elif two == "/*":
-            i = text.find("*/", i + 2)
-            if i < 0:
-                return -1
-            i += 1
-        elif text[i] in "\"'":
-            quote, i = text[i], i + 1
-            while i < n and text[i] != quote:
-                i += 2 if text[i] == "\\" else 1
-        elif text[i] == "{":
-            depth += 1
-        elif text[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return -1
+    return match_bracket(text, open_at, "{}", skip_literals=True)
 
 
 def _remove_block(text: str, start: int, path: str, what: str) -> str:

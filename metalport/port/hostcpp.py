@@ -6,16 +6,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from metalport.metal_types import METAL_TYPES
+
 if TYPE_CHECKING:
     from torchgen.model import FunctionSchema
 
     from metalport.port.spec import ParamSpec
 
-C_TYPES = {"float": "float", "int": "int32_t", "uint": "uint32_t", "long": "int64_t", "ulong": "uint64_t",
-           "bool": "bool"}
-SCALAR_TYPES = {"float": "kFloat", "half": "kHalf", "bfloat": "kBFloat16", "long": "kLong", "int": "kInt",
-                "short": "kShort", "char": "kChar", "uchar": "kByte", "bool": "kBool", "float2": "kComplexFloat",
-                "half2": "kComplexHalf", "ulong": "kUInt64", "uint": "kUInt32", "ushort": "kUInt16"}
+C_TYPES = {t.name: t.c_type for t in METAL_TYPES if t.c_type is not None}
+SCALAR_TYPES = {t.name: t.scalar_type for t in METAL_TYPES}
 
 
 def native_signature(name: str, func: str) -> tuple[str, list[tuple[str, str]], FunctionSchema]:

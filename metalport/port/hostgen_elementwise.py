@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import string
 
+from metalport.checkout.cpp import match_bracket
 from metalport.errors import SpecError
 from metalport.port.hostcpp import C_TYPES, SCALAR_TYPES, encoded, kernel_name_line, native_signature
 from metalport.port.spec import LIST_ARRAYS, LIST_FUNCTIONS, CheckSpec, Grid, LaunchSpec, Layout, OutShape
@@ -265,11 +266,8 @@ def _cpp_list_call(name: str, args: str, count: int) -> str:
 def _unwrapped(cpp: str) -> str:
     """`cpp` without parentheses around the whole of it (those of `(a) + (b)` stay)."""
     while cpp.startswith("(") and cpp.endswith(")"):
-        depth = 0
-        for i, ch in enumerate(cpp):
-            depth += {"(": 1, ")": -1}.get(ch, 0)
-            if depth == 0 and i < len(cpp) - 1:
-                return cpp
+        if 0 <= match_bracket(cpp, 0) < len(cpp) - 1:
+            return cpp
         cpp = cpp[1:-1]
     return cpp
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from metalport.checkout.cpp import match_bracket
 from metalport.errors import RecipeError
 
 KERNEL_INCLUDES: tuple[str, ...] = (
@@ -114,18 +115,10 @@ def _head_end(text: str) -> int | None:
 
 def _end_of_block(text: str, start: int, path: str) -> int:
     """Index just past the `};` that closes the brace block opened at or after `start`."""
-    depth = 0
-    i = text.index("{", start)
-    while i < len(text):
-        ch = text[i]
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                end = text.find("\n", i)
-                return len(text) if end < 0 else end + 1
-        i += 1
+    close = match_bracket(text, text.index("{", start))
+    if close >= 0:
+        end = text.find("\n", close)
+        return len(text) if end < 0 else end + 1
     line = text.count("\n", 0, start) + 1
     raise RecipeError("unbalanced braces in functor block", location=f"{path}:{line}",
                       hint="fix the kernel file by hand, then rerun")

@@ -25,7 +25,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from metalport.checkout.cpp import split_top_level
 from metalport.errors import PipelineError
+from metalport.metal_types import COMPLEX
 from metalport.port.shape import stub_entry_func
 
 if TYPE_CHECKING:
@@ -51,14 +53,7 @@ _LIMITS = {"max": "std::numeric_limits<real_t>::max()", "lowest": "std::numeric_
 
 def _split_top(text: str) -> list[str]:
     """`text` split at commas outside `<>` and `()`."""
-    parts, depth, start = [], 0, 0
-    for i, c in enumerate(text):
-        depth += c in "<(" and 1 or (c in ">)" and -1 or 0)
-        if c == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    parts.append(text[start:].strip())
-    return [p for p in parts if p]
+    return split_top_level(text, "<(", ">)")
 
 
 def _type_of(param: str) -> str:
@@ -216,7 +211,7 @@ def host_params_source(params: tuple[ScalarParam, ...], struct_cpp: str, dtypes:
         f"        static_cast<float>({n}.has_value() ? static_cast<real_t>(*{n}) : {d})" if d else
         f"        {n}.to<float>()" if "Scalar" in cpp else f"        static_cast<float>({n})"
         for n, cpp, _, d in params)
-    complex_ = any(t in ("float2", "half2") for t in dtypes)
+    complex_ = any(t in COMPLEX for t in dtypes)
     macro = ("AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES_AND3(kHalf, kBFloat16, kComplexHalf, " if complex_
              else "AT_DISPATCH_FLOATING_TYPES_AND2(kHalf, kBFloat16, ")
     return (f"  {macro}iter.common_dtype(), \"{{name}}_mps\", [&]() {{\n"

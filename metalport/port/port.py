@@ -56,6 +56,7 @@ from metalport.port.op_facts import Family, Status
 from metalport.checkout.layout import KERNELS_DIR, OPERATIONS_DIR, Checkout
 from metalport.checkout.sources import ImplKind
 from metalport.errors import PipelineError, RecipeError, SpecError
+from metalport.metal_types import FLOATING
 
 __all__ = ["PortPlan", "Resolution", "RowChange", "apply_port", "plan_port", "plan_resolved", "resolve_op"]
 
@@ -212,7 +213,7 @@ def _llm_parts(checkout: Checkout, res: Resolution) -> _LaunchPart:
     sibling = None if keep_complex else _complex_sibling(res)
     cpu = opinfo_dtypes(names)  # float types when no OpInfo goes by the op's names
     dtypes = metal_types_for(cpu, complex=keep_complex or sibling is not None) if cpu is not None \
-        else ("float", "half", "bfloat")
+        else FLOATING
     why = tuple(w for w in (halves, sibling if sibling and COMPLEX_TYPES[0] in dtypes else None) if w)
     parts = _LaunchPart(NEEDS_LLM, f"{KERNELS_DIR}/{kernel}", f"{res.op}_functor", None, dtypes,
                         tuple(f"{macro}({res.op}, {t}, {t});" for t in dtypes), f"{OPERATIONS_DIR}/{host}", macro,
@@ -507,8 +508,8 @@ def _bodies_part(checkout: Checkout, res: Resolution, kind: Classification | Non
     macro = {"unary": "REGISTER_UNARY_OP", HALVES_FAMILY: HALVES_MACRO}.get(body.host_family, "REGISTER_BINARY_OP")
     names = opinfo_names(res.op, res)
     cpu = opinfo_dtypes(names)
-    dtypes = tuple(t for t in metal_types_for(cpu, complex=False) if t in ("float", "half", "bfloat")) \
-        if cpu is not None else ("float", "half", "bfloat")
+    dtypes = tuple(t for t in metal_types_for(cpu, complex=False) if t in FLOATING) \
+        if cpu is not None else FLOATING
     xfail_entries, xfail_narrowed = obsolete_xfails(res, dtypes)
     registrations = tuple(f"{macro}({res.op}, {t});" if body.host_family == HALVES_FAMILY else
                           f"{macro}({res.op}, {t}, {t});" for t in dtypes)

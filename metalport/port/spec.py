@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from metalport.errors import SpecError
+from metalport.metal_types import METAL_TYPES
 from metalport.port.spec_expr import (CHECK_TENSOR_METHODS, LIST_FUNCTIONS, check_expression, check_holds, check_message,
                                       dims_exprs, eval_threads, host_value, is_expression,
                                       message_parts, names_in)
@@ -38,11 +39,7 @@ from metalport.port.spec_expr import spec_error as _fail
 MAX_THREADGROUP = 1024  # maxTotalThreadsPerThreadgroup on Apple GPUs
 
 # Metal element types a spec may instantiate, with the torch dtype each stands for.
-METAL_DTYPES: dict[str, str] = {
-    "float": "float32", "half": "float16", "bfloat": "bfloat16", "long": "int64", "int": "int32",
-    "short": "int16", "char": "int8", "uchar": "uint8", "bool": "bool", "float2": "complex64",
-    "half2": "complex32", "ulong": "uint64", "uint": "uint32", "ushort": "uint16",
-}
+METAL_DTYPES: dict[str, str] = {t.name: t.torch_name for t in METAL_TYPES}
 PARAM_TYPES = ("float", "int", "uint", "long", "ulong", "bool")
 # Values the host derives from the call (usable in params `from:` and geometry `threads:`).
 DERIVED = ("reduce_size", "num_slices", "numel", "output_numel", "ndim")

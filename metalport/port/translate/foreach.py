@@ -24,11 +24,11 @@ from pathlib import Path
 
 from metalport.checkout.layout import Checkout
 from metalport.checkout.sources import Sources
+from metalport.metal_types import FLOATING
 
 __all__ = ["foreach_recipe"]
 
 _TEMPLATE = "_foreach_exp"
-_FLOATING = ("float", "half", "bfloat")
 
 
 def _functor_file(checkout: Checkout, sources: Sources, base: str) -> tuple[str | None, tuple[str, ...], str]:
@@ -42,11 +42,11 @@ def _functor_file(checkout: Checkout, sources: Sources, base: str) -> tuple[str 
     rel = sorted({s.where.file for s in regs})[0]
     text = legacy_file_text(checkout.root, rel)
     arity = functor_arity(text, f"{base}_functor")
-    if arity is None:  # `DEFINE_UNARY_FLOATING_FUNCTOR(erf);`: a c10/metal macro writes the struct
+    if arity is None:  # `DEFINE_UNARYFLOATING_FUNCTOR(erf);`: a c10/metal macro writes the struct
         arity = functor_arity(_macro_functors(checkout, text, base), f"{base}_functor")
     if arity != 1:
         return None, (), f"{rel} has no one-operand struct {base}_functor"
-    types = tuple(t for t in _FLOATING if any(s.args[:2] == (t, t) and s.where.file == rel for s in regs))
+    types = tuple(t for t in FLOATING if any(s.args[:2] == (t, t) and s.where.file == rel for s in regs))
     if not types:
         return None, (), f"{rel} registers {base} for no floating type with the same output type"
     return rel, types, ""
@@ -126,7 +126,7 @@ def _table_functor(checkout: Checkout, base: str) -> tuple[str | None, tuple[str
     if not (checkout.root / rel).is_file():
         return None, (), ""
     source = re.sub(rf"\bstruct {re.escape(recipe.functor)}\b", f"struct foreach_{base}_functor", recipe.source)
-    return rel, _FLOATING, source
+    return rel, FLOATING, source
 
 
 def _kernel_source(template: str, base: str, types: tuple[str, ...], functor: str = "", own: str = "") -> str:
@@ -151,7 +151,7 @@ _DEFINE = re.compile(r"^\s*#\s*define\s+(\w+)\((\w+)\)((?:.*\\\n)*.*)$", re.MULT
 
 
 def _macro_functors(checkout: Checkout, text: str, base: str) -> str:
-    """The structs the kernel file's macro calls of `base` write (`DEFINE_UNARY_FLOATING_FUNCTOR(erf);`),
+    """The structs the kernel file's macro calls of `base` write (`DEFINE_UNARYFLOATING_FUNCTOR(erf);`),
     expanded from the macro's one-parameter definition in c10/metal (the tree's headers, else the
     wheel's); "" when there is none."""
     from metalport.torch_facts import torch_include_dir

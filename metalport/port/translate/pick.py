@@ -14,26 +14,18 @@ from __future__ import annotations
 
 import re
 
+from metalport.checkout.cpp import match_bracket
 from metalport.checkout.cpu_kernels import ScalarLambda
 from metalport.port.translate.cxx import Declined
 
 __all__ = ["picked_chain"]
 
-_PAIRS = {")": "(", "}": "{"}
 _HOST_ONLY = re.compile(r"^(?:[\s()!&|]|\bat::hasMKL\(\)|\b(?:iter|it)\s*\.\s*\w+\s*\(\s*\))*$")
 
 
 def _open_of(text: str, close: int) -> int:
     """Offset of the bracket opening the `)` or `}` at `close`, scanning back; -1 if unbalanced."""
-    want, depth = _PAIRS[text[close]], 0
-    for i in range(close, -1, -1):
-        if text[i] == text[close]:
-            depth += 1
-        elif text[i] == want:
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
+    return match_bracket(text, close, {")": "()", "}": "{}"}[text[close]], backward=True)
 
 
 def _innermost_open(text: str) -> int:
