@@ -61,8 +61,8 @@ def _kind_rows(checkout: object) -> list[tuple[str, float]]:
     """The share of the scan that port kinds take: classifying every op (routes read beforehand:
     the scan needs them anyway) and reading the recipe tables for the porter column."""
     from metalport.checkout.sources import scan_sources
-    from metalport.port.kinds import classify, entry_comments
-    from metalport.port.spec_recipes import recipe_ops
+    from metalport.port.tree.kinds import classify, entry_comments
+    from metalport.port.spec.recipes import recipe_ops
     from metalport.registry import load_registry
 
     registry = load_registry(checkout.native_functions)

@@ -24,10 +24,10 @@ sys.path.insert(0, str(ROOT))
 
 from _cli import repetitions_parser  # noqa: E402
 from metalport.checkout.layout import KERNELS_DIR  # noqa: E402
-from metalport.checks.backend import compile_files  # noqa: E402
-from metalport.checks.cases import build_cases  # noqa: E402
+from metalport.checks.host.backend import compile_files  # noqa: E402
+from metalport.checks.cases.elementwise import build_cases  # noqa: E402
 from metalport.checks.conformance import ConformanceSession, case_generator, resolve_op, run_conformance  # noqa: E402
-from metalport.checks.families import classify  # noqa: E402
+from metalport.checks.host.families import classify  # noqa: E402
 
 FIXTURE = ROOT / "tests/checks/fixtures/pointwise.metal"
 

@@ -40,8 +40,8 @@ from metalport.checkout import Checkout, init_workspace  # noqa: E402
 from metalport.checkout.sources import scan_sources  # noqa: E402
 from metalport.checks.conformance import (KERNELS_DIR, ConformanceSession, registering_files,  # noqa: E402
                                           run_conformance)
-from metalport.checks.hostcode import find_host_code  # noqa: E402
-from metalport.checks.oracle import REL_BOUND  # noqa: E402
+from metalport.checks.contract.hostcode import find_host_code  # noqa: E402
+from metalport.checks.judge.oracle import REL_BOUND  # noqa: E402
 from metalport.checks.report import ConformanceReport  # noqa: E402
 from metalport.errors import MetalportError  # noqa: E402
 from metalport.registry.index import load_registry  # noqa: E402

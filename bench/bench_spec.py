@@ -28,10 +28,10 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from _cli import repetitions_parser  # noqa: E402
-from metalport.checks.speccases import build_spec_cases  # noqa: E402
+from metalport.checks.cases.spec import build_spec_cases  # noqa: E402
 from metalport.checks.conformance import run_spec_conformance  # noqa: E402
 from metalport.emulate import compile_shader  # noqa: E402
-from metalport.port.spec_recipes import spec_recipes  # noqa: E402
+from metalport.port.spec.recipes import spec_recipes  # noqa: E402
 
 HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
 

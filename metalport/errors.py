@@ -88,7 +88,7 @@ class RecipeError(MetalportError):
 
 
 class SpecError(RecipeError):
-    """A launch spec (metalport/port/spec.py) is malformed, disagrees with the op's schema, or its
+    """A launch spec (metalport/port/spec/model.py) is malformed, disagrees with the op's schema, or its
     launch would be wrong (threadgroup over the limit, grid larger than the data, a kernel writing
     outside its output); the message names the spec field."""
 

@@ -44,7 +44,7 @@ class MetalType:
     struct_format: str | None
     c_type: str | None  # the C++ type of a params-struct field of this type; None: no field has it
     opmath: str  # the Metal type of at::toOpMathType: the precision a scalar argument arrives at
-    # Position in the dtype lists conformance reports (registered dtypes, in `checks/families`):
+    # Position in the dtype lists conformance reports (registered dtypes, in `checks/host/families`):
     # floating, bool, the byte and signed integers by width, complex, then the wider unsigned ones.
     report_rank: int
 

@@ -142,7 +142,7 @@ _SEEDS = 64  # draws of the ModuleInfo's own samples a derived tolerance covers
 
 def module_tolerance(module: str, test: str, dtype: str, *,
                      cache_dir: Path | None = None) -> tuple[float, float, str] | None:
-    """Note [module tolerances] (port/decorators.py): (atol, rtol, where from) of the toleranceOverride
+    """Note [module tolerances] (port/write/decorators.py): (atol, rtol, where from) of the toleranceOverride
     on MPS a port writes for ModuleInfo `module`'s `test` at `dtype` (a torch dtype name), read from
     the installed torch: the ModuleInfo's own override for that test, device and dtype when it has
     one; else, for `test_forward`, the tolerance its own check needs of a kernel rounding once: atol

@@ -49,7 +49,7 @@ def test_resolve_and_plan_run_without_importing_torch(tmp_path: Path, wheel_work
     _probe(warm, cache)
     out = _probe("import sys\n"
                  "from metalport.checkout import find_checkout\n"
-                 "from metalport.port.port import plan_port\n"
+                 "from metalport.port.plan.planner import plan_port\n"
                  f"plan = plan_port(find_checkout(__import__('pathlib').Path({str(wheel_workspace.root)!r})), "
                  "'aten::heaviside')\n"
                  "print(plan.dtypes[:2], 'torch' in sys.modules)", cache)

@@ -26,7 +26,7 @@ class FunctorRequest:
     functor_name: str
     feedback: str = ""  # reviewer feedback or the previous attempt's verdict
     diagnostics: tuple[dict, ...] = ()  # structured failures of the previous attempt
-    # Note [params route] (port/params.py): the struct the op's scalars reach the functor in, and its
+    # Note [params route] (port/plan/params.py): the struct the op's scalars reach the functor in, and its
     # fields ("float beta"); "" / () for an op without scalars.
     params_type: str = ""
     params_fields: tuple[str, ...] = ()

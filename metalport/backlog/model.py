@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from metalport.checkout.sources import XfailEntry
-from metalport.port.kinds import Classification, Kind, PorterVerdict
-from metalport.port.op_facts import Family, Status  # the op's facts, as the port reads them
+from metalport.port.tree.kinds import Classification, Kind, PorterVerdict
+from metalport.port.tree.op_facts import Family, Status  # the op's facts, as the port reads them
 
 __all__ = ["BacklogItem", "Family", "Status"]
 
@@ -23,7 +23,7 @@ class BacklogItem:
     route registered for MPS) is None when the tree has no `.mm` sources to tell (a wheel
     workspace); `rows` counts registry entries; `ease` is a 1-based rank, lower is easier (None
     for an op that is no port candidate: it is not work). `kind` is how its port is made
-    (`metalport.port.kinds`) and `porter` who can make it (`recipe`, `llm`, or `none` with the
+    (`metalport.port.tree.kinds`) and `porter` who can make it (`recipe`, `llm`, or `none` with the
     reason).
     """
 

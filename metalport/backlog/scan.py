@@ -10,9 +10,9 @@ from metalport.backlog.model import BacklogItem, Family, Status
 from metalport.checkout.layout import Checkout
 from metalport.checkout.sources import Sources
 from metalport.checkout.cpu_kernels import cpu_kernel_index
-from metalport.port.kinds import Classification, Kind, Porter, PorterVerdict, porter_for, tensor_outputs
-from metalport.port.op_facts import FactsContext, facts_context, read_op
-from metalport.port.spec_recipes import recipe_ops
+from metalport.port.tree.kinds import Classification, Kind, Porter, PorterVerdict, porter_for, tensor_outputs
+from metalport.port.tree.op_facts import FactsContext, facts_context, read_op
+from metalport.port.spec.recipes import recipe_ops
 from metalport.registry.index import load_registry
 from metalport.registry.model import Op, Registry
 
@@ -60,7 +60,7 @@ def _declined(checkout: Checkout, sources: Sources, op: str, kind: Classificatio
     if kind.kind is not Kind.POINTWISE_STUB or kind.stub is None:
         return None
     from metalport.port.translate import translate_stub
-    from metalport.port.shape import operand_mismatch
+    from metalport.port.tree.shape import operand_mismatch
 
     found = translate_stub(checkout.root, kind.stub, op, cpu_index)
     if not found.ok or entries is None:

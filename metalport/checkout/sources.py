@@ -106,7 +106,7 @@ class StubDecl:
 class XfailEntry:
     """One key of a common_mps.py xfail/skip list; `dtypes` None means every dtype. `where` is its
     first line; `last_line` the last line of its whole entry, where a reader asked for the span
-    (`port.xfail.find_xfails`, which removes whole lines), else None."""
+    (`port.write.xfail.find_xfails`, which removes whole lines), else None."""
 
     list_name: str
     op: str
@@ -213,7 +213,7 @@ class _Def:
     called: tuple[str, ...]
 
 
-# Note [grad over halves] (port/halves.py): a host launching `<kernel>_halves_<T>` by its pipeline state.
+# Note [grad over halves] (port/write/halves.py): a host launching `<kernel>_halves_<T>` by its pipeline state.
 _HALVES = re.compile(r'\bgetPipelineStateForFunc\s*\(\s*fmt::format\s*\(\s*"(\w+)_halves_\{\}"')
 
 

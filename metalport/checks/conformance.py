@@ -27,30 +27,30 @@ from typing import Any
 
 import torch
 
-from metalport.checks.backend import KernelFile, KernelSet, compile_files, pick_backend
-from metalport.checks.explain import Explanation
-from metalport.checks.families import classify, classify_two_outputs
-from metalport.checks.guard import Crashed, Refused
-from metalport.checks.hostcode import find_host_code
-from metalport.checks.cases import Case, build_cases
-from metalport.checks.speccases import build_spec_cases, spec_opinfo
-from metalport.checks.hostmodel import MissingKernel, UnmodelledCall, metal_type_name
-from metalport.checks.judge import (ANY_OCCURRENCE, TRUTH_NOTE, any_occurrence, judge_outputs, mask_unset,
+from metalport.checks.host.backend import KernelFile, KernelSet, compile_files, pick_backend
+from metalport.checks.judge.explain import Explanation
+from metalport.checks.host.families import classify, classify_two_outputs
+from metalport.checks.judge.guard import Crashed, Refused
+from metalport.checks.contract.hostcode import find_host_code
+from metalport.checks.cases.elementwise import Case, build_cases
+from metalport.checks.cases.spec import build_spec_cases, spec_opinfo
+from metalport.checks.host.elementwise import MissingKernel, UnmodelledCall, metal_type_name
+from metalport.checks.judge.outputs import (ANY_OCCURRENCE, TRUTH_NOTE, any_occurrence, judge_outputs, mask_unset,
                                     meta_refuses, refusal_problem, spec_truth, unset_filled)
-from metalport.checks.oracle import AMBIGUOUS, conditioning, correctly_rounded, reach, truth_calls
+from metalport.checks.judge.oracle import AMBIGUOUS, conditioning, correctly_rounded, reach, truth_calls
 from metalport.checks.report import (KINDS, NO_HOST_MODEL, ConformanceReport, DtypeVerdict, Tally, first_few,
                                      judged_report)
-from metalport.checks.runner import (CRASHED, REJECTED, CaseResult, Prepared, dispatch, explained, judge_case,
+from metalport.checks.host.runner import (CRASHED, REJECTED, CaseResult, Prepared, dispatch, explained, judge_case,
                                      prepare_case, references)
-from metalport.checks.samples import Call, Family, IteratorView, find_opinfo, iterator_view, selector_values
-from metalport.checks.speclaunch import HostCheckFailed, UnlaunchableCall, bind_call, plan_launch, run_launch
-from metalport.checks.tolerances import largest_error, tolerance_for
+from metalport.checks.cases.samples import Call, Family, IteratorView, find_opinfo, iterator_view, selector_values
+from metalport.checks.host.spec import HostCheckFailed, UnlaunchableCall, bind_call, plan_launch, run_launch
+from metalport.checks.judge.tolerances import largest_error, tolerance_for
 from metalport.checkout.layout import KERNELS_DIR as LAYOUT_KERNELS_DIR
 from metalport.errors import EmulateError, SpecError, UnknownOpError, UsageError
 from metalport.failure import Failure
-from metalport.port.plan_model import PortPlan
+from metalport.port.plan.model import PortPlan
 from metalport.metal_types import METAL_TYPES
-from metalport.port.spec import METAL_DTYPES, LaunchSpec, load_spec
+from metalport.port.spec.model import METAL_DTYPES, LaunchSpec, load_spec
 
 KERNELS_DIR = Path(LAYOUT_KERNELS_DIR)
 _MAX_FAILURES = 5
@@ -668,7 +668,7 @@ def op_conformance(root: Path, op: str, **options: Any) -> ConformanceReport:
     launches them: an op of the spec recipe table whose kernel file defines the spec's kernel by
     its launch spec, any other through the elementwise host model. `options`: dtypes,
     include_held_out, backend, seed."""
-    from metalport.port.spec_recipes import spec_recipes
+    from metalport.port.spec.recipes import spec_recipes
 
     recipe = spec_recipes().get(op.removeprefix("aten::").split(".")[0])
     kernel = Path(root) / recipe.spec.kernel_file if recipe is not None else None

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from metalport.checks.explain import Explanation
+from metalport.checks.judge.explain import Explanation
 from metalport.failure import Failure
 
 STATUSES = ("pass", "partial", "fail", "no-host-model")
@@ -39,7 +39,7 @@ class Tally:
     A case is out of scope only where the op's OpInfo skips or xfails that value set's
     reference-numerics test on a non-CPU device: PyTorch itself does not judge the device there.
     It is counted and shown with that decorator, and is neither a pass nor a failure; every other
-    case must pass (Note [the oracle] in `checks.oracle`)."""
+    case must pass (Note [the oracle] in `checks.judge.oracle`)."""
 
     samples: int = 0
     passed: int = 0

@@ -27,7 +27,7 @@ from metalport.executors.macos import (
 from metalport.torch_facts import mps_available
 
 if TYPE_CHECKING:
-    from metalport.port.plan_model import PortPlan
+    from metalport.port.plan.model import PortPlan
     from metalport.checks.report import ConformanceReport
 
 EXECUTORS = ("auto", "emulated", "macos", "command")

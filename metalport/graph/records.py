@@ -36,7 +36,7 @@ class RunOptions(JsonFields):
     config_path: str | None = None  # metalport.yaml (default: <repo>/metalport.yaml)
     no_input: bool = True  # never prompt; pause at the gate
     budget: dict | None = None  # BudgetLimits fields overriding metalport.yaml's `budget:` (a sweep's share)
-    # A family port (port/family.py): the further ops ported in the same change, and whether the
+    # A family port (port/plan/family.py): the further ops ported in the same change, and whether the
     # op's family is looked up in the tree (`--family`: ops sharing its legacy macro or helper).
     family_ops: list | None = None
     expand_family: bool = False

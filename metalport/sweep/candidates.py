@@ -23,7 +23,7 @@ from metalport.sweep.model import SKIPPED, OpOutcome, from_record, status_of
 def backlog_candidates(repo_root: Path, statuses: Sequence[str], families: Sequence[str],
                        kinds: Sequence[str] = (), porters: Sequence[str] = ()) -> list[BacklogItem]:
     """Backlog items with one of `statuses` (and `families`, `kinds`, `porters` when given), in ease
-    order; never an op that is no port candidate (`port.kinds`), nor one only a person can port
+    order; never an op that is no port candidate (`port.tree.kinds`), nor one only a person can port
     (unranked: porter `none`, e.g. frexp's two outputs)."""
     from metalport.checkout import find_checkout
 

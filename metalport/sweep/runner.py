@@ -17,7 +17,7 @@ from typing import Any
 
 from metalport.budget_limits import BudgetLimits, SweepBudget
 from metalport.errors import BudgetExhausted, FilesystemError, filesystem_error
-from metalport.port.spec_recipes import recipe_ops
+from metalport.port.spec.recipes import recipe_ops
 from metalport.run_ids import new_run_id
 from metalport.sweep.candidates import (backlog_candidates, local_branches, local_skip, offline_portable, open_pr_skip,
                                         runs_by_op, search_open_prs)
@@ -34,8 +34,8 @@ class SweepOptions:
     repo_root: Path
     statuses: tuple[str, ...] = ("missing", "mps-graph", "mps-graph-stub")
     families: tuple[str, ...] = ()
-    kinds: tuple[str, ...] = ()  # port kinds (`port.kinds.Kind` values) to take; () takes every candidate
-    porters: tuple[str, ...] = ()  # porters (`port.kinds.Porter` values) whose ops to take; () takes every one
+    kinds: tuple[str, ...] = ()  # port kinds (`port.tree.kinds.Kind` values) to take; () takes every candidate
+    porters: tuple[str, ...] = ()  # porters (`port.tree.kinds.Porter` values) whose ops to take; () takes every one
     limit: int | None = None  # most runs to start
     concurrency: int = 1  # runs at once (K)
     max_open: int = 5  # most runs awaiting review at any time (M)
@@ -250,7 +250,7 @@ class _Sweep:
             return True
         from metalport.checkout import find_checkout
         from metalport.errors import MetalportError
-        from metalport.port.family import family_of
+        from metalport.port.plan.family import family_of
 
         try:
             members, _ = family_of(find_checkout(self.o.repo_root), item.op)

@@ -392,7 +392,7 @@ def test_the_table_covers_every_fault_and_place() -> None:
 def test_approval_publishes_with_the_template_when_the_model_is_down(
         places: dict[str, tuple[Path, Path]], tmp_path: Path) -> None:
     """`--model openai:…`: the endpoint answers the port, is gone at approval; the PR text falls back."""
-    from metalport.port.functors import recipe_table
+    from metalport.port.plan.functors import recipe_table
     from tests.llm_server import ScriptedLLM, json_reply
 
     fresh, _ = places["fresh"]

@@ -9,7 +9,7 @@ import pytest
 
 from metalport.checkout import Checkout
 from metalport.cli import main
-from metalport.port.spec_recipes import recipe_ops
+from metalport.port.spec.recipes import recipe_ops
 from tests.fixture_repo import make_fixture_checkout
 
 

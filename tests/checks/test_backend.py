@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from metalport.checks.backend import inline_includes, pick_backend, wheel_include_dir
+from metalport.checks.host.backend import inline_includes, pick_backend, wheel_include_dir
 from metalport.emulate import checkout_include_dirs
 from metalport.cli import main
 from metalport.errors import UsageError

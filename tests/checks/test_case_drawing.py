@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from metalport.checks.cases import build_cases
+from metalport.checks.cases.elementwise import build_cases
 from metalport.checks.conformance import case_generator, run_conformance
-from metalport.checks.samples import Family
-from metalport.checks.specials import salt_specials, special_rows
+from metalport.checks.cases.samples import Family
+from metalport.checks.cases.specials import salt_specials, special_rows
 from metalport.cli import main
 from tests.checks.fixture_checkouts import make_checkout
 

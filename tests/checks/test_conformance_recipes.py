@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from metalport.port.port import apply_port, plan_port
+from metalport.port.plan.planner import apply_port, plan_port
 from metalport.checkout import Checkout
 from metalport.checks.conformance import ConformanceSession, run_conformance
 

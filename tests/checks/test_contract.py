@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from metalport.port.port import PortPlan, apply_port, plan_port
+from metalport.port.plan.planner import PortPlan, apply_port, plan_port
 from metalport.checkout import Checkout
-from metalport.checks.contract import check_contract
+from metalport.checks.contract.rules import check_contract
 from metalport.failure import Failure
 from tests.fixture_repo import make_fixture_checkout
 from tests.recipes.porting import clone, read, write

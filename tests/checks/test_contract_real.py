@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from metalport.checkout import Checkout
-from metalport.checks.contract import check_contract
-from metalport.port.port import PortPlan, apply_port, plan_port
+from metalport.checks.contract.rules import check_contract
+from metalport.port.plan.planner import PortPlan, apply_port, plan_port
 from tests.recipes.porting import clone, read, write
 
 UNARY_OPS = "aten/src/ATen/native/mps/operations/UnaryOps.mm"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from metalport.checks.guard import Crashed, Refused, needs_guard, run_guarded
+from metalport.checks.judge.guard import Crashed, Refused, needs_guard, run_guarded
 
 
 def _extremes(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
@@ -34,9 +34,9 @@ def test_a_launch_spec_case_gets_its_reference_as_an_elementwise_case_does() -> 
     """A spec's case (a Call with no operand slots, a tensor list among its arguments) is guarded
     when it can trap, its float32 subnormals are flushed first (as the GPU reads them), and a
     refusal carries torch's first line (the host's check must say the same)."""
-    from metalport.checks.cases import Case
-    from metalport.checks.runner import references
-    from metalport.checks.samples import Call
+    from metalport.checks.cases.elementwise import Case
+    from metalport.checks.host.runner import references
+    from metalport.checks.cases.samples import Call
 
     a, b = _extremes(torch.int32)
     tiny = torch.tensor([1e-40, 1.0], dtype=torch.float32)

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from metalport.checks.cases import build_cases
+from metalport.checks.cases.elementwise import build_cases
 from metalport.checks.conformance import case_generator, run_conformance
-from metalport.checks.samples import Family
-from metalport.checks.hostcode import find_host_code
+from metalport.checks.cases.samples import Family
+from metalport.checks.contract.hostcode import find_host_code
 from metalport.cli import main
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from metalport.checkout import Checkout
-from metalport.checks.hostcode import HostCode, find_host_code
+from metalport.checks.contract.hostcode import HostCode, find_host_code
 from tests.real_tree import overlay_real_tree
 
 OPS = "aten/src/ATen/native/mps/operations"
@@ -46,7 +46,7 @@ def test_sub_runs_the_kernel_registered_for_add_stub_with_negated_alpha(tmp_path
 
 def test_sub_conformance_feeds_the_add_kernel_negated_alpha(real_tree_workspace: Checkout, tmp_path: Path) -> None:
     from metalport.checks.conformance import run_conformance
-    from metalport.port.port import apply_port, plan_port
+    from metalport.port.plan.planner import apply_port, plan_port
     from tests.recipes.porting import clone
 
     plan = plan_port(real_tree_workspace, "sub")  # registers add_stub, which sub_out calls with -alpha

@@ -1,13 +1,13 @@
 import pytest
 import torch
 
-from metalport.checks.families import classify
-from metalport.checks.backend import Buffer, Const
-from metalport.checks.hostmodel import (MissingKernel, metal_type_name, result_dtype,
+from metalport.checks.host.families import classify
+from metalport.checks.host.backend import Buffer, Const
+from metalport.checks.host.elementwise import (MissingKernel, metal_type_name, result_dtype,
                                         plan_binary, plan_ternary, plan_ternary_alpha, plan_unary)
-from metalport.checks.iteration import build_iteration
-from metalport.checks.poison import poisoned
-from metalport.checks.samples import Family
+from metalport.checks.host.iteration import build_iteration
+from metalport.checks.host.poison import poisoned
+from metalport.checks.cases.samples import Family
 
 
 def test_result_dtype_promotes_across_operands():
@@ -30,7 +30,7 @@ def test_metal_names():
 def test_host_name_flavours_exist_in_the_wheels_macros():
     from pathlib import Path
 
-    from metalport.checks.hostmodel import FLAVOURS, host_name
+    from metalport.checks.host.elementwise import FLAVOURS, host_name
 
     text = (Path(torch.__file__).parent / "include/c10/metal/indexing.h").read_text()
     for flavour in FLAVOURS:

@@ -1,4 +1,4 @@
-"""The acceptance rule (checks/oracle.py, Note [the oracle]) on hand-made (output, CPU, truth) tensors.
+"""The acceptance rule (checks/judge/oracle.py, Note [the oracle]) on hand-made (output, CPU, truth) tensors.
 
 Each test builds what a kernel, torch CPU and the float64 truth give for a few inputs and asserts the
 verdict a reviewer sees: which elements fail and the rule each breaks, or that an element is
@@ -11,13 +11,13 @@ import math
 
 import torch
 
-from metalport.checks.judge import judge_outputs
-from metalport.checks.oracle import (ANNEX_G_NAN, ANNEX_G_OPEN, EXACT, HELD_OUT_ACCURACY, NAN_RECOMMENDED, NAN_UNDEFINED,
+from metalport.checks.judge.outputs import judge_outputs
+from metalport.checks.judge.oracle import (ANNEX_G_NAN, ANNEX_G_OPEN, EXACT, HELD_OUT_ACCURACY, NAN_RECOMMENDED, NAN_UNDEFINED,
                                      ZERO_CONVENTION, RELATIVE, SIGNED_ZERO, SPECIAL_ANNEX_G,
                                      SPECIAL_DISAGREE, SPECIAL_IEEE, TOLERANCE, acceptable, conditioning, correctly_rounded, reach,
                                      truth_calls)
-from metalport.checks.samples import Call
-from metalport.checks.tolerances import Tolerance, tolerance_for
+from metalport.checks.cases.samples import Call
+from metalport.checks.judge.tolerances import Tolerance, tolerance_for
 
 INF, NAN = math.inf, math.nan
 F32 = tolerance_for("round", torch.float32)

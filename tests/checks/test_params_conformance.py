@@ -1,4 +1,4 @@
-"""The params route under conformance (Note [params route], metalport/port/params.py): the emulated
+"""The params route under conformance (Note [params route], metalport/port/plan/params.py): the emulated
 host passes every scalar of the call into the params struct at opmath float, so a kernel that
 ignores one (softplus without `beta`) fails on OpInfo samples with non-default scalars."""
 
@@ -91,8 +91,8 @@ def test_glu_runs_as_a_binary_call_on_the_halves(tmp_path: Path, session: Confor
 
 
 def _dense_glu(source: str) -> str:
-    """GLU with the contiguous kernel of Note [halves forward] (port/halves.py) registered too."""
-    from metalport.port.halves import DENSE_KERNELS
+    """GLU with the contiguous kernel of Note [halves forward] (port/write/halves.py) registered too."""
+    from metalport.port.write.halves import DENSE_KERNELS
 
     return (source.replace("struct glu_functor", f"{DENSE_KERNELS}\nstruct glu_functor")
             + "REGISTER_HALVES_DENSE_OP(glu, float);\nREGISTER_HALVES_DENSE_OP(glu, half);\n")

@@ -1,4 +1,4 @@
-"""Which value sets are out of scope (Note [accepted divergences] in checks/numerics.py): only where
+"""Which value sets are out of scope (Note [accepted divergences] in checks/cases/numerics.py): only where
 the op's OpInfo skips or xfails the value set's reference-numerics test on a non-CPU device; a skip
 on every device is about NumPy's reference, and torch's own definition still judges the port."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 from torch.testing._internal.common_methods_invocations import op_db
 
-from metalport.checks.numerics import numerics_for
+from metalport.checks.cases.numerics import numerics_for
 
 
 def _numerics(name: str, variant: str = ""):

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from metalport.checks.numerics import draw
-from metalport.checks.backend import KernelFile, KernelSet
-from metalport.checks.speclaunch import bind_call, plan_launch, run_launch
-from metalport.checks.speccases import build_spec_cases
+from metalport.checks.cases.numerics import draw
+from metalport.checks.host.backend import KernelFile, KernelSet
+from metalport.checks.host.spec import bind_call, plan_launch, run_launch
+from metalport.checks.cases.spec import build_spec_cases
 from metalport.checks.conformance import run_spec_conformance
 from metalport.emulate import compile_shader
 from metalport.errors import SpecError
-from metalport.port.spec import Grid, load_spec
-from metalport.port.spec_recipes import spec_recipes
+from metalport.port.spec.model import Grid, load_spec
+from metalport.port.spec.recipes import spec_recipes
 
 HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
 
@@ -230,7 +230,7 @@ def test_mode_index_of_a_repeated_value_passes_with_a_note_only_when_it_names_an
 def test_a_tensor_list_launch_on_mps_is_a_call_skipped_with_its_reason_not_a_failure() -> None:
     # torch.mps.compile_shader binds no argument buffers: on a Mac a tensor-list spec's cases are
     # skipped (counted, the report partial), never failed for a harness limit.
-    from metalport.checks.speclaunch import UnlaunchableCall
+    from metalport.checks.host.spec import UnlaunchableCall
 
     spec = spec_recipes()["_foreach_exp"].spec
     launch = plan_launch(spec, bind_call(torch.ops.aten._foreach_exp.default, ([torch.ones(3), torch.ones(300)],), {}))

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from metalport.checks.contract import check_contract
-from metalport.port.plan_model import NATIVE_FUNCTIONS
-from metalport.port.port import apply_port, plan_port
+from metalport.checks.contract.rules import check_contract
+from metalport.port.plan.model import NATIVE_FUNCTIONS
+from metalport.port.plan.planner import apply_port, plan_port
 
 HOST = "aten/src/ATen/native/mps/operations/Mode.mm"
 KERNEL = "aten/src/ATen/native/mps/kernels/Mode.metal"

@@ -2,7 +2,7 @@ import math
 
 import torch
 
-from metalport.checks.tolerances import Tolerance, largest_error, mismatched, tolerance_for
+from metalport.checks.judge.tolerances import Tolerance, largest_error, mismatched, tolerance_for
 
 
 def mismatch(actual: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> float | None:
@@ -49,7 +49,7 @@ def test_integer_exact_and_shape():
 
 
 def test_mismatch_text_is_right_when_the_expected_value_is_infinite() -> None:
-    from metalport.checks.judge import judge_outputs
+    from metalport.checks.judge.outputs import judge_outputs
 
     tol = tolerance_for("neg", torch.float32)
     e = torch.tensor([1.0, float("inf"), -float("inf"), 2.0])
@@ -61,7 +61,7 @@ def test_mismatch_text_is_right_when_the_expected_value_is_infinite() -> None:
 
 
 def test_opinfo_precision_overrides_raise_the_floor() -> None:
-    from metalport.checks.samples import find_opinfo
+    from metalport.checks.cases.samples import find_opinfo
 
     plain = tolerance_for("acos", torch.complex64)
     raised = tolerance_for("acos", torch.complex64, find_opinfo("acos"))
@@ -69,7 +69,7 @@ def test_opinfo_precision_overrides_raise_the_floor() -> None:
 
 
 def test_strict_judges_small_magnitudes_relatively() -> None:
-    from metalport.checks.tolerances import strict
+    from metalport.checks.judge.tolerances import strict
 
     tol = strict(tolerance_for("log1p", torch.float32), torch.float32)
     x = torch.tensor([1e-7, -3e-9], dtype=torch.float32)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from metalport.port.port import PortPlan, apply_port, plan_port
+from metalport.port.plan.planner import PortPlan, apply_port, plan_port
 from metalport.checkout import Checkout
 from metalport.errors import EmulateError, UsageError
 from metalport.executors import EmulatedExecutor, select_executor

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from metalport.port.launch import LaunchKind
-from metalport.port.port import PortPlan
+from metalport.port.plan.launch import LaunchKind
+from metalport.port.plan.planner import PortPlan
 from metalport.config import AgentConfig, ExecutorConfig, load_config
 from metalport.errors import UsageError
 from metalport.executors import MacosExecutor, select_executor
@@ -137,9 +137,9 @@ def test_off_mac_the_compile_shader_pass_fails_before_the_build(tmp_path: Path) 
                     reason="opt-in: needs macOS with MPS and METALPORT_PYTORCH_CHECKOUT=<a built PyTorch checkout>")
 def test_heaviside_on_a_real_checkout(tmp_path: Path) -> None:
     """On a Mac: plan and apply heaviside in a clone of a real checkout, then build and run its tests."""
-    from metalport.port.port import apply_port, plan_port
+    from metalport.port.plan.planner import apply_port, plan_port
     from metalport.checkout import find_checkout
-    from metalport.checks.contract import check_contract
+    from metalport.checks.contract.rules import check_contract
     from tests.recipes.porting import clone
 
     checkout = find_checkout(Path(os.environ["METALPORT_PYTORCH_CHECKOUT"]))

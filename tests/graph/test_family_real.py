@@ -19,8 +19,8 @@ import pytest
 
 from metalport.errors import PipelineError
 from metalport.graph import Approve, RunOptions, resume_run, run_dir, start_run
-from metalport.checks.family_contract import check_family
-from metalport.port.family import apply_family, family_of, plan_family
+from metalport.checks.contract.family import check_family
+from metalport.port.plan.family import apply_family, family_of, plan_family
 from tests.graph.conftest import branches, commits_on, git
 from tests.real_tree import overlay_real_tree
 
@@ -160,10 +160,10 @@ def test_addcmul_with_a_wider_out_computes_at_the_common_dtype_and_casts_on_stor
     store, so the float32 output holds half-rounded values, not float32 math."""
     import torch
 
-    from metalport.checks.backend import compile_files
-    from metalport.checks.hostmodel import plan_ternary_alpha
-    from metalport.checks.iteration import build_iteration
-    from metalport.port.port import apply_port, plan_port
+    from metalport.checks.host.backend import compile_files
+    from metalport.checks.host.elementwise import plan_ternary_alpha
+    from metalport.checks.host.iteration import build_iteration
+    from metalport.port.plan.planner import apply_port, plan_port
 
     checkout = overlay_real_tree(tmp_path / "real", writable=True)
     plan = plan_port(checkout, "addcmul")

@@ -77,7 +77,7 @@ def test_memory_graph_pauses_at_the_gate_and_loops_back_on_reject(fixture_repo: 
 
 
 def test_a_rejection_reaches_the_model_as_review_feedback_and_held_out_inputs_never_do(fixture_repo: Path) -> None:
-    from metalport.port.port import plan_port
+    from metalport.port.plan.planner import plan_port
     from metalport.checkout import Checkout
     from metalport.graph.nodes.edit import _fix_request
 

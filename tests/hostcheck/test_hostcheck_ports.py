@@ -11,7 +11,7 @@ import pytest
 
 from metalport.checkout import Checkout
 from metalport.hostcheck.port import check_port
-from metalport.port.port import apply_port, plan_port
+from metalport.port.plan.planner import apply_port, plan_port
 
 REAL = os.environ.get("METALPORT_REAL_TREE")
 pytestmark = pytest.mark.skipif(not REAL, reason="METALPORT_REAL_TREE is unset (real PyTorch host files)")
@@ -60,7 +60,7 @@ def test_every_recipe_port_on_the_real_tree_type_checks(base: Path, tmp_path: Pa
 
 
 def _spec_ops() -> list[str]:
-    from metalport.port.spec_recipes import spec_recipes
+    from metalport.port.spec.recipes import spec_recipes
 
     return sorted(spec_recipes())
 

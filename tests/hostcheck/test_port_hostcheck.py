@@ -42,7 +42,7 @@ def test_a_base_that_does_not_type_check_gets_one_line_naming_what_is_missing() 
 
 def test_host_errors_reach_the_repair_request_and_the_evidence() -> None:
     from metalport.graph.nodes.edit import _fix_request
-    from metalport.port.port import PortPlan
+    from metalport.port.plan.planner import PortPlan
 
     failing = HostCheck("k.mm", False, (Diagnostic("k.mm", 12, 5, "error", "no matching function for call to 'f'"),
                                         Diagnostic("k.h", 3, 1, "note", "candidate function not viable")))

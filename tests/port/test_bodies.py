@@ -1,9 +1,9 @@
-"""Iterator bodies (Note [iterator bodies], port/bodies.py) on the pre-port activation files over the
+"""Iterator bodies (Note [iterator bodies], port/plan/bodies.py) on the pre-port activation files over the
 real tree: log_sigmoid_forward/backward keep their `MPS:` rows and their MPSGraph bodies become
 TensorIterator launches of a functor in ActivationKernel.metal; conformance judges them as the host's
 iterator sees them (Note [iterator operands]) and fails plausible bugs; glu_backward, whose grad_output
 is half of self, keeps its row too, its body one launch of a kernel over the halves (Note [grad over
-halves], port/halves.py), judged as that host launches it."""
+halves], port/write/halves.py), judged as that host launches it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from metalport.checkout import Checkout
 from metalport.checks.conformance import op_conformance
-from metalport.port.port import apply_port, plan_port
+from metalport.port.plan.planner import apply_port, plan_port
 
 HOST = "aten/src/ATen/native/mps/operations/Activation.mm"
 KERNELS = "aten/src/ATen/native/mps/kernels/ActivationKernel.metal"
@@ -191,8 +191,8 @@ def test_the_port_writes_the_module_tolerance_it_derives_from_torch(base: Path, 
     # Note [module tolerances]: torch 2.13's LogSigmoid ModuleInfo has no toleranceOverride of its own;
     # its float16 test_forward compares with reference_fn (sigmoid, then log, each rounded to half),
     # 2^-8 off a result rounded once on its own samples: atol 4e-3 (upstream wrote 5e-3), rtol 1e-3
-    from metalport.checks.contract import check_contract
-    from metalport.port.decorators import MODULES_FILE, module_failures
+    from metalport.checks.contract.rules import check_contract
+    from metalport.port.write.decorators import MODULES_FILE, module_failures
 
     work = _clone(base, tmp_path)
     plan = plan_port(Checkout(work), "aten::log_sigmoid_forward")
@@ -219,8 +219,8 @@ def test_the_port_writes_the_module_tolerance_it_derives_from_torch(base: Path, 
 ])
 def test_the_contract_accepts_upstreams_module_tolerance_and_nothing_looser(
         base: Path, tmp_path: Path, module: str, decorator: str, accepted: bool) -> None:
-    from metalport.checks.contract import check_contract
-    from metalport.port.decorators import MODULES_FILE
+    from metalport.checks.contract.rules import check_contract
+    from metalport.port.write.decorators import MODULES_FILE
 
     work = _clone(base, tmp_path)
     plan = plan_port(Checkout(work), "aten::log_sigmoid_forward")
@@ -236,8 +236,8 @@ def test_the_contract_accepts_upstreams_module_tolerance_and_nothing_looser(
 
 
 def test_other_ports_may_not_touch_module_decorators(base: Path, tmp_path: Path) -> None:
-    from metalport.checks.contract import check_contract
-    from metalport.port.decorators import MODULES_FILE
+    from metalport.checks.contract.rules import check_contract
+    from metalport.port.write.decorators import MODULES_FILE
 
     work = _clone(base, tmp_path)
     plan = plan_port(Checkout(work), "aten::log_sigmoid_backward")  # LogSigmoid's forward never calls it

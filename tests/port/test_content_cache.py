@@ -9,7 +9,7 @@ import pytest
 
 from metalport.content_cache import ContentCache, blob_id
 from metalport.errors import RecipeError
-from metalport.port import decorators
+from metalport.port.write import decorators
 
 OPINFOS = """\
 op_db = [

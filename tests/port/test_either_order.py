@@ -12,9 +12,9 @@ import subprocess
 from pathlib import Path
 
 from metalport.checkout import Checkout
-from metalport.checks.contract import check_contract
-from metalport.port.port import apply_port, plan_port
-from metalport.port.shared import KERNEL_HOME, LAUNCHER_HOME
+from metalport.checks.contract.rules import check_contract
+from metalport.port.plan.planner import apply_port, plan_port
+from metalport.port.write.shared import KERNEL_HOME, LAUNCHER_HOME
 from tests.port.test_shared_extend import _git, _tree
 
 HOST = "aten/src/ATen/native/mps/operations/PointwiseOps.mm"

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from metalport.errors import SpecError
-from metalport.port.cformat import format_snippet
-from metalport.port.hostgen import host_file_text, kernel_file_text, write_host
-from metalport.port.rows import registry_row
-from metalport.port.spec import load_spec
-from metalport.port.spec_recipes import spec_recipes
+from metalport.port.write.cformat import format_snippet
+from metalport.port.write.hostgen import host_file_text, kernel_file_text, write_host
+from metalport.port.plan.rows import registry_row
+from metalport.port.spec.model import load_spec
+from metalport.port.spec.recipes import spec_recipes
 
 MODE = "mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)"
 POWSUM = ("linalg__powsum(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, "

@@ -15,8 +15,8 @@ from metalport.backlog import BacklogItem, Family, Status, scan_backlog
 from metalport.checkout import Checkout
 from metalport.checkout.routing import StubCall, StubRoute
 from metalport.checkout.sources import StubDecl, Where
-from metalport.port.kinds import Classification, Kind, Porter, classify, entry_comments, porter_for
-from metalport.port.spec_recipes import recipe_ops
+from metalport.port.tree.kinds import Classification, Kind, Porter, classify, entry_comments, porter_for
+from metalport.port.spec.recipes import recipe_ops
 from metalport.registry.model import parse_registry
 
 

@@ -16,7 +16,7 @@ from metalport.checkout import Checkout
 from metalport.cli import run_migration
 from metalport.errors import PipelineError
 from metalport.graph import get_run
-from metalport.port.port import plan_port
+from metalport.port.plan.planner import plan_port
 
 YAML = "aten/src/ATen/native/native_functions.yaml"
 

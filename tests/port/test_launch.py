@@ -11,9 +11,9 @@ import pytest
 
 from metalport.checkout import Checkout
 from metalport.errors import RecipeError
-from metalport.port.hostgen import write_host_code
-from metalport.port.launch import ElementwiseLaunch, LaunchKind
-from metalport.port.port import PortPlan, plan_port
+from metalport.port.write.hostgen import write_host_code
+from metalport.port.plan.launch import ElementwiseLaunch, LaunchKind
+from metalport.port.plan.planner import PortPlan, plan_port
 from tests.fixture_repo import make_fixture_checkout
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from metalport.checkout.layout import Checkout
-from metalport.port.plan_model import COMMON_MPS, NATIVE_FUNCTIONS
-from metalport.port.port import plan_port, plan_resolved
-from metalport.port.resolve import resolve_op
-from metalport.port.spec_recipes import model_spec_recipe, spec_recipes
+from metalport.port.plan.model import COMMON_MPS, NATIVE_FUNCTIONS
+from metalport.port.plan.planner import plan_port, plan_resolved
+from metalport.port.tree.resolve import resolve_op
+from metalport.port.spec.recipes import model_spec_recipe, spec_recipes
 
 
 @pytest.mark.parametrize("op", ["mode", "linalg__powsum", "logspace", "take"])

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from metalport.checkout import Checkout
-from metalport.port.host import find_stub_declaration
-from metalport.port.port import apply_port, plan_port
+from metalport.port.write.host import find_stub_declaration
+from metalport.port.plan.planner import apply_port, plan_port
 from tests.real_tree import overlay_real_tree
 
 KERNELS = "aten/src/ATen/native/mps/kernels"
@@ -86,7 +86,7 @@ def test_nan_to_num_reuses_the_trees_params_functor(real: Checkout, tmp_path: Pa
 
 
 def test_unset_optionals_mean_what_torchs_cpu_op_does_whatever_their_names() -> None:
-    from metalport.port.params import scalar_params
+    from metalport.port.plan.params import scalar_params
 
     # Note [unset optionals]: the stub's parameters are named otherwise (pos_inf, neg_inf); the
     # defaults come from torch's CPU nan_to_num, in the schema's names
@@ -118,7 +118,7 @@ def test_pow_tensor_tensor_gets_its_stub_and_keeps_the_scalar_overload(real: Che
 
 
 def test_the_contract_refuses_a_host_stub_that_drops_a_scalar(real: Checkout, tmp_path: Path) -> None:
-    from metalport.checks.contract import check_contract
+    from metalport.checks.contract.rules import check_contract
 
     plan, work = _applied(real, tmp_path, "softplus", SOFTPLUS)
     assert check_contract(real.root, work, plan) == []
@@ -131,7 +131,7 @@ def test_the_contract_refuses_a_host_stub_that_drops_a_scalar(real: Checkout, tm
 
 
 def test_the_contract_accepts_the_nan_to_num_port(real: Checkout, tmp_path: Path) -> None:
-    from metalport.checks.contract import check_contract
+    from metalport.checks.contract.rules import check_contract
 
     plan, work = _applied(real, tmp_path, "nan_to_num")
     assert check_contract(real.root, work, plan) == []

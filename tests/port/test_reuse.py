@@ -6,8 +6,8 @@ import tomllib
 from pathlib import Path
 
 from metalport.checkout import Checkout
-from metalport.port.functors import recipe_table
-from metalport.port.reuse import macro_of, missing_legacy, orphaned_macros, remove_macro, reuse_lines
+from metalport.port.plan.functors import recipe_table
+from metalport.port.tree.reuse import macro_of, missing_legacy, orphaned_macros, remove_macro, reuse_lines
 
 MM = """#define CREATE_X_FUNC(func_out, stub) \\
   Tensor& func_out(const Tensor& self) {  \\

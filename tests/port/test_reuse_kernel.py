@@ -16,10 +16,10 @@ import pytest
 
 from metalport.checkout import Checkout
 from metalport.checkout.sources import shader_registrations
-from metalport.port.apply import apply_port
+from metalport.port.write.apply import apply_port
 from metalport.checks.reuse_check import verify_reuse
-from metalport.port.port import plan_port
-from metalport.port.reuse import existing_kernels
+from metalport.port.plan.planner import plan_port
+from metalport.port.tree.reuse import existing_kernels
 from tests.real_tree import overlay_real_tree
 
 FIXTURES = Path(__file__).parent / "fixtures" / "copy_kernels"
@@ -72,7 +72,7 @@ def test_without_a_behavioural_check_the_planner_does_not_reuse_another_ops_kern
 
 
 def test_conj_physical_launches_the_trees_copy_conj_kernel(tmp_path: Path) -> None:
-    from metalport.checks.contract import check_contract
+    from metalport.checks.contract.rules import check_contract
 
     checkout = _tree(tmp_path)
     plan = plan_port(checkout, "conj_physical", verify_reuse=verify_reuse)

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from metalport.checkout import Checkout
-from metalport.checks.family_contract import check_family
-from metalport.port.family import apply_family, plan_family
-from metalport.port.port import plan_port
-from metalport.port.shared import HOMES, KERNEL_HOME, LAUNCHER_DECL, LAUNCHER_HOME, extend_texts
+from metalport.checks.contract.family import check_family
+from metalport.port.plan.family import apply_family, plan_family
+from metalport.port.plan.planner import plan_port
+from metalport.port.write.shared import HOMES, KERNEL_HOME, LAUNCHER_DECL, LAUNCHER_HOME, extend_texts
 from tests.real_tree import overlay_real_tree
 
 FIXTURE = Path(__file__).parent / "fixtures" / "shared_launcher" / "OperationUtils.mm"

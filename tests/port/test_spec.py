@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from metalport.errors import SpecError
-from metalport.port.spec import check_holds, check_message, eval_threads, load_spec
-from metalport.port.spec_schema import check_schema
-from metalport.port.spec_recipes import spec_recipes
+from metalport.port.spec.model import check_holds, check_message, eval_threads, load_spec
+from metalport.port.spec.schema import check_schema
+from metalport.port.spec.recipes import spec_recipes
 
 MODE = "mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)"
 POWSUM = ("linalg__powsum(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, "
@@ -148,7 +148,7 @@ def ctc() -> dict:
 def test_dims_shapes_and_param_expressions_evaluate_from_the_call(ctc: dict) -> None:
     import torch
 
-    from metalport.checks.speclaunch import bind_call, plan_launch
+    from metalport.checks.host.spec import bind_call, plan_launch
 
     spec = load_spec(ctc)
     check_schema(spec, CTC)
@@ -204,7 +204,7 @@ def test_an_untrusted_dims_expression_is_refused_before_it_runs(ctc: dict, shape
 def test_an_expression_failing_for_one_call_is_a_spec_error_not_a_crash(ctc: dict) -> None:
     import torch
 
-    from metalport.checks.speclaunch import bind_call, plan_launch
+    from metalport.checks.host.spec import bind_call, plan_launch
 
     ctc["outputs"][0]["shape"] = "dims:[log_probs.size(1) // blank]"
     spec = load_spec(ctc)
@@ -217,7 +217,7 @@ def test_an_expression_failing_for_one_call_is_a_spec_error_not_a_crash(ctc: dic
 
 
 def test_host_expressions_divide_as_cpp_does_even_past_two_to_the_53() -> None:
-    from metalport.port.spec_expr import host_value
+    from metalport.port.spec.expr import host_value
 
     assert host_value("a // b", {"a": -7, "b": 2}) == -3  # truncation toward zero, not floor
     assert host_value("a // b", {"a": 2**62 + 1, "b": 1}) == 2**62 + 1  # no float on the way

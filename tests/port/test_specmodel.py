@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from metalport.errors import SpecError
-from metalport.port.spec_recipes import model_spec_recipe
+from metalport.port.spec.recipes import model_spec_recipe
 from tests.agent.kernel_answers import ARGMIN_KERNEL, ARGMIN_SPEC, SHUFFLE_KERNEL, SHUFFLE_SPEC
 
 ARGMIN = {"argmin": "argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",

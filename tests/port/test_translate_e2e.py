@@ -16,7 +16,7 @@ from metalport.checkout import Checkout
 from metalport.checkout.cpu_kernels import CPU_DIR
 from metalport.cli import main
 from metalport.graph.evidence import describe_plan
-from metalport.port.port import plan_port
+from metalport.port.plan.planner import plan_port
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cpu"
 REGISTRY = "aten/src/ATen/native/native_functions.yaml"
@@ -106,7 +106,7 @@ def test_a_translated_op_with_scalars_passes_conformance_at_the_gate(workspace: 
 
 def test_the_translated_functor_ignoring_a_scalar_fails_conformance(workspace: Path, tmp_path: Path) -> None:
     from metalport.checks.conformance import run_conformance
-    from metalport.port.port import apply_port
+    from metalport.port.plan.planner import apply_port
 
     work = tmp_path / "work"
     subprocess.run(["git", "clone", "-q", str(workspace), str(work)], check=True, capture_output=True, timeout=300)

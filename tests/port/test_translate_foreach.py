@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from metalport.cli import main
-from metalport.port.port import plan_port
+from metalport.port.plan.planner import plan_port
 from tests.real_tree import overlay_real_tree
 
 UNARY = "aten/src/ATen/native/mps/kernels/UnaryKernel.metal"

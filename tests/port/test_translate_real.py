@@ -14,8 +14,8 @@ import pytest
 from metalport.checkout import Checkout
 from metalport.checkout.cpu_kernels import CPU_DIR
 from metalport.checks.conformance import run_conformance
-from metalport.port.apply import apply_port
-from metalport.port.port import plan_port
+from metalport.port.write.apply import apply_port
+from metalport.port.plan.planner import plan_port
 from tests.real_tree import overlay_real_tree
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cpu"

@@ -29,10 +29,10 @@ from pathlib import Path
 
 from metalport.checkout import init_workspace
 from metalport.errors import MetalportError
-from metalport.port.hostgen import write_host
-from metalport.port.plan_model import NATIVE_FUNCTIONS
-from metalport.port.port import apply_port, plan_port
-from metalport.port.spec_recipes import recipe_ops, spec_recipes
+from metalport.port.write.hostgen import write_host
+from metalport.port.plan.model import NATIVE_FUNCTIONS
+from metalport.port.plan.planner import apply_port, plan_port
+from metalport.port.spec.recipes import recipe_ops, spec_recipes
 from metalport.registry.index import load_registry
 
 
@@ -43,7 +43,7 @@ def _git(cwd: Path, *argv: str) -> None:
 def _write_ports(checkout_root: Path, ops: list[str], out: Path) -> int:
     """Plan and apply each op's port on a worktree of `checkout_root`, its changed files under `out/<op>/`."""
     from metalport.checkout import Checkout
-    from metalport.port.family import placeholder_functor
+    from metalport.port.plan.family import placeholder_functor
 
     with tempfile.TemporaryDirectory(prefix="snapshot-port-") as tmp:
         worktree = Path(tmp) / "port"

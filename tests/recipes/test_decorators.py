@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from metalport.checkout import Checkout
-from metalport.checks.contract import check_contract
+from metalport.checks.contract.rules import check_contract
 from metalport.errors import RecipeError
-from metalport.port.decorators import find_decorators, remove_lines
-from metalport.port.port import apply_port, plan_port
+from metalport.port.write.decorators import find_decorators, remove_lines
+from metalport.port.plan.planner import apply_port, plan_port
 from tests.recipes.porting import clone, commit_all, read, write
 
 OPINFOS = '''op_db = [
@@ -74,7 +74,7 @@ def test_contract_names_a_leftover_and_an_unplanned_removal(wheel_workspace: Che
 
 
 def test_a_comment_goes_only_with_every_decorator_it_heads() -> None:
-    from metalport.port.decorators import with_own_comment
+    from metalport.port.write.decorators import with_own_comment
 
     text = "\n".join(["decorators=(",                                       # 1
                       "    DecorateInfo(unittest.skip('x'), 'TestA'),",       # 2

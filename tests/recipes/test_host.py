@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metalport.port.host import HostStub, insert_stub, remove_legacy
+from metalport.port.write.host import HostStub, insert_stub, remove_legacy
 from metalport.errors import RecipeError
 
 STUB = HostStub("wobble", "binary", "wobble_stub", "ATen/native/BinaryOps.h")
@@ -171,7 +171,7 @@ CREATE_MPS_STRUCTURED_UNARY_TORCH_IMPL_FUNC(asinh_out_mps, asinh)
 
 
 def test_macro_defined_legacy_is_one_line_to_remove() -> None:
-    from metalport.port.host import has_legacy
+    from metalport.port.write.host import has_legacy
 
     assert has_legacy(MACRO_LEGACY, "acosh_out_mps") and not has_legacy(MACRO_LEGACY, "atanh_out_mps")
     out = remove_legacy(MACRO_LEGACY, "acosh", "acosh_out_mps")
@@ -182,7 +182,7 @@ def test_macro_defined_legacy_is_one_line_to_remove() -> None:
 
 
 def test_legacy_presence_follows_definitions_not_calls() -> None:
-    from metalport.port.host import has_legacy
+    from metalport.port.write.host import has_legacy
 
     assert has_legacy(LEGACY, "wobble_out_mps") and has_legacy(LEGACY, "jiggle_out_mps")
     calls_only = "void f() {\n  jiggle_out_mps(x, y);\n}\nTensor& jiggle_out_mps(const Tensor& self, Tensor& out);\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metalport.port.metal import KERNEL_INCLUDES, functor_arity, insert_functor
+from metalport.port.write.metal import KERNEL_INCLUDES, functor_arity, insert_functor
 from metalport.errors import RecipeError
 
 KERNEL = """#include <c10/metal/indexing.h>
@@ -108,7 +108,7 @@ def test_no_anchor_is_a_structured_failure() -> None:
 
 
 def test_an_include_goes_after_the_last_unconditional_one() -> None:
-    from metalport.port.metal import ensure_includes
+    from metalport.port.write.metal import ensure_includes
 
     text = ("#include <a.h>\n#include <b.h>\n\n#ifndef JIT\nstatic int lib;\n#else\n#include <lib_metallib.h>\n"
             "#endif\n")

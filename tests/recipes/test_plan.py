@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from metalport.port import NEEDS_LLM, Family, recipe_table
-from metalport.port.port import plan_port
+from metalport.port.plan.planner import plan_port
 
 
 def test_heaviside_plan_from_the_wheel(wheel_workspace) -> None:
@@ -80,8 +80,8 @@ def test_every_table_op_lacks_a_native_mps_kernel_in_the_wheel_registry() -> Non
 
 
 def test_edits_from_a_plan_create_both_files() -> None:
-    from metalport.port.host import HostStub, find_stub_declaration, insert_stub
-    from metalport.port.metal import insert_functor
+    from metalport.port.write.host import HostStub, find_stub_declaration, insert_stub
+    from metalport.port.write.metal import insert_functor
     from metalport.torch_facts import torch_include_dir
 
     recipe = recipe_table()["heaviside"]
@@ -102,8 +102,8 @@ def test_edits_refuse_a_plan_that_needs_an_llm(wheel_workspace, tmp_path: Path) 
     import pytest
 
     from metalport.errors import RecipeError
-    from metalport.port.plan_model import NATIVE_FUNCTIONS
-    from metalport.port.port import apply_port
+    from metalport.port.plan.model import NATIVE_FUNCTIONS
+    from metalport.port.plan.planner import apply_port
 
     (tmp_path / NATIVE_FUNCTIONS).parent.mkdir(parents=True)
     shutil.copy(wheel_workspace.root / NATIVE_FUNCTIONS, tmp_path / NATIVE_FUNCTIONS)

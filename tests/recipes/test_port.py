@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from metalport.port.port import PortPlan, RowChange, apply_port, plan_port
+from metalport.port.plan.planner import PortPlan, RowChange, apply_port, plan_port
 from metalport.checkout import Checkout
 from metalport.errors import PipelineError, RecipeError, SandboxError, UnknownOpError
 from tests.fixture_repo import make_fixture_checkout

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from metalport.checkout import Checkout, init_workspace
-from metalport.checks.contract import check_contract
+from metalport.checks.contract.rules import check_contract
 from metalport.executors import emulated
 from metalport.port import recipe_table
-from metalport.port.cformat import clang_format_executable
-from metalport.port.plan_model import NATIVE_FUNCTIONS, PortPlan
-from metalport.port.port import apply_port, mps_complex_names, plan_port
+from metalport.port.write.cformat import clang_format_executable
+from metalport.port.plan.model import NATIVE_FUNCTIONS, PortPlan
+from metalport.port.plan.planner import apply_port, mps_complex_names, plan_port
 from metalport.registry.model import parse_registry
 from tests.recipes.porting import commit_all, git
 
@@ -97,7 +97,7 @@ def _clang_format_dirty(root: Path, rel: str) -> str:
 
 def _functor_blocks(text: str) -> list[str]:
     """Each functor block of a kernel file: `struct x_functor {...};` and the registrations after it."""
-    from metalport.port.metal import _STRUCT, _block_end
+    from metalport.port.write.metal import _STRUCT, _block_end
 
     return [text[m.start():_block_end(text, m, "kernel.metal")].rstrip() for m in _STRUCT.finditer(text)]
 

@@ -16,14 +16,14 @@ import pytest
 import torch
 
 from metalport.checkout import Checkout
-from metalport.checks.contract import check_contract
-from metalport.checks.speclaunch import HostCheckFailed, bind_call, plan_launch
+from metalport.checks.contract.rules import check_contract
+from metalport.checks.host.spec import HostCheckFailed, bind_call, plan_launch
 from metalport.checks.conformance import _row_name, run_spec_conformance
 from metalport.emulate import ShaderLibrary, compile_shader
-from metalport.port.plan_model import NATIVE_FUNCTIONS
-from metalport.port.port import apply_port, plan_port
-from metalport.port.spec import METAL_DTYPES, CheckSpec, LaunchSpec, load_spec
-from metalport.port.spec_recipes import spec_recipes
+from metalport.port.plan.model import NATIVE_FUNCTIONS
+from metalport.port.plan.planner import apply_port, plan_port
+from metalport.port.spec.model import METAL_DTYPES, CheckSpec, LaunchSpec, load_spec
+from metalport.port.spec.recipes import spec_recipes
 
 HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
 OPINFO = "torch/testing/_internal/common_methods_invocations.py"

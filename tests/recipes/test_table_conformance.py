@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from metalport.port import recipe_table
-from metalport.port.port import apply_port, plan_port
+from metalport.port.plan.planner import apply_port, plan_port
 from metalport.checkout import Checkout
-from metalport.checks.contract import check_contract
+from metalport.checks.contract.rules import check_contract
 from metalport.executors import emulated
 from tests.recipes.porting import clone
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from metalport.checkout.sources import Where, XfailEntry
-from metalport.port.xfail import find_xfails, remove_xfails
+from metalport.port.write.xfail import find_xfails, remove_xfails
 from metalport.errors import RecipeError
 
 COMMON_MPS = Path(torch.__file__).parent / "testing" / "_internal" / "common_mps.py"

@@ -11,7 +11,7 @@ import pytest
 from metalport.backlog import scan_backlog
 from metalport.checkout import find_checkout
 from metalport.cli import main
-from metalport.port.spec_recipes import recipe_ops
+from metalport.port.spec.recipes import recipe_ops
 from tests.sweep.conftest import fabricate
 
 KINDS = "reduction-stub,custom-kernel,multi-tensor"

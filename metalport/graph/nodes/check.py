@@ -10,7 +10,7 @@ from metalport.graph.state import PortState
 
 def check(state: PortState) -> dict:
     """Run the contract checks; their failures (if any) go to diagnose."""
-    from metalport.checks.family_contract import check_family
+    from metalport.checks.contract.family import check_family
 
     base = Path(state.get("base_root") or state["repo_root"])
     # each member against the tree its predecessors leave (a family of one: the op's own contract)

@@ -33,8 +33,8 @@ _TEMPLATE = "_foreach_exp"
 
 def _functor_file(checkout: Checkout, sources: Sources, base: str) -> tuple[str | None, tuple[str, ...], str]:
     """(kernel file registering a unary `base` functor, its float types with same in/out, why not)."""
-    from metalport.port.metal import functor_arity
-    from metalport.port.reuse import legacy_file_text
+    from metalport.port.write.metal import functor_arity
+    from metalport.port.tree.reuse import legacy_file_text
 
     regs = [s for s in sources.shader_ops if s.name == base and s.macro == "REGISTER_UNARY_OP"]
     if not regs:
@@ -56,9 +56,9 @@ def foreach_recipe(checkout: Checkout, sources: Sources, op: str):  # -> tuple[S
     """(the spec recipe of a unary `_foreach_<name>` op launching the tree's `<name>_functor`, None)
     or (None, why not) (Note [foreach from the tree's functor])."""
     from metalport.errors import SpecError
-    from metalport.port.reuse import host_file_of
-    from metalport.port.spec import load_spec
-    from metalport.port.spec_recipes import SpecRecipe, spec_recipes
+    from metalport.port.tree.reuse import host_file_of
+    from metalport.port.spec.model import load_spec
+    from metalport.port.spec.recipes import SpecRecipe, spec_recipes
 
     if not op.startswith("_foreach_"):
         return None, f"{op} is no _foreach_ op"
@@ -117,7 +117,7 @@ def _table_functor(checkout: Checkout, base: str) -> tuple[str | None, tuple[str
     """(the kernel file, float types, functor source renamed `foreach_<base>_functor`) of the recipe
     table's unary `base` functor keeping its input type, or (None, (), "") (Note [foreach from the
     recipe table])."""
-    from metalport.port.functors import Family, OutDtype, recipe_table
+    from metalport.port.plan.functors import Family, OutDtype, recipe_table
 
     recipe = recipe_table().get(base)
     if recipe is None or recipe.family is not Family.UNARY or recipe.out_dtype is not OutDtype.SAME:

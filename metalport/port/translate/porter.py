@@ -9,7 +9,7 @@ are resolved in the kernel's body: an initializer made of literals and constants
 local; one reading the kernel's arguments (`beta_.to<float>()`) is a scalar the host must pass.
 
 Note [translated scalars]: such a scalar rides in the op's params struct (Note [params route],
-port/params.py): the functor's `operator()` takes the operands and then `const <Struct> params`,
+port/plan/params.py): the functor's `operator()` takes the operands and then `const <Struct> params`,
 and computes each captured name from the struct's fields as the kernel computed it from its
 arguments (`negcoef = alpha.to<float>() * scale.to<float>()` becomes `const float negcoef =
 params.alpha * params.scale;`, `.to<T>()` read as the opmath float the field already is). The
@@ -405,7 +405,7 @@ def translate_kernel(kernel: CpuKernel, op: str, fields: Sequence[str] | None = 
     Translation with the reason (Note [translate porter]). A kernel taking scalars gets a functor
     reading them from the params struct `struct` (default `params_type_name(op)`), whose fields
     `fields` name them in the kernel's argument order (Note [translated scalars])."""
-    from metalport.port.params import params_type_name
+    from metalport.port.plan.params import params_type_name
 
     base = Translation(op, kernel.stub, kernel=kernel.function)
     if not kernel.lambdas and kernel.calls_other == ("cpu_kernel_multiple_outputs",):

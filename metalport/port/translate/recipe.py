@@ -7,9 +7,9 @@ from dataclasses import replace
 
 from metalport.checkout.layout import Checkout
 from metalport.errors import RecipeError
-from metalport.port.functors import Family, FunctorRecipe, OutDtype
-from metalport.port.params import params_type_name, scalar_params
-from metalport.port.resolve import Resolution
+from metalport.port.plan.functors import Family, FunctorRecipe, OutDtype
+from metalport.port.plan.params import params_type_name, scalar_params
+from metalport.port.tree.resolve import Resolution
 from metalport.port.translate.porter import Translation, translate_stub
 
 __all__ = ["translated_recipe"]
@@ -18,7 +18,7 @@ __all__ = ["translated_recipe"]
 def translated_recipe(checkout: Checkout, res: Resolution, stub: str) -> tuple[Translation, FunctorRecipe | None]:
     """(the translation of `stub`'s CPU kernel for `res.op`, the recipe made of it or None when the
     porter declined or no OpInfo goes by the op's names to register and check its dtypes by)."""
-    from metalport.port.obsolete import opinfo_names
+    from metalport.port.tree.obsolete import opinfo_names
     from metalport.torch_facts import opinfo_facts
 
     # A stub of another name (special_xlog1py_out calls xlog1py_stub) names the functor and kernel,
@@ -30,7 +30,7 @@ def translated_recipe(checkout: Checkout, res: Resolution, stub: str) -> tuple[T
         return found, None
     if found.params_struct is not None and fields is None:  # the kernel takes scalars its stub does not carry
         return replace(found, source=None, declined=why), None
-    from metalport.port.shape import operand_mismatch
+    from metalport.port.tree.shape import operand_mismatch
 
     why = operand_mismatch(res, found.arity)
     if why is not None:
@@ -53,8 +53,8 @@ def translated_recipe(checkout: Checkout, res: Resolution, stub: str) -> tuple[T
 def _stub_fields(checkout: Checkout, res: Resolution, stub: str) -> tuple[tuple[str, ...] | None, str]:
     """(the params fields of the scalars `stub` passes after the iterator, named as the op's schema
     names them (Note [params route]), or None; why None)."""
-    from metalport.port.host import find_stub_declaration
-    from metalport.port.shape import stub_entry_func
+    from metalport.port.write.host import find_stub_declaration
+    from metalport.port.tree.shape import stub_entry_func
     from metalport.torch_facts import torch_include_dir
 
     try:

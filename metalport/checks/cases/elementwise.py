@@ -1,0 +1,298 @@
+"""The conformance cases of one dtype row, for every launch kind: OpInfo samples, random draws and
+held-out cases, each labelled: one `Case` type, drawn by `build_cases` for an elementwise port and
+`speccases.build_spec_cases` (its Calls have no operand slots) for a launch spec, both with `numerics.draw`.
+
+OpInfo samples are what test_mps.py's test_output_match runs. Random and held-out cases draw on
+the op's reference numerics (`numerics`): in-domain random values, tiny magnitudes, every sample of
+OpInfo's small / large / extremal value generators, values no PyTorch test checks, the edges of
+`edges`, the special pairings of `specials` (Note [special pairings]), and layouts (strides,
+broadcasting, empty and 0-dim tensors, threadgroup boundaries). Each case says whether a
+divergence is one PyTorch accepts (Note [accepted divergences]) and whether it is judged at
+small magnitudes (Note [small magnitudes]).
+
+Note [small magnitudes]
+test_mps compares float32 with atol 1e-5, so `log(1 + x)` for log1p passes every OpInfo sample:
+at |x| = 1e-3 its error (~6e-8) is far below atol. Cases whose inputs are all tiny are judged
+relative instead: atol drops to the dtype's smallest normal and the rtol stays test_mps's, so a
+cancellation (log1p as log(1+x), expm1 as exp(x)-1) fails while a correctly rounded kernel passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from metalport.checks.cases.edges import edge_sets
+from metalport.checks.host.elementwise import UnmodelledCall
+from metalport.checks.cases.numerics import (Numerics, beyond_values, draw, draw_small, grid, numerics_for, tiny_values,
+                                       value_sets)
+from metalport.checks.cases.samples import (Call, Family, IteratorView, autograd_calls, bind, find_opinfos, opinfo_calls,
+                                      schema_template, selector_values)
+from metalport.checks.cases.specials import special_sets
+from metalport.checks.host.spec import INDEX_LIMIT
+
+RANDOM_CASES = 4
+OUTSIDE_DOMAIN = "inputs outside the op's domain (OpInfo's domain and reference_numerics_filter)"
+BEYOND = "values no PyTorch reference-numerics test checks (subnormals, the largest finite, integer extremes)"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One call to check: `kind` is opinfo, random or held-out; see the module notes for the rest."""
+
+    label: str
+    call: Call
+    kind: str
+    force: str | None = None  # the dense flavour the host's override would pin ("ilp"/"scalar")
+    accepted: str | None = None  # the OpInfo skip/xfail putting this value set out of scope
+    index_limit: int = INDEX_LIMIT  # elements one launch of a launch spec may address (a forced split)
+
+    def describe(self) -> str:
+        return self.call.describe()
+
+    def operands(self) -> tuple[torch.Tensor, ...]:
+        return self.call.operands()
+
+
+def build_cases(family: Family, base: str, packet: Any, dtype: torch.dtype, gen: torch.Generator,
+                held_out: bool, selectors: frozenset[str] = frozenset(),
+                view: IteratorView | None = None, unset: dict[str, float] | None = None
+                ) -> tuple[list[Case], list[str]]:
+    """The cases for one dtype (OpInfo, random, then held-out) and why recorded calls were skipped.
+
+    `selectors`: arguments whose value picks the host's kernel (Note [argument-selected kernels] in
+    `hostcode`, div's rounding_mode): recorded calls passing them are bound, and random and held-out
+    values are drawn for each value the OpInfo samples give them (layouts only for the first).
+    `unset`: optional scalars the CPU kernel passes the stub as one Scalar, with the value it gives
+    an unset one (Note [unset optionals at the stub] in `hostcode`)."""
+    infos = find_opinfos(base)
+    info = infos[0] if infos else None
+    numerics = numerics_for(base, info, family.arity)
+    skipped: list[str] = []
+    cases: list[Case] = []
+    templates: dict[str, Call] = {}  # one per selector value ("" without selectors), first come
+    # A backward over halves with no OpInfo of its own (glu_backward; its schema alone gives no call of
+    # two shapes) is served the calls autograd makes on its forward's samples (`autograd_calls`).
+    backward = autograd_calls(base, packet, dtype) if info is None and family is Family.HALVES_BACKWARD else []
+    if info is not None or backward:
+        recorded = [c for i in infos for c in opinfo_calls(i, packet, dtype)] + backward
+        for k, (func, args, kwargs) in enumerate(recorded):
+            try:
+                call = bind(func, args, kwargs, family, selectors, view, unset)
+            except UnmodelledCall as err:
+                skipped.append(str(err))
+                continue
+            cases.append(Case(f"opinfo sample {k}", call, "opinfo"))
+            key = _selected(call, selectors)
+            if key not in templates and all(isinstance(t, torch.Tensor) and t.dim() > 0 for t in call.operands()):
+                templates[key] = call
+        for c in cases:
+            templates.setdefault(_selected(c.call, selectors), c.call)
+    if not templates:
+        overload = getattr(packet, "default", None) or getattr(packet, packet.overloads()[0])
+        template = schema_template(view.op if view is not None else overload, family, dtype, gen, view, unset)
+        if template is not None:
+            templates[""] = template
+    for n, (key, template) in enumerate(templates.items()):
+        maker = _Maker(template, numerics, gen, dtype, f" [{key}]" if key else "")
+        if not maker.slots:  # every recorded call passes only Python numbers: nothing to redraw
+            continue
+        cases += maker.random()
+        if held_out:
+            cases += maker.held_out(layouts=n == 0)
+    return cases, skipped
+
+
+def _selected(call: Call, selectors: frozenset[str]) -> str:
+    """`rounding_mode='floor'`: the call's values of the selector arguments, "" without any."""
+    return ", ".join(f"{k}={v!r}" for k, v in sorted(selector_values(call, selectors).items()))
+
+
+class _Maker:
+    """Builds random and held-out cases by replacing the template call's tensor operands."""
+
+    def __init__(self, template: Call, numerics: Numerics, gen: torch.Generator, dtype: torch.dtype,
+                 suffix: str = "") -> None:
+        self.template, self.numerics, self.gen, self.dtype = template, numerics, gen, dtype
+        self.suffix = suffix  # the selector values of a template beside the first (` [rounding_mode='floor']`)
+        self.slots = [i for i, s in enumerate(template.slots) if isinstance(template._get(s), torch.Tensor)]
+        ops = template.operands()
+        self.dtypes = [ops[i].dtype for i in self.slots]
+        self.shapes = [tuple(ops[i].shape) for i in self.slots]
+        self.strides = [ops[i].stride() for i in self.slots]
+
+    def _case(self, label: str, values: Sequence[torch.Tensor], kind: str, force: str | None = None,
+              accepted: str | None = None) -> Case:
+        current = [self.template._get(s) for s in self.template.slots]
+        for i, v in zip(self.slots, values):
+            current[i] = v
+        return Case(label + self.suffix, self.template.with_operands(current), kind, force, accepted)
+
+    def _each(self, shape: Callable[[int], tuple[int, ...]] | tuple[int, ...],
+              maker: Callable[..., torch.Tensor] = draw) -> list[torch.Tensor]:
+        return [maker(shape(k) if callable(shape) else shape, dt, self.gen, self.numerics, k)
+                for k, dt in enumerate(self.dtypes)]
+
+    def random(self) -> list[Case]:
+        """In-domain draws at the template's layout and at random sizes, tiny magnitudes, a 0-dim partner."""
+        normal = self.numerics.accepted("normal", self.dtype)
+        out = []
+        for k in range(RANDOM_CASES):
+            if k % 2 == 0:
+                values = [_like(v, shape, stride) for v, shape, stride in
+                          zip(self._each(lambda j: self.shapes[j]), self.shapes, self.strides)]
+            else:
+                n = int(torch.randint(1, 3000, (1,), generator=self.gen))
+                values = self._each((n,))
+            out.append(self._case(f"random {k}", values, "random", "ilp" if k % 4 == 1 else None, accepted=normal))
+        if self.dtype.is_floating_point or self.dtype.is_complex:
+            small = self.numerics.accepted("small", self.dtype)
+            if all(d.is_floating_point or d.is_complex for d in self.dtypes):
+                out.append(self._case("random small magnitudes", self._each((257,), draw_small), "random",
+                                      accepted=small))
+        partner = _scalar_partner(self.dtype)
+        if len(self.slots) >= 2 and partner is not None and self.dtypes[-1] == self.dtype:
+            values = [draw((6, 5), dt, self.gen, self.numerics, k) for k, dt in enumerate(self.dtypes[:-1])]
+            values.append(draw((), partner, self.gen, self.numerics, len(self.slots) - 1))
+            case = self._case(f"random 0-dim {str(partner).removeprefix('torch.')} operand", values, "random",
+                              accepted=normal)
+            if _same_output_dtype(case.call, self.template):
+                out.append(case)
+        return out
+
+    def held_out(self, layouts: bool = True) -> list[Case]:
+        """OpInfo's value sets (in and outside the domain), tiny and beyond values, edges and the
+        special pairings (Note [special pairings] in `specials`), then layouts."""
+        out = []
+        for kind in ("small", "large", "extremal"):
+            out += self._value_set(kind)
+        if self.dtype.is_floating_point and all(d.is_floating_point for d in self.dtypes):
+            tiny = [tiny_values(d) for d in self.dtypes]
+            if len(tiny) == 3:
+                tiny = [v[::3] for v in tiny]
+            values = [self.numerics.restrict(t, k) for k, t in enumerate(grid(tiny, self.dtypes))]
+            out.append(self._case("held-out tiny magnitudes", values, "held-out",
+                                  accepted=self.numerics.accepted("small", self.dtype)))
+        beyond = [beyond_values(d) for d in self.dtypes]
+        if len(beyond) == 3:
+            beyond = [v[:5] for v in beyond]
+        # the largest finite values (and, for complex, infinite imaginary parts) are OpInfo's large and
+        # extremal kinds: judged where PyTorch judges those
+        beyond_scope = self.numerics.accepted("extremal" if self.dtype.is_complex else "large", self.dtype)
+        out.append(self._case("held-out beyond the value sets", grid(beyond, self.dtypes), "held-out",
+                              accepted=beyond_scope))
+        out.append(self._case("held-out beyond the value sets, ILP kernel", grid(beyond, self.dtypes), "held-out",
+                              "ilp", accepted=beyond_scope))
+        return out + self._edges() + self._specials() + (self._layouts() if layouts else [])
+
+    def _specials(self) -> list[Case]:
+        """Note [special pairings]: each set judged where OpInfo judges that value set on a device."""
+        out = []
+        for label, values, scope in special_sets(self.dtypes, self.numerics):
+            restricted = [self.numerics.restrict(t, k) for k, t in enumerate(values)]
+            out.append(self._case(f"held-out {label}", restricted, "held-out",
+                                  accepted=self.numerics.accepted(scope, self.dtype)))
+        return out
+
+    def _edges(self) -> list[Case]:
+        """Where kernels break that no value set aims at (Note [edge cases] in `edges`): a dense sweep
+        of the domain, wide magnitudes, every quadrant with signed zeros, the neighbourhoods of
+        integers and multiples of pi/2, the truth's overflow threshold, integers past 2^24."""
+        normal = self.numerics.accepted("normal", self.dtype)
+        large = self.numerics.accepted("large", self.dtype)
+        out = []
+        for label, values, accepted in edge_sets(self.template, self.slots, self.dtypes, self.numerics, self.gen):
+            restricted = [self.numerics.restrict(t, k) for k, t in enumerate(values)]
+            out.append(self._case(f"held-out {label}", restricted, "held-out",
+                                  accepted=large if accepted == "large" else normal))
+        return out
+
+    def _value_set(self, kind: str) -> list[Case]:
+        """Every sample OpInfo's `kind` generator yields (the extremal one's NaN-propagation sample too)."""
+        per_dtype = [value_sets(kind, d, self.numerics, self.gen) for d in self.dtypes]
+        out: list[Case] = []
+        for n in range(min(len(s) for s in per_dtype)):
+            sets = [s[n] for s in per_dtype]
+            size = len(sets[0][0])
+            raw = []
+            for k, (s, dt) in enumerate(zip(sets, self.dtypes)):
+                vals = s[min(k, 1)] if k < 2 else list(reversed(s[0]))
+                raw.append(torch.tensor(vals[:size], dtype=dt))
+            restricted = [self.numerics.restrict(t, k) for k, t in enumerate(raw)]
+            accepted = self.numerics.accepted(kind, self.dtype)
+            which = f" (sample {n})" if n else ""
+            out.append(self._case(f"held-out {kind} values{which}", restricted, "held-out", accepted=accepted))
+            if kind == "extremal" and not n:
+                out.append(self._case(f"held-out {kind} values, ILP kernel", restricted, "held-out", "ilp",
+                                      accepted=accepted))
+            if any(not _same(a, b) for a, b in zip(raw, restricted)):
+                out.append(self._case(f"held-out {kind} values outside the domain{which}", raw, "held-out",
+                                      accepted=accepted))
+        return out
+
+    def _layouts(self) -> list[Case]:
+        accepted = self.numerics.accepted("normal", self.dtype)
+        n = len(self.slots)
+        each = self._each
+
+        def case(label: str, values: list[torch.Tensor], force: str | None = None) -> Case:
+            return self._case(f"held-out {label}", values, "held-out", force, accepted=accepted)
+
+        out = [case("empty", each((0,))), case("empty 2-d", each((2, 0, 3))), case("0-dim", each(()))]
+        if n > 1:
+            out += [case("0-dim and 1-d", each(lambda k: () if k else (5,))),
+                    case("0-dim first", each(lambda k: (5,) if k else ()))]
+        out += [case("transposed", [t.t() if k == 0 else t.t().contiguous() for k, t in enumerate(each((7, 5)))]),
+                case("step-2 slice", [t[:, ::2] for t in each((6, 10))]),
+                case("storage offset", [t[1:, 2:] for t in each((4, 9))]),
+                case("expanded view", [t.expand(3, 5, 4) for t in each((3, 1, 4))])]
+        if n > 1:
+            shapes = [(5, 1), (1, 6), (5, 6)]
+            out += [case("broadcast", each(lambda k: shapes[k % 3])),
+                    case("broadcast rows", each(lambda k: (6,) if k else (4, 6))),
+                    case("broadcast lhs", each(lambda k: (6,) if k == 0 else (4, 6)))]
+        out += [case("threadgroup boundary 1025", each((1025,))),
+                case("threadgroup boundary 2049, ILP kernel", each((2049,)), "ilp"),
+                case("strided 40x33", [t[:, :33] for t in each((40, 34))])]
+        return out
+
+
+def _like(values: torch.Tensor, shape: tuple[int, ...], stride: tuple[int, ...]) -> torch.Tensor:
+    """`values` laid out with the template operand's strides (views keep their layout)."""
+    if not values.numel():
+        return values
+    try:
+        return torch.empty_strided(shape, stride, dtype=values.dtype).copy_(values)
+    except RuntimeError:
+        return values
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal values, NaN equal to NaN (complex32 compared through complex64)."""
+    if a.is_complex():
+        a, b = torch.view_as_real(a.to(torch.complex64)), torch.view_as_real(b.to(torch.complex64))
+    return bool(torch.equal(a, b) or (a.is_floating_point() and torch.equal(a.isnan(), b.isnan())
+                                      and torch.equal(a.nan_to_num(), b.nan_to_num())))
+
+
+def _same_output_dtype(call: Call, template: Call) -> bool:
+    try:
+        out, ref = call.run(), template.run()
+    except (RuntimeError, ValueError, TypeError):
+        return False
+    return isinstance(out, torch.Tensor) and isinstance(ref, torch.Tensor) and out.dtype == ref.dtype
+
+
+def _scalar_partner(dtype: torch.dtype) -> torch.dtype | None:
+    """A 0-dim operand dtype that keeps `dtype` as the result but makes the host cast (or promote)."""
+    if dtype == torch.bool or dtype.is_complex:
+        return None
+    if dtype.is_floating_point:
+        return torch.int64 if dtype == torch.float32 else torch.float32
+    return torch.int32 if dtype == torch.int64 else torch.int64
+
+
+__all__ = ["BEYOND", "OUTSIDE_DOMAIN", "RANDOM_CASES", "Case", "build_cases"]

@@ -1,0 +1,1 @@
+"""The judge stage: one acceptance standard for every launch kind (oracle, tolerances, explanations)."""

@@ -1,0 +1,1 @@
+"""The launch spec model: the spec, its expressions, schema checks and the spec recipe table."""
