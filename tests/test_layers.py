@@ -217,6 +217,30 @@ def test_the_port_imports_neither_checks_nor_backlog(package_imports: list[Impor
     assert upward == []
 
 
+def test_code_outside_the_port_uses_its_face(package_imports: list[Import]) -> None:
+    """Outside `port/`, code imports `metalport.port` (its face), never a module behind it; and every
+    name of the face resolves (a name whose module moved fails here, not at a user's first run)."""
+    import metalport.port as face
+
+    behind = [f"{e.where}: {e.target}" for e in package_imports
+              if unit(e.source) != "port" and e.target.startswith("metalport.port.")]
+    assert behind == []
+    for name in face.__all__:
+        assert getattr(face, name) is not None, name
+
+
+def test_port_folders_are_stages_or_models() -> None:
+    """`port/` and `checks/` hold no loose modules but their face and driver: every other module sits
+    in a folder named for a stage or a model (Note [one port model])."""
+    stages = {"port": {"tree", "plan", "write", "spec", "translate"}, "checks": {"contract", "cases", "judge", "host"}}
+    loose = {"port": {"__init__.py"}, "checks": {"__init__.py", "conformance.py", "report.py", "reuse_check.py"}}
+    for package, folders in stages.items():
+        root = ROOT / PACKAGE / package
+        found = {p.name for p in root.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
+        assert found == folders, package
+        assert {p.name for p in root.glob("*.py")} == loose[package], package
+
+
 # The checker itself, on a synthetic package: it must catch what someone might add.
 
 def _package(tmp_path: Path, files: dict[str, str]) -> Path:

@@ -12,7 +12,7 @@ import jinja2
 
 from metalport.agent.provider import (FixRequest, FixResult, FunctorRequest, FunctorResult, KernelCheck,
                                       KernelRequest, KernelResult, PrRequest)
-from metalport.port.plan.functors import FunctorRecipe, recipe_table
+from metalport.port import FunctorRecipe, recipe_table
 from metalport.agent.tools import ToolBox
 from metalport.errors import RecipeError
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from metalport.checkout.sources import XfailEntry
-from metalport.port.tree.kinds import Classification, Kind, PorterVerdict
-from metalport.port.tree.op_facts import Family, Status  # the op's facts, as the port reads them
+from metalport.port import Classification, Family, Kind, PorterVerdict, Status
 
 __all__ = ["BacklogItem", "Family", "Status"]
 

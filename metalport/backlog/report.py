@@ -6,7 +6,7 @@ import json
 from collections import Counter
 
 from metalport.backlog.model import BacklogItem, Family, Status
-from metalport.port.tree.kinds import Kind
+from metalport.port import Kind
 
 
 def _xfail_text(item: BacklogItem) -> str:

@@ -10,9 +10,8 @@ from metalport.backlog.model import BacklogItem, Family, Status
 from metalport.checkout.layout import Checkout
 from metalport.checkout.sources import Sources
 from metalport.checkout.cpu_kernels import cpu_kernel_index
-from metalport.port.tree.kinds import Classification, Kind, Porter, PorterVerdict, porter_for, tensor_outputs
-from metalport.port.tree.op_facts import FactsContext, facts_context, read_op
-from metalport.port.spec.recipes import recipe_ops
+from metalport.port import (Classification, facts_context, FactsContext, Kind, Porter, porter_for, PorterVerdict,
+                            read_op, recipe_ops, tensor_outputs)
 from metalport.registry.index import load_registry
 from metalport.registry.model import Op, Registry
 
@@ -54,13 +53,13 @@ def _declined(checkout: Checkout, sources: Sources, op: str, kind: Classificatio
     if op in recipes or not kind.candidate:
         return None
     if kind.kind is Kind.MULTI_TENSOR:
-        from metalport.port.translate.foreach import foreach_recipe
+        from metalport.port import foreach_recipe
 
         return foreach_recipe(checkout, sources, op)[1]
     if kind.kind is not Kind.POINTWISE_STUB or kind.stub is None:
         return None
-    from metalport.port.translate import translate_stub
-    from metalport.port.tree.shape import operand_mismatch
+    from metalport.port import translate_stub
+    from metalport.port import operand_mismatch
 
     found = translate_stub(checkout.root, kind.stub, op, cpu_index)
     if not found.ok or entries is None:

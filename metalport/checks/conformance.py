@@ -36,21 +36,21 @@ from metalport.checks.cases.elementwise import Case, build_cases
 from metalport.checks.cases.spec import build_spec_cases, spec_opinfo
 from metalport.checks.host.elementwise import MissingKernel, UnmodelledCall, metal_type_name
 from metalport.checks.judge.outputs import (ANY_OCCURRENCE, TRUTH_NOTE, any_occurrence, judge_outputs, mask_unset,
-                                    meta_refuses, refusal_problem, spec_truth, unset_filled)
+                                            meta_refuses, refusal_problem, spec_truth, unset_filled)
 from metalport.checks.judge.oracle import AMBIGUOUS, conditioning, correctly_rounded, reach, truth_calls
 from metalport.checks.report import (KINDS, NO_HOST_MODEL, ConformanceReport, DtypeVerdict, Tally, first_few,
                                      judged_report)
 from metalport.checks.host.runner import (CRASHED, REJECTED, CaseResult, Prepared, dispatch, explained, judge_case,
-                                     prepare_case, references)
-from metalport.checks.cases.samples import Call, Family, IteratorView, find_opinfo, iterator_view, selector_values
+                                          prepare_case, references)
+from metalport.checks.cases.samples import (Call, ExecConvention, IteratorView, find_opinfo, iterator_view,
+                                            selector_values)
 from metalport.checks.host.spec import HostCheckFailed, UnlaunchableCall, bind_call, plan_launch, run_launch
 from metalport.checks.judge.tolerances import largest_error, tolerance_for
 from metalport.checkout.layout import KERNELS_DIR as LAYOUT_KERNELS_DIR
 from metalport.errors import EmulateError, SpecError, UnknownOpError, UsageError
 from metalport.failure import Failure
-from metalport.port.plan.model import PortPlan
+from metalport.port import LaunchSpec, load_spec, METAL_DTYPES, PortPlan
 from metalport.metal_types import METAL_TYPES
-from metalport.port.spec.model import METAL_DTYPES, LaunchSpec, load_spec
 
 KERNELS_DIR = Path(LAYOUT_KERNELS_DIR)
 _MAX_FAILURES = 5
@@ -367,7 +367,7 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
          unset: dict[str, float] | None = None) -> ConformanceReport:
     found = classify(kernels.names, kernel) if outputs == 1 else None
     if outputs == 2 and classify_two_outputs(kernels.names, kernel):
-        found = Family.UNARY_TWO_OUTPUTS, classify_two_outputs(kernels.names, kernel)
+        found = ExecConvention.UNARY_TWO_OUTPUTS, classify_two_outputs(kernels.names, kernel)
     if found is None and outputs == 2:
         return ConformanceReport(name, chosen, "no-host-model", (),
                                  f"{name} writes 2 outputs and {kernel}'s kernels are no `{kernel}_dense_<T>` / "
@@ -378,8 +378,8 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
     family, registered = found
     # add_sub_lerp_template: a call whose alpha is not 1 runs `<kernel>_alpha` (BINARY_ALPHA) when the
     # library registers it; alpha 1 runs the plain kernel.
-    variant = classify(kernels.names, f"{kernel}_alpha") if family is Family.BINARY else None
-    alpha_kernel = f"{kernel}_alpha" if variant is not None and variant[0] is Family.BINARY_ALPHA else None
+    variant = classify(kernels.names, f"{kernel}_alpha") if family is ExecConvention.BINARY else None
+    alpha_kernel = f"{kernel}_alpha" if variant is not None and variant[0] is ExecConvention.BINARY_ALPHA else None
     wanted = registered
     if dtypes:
         wanted = parse_dtypes(dtypes)
@@ -392,7 +392,7 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
     unmodelled: list[str] = []
     rejected = 0
     info = find_opinfo(base)
-    binding = Family.BINARY_ALPHA if alpha_kernel else family
+    binding = ExecConvention.BINARY_ALPHA if alpha_kernel else family
     selectors = frozenset(arg for arg, _, _ in modes)  # Note [argument-selected kernels] in hostcode
     built = {dtype: build_cases(binding, base, packet, dtype, case_generator(seed, dtype), include_held_out,
                                 selectors, view, unset) for dtype in wanted}
@@ -435,8 +435,8 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
 
 
 def _selected_route(kernels: KernelSet, call: Call, modes: tuple[tuple[str, str | None, str], ...],
-                    selectors: frozenset[str], route: tuple[Family, str, str | None]
-                    ) -> tuple[Family, str, str | None]:
+                    selectors: frozenset[str], route: tuple[ExecConvention, str, str | None]
+                    ) -> tuple[ExecConvention, str, str | None]:
     """The (family, kernel, alpha kernel) the host runs for `call`: the op's own unless the call
     sets a selector argument, then the kernel its value picks (Note [argument-selected kernels])."""
     values = selector_values(call, selectors) if selectors else {}
@@ -449,7 +449,7 @@ def _selected_route(kernels: KernelSet, call: Call, modes: tuple[tuple[str, str 
     return (found[0] if found is not None else route[0]), chosen, None
 
 
-def _staged(kernels: KernelSet, case: Case, outcome: Any, route: tuple[Family, str, str | None],
+def _staged(kernels: KernelSet, case: Case, outcome: Any, route: tuple[ExecConvention, str, str | None],
             negate_alpha: bool) -> Prepared | CaseResult:
     """`case` ready to launch as the host would (`route`: family, kernel, alpha kernel), or its result
     without a launch: alpha 0 (the host copies self), a call the host model does not cover (skipped),
@@ -468,14 +468,15 @@ def _staged(kernels: KernelSet, case: Case, outcome: Any, route: tuple[Family, s
                           f"defines (MPS: 'Failed to create function state object')")
 
 
-def _route(family: Family, kernel: str, alpha_kernel: str | None, call: Call) -> tuple[Family, str, Call]:
+def _route(family: ExecConvention, kernel: str, alpha_kernel: str | None,
+           call: Call) -> tuple[ExecConvention, str, Call]:
     """(family, kernel, call) the host runs: with an alpha variant, alpha 1 goes to the plain kernel
     and any other alpha (but 0, see `_host_copy`) to `<kernel>_alpha`."""
     if alpha_kernel is None:
         return family, kernel, call
     if call.alpha is None or (not isinstance(call.alpha, complex) and call.alpha == 1):
         return family, kernel, dataclasses.replace(call, alpha=None)
-    return Family.BINARY_ALPHA, alpha_kernel, call
+    return ExecConvention.BINARY_ALPHA, alpha_kernel, call
 
 
 def _is_zero(alpha: object) -> bool:
@@ -668,7 +669,7 @@ def op_conformance(root: Path, op: str, **options: Any) -> ConformanceReport:
     launches them: an op of the spec recipe table whose kernel file defines the spec's kernel by
     its launch spec, any other through the elementwise host model. `options`: dtypes,
     include_held_out, backend, seed."""
-    from metalport.port.spec.recipes import spec_recipes
+    from metalport.port import spec_recipes
 
     recipe = spec_recipes().get(op.removeprefix("aten::").split(".")[0])
     kernel = Path(root) / recipe.spec.kernel_file if recipe is not None else None

@@ -13,9 +13,9 @@ def verify_reuse(checkout: Checkout, plan) -> tuple[bool, str]:
     the plan's dtypes, judged against torch CPU (Note [reuse an existing kernel])."""
     from metalport.checks.conformance import run_conformance
     from metalport.errors import MetalportError
-    from metalport.port.write.apply import apply_port
-    from metalport.port.tree.scratch import scratch
-    from metalport.port.plan.functors import METAL_TYPES
+    from metalport.port import apply_port
+    from metalport.port import scratch
+    from metalport.port import METAL_TYPES
 
     torch_names = {m: t for t, m in METAL_TYPES.items()}
     dtypes = [torch_names[t] for t in plan.dtypes if t in torch_names]

@@ -28,7 +28,7 @@ def _choice_list(allowed: list[str]):
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `backlog` command."""
     from metalport.backlog.model import Family, Status
-    from metalport.port.tree.kinds import Kind, Porter
+    from metalport.port import Kind, Porter
 
     parser = subparsers.add_parser("backlog", help="classify every op by its MPS support",
                                    description="Classify every op of the registry by its MPS support.")

@@ -16,7 +16,7 @@ from metalport.commands.backlog import _choice_list
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `sweep` command."""
     from metalport.backlog.model import Family, Status
-    from metalport.port.tree.kinds import Kind, Porter
+    from metalport.port import Kind, Porter
 
     parser = subparsers.add_parser(
         "sweep", help="start port runs for backlog candidates and leave them at the review gate",

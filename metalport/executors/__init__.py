@@ -13,21 +13,21 @@ from metalport.config import AgentConfig, ExecutorConfig
 from metalport.errors import UsageError
 from metalport.executors.emulated import EmulatedExecutor
 from metalport.executors.macos import (
-    Failure,
-    MacosExecutor,
-    TestReport,
-    build_command,
-    mps_test_command,
-    parse_build_output,
-    parse_test_output,
-    report_failures,
-    run_build,
-    run_tests,
-)
+                                       Failure,
+                                       MacosExecutor,
+                                       TestReport,
+                                       build_command,
+                                       mps_test_command,
+                                       parse_build_output,
+                                       parse_test_output,
+                                       report_failures,
+                                       run_build,
+                                       run_tests,
+                                       )
 from metalport.torch_facts import mps_available
 
 if TYPE_CHECKING:
-    from metalport.port.plan.model import PortPlan
+    from metalport.port import PortPlan
     from metalport.checks.report import ConformanceReport
 
 EXECUTORS = ("auto", "emulated", "macos", "command")

@@ -15,7 +15,7 @@ from metalport.config import ExecutorConfig
 from metalport.errors import UsageError
 from metalport.executors.macos import build_failures, failing_tests, parse_test_output
 from metalport.failure import Failure
-from metalport.port.plan.model import PortPlan
+from metalport.port import PortPlan
 from metalport.sandbox.runner import run_command
 
 

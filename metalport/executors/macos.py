@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from metalport.port.plan.model import PortPlan
+from metalport.port import PortPlan
 from metalport.config import ExecutorConfig
 from metalport.failure import Failure
 from metalport.sandbox.runner import CommandResult, run_command
@@ -181,7 +181,7 @@ def opinfo_for(plan: PortPlan) -> tuple[str | None, bool]:
     """(OpInfo name, whether to run grad tests) for the plan's op; a backward op (`sigmoid_backward`)
     is tested through its forward OpInfo's grad tests. derivatives.yaml is not in the wheel, so
     the OpInfo's `supports_autograd` says whether the op has a backward."""
-    from metalport.port.plan.functors import recipe_table
+    from metalport.port import recipe_table
     from metalport.torch_facts import opinfo_facts
 
     recipe = recipe_table().get(plan.op)

@@ -51,7 +51,7 @@ class FleetSweepOptions:
 
 async def fleet_sweep(root: Path, options: FleetSweepOptions) -> SweepReport:
     """Start a workflow for each candidate of `root`'s backlog that nobody is on; the sweep's report."""
-    from metalport.port.spec.recipes import recipe_ops as covered
+    from metalport.port import recipe_ops as covered
 
     settings, store = fleet_settings(root)
     client = await connect(settings)

@@ -25,16 +25,16 @@ from metalport.graph.finish import finish_run
 from metalport.graph.provider import run_config_path, run_provider
 from metalport.graph.prune import forget_run
 from metalport.graph.records import (
-    RunLock,
-    RunOptions,
-    get_run,
-    repo_arg,
-    run_dir,
-    shared_store,
-    worktree_gone,
-    write_json,
-    write_record,
-)
+                                     RunLock,
+                                     RunOptions,
+                                     get_run,
+                                     repo_arg,
+                                     run_dir,
+                                     shared_store,
+                                     worktree_gone,
+                                     write_json,
+                                     write_record,
+                                     )
 from metalport.run_record import RunRecord, metalport_dir, now_iso
 from metalport.graph.wiring import compile_graph, recursion_limit
 from metalport.sandbox.runner import commands_checked

@@ -24,7 +24,7 @@ def describe_plan(plan: dict) -> list[str]:
             continue
         lines.append(f"  registry {row['entry']} line {row['line']}: {row['before'].strip()} -> {after}")
     if plan.get("spec"):
-        from metalport.port.spec.model import load_spec
+        from metalport.port import load_spec
 
         spec = load_spec(plan["spec"])
         lines.append(f"  {plan.get('kind')}: kernel {spec.kernel_name} in {spec.kernel_file} for "

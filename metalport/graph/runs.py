@@ -19,20 +19,20 @@ from metalport.graph.driver import Progress, RunDriver
 from metalport.graph.provider import check_model, run_provider
 from metalport.graph.prune import prune_runs
 from metalport.graph.records import (
-    Abort,
-    Approve,
-    Decision,
-    Reject,
-    RunOptions,
-    decision_value,
-    get_run,
-    list_runs,
-    next_step,
-    repo_arg,
-    run_dir,
-    shared_store,
-    write_record,
-)
+                                     Abort,
+                                     Approve,
+                                     Decision,
+                                     Reject,
+                                     RunOptions,
+                                     decision_value,
+                                     get_run,
+                                     list_runs,
+                                     next_step,
+                                     repo_arg,
+                                     run_dir,
+                                     shared_store,
+                                     write_record,
+                                     )
 from metalport.run_record import RunRecord, now_iso, repo_top
 from metalport.graph.state import TERMINAL_STATUSES, PortState
 from metalport.run_ids import new_run_id

@@ -79,8 +79,8 @@ def make_toolbox(ctx: RunContext, state: PortState, plan: Any, worktree: Worktre
 def show_kernels(root: Path, kind: str, op: str | None = None) -> dict:
     """The tree's kernels of a port kind: the spec recipes of `kind` (each one's launch in a line;
     with `op`, that recipe's launch spec YAML and kernel source) and the checkout's kernels/*.metal."""
-    from metalport.port.tree.kinds import Kind
-    from metalport.port.spec.recipes import spec_recipes
+    from metalport.port import Kind
+    from metalport.port import spec_recipes
 
     kinds = sorted(k.value for k in Kind if k is not Kind.NOT_A_CANDIDATE)
     if kind not in kinds:

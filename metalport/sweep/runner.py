@@ -17,7 +17,7 @@ from typing import Any
 
 from metalport.budget_limits import BudgetLimits, SweepBudget
 from metalport.errors import BudgetExhausted, FilesystemError, filesystem_error
-from metalport.port.spec.recipes import recipe_ops
+from metalport.port import recipe_ops
 from metalport.run_ids import new_run_id
 from metalport.sweep.candidates import (backlog_candidates, local_branches, local_skip, offline_portable, open_pr_skip,
                                         runs_by_op, search_open_prs)
@@ -250,7 +250,7 @@ class _Sweep:
             return True
         from metalport.checkout import find_checkout
         from metalport.errors import MetalportError
-        from metalport.port.plan.family import family_of
+        from metalport.port import family_of
 
         try:
             members, _ = family_of(find_checkout(self.o.repo_root), item.op)

@@ -24,15 +24,15 @@ from pathlib import Path
 import pytest
 
 from tests.adversarial.harness import (
-    Fault,
-    Outcome,
-    can_drop_to_nobody,
-    child_env,
-    give_to_nobody,
-    metalport_argv,
-    namespaces_work,
-    run_case,
-)
+                                       Fault,
+                                       Outcome,
+                                       can_drop_to_nobody,
+                                       child_env,
+                                       give_to_nobody,
+                                       metalport_argv,
+                                       namespaces_work,
+                                       run_case,
+                                       )
 
 NS = namespaces_work()
 NOBODY = can_drop_to_nobody()

@@ -11,7 +11,7 @@ import torch
 
 from metalport.checks.cases.elementwise import build_cases
 from metalport.checks.conformance import case_generator, run_conformance
-from metalport.checks.cases.samples import Family
+from metalport.checks.cases.samples import ExecConvention
 from metalport.checks.cases.specials import salt_specials, special_rows
 from metalport.cli import main
 from tests.checks.fixture_checkouts import make_checkout
@@ -31,7 +31,7 @@ REGISTER_UNARY_OP(softplus, float, float);
 """
 
 
-def _held_out(op: str, family: Family, dtype: torch.dtype, seed: int = 3) -> dict[str, list[torch.Tensor]]:
+def _held_out(op: str, family: ExecConvention, dtype: torch.dtype, seed: int = 3) -> dict[str, list[torch.Tensor]]:
     packet = getattr(torch.ops.aten, op)
     cases, _ = build_cases(family, op, packet, dtype, case_generator(seed, dtype), True)
     return {c.label: list(c.operands()) for c in cases if c.kind == "held-out"}
@@ -52,7 +52,7 @@ def _pairs(a: torch.Tensor, b: torch.Tensor) -> set[tuple[str, str]]:
 
 
 def test_a_zero_of_either_sign_meets_nan_and_inf_in_every_operand() -> None:
-    sets = _held_out("atan2", Family.BINARY, torch.float32)
+    sets = _held_out("atan2", ExecConvention.BINARY, torch.float32)
     pairs = set()
     for operands in sets.values():
         pairs |= _pairs(*operands)
@@ -62,30 +62,30 @@ def test_a_zero_of_either_sign_meets_nan_and_inf_in_every_operand() -> None:
 
 
 def test_every_extremal_sample_of_opinfo_is_drawn_the_nan_propagation_one_too() -> None:
-    labels = _held_out("atan2", Family.BINARY, torch.float32)
+    labels = _held_out("atan2", ExecConvention.BINARY, torch.float32)
     assert "held-out extremal values" in labels and "held-out extremal values (sample 1)" in labels
     lhs, rhs = labels["held-out extremal values (sample 1)"]
     assert lhs.isnan().any() and rhs.isnan().any() and lhs.isfinite().any()  # NaN among numbers
 
 
 def test_ties_and_exact_multiples_are_drawn() -> None:
-    sets = _held_out("floor_divide", Family.BINARY, torch.float32)
+    sets = _held_out("floor_divide", ExecConvention.BINARY, torch.float32)
     a, b = sets["held-out ties and exact multiples"]
     quotient = a.double() / b.double()
     assert (quotient == quotient.round()).sum() > 20 and (quotient - quotient.floor() == 0.5).sum() > 20
-    x, = _held_out("round", Family.UNARY, torch.float32)["held-out ties and exact multiples"]
+    x, = _held_out("round", ExecConvention.UNARY, torch.float32)["held-out ties and exact multiples"]
     assert {2.5, -0.5, 3.5} <= set(x.tolist())
     assert any(v != round(v) and abs(v - 2.5) < 1e-6 for v in x.tolist())  # a tie's one-ulp neighbours
 
 
 def test_integer_exact_multiples_of_both_signs() -> None:
-    a, b = _held_out("remainder", Family.BINARY, torch.int32)["held-out exact multiples"]
+    a, b = _held_out("remainder", ExecConvention.BINARY, torch.int32)["held-out exact multiples"]
     exact = (a % b == 0) & (a != 0)
     assert bool((exact & ((a < 0) != (b < 0))).any()) and bool((exact & ((a < 0) == (b < 0))).any())
 
 
 def test_huge_meets_tiny_across_operands() -> None:
-    a, b = _held_out("atan2", Family.BINARY, torch.float32)["held-out every magnitude, huge against tiny"]
+    a, b = _held_out("atan2", ExecConvention.BINARY, torch.float32)["held-out every magnitude, huge against tiny"]
     assert bool(((a.abs() > 1e30) & (b.abs() < 1e-30)).any()) and bool(((b.abs() > 1e30) & (a.abs() < 1e-30)).any())
 
 

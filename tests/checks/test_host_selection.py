@@ -10,7 +10,7 @@ import torch
 
 from metalport.checks.cases.elementwise import build_cases
 from metalport.checks.conformance import case_generator, run_conformance
-from metalport.checks.cases.samples import Family
+from metalport.checks.cases.samples import ExecConvention
 from metalport.checks.contract.hostcode import find_host_code
 from metalport.cli import main
 
@@ -23,7 +23,7 @@ def test_div_rounding_modes_run_the_kernel_the_host_picks(real_tree_workspace) -
                              include_held_out=False)
     verdict = report.dtypes[0]
     assert report.skipped == 0 and verdict.tally("opinfo").samples >= 27 and verdict.ok
-    cases, skipped = build_cases(Family.BINARY, "div", torch.ops.aten.div, torch.float32,
+    cases, skipped = build_cases(ExecConvention.BINARY, "div", torch.ops.aten.div, torch.float32,
                                  case_generator(5, torch.float32), True, host.selectors)
     labels = [c.label for c in cases]
     assert not skipped and any(label.endswith("[rounding_mode='floor']") for label in labels)

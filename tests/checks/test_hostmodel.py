@@ -4,10 +4,10 @@ import torch
 from metalport.checks.host.families import classify
 from metalport.checks.host.backend import Buffer, Const
 from metalport.checks.host.elementwise import (MissingKernel, metal_type_name, result_dtype,
-                                        plan_binary, plan_ternary, plan_ternary_alpha, plan_unary)
+                                               plan_binary, plan_ternary, plan_ternary_alpha, plan_unary)
 from metalport.checks.host.iteration import build_iteration
 from metalport.checks.host.poison import poisoned
-from metalport.checks.cases.samples import Family
+from metalport.checks.cases.samples import ExecConvention
 
 
 def test_result_dtype_promotes_across_operands():
@@ -143,12 +143,12 @@ def test_ternary_cast_and_strided():
 
 def test_family_from_host_names():
     assert classify(_unary_names("neg", [("float", "float"), ("int", "int")]), "neg") == \
-        (Family.UNARY, [torch.float32, torch.int32])
-    assert classify(_binary_names("atan2", "half"), "atan2") == (Family.BINARY, [torch.float16])
-    assert classify(_binary_names("sub", "long", "_long"), "sub") == (Family.BINARY_ALPHA, [torch.int64])
-    assert classify({"lerp_dense_float_float", "lerp_strided_cast_float"}, "lerp") == (Family.TERNARY, [torch.float32])
+        (ExecConvention.UNARY, [torch.float32, torch.int32])
+    assert classify(_binary_names("atan2", "half"), "atan2") == (ExecConvention.BINARY, [torch.float16])
+    assert classify(_binary_names("sub", "long", "_long"), "sub") == (ExecConvention.BINARY_ALPHA, [torch.int64])
+    assert classify({"lerp_dense_float_float", "lerp_strided_cast_float"}, "lerp") == (ExecConvention.TERNARY, [torch.float32])
     assert classify({"hardshrink_dense_float_float_float", "hardshrink_strided_float_float_float"}, "hardshrink") \
-        == (Family.UNARY_ALPHA, [torch.float32])
+        == (ExecConvention.UNARY_ALPHA, [torch.float32])
     assert classify(_binary_names("add_relu", "float"), "add") is None
     assert classify({"reduce_sum_float"}, "reduce_sum") is None
 
@@ -205,7 +205,7 @@ def test_integer_alpha_goes_as_the_one_type_the_library_registers():
 
 def test_params_struct_alpha_carries_the_dtype_defaults_as_float():
     names = {"nan_to_num_dense_half_half_NanToNumParams_float", "nan_to_num_strided_half_half_NanToNumParams_float"}
-    assert classify(names, "nan_to_num") == (Family.UNARY_ALPHA, [torch.float16])
+    assert classify(names, "nan_to_num") == (ExecConvention.UNARY_ALPHA, [torch.float16])
     h = torch.ones(4, dtype=torch.float16)
     launch = plan_unary("nan_to_num", names, _iter(h, out=torch.float16), h, alpha=(None, 1e6, None))
     assert launch.kernel == "nan_to_num_dense_half_half_NanToNumParams_float"
@@ -247,4 +247,4 @@ def test_ternary_alpha_strided_cast_reads_each_input_at_its_type():
 
 
 def test_ternary_alpha_family_from_host_names():
-    assert classify(_ADDCMUL, "addcmul") == (Family.TERNARY_ALPHA, [torch.float16, torch.complex32])
+    assert classify(_ADDCMUL, "addcmul") == (ExecConvention.TERNARY_ALPHA, [torch.float16, torch.complex32])

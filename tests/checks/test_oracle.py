@@ -13,9 +13,9 @@ import torch
 
 from metalport.checks.judge.outputs import judge_outputs
 from metalport.checks.judge.oracle import (ANNEX_G_NAN, ANNEX_G_OPEN, EXACT, HELD_OUT_ACCURACY, NAN_RECOMMENDED, NAN_UNDEFINED,
-                                     ZERO_CONVENTION, RELATIVE, SIGNED_ZERO, SPECIAL_ANNEX_G,
+                                           ZERO_CONVENTION, RELATIVE, SIGNED_ZERO, SPECIAL_ANNEX_G,
                                      SPECIAL_DISAGREE, SPECIAL_IEEE, TOLERANCE, acceptable, conditioning, correctly_rounded, reach,
-                                     truth_calls)
+                                           truth_calls)
 from metalport.checks.cases.samples import Call
 from metalport.checks.judge.tolerances import Tolerance, tolerance_for
 

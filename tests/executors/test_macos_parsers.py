@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from metalport.executors import (
-    Failure,
-    TestReport,
-    build_command,
-    mps_test_command,
-    parse_build_output,
-    parse_test_output,
-    report_failures,
-)
+                                 Failure,
+                                 TestReport,
+                                 build_command,
+                                 mps_test_command,
+                                 parse_build_output,
+                                 parse_test_output,
+                                 report_failures,
+                                 )
 from metalport.sandbox import run_command
 
 BROKEN = """\

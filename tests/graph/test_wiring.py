@@ -12,19 +12,19 @@ from metalport.agent.recipe_provider import RecipeProvider
 from metalport.graph.context import RunContext
 from metalport.graph.records import RunOptions
 from metalport.graph.wiring import (
-    after_approve,
-    after_rebase,
-    after_baseline,
-    after_build,
-    after_check,
-    after_diagnose,
-    after_edit,
-    after_hostcheck,
-    after_plan,
-    after_test,
-    compile_graph,
-    recursion_limit,
-)
+                                    after_approve,
+                                    after_rebase,
+                                    after_baseline,
+                                    after_build,
+                                    after_check,
+                                    after_diagnose,
+                                    after_edit,
+                                    after_hostcheck,
+                                    after_plan,
+                                    after_test,
+                                    compile_graph,
+                                    recursion_limit,
+                                    )
 from tests.graph.conftest import branches, git
 
 FAIL = [{"kind": "contract", "file": "x.yaml", "line": 3, "column": None, "message": "row left on _mps"}]

@@ -9,15 +9,15 @@ import pytest
 
 from metalport.errors import PublishError
 from metalport.publish import (
-    PR_LABELS,
-    GitHubClient,
-    commit_run,
-    conventions_section,
-    find_run_commit,
-    open_draft_pr,
-    push_branch,
-    write_bundle,
-)
+                               PR_LABELS,
+                               GitHubClient,
+                               commit_run,
+                               conventions_section,
+                               find_run_commit,
+                               open_draft_pr,
+                               push_branch,
+                               write_bundle,
+                               )
 from metalport.sandbox import create_worktree, remove_worktree
 from tests.sandbox.conftest import git
 

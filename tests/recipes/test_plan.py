@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from metalport.port import NEEDS_LLM, Family, recipe_table
+from metalport.port import NEEDS_LLM, HostTemplate, recipe_table
 from metalport.port.plan.planner import plan_port
 
 
@@ -54,7 +54,7 @@ def test_table_has_twenty_real_ops_in_every_covered_family() -> None:
     # sub is the alpha family's example, but MPS already runs it on Metal behind `sub_out_mps`
     real = [op for op in table if op != "sub"]
     assert len(real) >= 20 and "heaviside" in table
-    assert {r.family for r in table.values()} == {Family.UNARY, Family.BINARY, Family.ALPHA, Family.TERNARY_ALPHA}
+    assert {r.family for r in table.values()} == {HostTemplate.UNARY, HostTemplate.BINARY, HostTemplate.ALPHA, HostTemplate.TERNARY_ALPHA}
 
 
 def test_every_table_op_lacks_a_native_mps_kernel_in_the_wheel_registry() -> None:

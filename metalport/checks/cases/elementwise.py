@@ -27,10 +27,10 @@ import torch
 
 from metalport.checks.cases.edges import edge_sets
 from metalport.checks.host.elementwise import UnmodelledCall
-from metalport.checks.cases.numerics import (Numerics, beyond_values, draw, draw_small, grid, numerics_for, tiny_values,
-                                       value_sets)
-from metalport.checks.cases.samples import (Call, Family, IteratorView, autograd_calls, bind, find_opinfos, opinfo_calls,
-                                      schema_template, selector_values)
+from metalport.checks.cases.numerics import (Numerics, beyond_values, draw, draw_small, grid, numerics_for,
+                                             tiny_values, value_sets)
+from metalport.checks.cases.samples import (Call, ExecConvention, IteratorView, autograd_calls, bind, find_opinfos,
+                                            opinfo_calls, schema_template, selector_values)
 from metalport.checks.cases.specials import special_sets
 from metalport.checks.host.spec import INDEX_LIMIT
 
@@ -57,7 +57,7 @@ class Case:
         return self.call.operands()
 
 
-def build_cases(family: Family, base: str, packet: Any, dtype: torch.dtype, gen: torch.Generator,
+def build_cases(family: ExecConvention, base: str, packet: Any, dtype: torch.dtype, gen: torch.Generator,
                 held_out: bool, selectors: frozenset[str] = frozenset(),
                 view: IteratorView | None = None, unset: dict[str, float] | None = None
                 ) -> tuple[list[Case], list[str]]:
@@ -76,7 +76,7 @@ def build_cases(family: Family, base: str, packet: Any, dtype: torch.dtype, gen:
     templates: dict[str, Call] = {}  # one per selector value ("" without selectors), first come
     # A backward over halves with no OpInfo of its own (glu_backward; its schema alone gives no call of
     # two shapes) is served the calls autograd makes on its forward's samples (`autograd_calls`).
-    backward = autograd_calls(base, packet, dtype) if info is None and family is Family.HALVES_BACKWARD else []
+    backward = autograd_calls(base, packet, dtype) if info is None and family is ExecConvention.HALVES_BACKWARD else []
     if info is not None or backward:
         recorded = [c for i in infos for c in opinfo_calls(i, packet, dtype)] + backward
         for k, (func, args, kwargs) in enumerate(recorded):

@@ -23,7 +23,7 @@ from metalport.checks.cases.numerics import Numerics, draw
 from metalport.torch_facts import find_opinfo, find_opinfos  # noqa: F401 (the samples' OpInfo lookup)
 
 
-class Family(Enum):
+class ExecConvention(Enum):
     """The exec_*_kernel convention a kernel file's registrations follow."""
 
     UNARY = "unary"
@@ -42,7 +42,7 @@ class Family(Enum):
 
     @property
     def has_alpha(self) -> bool:
-        return self in (Family.UNARY_ALPHA, Family.BINARY_ALPHA, Family.TERNARY_ALPHA)
+        return self in (ExecConvention.UNARY_ALPHA, ExecConvention.BINARY_ALPHA, ExecConvention.TERNARY_ALPHA)
 
 
 @dataclass(frozen=True)
@@ -134,13 +134,13 @@ class HalvesOp:
         return self.op.name()
 
 
-def _halves(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Family) -> Call | None:
+def _halves(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: ExecConvention) -> Call | None:
     """The call as a binary call on the halves of its one tensor along `dim` (Note [halves]), for a
     binary kernel and a schema of one tensor and an int `dim`; None otherwise."""
     schema = func._schema.arguments
     tensors = [a for a in schema if str(a.type) == "Tensor"]
     dims = [i for i, a in enumerate(schema) if a.name == "dim" and str(a.type) == "int"]
-    if family is not Family.BINARY or len(tensors) != 1 or not dims or not args or \
+    if family is not ExecConvention.BINARY or len(tensors) != 1 or not dims or not args or \
             not isinstance(args[0], torch.Tensor) or args[0].dim() == 0:
         return None
     at = dims[0]
@@ -307,7 +307,7 @@ def selector_values(call: Call, selectors: frozenset[str]) -> dict[str, Any]:
     return out
 
 
-def bind(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Family,
+def bind(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: ExecConvention,
          selectors: frozenset[str] = frozenset(), view: IteratorView | None = None,
          unset: dict[str, float] | None = None) -> Call:
     """Map one recorded call onto `family`'s operands and alpha; UnmodelledCall if it does not fit.
@@ -321,7 +321,7 @@ def bind(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Family,
             raise UnmodelledCall(f"{func.name()}'s host iterator reads {len(call.slots)} tensors, a "
                                  f"{family.value} kernel takes {family.arity}")
         return call
-    if family is Family.HALVES_BACKWARD:
+    if family is ExecConvention.HALVES_BACKWARD:
         return _halves_grad(func, args, kwargs)
     halves = _halves(func, args, kwargs, family)
     if halves is not None:
@@ -346,19 +346,21 @@ def bind(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Family,
                 raise UnmodelledCall(f"{func.name()} without its {a.name} operand")
             operands.append(values[a.name][0])
         elif kind in ("number", "int") and family.has_alpha and alpha is None and (
-                kind == "number" or family is Family.UNARY_ALPHA):
+                kind == "number" or family is ExecConvention.UNARY_ALPHA):
             alpha = values[a.name][1] if present else a.default_value
-        elif kind == "number" and family in (Family.UNARY_ALPHA, Family.BINARY_ALPHA) and alpha is not None:
+        elif kind == "number" and family in (ExecConvention.UNARY_ALPHA, ExecConvention.BINARY_ALPHA) \
+                and alpha is not None:
             # Note [params route] (port/plan/params.py): a second scalar (softplus's threshold) makes the
             # alpha a params struct of every scalar, in order, each at opmath float.
             first = alpha if isinstance(alpha, tuple) else (OpmathScalar(alpha),)
             alpha = (*first, OpmathScalar(values[a.name][1] if present else a.default_value))
-        elif kind == "Optional[float]" and unset and a.name in unset and family in (Family.UNARY_ALPHA,
-                                                                               Family.BINARY_ALPHA):
+        elif kind == "Optional[float]" and unset and a.name in unset and family in (ExecConvention.UNARY_ALPHA,
+                                                                               ExecConvention.BINARY_ALPHA):
             given = values[a.name][1] if present else None
             first = () if alpha is None else alpha if isinstance(alpha, tuple) else (OpmathScalar(alpha),)
             alpha = (*first, OpmathScalar(unset[a.name] if given is None else given))
-        elif kind == "Optional[float]" and family is Family.UNARY_ALPHA and (alpha is None or isinstance(alpha, tuple)):
+        elif kind == "Optional[float]" and family is ExecConvention.UNARY_ALPHA \
+                and (alpha is None or isinstance(alpha, tuple)):
             # A params struct (nan_to_num's NanToNumParams): the optional floats, None where defaulted.
             alpha = (*(alpha or ()), values[a.name][1] if present else None)
         elif present and not (a.has_default_value() and values[a.name][1] == a.default_value):
@@ -450,7 +452,7 @@ def autograd_calls(base: str, packet: Any, dtype: torch.dtype) -> list[tuple[Any
     return out
 
 
-def schema_template(func: Any, family: Family, dtype: torch.dtype, gen: torch.Generator,
+def schema_template(func: Any, family: ExecConvention, dtype: torch.dtype, gen: torch.Generator,
                     view: IteratorView | None = None, unset: dict[str, float] | None = None) -> Call | None:
     """A call built from the schema alone (for ops without an OpInfo): random tensor operands."""
     args: list[Any] = []

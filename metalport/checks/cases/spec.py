@@ -18,7 +18,7 @@ from metalport.checks.cases.samples import Call
 from metalport.checks.cases.specials import salt_specials, special_rows
 from metalport.checks.host.spec import INDEX_LIMIT
 from metalport.errors import SpecError, UsageError
-from metalport.port.spec.model import METAL_DTYPES, LaunchSpec
+from metalport.port import METAL_DTYPES, LaunchSpec
 
 
 _SHAPES = ((), (1,), (6,), (3, 7), (4, 1, 5), (2, 3, 4), (5, 0), (2, 3, 1, 2))

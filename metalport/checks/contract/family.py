@@ -6,10 +6,7 @@ from pathlib import Path
 
 from metalport.checks.contract.rules import check_contract
 from metalport.failure import Failure
-from metalport.port.plan.family import FamilyPlan, written_functor
-from metalport.port.plan.planner import apply_port
-from metalport.port.tree.scratch import git as _git
-from metalport.port.tree.scratch import scratch as _scratch
+from metalport.port import apply_port, FamilyPlan, scratch as _scratch, scratch_git as _git, written_functor
 
 
 def check_family(base_root: Path, worktree_root: Path, family: FamilyPlan) -> list:

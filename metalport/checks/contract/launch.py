@@ -19,12 +19,8 @@ from metalport.checkout.layout import KERNELS_DIR, Checkout
 from metalport.checkout.sources import ImplKind, Registration, Sources, scan_sources
 from metalport.errors import MetalportError, RegistryError
 from metalport.failure import Failure
-from metalport.port.write.hostgen import write_host
-from metalport.port.plan.model import NATIVE_FUNCTIONS, PortPlan
-from metalport.port.tree.resolve import host_line, mps_only_lines
-from metalport.port.spec.model import LaunchSpec, load_spec
-from metalport.port.spec.recipes import _instantiates
-from metalport.port.plan.rows import routed_entry
+from metalport.port import (host_line, instantiates, LaunchSpec, load_spec, mps_only_lines, NATIVE_FUNCTIONS,
+                            PortPlan, routed_entry, write_host)
 from metalport.registry.model import Op
 from metalport.registry.validate import validate_registry
 
@@ -198,7 +194,7 @@ def _params_checks(worktree_root: Path, plan: PortPlan, sources: Sources, reg: R
     see, as it fills the struct itself) and launches through an `exec_*_kernel_with_params`."""
     if not plan.params:
         return
-    from metalport.port.write.host import skip_to_close
+    from metalport.port import skip_to_close
 
     fn = reg.kernel.lstrip("&").split("::")[-1]
     found = next((f for f in sources.functions if f.name == fn and f.where.file == reg.where.file), None) \
@@ -326,7 +322,7 @@ def _kernel_checks(root: Path, spec: LaunchSpec) -> Iterator[Failure]:
     if not re.search(rf"\bkernel\s+void\s+{re.escape(spec.kernel_name)}\s*\(", text):
         yield _fail("kernel-name", f"no 'kernel void {spec.kernel_name}(' in {spec.kernel_file}", spec.kernel_file)
     for host in spec.host_names:
-        if not _instantiates(text, spec.kernel_name, host):
+        if not instantiates(text, spec.kernel_name, host):
             yield _fail("kernel-name", f"the spec's instantiation {host!r} is not registered", spec.kernel_file)
     listed = set(spec.host_names)
     for literal in re.findall(rf'"({re.escape(spec.kernel_name)}_\w+)"', text):

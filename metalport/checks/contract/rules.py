@@ -18,10 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from metalport.port.write.decorators import MODULES_FILE, OPINFO_FILES, find_decorators, module_failures, narrow_decorators
-from metalport.port.write.host import has_legacy
-from metalport.port.plan.model import COMMON_MPS, PortPlan
-from metalport.port.write.xfail import XFAIL_LIST_NAME
+from metalport.port import (COMMON_MPS, find_decorators, has_legacy, module_failures, MODULES_FILE,
+                            narrow_decorators, OPINFO_FILES, PortPlan, XFAIL_LIST_NAME)
 from metalport.checkout.sources import named_assignments
 from metalport.errors import MetalportError
 from metalport.checks.contract.launch import contract_failure, launch_checks

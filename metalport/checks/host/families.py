@@ -17,7 +17,7 @@ from collections.abc import Iterable
 import torch
 
 from metalport.checks.host.elementwise import METAL_DTYPES
-from metalport.checks.cases.samples import Family
+from metalport.checks.cases.samples import ExecConvention
 
 _FLAVOUR_WORDS = {"dense", "strided", "scalar", "lhs", "rhs", "broadcast", "cast", "castout", "ilp", "ilp4", "halves"}
 
@@ -42,7 +42,7 @@ def _split(name: str, base: str) -> tuple[str, tuple[str, ...]] | None:
     return "_".join(words[:k]), types
 
 
-def classify(names: Iterable[str], base: str) -> tuple[Family, list[torch.dtype]] | None:
+def classify(names: Iterable[str], base: str) -> tuple[ExecConvention, list[torch.dtype]] | None:
     """The family of `base`'s kernels and the input dtypes they register, or None if unmodelled."""
     parsed = [p for p in (_split(n, base) for n in names) if p is not None]
 
@@ -51,28 +51,28 @@ def classify(names: Iterable[str], base: str) -> tuple[Family, list[torch.dtype]
         return [d for d in METAL_DTYPES.values() if d in found]
 
     rules = (
-        (Family.BINARY_ALPHA, "dense_broadcast", 3),
-        (Family.BINARY, "dense_broadcast", 2),
-        (Family.UNARY, "dense_scalar", 2),
-        (Family.UNARY_ALPHA, "dense", 3),
+        (ExecConvention.BINARY_ALPHA, "dense_broadcast", 3),
+        (ExecConvention.BINARY, "dense_broadcast", 2),
+        (ExecConvention.UNARY, "dense_scalar", 2),
+        (ExecConvention.UNARY_ALPHA, "dense", 3),
     )
     halves = {METAL_DTYPES[t[0]] for f, t in parsed if f == "halves" and len(t) == 1}
     if halves:  # Note [grad over halves]: `<op>_halves_<T>` (port/write/halves.py)
-        return Family.HALVES_BACKWARD, [d for d in METAL_DTYPES.values() if d in halves]
+        return ExecConvention.HALVES_BACKWARD, [d for d in METAL_DTYPES.values() if d in halves]
     ternary_alpha = any(f == "strided_cast" and len(t) == 2 for f, t in parsed)
     for family, flavour, arity in rules:
         got = inputs(flavour, arity)
-        if got and family is Family.UNARY_ALPHA and ternary_alpha:
-            return Family.TERNARY_ALPHA, got
+        if got and family is ExecConvention.UNARY_ALPHA and ternary_alpha:
+            return ExecConvention.TERNARY_ALPHA, got
         if got:
             return family, got
     if any(f == "strided_cast" and len(t) == 1 for f, t in parsed):
         got = inputs("dense", 2)
         if got:
-            return Family.TERNARY, got
+            return ExecConvention.TERNARY, got
     castout = {METAL_DTYPES[t[0]] for f, t in parsed if f == "dense_castout" and len(t) == 1}
     if castout:
-        return Family.UNARY, [d for d in METAL_DTYPES.values() if d in castout]
+        return ExecConvention.UNARY, [d for d in METAL_DTYPES.values() if d in castout]
     return None
 
 

@@ -12,13 +12,13 @@ from metalport.checks.host.backend import Buffer, Const, KernelSet, Launch
 from metalport.checks.judge.explain import Explanation, explain
 from metalport.checks.judge.guard import Crashed, Outcome, Refused, needs_guard, refusal, run_guarded
 from metalport.checks.host.elementwise import (MissingKernel, UnmodelledCall, halves_input, metal_type_name, plan_binary,
-                                        plan_binary_with_params, plan_halves_backward, plan_ternary,
-                                        plan_ternary_alpha, result_dtype, plan_two_outputs, plan_unary)
+                                               plan_binary_with_params, plan_halves_backward, plan_ternary,
+                                               plan_ternary_alpha, result_dtype, plan_two_outputs, plan_unary)
 from metalport.checks.judge.outputs import judge_outputs
 from metalport.checks.judge.precise import has_precise_truth, refine
 from metalport.checks.host.iteration import build_iteration, flat_buffer
 from metalport.checks.host.poison import poisoned
-from metalport.checks.cases.samples import Call, Family, HalvesOp
+from metalport.checks.cases.samples import Call, ExecConvention, HalvesOp
 from metalport.checks.judge.tolerances import Tolerance, largest_error
 
 _NO_MPS_DTYPES = (torch.float64, torch.complex128)
@@ -55,17 +55,18 @@ def _common(call: Call, out_dtype: torch.dtype) -> torch.dtype:
     return common
 
 
-def plan(kernels: KernelSet, family: Family, name: str, call: Call, expected: torch.Tensor, force: str | None,
+def plan(kernels: KernelSet, family: ExecConvention, name: str, call: Call, expected: torch.Tensor, force: str | None,
          second: torch.dtype | None = None) -> tuple[Launch | None, torch.Tensor, torch.Tensor | None]:
     """The launch the host would make (None for an empty iterator), the poisoned output view and,
     for a two-output kernel, the second output (of dtype `second`), laid out like the first."""
     operands = call.operands()
-    if family is Family.HALVES_BACKWARD:  # Note [grad over halves] (port/write/halves.py): no iterator of equal shapes
+    # Note [grad over halves] (port/write/halves.py): no iterator of equal shapes
+    if family is ExecConvention.HALVES_BACKWARD:
         dense = _plan_halves_backward_dense(name, kernels.names, *operands, call.func.dim, expected.dtype)
         launch, out = dense or plan_halves_backward(name, kernels.names, *operands, call.func.dim, expected.dtype)
         _check_buffers(kernels, launch)
         return launch, out, None
-    if family is Family.BINARY and isinstance(call.func, HalvesOp) and \
+    if family is ExecConvention.BINARY and isinstance(call.func, HalvesOp) and \
             f"{name}_dense_{metal_type_name(operands[0].dtype)}" in kernels.names:
         launch, out = _plan_halves_forward(name, kernels.names, *operands, call.func.dim, expected.dtype, force)
         _check_buffers(kernels, launch)
@@ -79,20 +80,20 @@ def plan(kernels: KernelSet, family: Family, name: str, call: Call, expected: to
     if it.geometry.numel == 0:
         return None, out, other
     names = kernels.names
-    if family is Family.UNARY_TWO_OUTPUTS:
+    if family is ExecConvention.UNARY_TWO_OUTPUTS:
         if other is None:
             raise UnmodelledCall(f"{call.func.name()} returns one tensor, its kernel writes two")
         launch = plan_two_outputs(name, names, it, other, operands[0])
-    elif family in (Family.UNARY, Family.UNARY_ALPHA):
+    elif family in (ExecConvention.UNARY, ExecConvention.UNARY_ALPHA):
         launch = plan_unary(name, names, it, operands[0], alpha=call.alpha,
                             alpha_type=_common(call, expected.dtype) if call.alpha is not None else None,
                             force=force)
-    elif family is Family.BINARY_ALPHA and isinstance(call.alpha, tuple):  # Note [params route]
+    elif family is ExecConvention.BINARY_ALPHA and isinstance(call.alpha, tuple):  # Note [params route]
         launch = plan_binary_with_params(name, names, it, operands[0], operands[1], call.alpha)
-    elif family in (Family.BINARY, Family.BINARY_ALPHA):
+    elif family in (ExecConvention.BINARY, ExecConvention.BINARY_ALPHA):
         launch = plan_binary(name, names, it, operands[0], operands[1], common=_common(call, expected.dtype),
                              alpha=call.alpha, force=force)
-    elif family is Family.TERNARY_ALPHA:
+    elif family is ExecConvention.TERNARY_ALPHA:
         launch = plan_ternary_alpha(name, names, it, *operands, common=_common(call, expected.dtype),
                                     alpha=call.alpha)
     else:
@@ -192,7 +193,7 @@ def flush_subnormals_(call: Call) -> None:
         parts.masked_fill_((parts != 0) & (parts.abs() < tiny), 0.0)
 
 
-def prepare_case(kernels: KernelSet, family: Family, name: str, call: Call, force: str | None,
+def prepare_case(kernels: KernelSet, family: ExecConvention, name: str, call: Call, force: str | None,
                  expected: Outcome) -> Prepared | CaseResult:
     """The modelled launch for a case whose CPU reference is `expected`, or a CaseResult when it cannot run.
 
@@ -203,7 +204,7 @@ def prepare_case(kernels: KernelSet, family: Family, name: str, call: Call, forc
     if isinstance(expected, Crashed):
         return CaseResult(True, 0.0, skipped=f"{CRASHED} ({expected.how})")
     rest: tuple[torch.Tensor, ...] = ()
-    if family is Family.UNARY_TWO_OUTPUTS and isinstance(expected, tuple) and len(expected) == 2 \
+    if family is ExecConvention.UNARY_TWO_OUTPUTS and isinstance(expected, tuple) and len(expected) == 2 \
             and all(isinstance(t, torch.Tensor) for t in expected):
         expected, rest = expected[0], tuple(expected[1:])
     if not isinstance(expected, torch.Tensor):

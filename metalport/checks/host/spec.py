@@ -25,9 +25,9 @@ from metalport.checks.host.backend import Buffer, Const, KernelSet, Launch, List
 from metalport.checks.host.poison import overwritten, poisoned
 from metalport.errors import SpecError
 from metalport.metal_types import METAL_TYPES
-from metalport.port.spec.expr import ExpressionError
-from metalport.port.spec.model import (METAL_DTYPES, Grid, LaunchSpec, Layout, OutputSpec, OutShape, ParamField, check_holds,
-                                 check_message, dims_exprs, eval_threads, host_value, is_expression)
+from metalport.port import (check_holds, check_message, dims_exprs, eval_threads, ExpressionError, Grid,
+                            host_value, is_expression, LaunchSpec, Layout, METAL_DTYPES, OutputSpec, OutShape,
+                            ParamField)
 
 GUARD_ELEMENTS = 64  # poisoned elements before and after each output
 INDEX_LIMIT = 2**31 - 1  # elements one launch may address with 32-bit indices

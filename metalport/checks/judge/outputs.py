@@ -26,7 +26,7 @@ import torch
 from metalport.checks.judge.oracle import Verdict, acceptable, describe, describe_ambiguous, upcast
 from metalport.checks.host.poison import unwritten
 from metalport.checks.judge.tolerances import Tolerance
-from metalport.port.spec.model import LaunchSpec
+from metalport.port import LaunchSpec
 
 # Truth of every output: float64 values (None where there is none), or a function computing them
 # (None when torch refuses), asked only where torch's CPU result alone does not accept an output.

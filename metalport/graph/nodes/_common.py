@@ -37,7 +37,7 @@ def _fallback(value: Any) -> Any:
 def load_plan(state: PortState) -> Any:
     """The run's `PortPlan`, rebuilt from its dict in the state (PipelineError for a plan this
     version cannot read: a run checkpointed by an older metalport)."""
-    from metalport.port.plan.planner import PortPlan
+    from metalport.port import PortPlan
 
     return _rebuilt(PortPlan.from_dict, state["plan"])
 
@@ -45,7 +45,7 @@ def load_plan(state: PortState) -> Any:
 def load_family(state: PortState) -> Any:
     """The run's `FamilyPlan`, rebuilt from its dict in the state (PipelineError as `load_plan`):
     every port is a family of one or more members (a state without one holds a family of one)."""
-    from metalport.port.plan.family import FamilyPlan
+    from metalport.port import FamilyPlan
 
     if not state.get("family"):
         return FamilyPlan.of_one(load_plan(state))

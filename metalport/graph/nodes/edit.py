@@ -8,8 +8,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from metalport.agent.provider import FixRequest, FunctorRequest, KernelRequest
-from metalport.port.plan.launch import LaunchKind
-from metalport.port.plan.model import TRANSLATED, PortPlan
+from metalport.port import LaunchKind, PortPlan, TRANSLATED
 from metalport.errors import AgentError, BudgetExhausted, PipelineError, RecipeError, SpecError
 from metalport.failure import Failure
 from metalport.graph.context import RunContext
@@ -78,7 +77,7 @@ def _apply_fresh(ctx: RunContext, state: PortState, family: Any, worktree: Workt
 
 def _apply_member(ctx: RunContext, state: PortState, port: PortPlan, worktree: Worktree) -> PortPlan:
     """Apply one member's plan on the worktree its predecessors left; returns the plan applied."""
-    from metalport.port.plan.planner import apply_port
+    from metalport.port import apply_port
 
     if port.launch_kind is LaunchKind.PENDING:  # a kernel port no recipe covers: the model writes kernel and launch
         port = _model_spec_plan(ctx, state, port, worktree)
@@ -105,9 +104,9 @@ def _spec_planner(state: PortState) -> tuple[Any, tuple[tuple[str, str], ...]]:
     from pathlib import Path
 
     from metalport.checkout import find_checkout
-    from metalport.port.tree.resolve import resolve_op
-    from metalport.port.plan.planner import plan_resolved
-    from metalport.port.spec.recipes import model_spec_recipe
+    from metalport.port import resolve_op
+    from metalport.port import plan_resolved
+    from metalport.port import model_spec_recipe
 
     checkout = find_checkout(Path(state.get("base_root") or state["repo_root"]))
     res = resolve_op(checkout, state["op"])
@@ -121,7 +120,7 @@ def _spec_planner(state: PortState) -> tuple[Any, tuple[tuple[str, str], ...]]:
 
 def _model_spec(port: PortPlan) -> bool:
     """Whether the port's launch spec was written by the model (no spec recipe is the op's)."""
-    from metalport.port.spec.recipes import spec_recipes
+    from metalport.port import spec_recipes
 
     return port.launch_kind.by_spec and (port.spec or {}).get("op") not in spec_recipes()
 
@@ -137,7 +136,7 @@ class _Respec:
         self.replanned: PortPlan | None = None
 
     def __call__(self, spec_text: str, kernel_source: str) -> PortPlan:
-        from metalport.port.plan.planner import apply_port
+        from metalport.port import apply_port
 
         planned = self.plan_with(spec_text, kernel_source)
         reset_worktree(self.worktree.path)

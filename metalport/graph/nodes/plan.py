@@ -43,8 +43,8 @@ def plan(state: PortState) -> dict:
 def _plan_at(state: PortState, root: Path) -> dict:
     """The plan update of the run's op(s) in the tree at `root`."""
     from metalport.checks.reuse_check import verify_reuse
-    from metalport.port.plan.family import plan_family
-    from metalport.port.plan.launch import LaunchKind
+    from metalport.port import plan_family
+    from metalport.port import LaunchKind
     from metalport.checkout import find_checkout
 
     checkout = find_checkout(root)
@@ -70,7 +70,7 @@ def _family_ops(checkout, op: str, options: dict) -> tuple[tuple[str, ...], tupl
     ops = [name, *(o.removeprefix("aten::") for o in options.get("family_ops") or ())]
     reasons: tuple[str, ...] = ()
     if options.get("expand_family"):
-        from metalport.port.plan.family import family_of
+        from metalport.port import family_of
 
         found, reasons = family_of(checkout, name)
         ops += list(found)

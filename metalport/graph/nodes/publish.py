@@ -60,7 +60,7 @@ def publish(state: PortState, runtime: Runtime[RunContext]) -> dict:
     described = _describe(ctx, PrRequest(
         op=state["op"], plan_summary="\n".join(f"- {line.strip()}" for line in describe_run_plan(state)),
         diff_stat=diff_stat, verdicts=tuple(verdict_lines(state)), usage=dict(state.get("usage", {}))))
-    from metalport.port.plan.family import describe_family
+    from metalport.port import describe_family
 
     family_lines = describe_family(family)
     if state.get("stacked_on"):

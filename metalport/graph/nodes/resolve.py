@@ -17,7 +17,7 @@ def resolve(state: PortState, runtime: Runtime[RunContext]) -> dict:
     Also selects the executor, so a missing compiler stops the run before any worktree exists.
     The op is resolved in the base commit's tree (`sandbox.base_tree`), not in a dirty work tree.
     """
-    from metalport.port.plan.planner import resolve_op
+    from metalport.port import resolve_op
     from metalport.checkout import find_checkout
 
     from metalport.sandbox.base_tree import base_root

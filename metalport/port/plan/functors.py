@@ -16,8 +16,8 @@ from metalport.port.plan.functor_sources import SOURCES, TERNARY_ALPHA_MACRO
 from metalport.errors import RecipeError
 
 
-class Family(enum.Enum):
-    """Pointwise op families that a recipe covers."""
+class HostTemplate(enum.Enum):
+    """The host template a recipe's functor is launched through (the `exec_*_kernel` of its arity)."""
 
     UNARY = "unary"
     BINARY = "binary"
@@ -34,23 +34,23 @@ class OutDtype(enum.Enum):
 
 
 _MACRO = {
-    Family.UNARY: "REGISTER_UNARY_OP",
-    Family.BINARY: "REGISTER_BINARY_OP",
-    Family.ALPHA: "REGISTER_BINARY_ALPHA_OP",
-    Family.TERNARY_ALPHA: TERNARY_ALPHA_MACRO,
+    HostTemplate.UNARY: "REGISTER_UNARY_OP",
+    HostTemplate.BINARY: "REGISTER_BINARY_OP",
+    HostTemplate.ALPHA: "REGISTER_BINARY_ALPHA_OP",
+    HostTemplate.TERNARY_ALPHA: TERNARY_ALPHA_MACRO,
 }
 CASTOUT_MACRO = "REGISTER_BINARY_CASTOUT_OP"
 _KERNEL_FILE = {
-    Family.UNARY: "UnaryKernel.metal",
-    Family.BINARY: "BinaryKernel.metal",
-    Family.ALPHA: "BinaryKernel.metal",
-    Family.TERNARY_ALPHA: "PointwiseOps.metal",  # upstream's file for addcmul and addcdiv
+    HostTemplate.UNARY: "UnaryKernel.metal",
+    HostTemplate.BINARY: "BinaryKernel.metal",
+    HostTemplate.ALPHA: "BinaryKernel.metal",
+    HostTemplate.TERNARY_ALPHA: "PointwiseOps.metal",  # upstream's file for addcmul and addcdiv
 }
 _HOST_FILE = {
-    Family.UNARY: "UnaryKernel.mm",
-    Family.BINARY: "BinaryKernel.mm",
-    Family.ALPHA: "BinaryKernel.mm",
-    Family.TERNARY_ALPHA: "PointwiseOps.mm",
+    HostTemplate.UNARY: "UnaryKernel.mm",
+    HostTemplate.BINARY: "BinaryKernel.mm",
+    HostTemplate.ALPHA: "BinaryKernel.mm",
+    HostTemplate.TERNARY_ALPHA: "PointwiseOps.mm",
 }
 
 # torch dtype name -> Metal element type a functor recipe registers; float64 and complex128 have no
@@ -67,7 +67,7 @@ class FunctorRecipe:
     """One table entry: an op, its math and where it is registered."""
 
     op: str
-    family: Family
+    family: HostTemplate
     out_dtype: OutDtype
     opinfo: str  # OpInfo name whose CPU dtypes are registered
     source: str
@@ -112,9 +112,9 @@ class FunctorRecipe:
         lines = []
         for t in metal_types:
             out = self.output_type(t)
-            if self.family is Family.ALPHA:
+            if self.family is HostTemplate.ALPHA:
                 lines.append(f"{self.macro}({self.op}, {t}, {t}, {out});")
-            elif self.family is Family.TERNARY_ALPHA:
+            elif self.family is HostTemplate.TERNARY_ALPHA:
                 lines.append(f"{self.macro}({self.op}, {t}, {OPMATH_TYPES.get(t, t)}, {out});")
             else:
                 lines.append(f"{self.macro}({self.op}, {t}, {out});")
@@ -127,15 +127,15 @@ class FunctorRecipe:
         """True when the kernel's natural result (bool) can differ from an `out=` tensor's dtype:
         each registration gets its `_strided_castout_` variant (c10/metal/indexing.h), so
         `torch.logical_and(a, b, out=float_tensor)` has a kernel on the Metal path."""
-        return self.family is Family.BINARY and self.out_dtype is OutDtype.BOOL
+        return self.family is HostTemplate.BINARY and self.out_dtype is OutDtype.BOOL
 
 
-def _entry(op: str, family: Family, out: OutDtype, opinfo: str | None = None, *,
+def _entry(op: str, family: HostTemplate, out: OutDtype, opinfo: str | None = None, *,
            floating_only: bool = False, complex: bool = False) -> FunctorRecipe:
     return FunctorRecipe(op, family, out, opinfo or op, SOURCES[op], floating_only, complex)
 
 
-_U, _B, _A, _TA = Family.UNARY, Family.BINARY, Family.ALPHA, Family.TERNARY_ALPHA
+_U, _B, _A, _TA = HostTemplate.UNARY, HostTemplate.BINARY, HostTemplate.ALPHA, HostTemplate.TERNARY_ALPHA
 _SAME, _BOOL, _FLT = OutDtype.SAME, OutDtype.BOOL, OutDtype.FLOAT_FOR_INTEGRAL
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from metalport.port.write.apply import apply_port
 from metalport.port.plan.functors import COMPLEX_TYPES, FunctorRecipe, dtypes_for, metal_types_for, recipe_table
-from metalport.port.plan.functors import Family as RecipeFamily
+from metalport.port.plan.functors import HostTemplate
 from metalport.port.tree.kinds import Classification, Kind, tensor_outputs
 from metalport.port.plan.launch import LAUNCHERS, LaunchKind
 from metalport.port.write.metal import fit_functor
@@ -43,7 +43,7 @@ from metalport.port.plan.params import placed_params, with_params
 from metalport.port.tree.shape import halves_reason
 from metalport.port.plan.bodies import ITERATOR_BODIES, IteratorBody, halves_forward, iterator_body
 from metalport.port.tree.obsolete import (grad_xfails, left_out_dtypes, legacy_registrations, obsolete_decorators,
-                                     obsolete_xfails, opinfo_dtypes, opinfo_names, removed_legacy)
+                                          obsolete_xfails, opinfo_dtypes, opinfo_names, removed_legacy)
 from metalport.port.write.host import StubDeclaration, find_stub_declaration
 from metalport.port.tree.reuse import ExistingKernel, missing_legacy, reuse_lines
 from metalport.port.plan.model import COMMON_MPS, NATIVE_FUNCTIONS, NEEDS_LLM, TRANSLATED, PortPlan, RowChange
@@ -674,7 +674,7 @@ def _fit_functor(checkout: Checkout, res: Resolution, recipe: FunctorRecipe, par
     routed = parts.stub is not None and recipe.stub not in ((parts.stub,) + (res.route.stubs if res.route else ()))
     base = parts.stub.removesuffix("_stub") if routed and parts.stub else recipe.op
     arity = _ARITY[recipe.family.value]
-    names = [base, f"{base}_alpha"] if recipe.family is RecipeFamily.ALPHA else [base]
+    names = [base, f"{base}_alpha"] if recipe.family is HostTemplate.ALPHA else [base]
     found, clash = fit_functor(text, names, arity)
     if found == recipe.op or (found is None and not routed and clash is None):
         return parts

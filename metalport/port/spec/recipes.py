@@ -32,14 +32,14 @@ class SpecRecipe:
     path: Path  # the .yaml file
 
     def __post_init__(self) -> None:
-        missing = [h for h in self.spec.host_names if not _instantiates(self.kernel_source, self.spec.kernel_name, h)]
+        missing = [h for h in self.spec.host_names if not instantiates(self.kernel_source, self.spec.kernel_name, h)]
         if missing:
             raise SpecError(f"spec {self.spec.op}: dtypes: {self.path.with_suffix('.metal').name} has no kernel "
                             f"instantiation named {missing[0]!r}",
                             hint="register every dtypes row with [[host_name(...)]]")
 
 
-def _instantiates(source: str, kernel: str, host_name: str) -> bool:
+def instantiates(source: str, kernel: str, host_name: str) -> bool:
     """Whether `source` instantiates `host_name`: literally, or through a `REGISTER_*(T, ...)` macro
     whose host name is built as `"<kernel>_" #T ...` from the invocation's arguments."""
     if f'"{host_name}"' in source:

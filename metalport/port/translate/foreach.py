@@ -117,10 +117,10 @@ def _table_functor(checkout: Checkout, base: str) -> tuple[str | None, tuple[str
     """(the kernel file, float types, functor source renamed `foreach_<base>_functor`) of the recipe
     table's unary `base` functor keeping its input type, or (None, (), "") (Note [foreach from the
     recipe table])."""
-    from metalport.port.plan.functors import Family, OutDtype, recipe_table
+    from metalport.port.plan.functors import HostTemplate, OutDtype, recipe_table
 
     recipe = recipe_table().get(base)
-    if recipe is None or recipe.family is not Family.UNARY or recipe.out_dtype is not OutDtype.SAME:
+    if recipe is None or recipe.family is not HostTemplate.UNARY or recipe.out_dtype is not OutDtype.SAME:
         return None, (), ""
     rel = f"aten/src/ATen/native/mps/kernels/{recipe.kernel_file}"
     if not (checkout.root / rel).is_file():

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from metalport.checkout.layout import Checkout
 from metalport.errors import RecipeError
-from metalport.port.plan.functors import Family, FunctorRecipe, OutDtype
+from metalport.port.plan.functors import HostTemplate, FunctorRecipe, OutDtype
 from metalport.port.plan.params import params_type_name, scalar_params
 from metalport.port.tree.resolve import Resolution
 from metalport.port.translate.porter import Translation, translate_stub
@@ -43,7 +43,7 @@ def translated_recipe(checkout: Checkout, res: Resolution, stub: str) -> tuple[T
     if opinfo is None:
         return replace(found, source=None, declined=f"no OpInfo goes by {res.op}'s names to register and check "
                                                     "the translated functor's dtypes by"), None
-    family = Family.UNARY if found.arity == 1 else Family.BINARY
+    family = HostTemplate.UNARY if found.arity == 1 else HostTemplate.BINARY
     floating_only = not any(d.startswith(("int", "uint")) for d in found.dtypes)
     recipe = FunctorRecipe(name, family, OutDtype.BOOL if found.out_bool else OutDtype.SAME, opinfo, found.source,
                            floating_only=floating_only, covers=found.dtypes)
