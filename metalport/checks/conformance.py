@@ -49,7 +49,7 @@ from metalport.checks.judge.tolerances import largest_error, tolerance_for
 from metalport.checkout.layout import KERNELS_DIR as LAYOUT_KERNELS_DIR
 from metalport.errors import EmulateError, SpecError, UnknownOpError, UsageError
 from metalport.failure import Failure
-from metalport.port import LaunchSpec, load_spec, METAL_DTYPES, PortPlan
+from metalport.port import LaunchKind, LaunchSpec, load_spec, METAL_DTYPES, PortPlan
 from metalport.metal_types import METAL_TYPES
 
 KERNELS_DIR = Path(LAYOUT_KERNELS_DIR)
@@ -659,9 +659,12 @@ def check_port_conformance(root: Path, plan: PortPlan, *, held_out: bool,
     it, an elementwise port's functors through the modelled `exec_*_kernel` host. `held_out`: run
     the held-out cases too (the gate). CompileError and usage errors propagate."""
     root = Path(root)
-    if plan.launch_kind.by_spec:
-        return run_spec_conformance(root, load_spec(plan.launch or {}), include_held_out=held_out, backend=backend)
-    return run_conformance(root, plan.op, include_held_out=held_out, backend=backend)
+    match plan.launch_kind:
+        case LaunchKind.REDUCTION | LaunchKind.CUSTOM | LaunchKind.MULTI_TENSOR:
+            return run_spec_conformance(root, load_spec(plan.launch or {}), include_held_out=held_out,
+                                        backend=backend)
+        case LaunchKind.ELEMENTWISE | LaunchKind.PENDING:  # PENDING: the op's kernels, as the tree has them
+            return run_conformance(root, plan.op, include_held_out=held_out, backend=backend)
 
 
 def op_conformance(root: Path, op: str, **options: Any) -> ConformanceReport:

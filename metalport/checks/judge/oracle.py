@@ -364,10 +364,6 @@ def _parts(z: torch.Tensor) -> list[torch.Tensor]:
     return [z.real, z.imag] if z.is_complex() else [z]
 
 
-def _signbit(z: torch.Tensor) -> list[torch.Tensor]:
-    return [torch.signbit(p) for p in _parts(z)]
-
-
 _FLUSHING = (torch.float32, torch.bfloat16, torch.complex64)  # Metal flushes float32 subnormals
 
 
