@@ -257,7 +257,7 @@ class RunDriver:
             values.update(update or {})
             if node in ("plan", "edit", "rebase") and update.get("plan"):  # edit: a model-written spec's plan
                 write_json(self.directory / "plan.json", update["plan"])
-            if node in ("plan", "rebase") and update.get("family"):  # a family port: every member's plan
+            if node in ("plan", "rebase") and update.get("family"):  # every member's plan (a family of one included)
                 write_json(self.directory / "family.json", update["family"])
             self._write(values)
             wall0, cpu0 = self._started.pop(node, (time.monotonic(), _cpu_s()))

@@ -37,7 +37,7 @@ def plan_lines(repo_root: Path, run_id: str) -> list[str]:
     if text is None:
         return ["(no plan recorded)"]
     family = run_dir(repo_root, run_id) / "family.json"
-    if family.is_file():  # a family port: its reasons and every member's plan
+    if family.is_file():  # its reasons and every member's plan (one member: the plan alone)
         from metalport.graph.evidence import describe_run_plan
 
         return describe_run_plan({"plan": json.loads(text), "family": json.loads(family.read_text(encoding="utf-8"))})

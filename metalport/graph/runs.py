@@ -174,7 +174,7 @@ def _refuse_published(root: Path, op: str, base: str) -> None:
 
 
 def _family_ops(root: Path, run_id: str) -> tuple[str, ...]:
-    """The ops a family run ports (its family.json), () for a run of one op."""
+    """The ops a run ports (its family.json: one for a run of one op), () when it has none."""
     import json
 
     path = run_dir(root, run_id) / "family.json"
