@@ -669,17 +669,16 @@ def check_port_conformance(root: Path, plan: PortPlan, *, held_out: bool,
 
 def op_conformance(root: Path, op: str, **options: Any) -> ConformanceReport:
     """The conformance report of `op`'s kernels in the checkout at `root`, launched as its port
-    launches them: an op of the spec recipe table whose kernel file defines the spec's kernel by
-    its launch spec, any other through the elementwise host model. `options`: dtypes,
-    include_held_out, backend, seed."""
-    from metalport.port import spec_recipes
+    launches them (`launch_in_tree`, the planner's word): by its launch spec, or through the
+    elementwise host model. `options`: dtypes, include_held_out, backend, seed."""
+    from metalport.port import launch_in_tree
 
-    recipe = spec_recipes().get(op.removeprefix("aten::").split(".")[0])
-    kernel = Path(root) / recipe.spec.kernel_file if recipe is not None else None
-    if kernel is not None and kernel.is_file() and \
-            re.search(rf"\b{re.escape(recipe.spec.kernel_name)}\b", kernel.read_text(errors="replace")):
-        return run_spec_conformance(root, recipe.spec, **options)
-    return run_conformance(root, op, **options)
+    kind, spec = launch_in_tree(Path(root), op)
+    match kind:
+        case LaunchKind.REDUCTION | LaunchKind.CUSTOM | LaunchKind.MULTI_TENSOR:
+            return run_spec_conformance(root, spec, **options)
+        case LaunchKind.ELEMENTWISE | LaunchKind.PENDING:
+            return run_conformance(root, op, **options)
 
 
 __all__ = ["ConformanceReport", "ConformanceSession", "DtypeVerdict", "case_generator", "check_port_conformance",

@@ -248,6 +248,18 @@ def _existing_kernel_file(res: Resolution) -> str | None:
     return next((s.where.file for s in res.sources.shader_ops if s.name == res.op), None)
 
 
+def launch_in_tree(root: Path, op: str) -> tuple[LaunchKind, LaunchSpec | None]:
+    """How the tree at `root` launches `op`'s kernels, as its port launched them (the planner's
+    decision, for a tree already ported): its spec recipe's kind and spec when the tree's kernel file
+    defines that spec's kernel, else elementwise (the `exec_*_kernel` host) and None."""
+    recipe = spec_recipes().get(op.removeprefix("aten::").split(".")[0])
+    kernel = Path(root) / recipe.spec.kernel_file if recipe is not None else None
+    if kernel is not None and kernel.is_file() and \
+            re.search(rf"\b{re.escape(recipe.spec.kernel_name)}\b", kernel.read_text(errors="replace")):
+        return LaunchKind(recipe.spec.kind), recipe.spec
+    return LaunchKind.ELEMENTWISE, None
+
+
 def plan_port(checkout: Checkout, op: str, *, force: bool = False,
               verify_reuse: ReuseVerifier | None = None) -> PortPlan:
     """The plan for porting `op` in `checkout` to a native Metal kernel.
