@@ -56,7 +56,7 @@ def test_host_errors_reach_the_repair_request_and_the_evidence() -> None:
                                "functor": "x_functor", "functor_source": "struct x_functor {};", "dtypes": [], "registrations": [],
                                "host_file": "k.mm", "register_dispatch": None, "kernel_name": None, "legacy": None,
                                "legacy_include": None, "xfail_keys": [], "allowed_paths": ["k.mm"],
-                               "needs_llm": False, "migrate": True})
+                               "needs_llm": False, "migrate": True, "launch_kind": "elementwise"})
     request = _fix_request(state, port, rejected=False)
     assert request.failure_stage == "hostcheck"
     assert request.diagnostics[0]["kind"] == "host-compile-error" and request.diagnostics[0]["line"] == 12
