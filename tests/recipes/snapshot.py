@@ -100,29 +100,16 @@ def snapshot(out: Path) -> int:
     """Write every recipe's generated files under `out`; returns the number of ops written."""
     with tempfile.TemporaryDirectory(prefix="recipe-snapshot-") as tmp:
         checkout = init_workspace(Path(tmp) / "ws")
-        worktree = Path(tmp) / "port"
-        _git(checkout.root, "worktree", "add", "-q", "--detach", str(worktree))
+        ops = sorted(recipe_ops())
+        _write_ports(checkout.root, ops, out)
         specs = spec_recipes()
         registry = load_registry(checkout.root / NATIVE_FUNCTIONS)
-        for op in sorted(recipe_ops()):
-            target = out / op
-            target.mkdir(parents=True)
-            try:
-                changed = apply_port(plan_port(checkout, f"aten::{op}"), worktree)
-            except MetalportError as err:
-                (target / "ERROR").write_text(f"{type(err).__name__}: {err}\n", encoding="utf-8")
-                changed = ()
-            for rel in changed:
-                (target / rel).parent.mkdir(parents=True, exist_ok=True)
-                (target / rel).write_bytes((worktree / rel).read_bytes())
-            _git(worktree, "checkout", "-q", "--", ".")
-            _git(worktree, "clean", "-qfd")
-            if op in specs:
-                spec = specs[op].spec
-                for entry in registry.ops[op].entries if op in registry.ops else ():
-                    if entry.overload == spec.overload:
-                        (target / "write_host.mm").write_text(write_host(spec, entry.func), encoding="utf-8")
-        return len(recipe_ops())
+        for op in (o for o in ops if o in specs):
+            spec = specs[op].spec
+            for entry in registry.ops[op].entries if op in registry.ops else ():
+                if entry.overload == spec.overload:
+                    (out / op / "write_host.mm").write_text(write_host(spec, entry.func), encoding="utf-8")
+        return len(ops)
 
 
 if __name__ == "__main__":
