@@ -233,6 +233,23 @@ class ModuleFailure:
     cls: str = '"TestModule"'  # the test class argument as written
 
 
+# Lines as `ast` numbers them (a line ends at \r\n, \r or \n; a form feed does not end one), each kept
+# with its ending, as ast.get_source_segment splits a source.
+_LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def _segment(lines: list[str], node: ast.AST) -> str | None:
+    """ast.get_source_segment of `node` on a source already split into `lines` (`_LINES`)."""
+    end_line, end_col = getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
+    if end_line is None or end_col is None:
+        return None
+    first, col = node.lineno - 1, node.col_offset  # type: ignore[attr-defined]
+    if end_line - 1 == first:
+        return lines[first].encode()[col:end_col].decode()
+    return "".join([lines[first].encode()[col:].decode(), *lines[first + 1:end_line - 1],
+                    lines[end_line - 1].encode()[:end_col].decode()])
+
+
 def module_failures(text: str, *, path: str = MODULES_FILE) -> tuple[ModuleFailure, ...]:
     """Every MPS skip/expectedFailure decorator in a `ModuleInfo(...)`'s `decorators=`/`skips=` list."""
     try:
@@ -241,6 +258,7 @@ def module_failures(text: str, *, path: str = MODULES_FILE) -> tuple[ModuleFailu
         raise RecipeError(f"cannot parse: {err.msg}", location=f"{path}:{err.lineno}",
                           hint="fix the syntax error first") from err
     out = []
+    lines = _LINES.findall(text)  # split once: ast.get_source_segment splits the whole file per call
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "ModuleInfo" and node.args):
             continue
@@ -252,7 +270,7 @@ def module_failures(text: str, *, path: str = MODULES_FILE) -> tuple[ModuleFailu
                     out.append(ModuleFailure(ast.unparse(node.args[0]), test, _dtypes(e),  # type: ignore[arg-type]
                                              e.lineno, e.end_lineno or e.lineno, e.col_offset,
                                              e.end_col_offset or 0,
-                                             ast.get_source_segment(text, e.args[1]) or '"TestModule"'
+                                             _segment(lines, e.args[1]) or '"TestModule"'
                                              if len(e.args) > 1 else '"TestModule"'))
     return tuple(out)
 
