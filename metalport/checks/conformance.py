@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import difflib
 import hashlib
+import math
 import os
 import re
 import warnings
@@ -37,6 +38,7 @@ from metalport.checks.cases.spec import build_spec_cases, spec_opinfo
 from metalport.checks.host.elementwise import MissingKernel, UnmodelledCall, metal_type_name
 from metalport.checks.judge.outputs import (ANY_OCCURRENCE, TRUTH_NOTE, any_occurrence, judge_outputs, mask_unset,
                                             meta_refuses, refusal_problem, spec_truth, unset_filled)
+from metalport.checks.judge.neighbours import probe_calls, undefined_by_neighbours
 from metalport.checks.judge.oracle import AMBIGUOUS, conditioning, correctly_rounded, reach, truth_calls
 from metalport.checks.report import (KINDS, NO_HOST_MODEL, ConformanceReport, DtypeVerdict, Tally, first_few,
                                      judged_report)
@@ -278,20 +280,28 @@ def _truths(cases: Sequence[Case], staged: Sequence[Prepared | CaseResult]
             ) -> dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]]:
     """(truth, conditioning, reach) per floating case: the op in float64/complex128 on the upcast
     inputs, sum |x df/dx| from its perturbed evaluations (Note [the oracle]) and its values at the
-    neighbouring inputs (Note [a jump between neighbours])."""
+    neighbouring inputs (Note [a jump between neighbours]); NaN where a NaN operand's value changes
+    with the element before it (Note [a value its neighbours wrote] in `neighbours`)."""
     wanted = [k for k, item in enumerate(staged) if isinstance(item, Prepared)
               and (item.expected.is_floating_point() or item.expected.is_complex())]
     groups = [truth_calls(cases[k].call) for k in wanted]
-    outcomes = iter(references([c for g in groups for c in g]))
+    probes = [probe_calls(cases[k].call, staged[k].expected) for k in wanted]
+    outcomes = iter(references([c for g, p in zip(groups, probes) for c in (*g, *(p.calls if p else ()))]))
     out = {}
-    for k, group in zip(wanted, groups):
+    for k, group, probe in zip(wanted, groups, probes):
         results = [next(outcomes) for _ in group]
+        probed = [next(outcomes) for _ in (probe.calls if probe else ())]
         truth = results[0]
         if isinstance(truth, torch.Tensor) and truth.shape == staged[k].expected.shape:
             perturbed = [r if isinstance(r, torch.Tensor) else None for r in results[1:]]
             # no floating operand, nothing perturbed: the conditioning is not measured (no relative bound)
             eps = torch.finfo(staged[k].expected.dtype.to_real()).eps
-            out[k] = (truth, conditioning(truth, perturbed, eps) if perturbed else None, reach(truth, perturbed))
+            cond, reached = conditioning(truth, perturbed, eps) if perturbed else None, reach(truth, perturbed)
+            if probe is not None:
+                moved = undefined_by_neighbours(probe, staged[k].expected, truth, probed).reshape(truth.shape)
+                if bool(moved.any()):
+                    truth = truth.masked_fill(moved, complex(math.nan, math.nan) if truth.is_complex() else math.nan)
+            out[k] = (truth, cond, reached)
     return out
 
 

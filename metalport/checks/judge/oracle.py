@@ -84,8 +84,10 @@ value: a kernel overflowing an intermediate (cosh(89-11j) = inf+infj) fails.
 A NaN operand: a NaN output is IEEE 754's default result (6.2). A number is required there only
 where torch CPU and the float64 truth give the same one (fmax(NaN, 1) = 1, hypot(inf, NaN) = inf,
 xlogy(0, NaN) = NaN is the other way round); where they differ, neither defines it
-(chebyshev_polynomial_u(NaN, 2.5) gives -6.6e-36 on CPU in float32 and 5e-324 in float64, values of
-memory its loop never wrote) and the element is ambiguous (NAN_UNDEFINED). Where both give an
+(CPU in float32 gives a number its float64 twin does not) and the element is ambiguous (NAN_UNDEFINED).
+Where CPU's number is memory its loop never wrote (chebyshev_polynomial_u(NaN, 2.5) repeats the
+previous element's value, in float32 and float64 alike, so both can agree) the caller's truth is
+already NaN there (Note [a value its neighbours wrote] in `neighbours`). Where both give an
 infinity (hypot(inf, NaN) = inf), that is a recommendation of IEEE 754's clause 9, which a NaN (the
 default result) does not break: ambiguous too (NAN_RECOMMENDED). A finite number both give
 (fmax(NaN, 1) = 1, which PyTorch documents) is required.
