@@ -665,31 +665,36 @@ def _judge_spec_case(spec: LaunchSpec, kernels: KernelSet, case: Case, outcome: 
 def check_port_conformance(root: Path, plan: PortPlan, *, held_out: bool,
                            backend: str = "emulated") -> ConformanceReport:
     """The conformance report of `plan`'s kernels in the checkout at `root`, launched as the plan's
-    launch kind says (Note [one port model]): a launch spec's kernel as the spec's host launches
-    it, an elementwise port's functors through the modelled `exec_*_kernel` host. `held_out`: run
-    the held-out cases too (the gate). CompileError and usage errors propagate."""
-    root = Path(root)
-    match plan.launch_kind:
-        case LaunchKind.REDUCTION | LaunchKind.CUSTOM | LaunchKind.MULTI_TENSOR:
-            return run_spec_conformance(root, load_spec(plan.launch or {}), include_held_out=held_out,
-                                        backend=backend)
-        case LaunchKind.ELEMENTWISE | LaunchKind.PENDING:  # PENDING: the op's kernels, as the tree has them
-            return run_conformance(root, plan.op, include_held_out=held_out, backend=backend)
+    launch kind says (Note [one port model]). `held_out`: run the held-out cases too (the gate).
+    CompileError and usage errors propagate."""
+    spec = load_spec(plan.launch or {}) if plan.launch_kind.by_spec else None
+    return launched_conformance(Path(root), plan.op, plan.launch_kind, spec, include_held_out=held_out,
+                                backend=backend)
 
 
 def op_conformance(root: Path, op: str, **options: Any) -> ConformanceReport:
     """The conformance report of `op`'s kernels in the checkout at `root`, launched as its port
-    launches them (`launch_in_tree`, the planner's word): by its launch spec, or through the
-    elementwise host model. `options`: dtypes, include_held_out, backend, seed."""
+    launches them (`launch_in_tree`, the planner's word). `options`: dtypes, include_held_out,
+    backend, seed."""
     from metalport.port import launch_in_tree
 
     kind, spec = launch_in_tree(Path(root), op)
+    return launched_conformance(Path(root), op, kind, spec, **options)
+
+
+def launched_conformance(root: Path, op: str, kind: LaunchKind, spec: LaunchSpec | None,
+                         **options: Any) -> ConformanceReport:
+    """The one place conformance follows the launch kind the planner decided: a launch spec's kernel
+    as the spec's host launches it, an elementwise port's functors through the modelled
+    `exec_*_kernel` host (PENDING: the op's kernels as the tree has them)."""
     match kind:
         case LaunchKind.REDUCTION | LaunchKind.CUSTOM | LaunchKind.MULTI_TENSOR:
+            if spec is None:
+                raise SpecError(f"{op}: a {kind.value} launch without its launch spec", hint="plan the port again")
             return run_spec_conformance(root, spec, **options)
         case LaunchKind.ELEMENTWISE | LaunchKind.PENDING:
             return run_conformance(root, op, **options)
 
 
-__all__ = ["ConformanceReport", "ConformanceSession", "DtypeVerdict", "case_generator", "check_port_conformance",
+__all__ = ["ConformanceReport", "ConformanceSession", "DtypeVerdict", "case_generator", "check_port_conformance", "launched_conformance",
            "op_conformance", "registering_files", "resolve_op", "run_conformance", "run_spec_conformance"]

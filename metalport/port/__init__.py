@@ -24,7 +24,7 @@ from typing import Any
 _FACE: dict[str, str] = {
     # plan: the planner, the plan, families
     "plan_port": "metalport.port.plan.planner", "plan_resolved": "metalport.port.plan.planner",
-    "ReuseVerifier": "metalport.port.plan.planner", "launch_in_tree": "metalport.port.plan.planner",
+    "ReuseVerifier": "metalport.port.plan.model", "launch_in_tree": "metalport.port.plan.planner",
     "PortPlan": "metalport.port.plan.model", "RowChange": "metalport.port.plan.model",
     "NATIVE_FUNCTIONS": "metalport.port.plan.model", "COMMON_MPS": "metalport.port.plan.model",
     "NEEDS_LLM": "metalport.port.plan.model", "TRANSLATED": "metalport.port.plan.model",

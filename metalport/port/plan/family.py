@@ -19,7 +19,7 @@ from typing import Any
 from metalport.checkout.layout import Checkout
 from metalport.errors import PipelineError
 from metalport.port.plan.launch import LaunchKind
-from metalport.port.plan.model import PortPlan
+from metalport.port.plan.model import PortPlan, ReuseVerifier
 from metalport.port.tree.reuse import macro_of
 from metalport.port.tree.scratch import git as _git
 from metalport.port.tree.scratch import scratch as _scratch
@@ -135,7 +135,7 @@ def _shared_reasons(members: list[PortPlan]) -> list[str]:
 
 
 def plan_family(checkout: Checkout, ops: tuple[str, ...], *, force: bool = False,
-                reasons: tuple[str, ...] = (), verify_reuse: Any = None) -> FamilyPlan:
+                reasons: tuple[str, ...] = (), verify_reuse: ReuseVerifier | None = None) -> FamilyPlan:
     """Plan every op of the family in order (Note [family plans]); `verify_reuse` as `plan_port`'s.
     Every port is a family: a family of one is its op's plan, made on the checkout itself.
 

@@ -7,9 +7,13 @@ A plan is decided before any edit (`plan_port`) and carried in the graph state a
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from metalport.port.plan.launch import ElementwiseLaunch, LaunchKind
+
+if TYPE_CHECKING:
+    from metalport.checkout.layout import Checkout
 
 NEEDS_LLM = "needs an LLM (--model openai:...)"  # the functor step of a plan waiting for a model
 TRANSLATED = "translate"  # the functor step of a plan whose functor the translate porter wrote
@@ -232,3 +236,8 @@ class PortPlan:
             raise ValueError("PortPlan without a launch_kind (a plan from before launch kinds were typed: plan it again)")
         values["launch_kind"] = LaunchKind(values["launch_kind"])
         return cls(**values)
+
+
+# (checkout, plan) -> (passed, one line): the behavioural check of a plan reusing another op's kernel
+# (the planner runs no kernel; `checks.reuse_check.verify_reuse` is the one its callers pass)
+ReuseVerifier = Callable[["Checkout", PortPlan], tuple[bool, str]]

@@ -30,7 +30,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from dataclasses import dataclass, fields, replace
-from collections.abc import Callable
 from typing import Any
 
 from metalport.port.write.apply import apply_port
@@ -46,7 +45,7 @@ from metalport.port.tree.obsolete import (grad_xfails, left_out_dtypes, legacy_r
                                           obsolete_xfails, opinfo_dtypes, opinfo_names, removed_legacy)
 from metalport.port.write.host import StubDeclaration, find_stub_declaration
 from metalport.port.tree.reuse import ExistingKernel, missing_legacy, reuse_lines
-from metalport.port.plan.model import COMMON_MPS, NATIVE_FUNCTIONS, NEEDS_LLM, TRANSLATED, PortPlan, RowChange
+from metalport.port.plan.model import COMMON_MPS, NATIVE_FUNCTIONS, NEEDS_LLM, TRANSLATED, PortPlan, ReuseVerifier, RowChange
 from metalport.port.tree.resolve import Resolution, resolve_op
 from metalport.port.plan.rows import plan_rows, routed_entry, spec_entry, spec_rows
 from metalport.port.spec.model import LaunchSpec
@@ -73,10 +72,6 @@ _BY_FAMILY = {
     Family.BINARY: ("binary", "BinaryKernel.metal", "BinaryKernel.mm", "REGISTER_BINARY_OP"),
     Family.TERNARY: ("ternary", "TernaryKernel.metal", "TernaryKernel.mm", "REGISTER_TERNARY_OP"),
 }
-
-# (checkout, plan) -> (passed, one line): the behavioural check of a plan reusing another op's kernel
-ReuseVerifier = Callable[[Checkout, PortPlan], tuple[bool, str]]
-
 
 def _stub_declaration(checkout: Checkout, stub: str) -> StubDeclaration:
     """The stub's declaring header and parameters: the tree's headers first, then the wheel's."""
