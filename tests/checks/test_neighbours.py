@@ -95,3 +95,11 @@ def test_a_defined_number_for_a_nan_operand_stays_required() -> None:
     judged = judge_outputs((propagated,), (expected,), (tolerance_for("fmax", torch.float32),), "k",
                            truths=(truth,), conds=(cond,), operands=(x, ones))
     assert judged.problem is not None
+
+
+def test_a_call_whose_operands_are_not_laid_element_by_element_is_not_probed() -> None:
+    x = torch.tensor([[NAN, 1.0], [2.0, 3.0], [4.0, 5.0], [6.0, 7.0]] * 2)
+    glu = _call(torch.ops.aten.glu.default, x, 0)  # output over halves: [4, 2] from [8, 2]
+    assert probe_calls(glu, glu.run()) is None
+    total = _call(torch.ops.aten.sum.default, x)
+    assert probe_calls(total, total.run()) is None

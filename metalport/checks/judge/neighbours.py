@@ -61,10 +61,9 @@ def probe_calls(call: Call, expected: torch.Tensor) -> Probe | None:
         return None  # a tensor argument that is not an operand (a weight, an out=): not elementwise
     shape = expected.shape
     tensors = [v for v in values if isinstance(v, torch.Tensor)]
-    if not tensors or any(torch.broadcast_shapes(v.shape, shape) != shape for v in tensors):
-        return None
-    if torch.broadcast_shapes(*(v.shape for v in tensors)) != shape:
-        return None
+    if not tensors or not all(_broadcasts(v.shape, shape) for v in tensors) \
+            or not _broadcasts(torch.broadcast_shapes(*(v.shape for v in tensors)), shape, exactly=True):
+        return None  # an operand the output does not lay element by element (glu's halves, a reduction)
     flat = [v.broadcast_to(shape).reshape(-1) if v.dim() else v for v in values if isinstance(v, torch.Tensor)]
     floating = [f for f in flat if f.dim() and (f.is_floating_point() or f.is_complex())]
     if not floating:
@@ -86,6 +85,16 @@ def probe_calls(call: Call, expected: torch.Tensor) -> Probe | None:
         calls.append(call.with_operands(laid))
         calls.append(call.with_operands([upcast(v) for v in laid]))
     return Probe(suspects, tuple(calls))
+
+
+def _broadcasts(have: torch.Size, shape: torch.Size, *, exactly: bool = False) -> bool:
+    """`have` broadcasts to `shape` (and, `exactly`, is it)."""
+    if exactly:
+        return tuple(have) == tuple(shape)
+    try:
+        return torch.broadcast_shapes(have, shape) == shape
+    except RuntimeError:
+        return False
 
 
 def _two_distinct(out: torch.Tensor, candidates: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
