@@ -117,7 +117,7 @@ def run_case(argv: list[str], *, canonical: Path, copy: Path, faults: list[tuple
 
     A `denied` fault runs the command as `nobody` on `copy` itself (no namespace, so `canonical`
     is `copy` then). `keystrokes` are typed on a terminal once the approval prompt shows; `prelude`
-    is shell run in the namespace before the command (it may set HOLDER, a pid killed afterwards).
+    is shell run in the namespace before the command (it may set HOLDER, a pid killed afterwards with its children).
     """
     q = shlex.quote
     if any(kind == "denied" for kind, _, _ in faults):
@@ -133,7 +133,7 @@ def run_case(argv: list[str], *, canonical: Path, copy: Path, faults: list[tuple
                         f"rm -f {q(str(out))}/.fill")
     # `trap : INT`: a Ctrl-C reaches metalport (a handler, unlike an ignore, is not inherited), not this shell.
     script = "\n".join(["trap : INT", _mount_script(canonical, copy, faults, scratch), prelude,
-                        " ".join(q(a) for a in argv), "rc=$?", *post, '[ -n "$HOLDER" ] && kill "$HOLDER"', "exit $rc"])
+                        " ".join(q(a) for a in argv), "rc=$?", *post, '[ -n "$HOLDER" ] && { pkill -P "$HOLDER"; kill "$HOLDER"; }', "exit $rc"])
     outcome = _spawn(["unshare", "-Urm", "sh", "-c", script], env=env, cwd=cwd, keystrokes=keystrokes,
                      timeout_s=timeout_s)
     outcome.snapshots = snapshots

@@ -201,7 +201,7 @@ CASES: list[Case] = [
     Case("sweep lock not writable", SWEEP, 2, r"sweep.lock: cannot write the sweep lock: permission denied",
          faults=(F("denied", MDIR),)),
     Case("a second sweep while one holds the lock", SWEEP, 3, r"another sweep is running on this repository",
-         prelude="mkdir -p {repo}/.git/metalport; flock {repo}/.git/metalport/sweep.lock sleep 60 & HOLDER=$!; "
+         prelude="mkdir -p {repo}/.git/metalport; flock {repo}/.git/metalport/sweep.lock sleep 60 </dev/null >/dev/null 2>&1 & HOLDER=$!; "
                  "sleep 0.5"),
     Case("dashboard on a read-only filesystem", (*SWEEP, "--dashboard", "{tmp}/board/dash.md"), 2,
          r"board/dash.md: cannot write the sweep dashboard: read-only filesystem; remount it read-write, or pass "
