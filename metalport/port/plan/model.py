@@ -62,9 +62,90 @@ class RowChange:
         return cls(str(data["entry"]), int(data["line"]), str(data["before"]), str(data["after"]))
 
 
-@dataclass(frozen=True)
-class PortPlan:
-    """Every mechanical step of porting one op to a native Metal kernel.
+@dataclass(frozen=True, kw_only=True)
+class LaunchPart:
+    """What the op's launch kind decides of its plan (Note [one planner] in port/plan/planner.py): the
+    functor, kernel and host side of a pointwise port (from the recipe table, translated, or sketched
+    for a model), a launch spec, or iterator bodies. `PortPlan` is a `LaunchPart` plus what every port
+    adds; the planner's parts are `LaunchPart`s, and each field is the plan's of the same name."""
+
+    rows: tuple[RowChange, ...] = ()
+    kernel_file: str | None = None
+    functor: str | None = None
+    functor_source: str | None = None
+    dtypes: tuple[str, ...] = ()
+    registrations: tuple[str, ...] = ()
+    host_file: str | None = None
+    register_dispatch: str | None = None
+    kernel_name: str | None = None  # the shader kernel; a pointwise part's None is the op's own
+    xfail_keys: tuple[str, ...] | None = None  # None: the keys of the entries removed or narrowed
+    # how its kernel is launched, decided by the planner (Note [one port model]): a functor's part is
+    # elementwise; the spec and kernel parts say theirs
+    launch_kind: LaunchKind = LaunchKind.ELEMENTWISE
+    functor_step: str = "table"  # "table", "reuse", TRANSLATED or NEEDS_LLM
+    macro: str | None = None  # REGISTER_*_OP macro of the registrations
+    stub: str | None = None  # "heaviside_stub"
+    stub_header: str | None = None  # "ATen/native/BinaryOps.h"
+    stub_params: str | None = None  # "TensorIteratorBase& iter"
+    host_family: str | None = None  # "unary" | "binary" | "alpha" | "ternary" (host template)
+    xfail_entries: tuple[tuple[str, str, int], ...] = ()  # (list name, key, line) in the base
+    # Entries whose dtype list the port only partly covers: (list, key, line, dtypes kept), e.g.
+    # ("UNIMPLEMENTED_XFAILLIST", "hypot", 12, ("complex64",)); the list is narrowed to those.
+    xfail_narrowed: tuple[tuple[str, str, int, tuple[str, ...]], ...] = ()
+    # MPS skip/expectedFailure decorators of the op's OpInfos the port makes obsolete:
+    # (file, OpInfo name, first line, last line) in the base (metalport/port/write/decorators.py).
+    decorator_entries: tuple[tuple[str, str, int, int], ...] = ()
+    # Decorators the port makes pass for some dtypes only, narrowed to the others:
+    # (file, OpInfo name, first line, last line, torch dtype names kept) in the base.
+    decorator_narrowed: tuple[tuple[str, str, int, int, tuple[str, ...]], ...] = ()
+    # Entries the port adds: (list, key, torch dtype names, reason), e.g. the forward-only port of
+    # _ctc_loss adds ("XFAILLIST_GRAD", "nn.functional.ctc_loss", ("float32",), "...backward...").
+    xfail_added: tuple[tuple[str, str, tuple[str, ...], str], ...] = ()
+    # An existing native registration of `stub` the port keeps ("file:line").
+    stub_registered_at: str | None = None
+    # How the port is made (`port.tree.kinds.Kind` value) and why, in one line: "reduction-stub",
+    # "prod_out reaches prod_stub through a reduction TensorIterator".
+    kind: str = "pointwise-stub"
+    kind_reason: str | None = None
+    # A spec-recipe port carries its launch spec (`LaunchSpec.to_dict()`), the `func:` schema of
+    # the entry it serves, and its kernel source in `functor_source`; its rows insert lines
+    # (Note [spec rows] in port/plan/rows.py).
+    spec: dict[str, Any] | None = None
+    schema: str | None = None
+    # Note [reuse before writing] (port/tree/reuse.py): what the port reuses from the tree and what it
+    # adds, one line each.
+    reuse: tuple[str, ...] = ()
+    placement: tuple[str, ...] = ()  # where the kernel and host files come from, one line each
+    # Note [reuse an existing kernel] (port/tree/reuse.py): the tree's kernel the host stub launches
+    # (`kernel_name`, in `kernel_file`) instead of a new functor; the kernel file is not edited.
+    reused_kernel: str | None = None
+    # Note [extend shared code at home] (port/write/shared.py): "extend" when the port adds the shared
+    # launcher/kernel variant it needs to its home files, "reuse" when the tree has it, None when
+    # the port keeps a file-local copy (the plan's reuse lines say why).
+    shared_launcher: str | None = None
+    # Note [params route] (port/plan/params.py): the stub's scalars carried into the kernel as one struct,
+    # (name, stub C++ type, opmath, default) each; `params_type` the name the host passes and the
+    # host names end in ("SoftplusParams", "NanToNumParams_float"), `params_struct` its C++ type
+    # ("NanToNumParams<float>"), `params_header` the file defining it, `params_source` the struct the
+    # port adds there (None: the tree defines it already).
+    params: tuple[tuple[str, str, bool, str], ...] = ()
+    params_type: str | None = None
+    params_struct: str | None = None
+    params_header: str | None = None
+    params_source: str | None = None
+    # Note [translate porter] (port/translate/porter.py): the CPU kernel's scalar lambda a translated
+    # functor comes from ("file:line", the lambda as written), or why the porter declined the op.
+    cpu_lambda: tuple[str, str] | None = None
+    translate_declined: str | None = None
+    # Note [iterator bodies] (port/plan/bodies.py): (host file, out function, new body) of each MPS row kept
+    # whose MPSGraph body the port rewrites as a TensorIterator launch.
+    bodies: tuple[tuple[str, str, str], ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class PortPlan(LaunchPart):
+    """Every mechanical step of porting one op to a native Metal kernel: its launch part (what the
+    op's launch kind decided) and what every port adds.
 
     `status`/`family` are the backlog's values ("mps-graph", "binary-pointwise", ...).
     `legacy` is the (file, function) of the MPS implementation to remove, `legacy_others` any
@@ -79,95 +160,29 @@ class PortPlan:
     op: str
     status: str
     family: str
-    rows: tuple[RowChange, ...]
-    kernel_file: str | None
-    functor: str | None
-    functor_source: str | None
-    dtypes: tuple[str, ...]
-    registrations: tuple[str, ...]
-    host_file: str | None
-    register_dispatch: str | None
-    kernel_name: str | None
     legacy: tuple[str, str] | None
     legacy_include: str | None
-    xfail_keys: tuple[str, ...]
     allowed_paths: tuple[str, ...]
     needs_llm: bool
     migrate: bool
-    launch_kind: LaunchKind  # how its kernel is launched, decided by the planner (Note [one port model])
-    functor_step: str = "table"  # "table", "reuse", TRANSLATED or NEEDS_LLM
-    macro: str | None = None  # REGISTER_*_OP macro of the registrations
-    stub: str | None = None  # "heaviside_stub"
-    stub_header: str | None = None  # "ATen/native/BinaryOps.h"
-    stub_params: str | None = None  # "TensorIteratorBase& iter"
-    host_family: str | None = None  # "unary" | "binary" | "alpha" | "ternary" (host template)
+    xfail_keys: tuple[str, ...]  # the xfail keys the port removes or narrows (the part's None resolved)
+    launch_kind: LaunchKind  # stated by every plan (a plan without one is refused)
     legacy_others: tuple[tuple[str, str], ...] = ()
-    xfail_entries: tuple[tuple[str, str, int], ...] = ()  # (list name, key, line) in the base
-    # Entries whose dtype list the port only partly covers: (list, key, line, dtypes kept), e.g.
-    # ("UNIMPLEMENTED_XFAILLIST", "hypot", 12, ("complex64",)); the list is narrowed to those.
-    xfail_narrowed: tuple[tuple[str, str, int, tuple[str, ...]], ...] = ()
-    # MPS skip/expectedFailure decorators of the op's OpInfos the port makes obsolete:
-    # (file, OpInfo name, first line, last line) in the base (metalport/port/write/decorators.py).
-    decorator_entries: tuple[tuple[str, str, int, int], ...] = ()
-    # Decorators the port makes pass for some dtypes only, narrowed to the others:
-    # (file, OpInfo name, first line, last line, torch dtype names kept) in the base.
-    decorator_narrowed: tuple[tuple[str, str, int, int, tuple[str, ...]], ...] = ()
-    # Entries the port adds: (list, key, torch dtype names, reason), e.g. the forward-only port of
-    # _ctc_loss adds ("XFAILLIST_GRAD", "nn.functional.ctc_loss", ("float32",), "...backward...").
-    xfail_added: tuple[tuple[str, str, tuple[str, ...], str], ...] = ()
     # Stub routing (checkout.routing): every stub the op's CPU kernel calls, each of which must be
     # registered for MPS exactly once after the port; `stub` is the first of them. `stub_route` is
     # the route in one line, `stub_args` the arguments the kernel passes the stub (`("-alpha",)`).
     stubs: tuple[str, ...] = ()
     stub_route: str | None = None
     stub_args: tuple[str, ...] = ()
-    # An existing native registration of `stub` the port keeps ("file:line"), and the MPSGraph
-    # registrations of the route's stubs it removes: (file, line, text of the line).
-    stub_registered_at: str | None = None
+    # The MPSGraph registrations of the route's stubs the port removes: (file, line, text of the line).
     legacy_registrations: tuple[tuple[str, int, str], ...] = ()
-    # How the port is made (`port.tree.kinds.Kind` value) and why, in one line: "reduction-stub",
-    # "prod_out reaches prod_stub through a reduction TensorIterator".
-    kind: str = "pointwise-stub"
-    kind_reason: str | None = None
-    # A spec-recipe port carries its launch spec (`LaunchSpec.to_dict()`), the `func:` schema of
-    # the entry it serves, and its kernel source in `functor_source`; its rows insert lines
-    # (Note [spec rows] in port/plan/rows.py).
-    spec: dict[str, Any] | None = None
-    schema: str | None = None
-    # Note [reuse before writing] (port/tree/reuse.py): what the port reuses from the tree and what it
-    # adds, one line each; what the tree lacks ("legacy `x_out_mps` not found ...: remove it by
-    # hand"); and (file, macro) of legacy macros whose last invocation the port removes.
-    reuse: tuple[str, ...] = ()
+    # Note [reuse before writing]: what the tree lacks ("legacy `x_out_mps` not found ...: remove it by
+    # hand"), and (file, macro) of legacy macros whose last invocation the port removes.
     missing: tuple[str, ...] = ()
     legacy_macros: tuple[tuple[str, str], ...] = ()
-    placement: tuple[str, ...] = ()  # where the kernel and host files come from, one line each
-    # Note [reuse an existing kernel] (port/tree/reuse.py): the tree's kernel the host stub launches
-    # (`kernel_name`, in `kernel_file`) instead of a new functor; the kernel file is not edited.
-    reused_kernel: str | None = None
-    # Note [extend shared code at home] (port/write/shared.py): "extend" when the port adds the shared
-    # launcher/kernel variant it needs to its home files, "reuse" when the tree has it, None when
-    # the port keeps a file-local copy (the plan's reuse lines say why).
-    shared_launcher: str | None = None
-    # Note [params route] (port/plan/params.py): the stub's scalars carried into the kernel as one struct,
-    # (name, stub C++ type, opmath, default) each; `params_type` the name the host passes and the
-    # host names end in ("SoftplusParams", "NanToNumParams_float"), `params_struct` its C++ type
-    # ("NanToNumParams<float>"), `params_header` the file defining it, `params_source` the struct the
-    # port adds there (None: the tree defines it already).
     # Which registry rows move and why, one line each (Note [why rows collapse], Note [kept rows]).
     rows_why: tuple[str, ...] = ()
     kept_rows: tuple[tuple[str, str], ...] = ()  # (entry, MPS kernel) rows kept (Note [kept rows], port/tree/resolve.py)
-    params: tuple[tuple[str, str, bool, str], ...] = ()
-    params_type: str | None = None
-    params_struct: str | None = None
-    params_header: str | None = None
-    params_source: str | None = None
-    # Note [translate porter] (port/translate/porter.py): the CPU kernel's scalar lambda a translated
-    # functor comes from ("file:line", the lambda as written), or why the porter declined the op.
-    cpu_lambda: tuple[str, str] | None = None
-    translate_declined: str | None = None
-    # Note [iterator bodies] (port/plan/bodies.py): (host file, out function, new body) of each MPS row kept
-    # whose MPSGraph body the port rewrites as a TensorIterator launch.
-    bodies: tuple[tuple[str, str, str], ...] = ()
     # Note [module tolerances] (port/write/decorators.py): (file, module, test, torch dtype names) of each MPS
     # failure decorator of a ModuleInfo whose module calls the op, which the port may replace by a
     # toleranceOverride for that test and dtypes (the file is then on the allow-list).

@@ -249,7 +249,7 @@ def registration(macro: str, op: str, dtype: str, type_name: str) -> str:
 
 
 # The planning side: `with_params` and `placed_params` take and return the planner's launch part
-# (port.port._LaunchPart), replacing its params fields.
+# (port.plan.model.LaunchPart), replacing its params fields.
 
 
 def with_params(res: Resolution, parts: Any, stub_params: str) -> Any:

@@ -6,7 +6,7 @@ every row of the op that names an MPS-only kernel, or lacks MPS, moves onto the 
 share, unless a launch spec gives the op a host function of its own (Note [spec rows]).
 
 Note [one planner]: every plan is made one way (`_plan`). The op's launch kind decides its part
-(`_LaunchPart`): `_spec_part` for a launch spec (the spec recipe table's, or a model's),
+(`LaunchPart`): `_spec_part` for a launch spec (the spec recipe table's, or a model's),
 `_pointwise_part` for an elementwise launch (the functor table's, a model's functor, or a kernel the
 tree has), `_kernel_part` for an own-kernel port whose kernel and launch a model has yet to write.
 What every port adds on top is shared: the legacy code and MPSGraph registrations it removes, its
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 from typing import Any
 
 from metalport.port.write.apply import apply_port
@@ -45,7 +45,8 @@ from metalport.port.tree.obsolete import (grad_xfails, left_out_dtypes, legacy_r
                                           obsolete_xfails, opinfo_dtypes, opinfo_names, removed_legacy)
 from metalport.port.write.host import StubDeclaration, find_stub_declaration
 from metalport.port.tree.reuse import ExistingKernel, missing_legacy, reuse_lines
-from metalport.port.plan.model import COMMON_MPS, NATIVE_FUNCTIONS, NEEDS_LLM, TRANSLATED, PortPlan, ReuseVerifier, RowChange
+from metalport.port.plan.model import (COMMON_MPS, NATIVE_FUNCTIONS, NEEDS_LLM, TRANSLATED, LaunchPart, PortPlan,
+                                       ReuseVerifier, RowChange)
 from metalport.port.tree.resolve import Resolution, resolve_op
 from metalport.port.plan.rows import plan_rows, routed_entry, spec_entry, spec_rows
 from metalport.port.spec.model import LaunchSpec
@@ -131,68 +132,21 @@ def _test_list_names(names: list[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-@dataclass(frozen=True)
-class _LaunchPart:
-    """What the op's launch kind decides of its plan (Note [one planner]): each field is the
-    `PortPlan` field of the same name; `_plan` adds the fields every port shares. A pointwise part
-    starts as the functor, kernel and host side (from the table, or sketched for a model)."""
-
-    functor_step: str
-    kernel_file: str | None = None
-    functor: str | None = None
-    functor_source: str | None = None
-    dtypes: tuple[str, ...] = ()
-    registrations: tuple[str, ...] = ()
-    host_file: str | None = None
-    macro: str | None = None
-    stub: str | None = None
-    stub_header: str | None = None
-    stub_params: str | None = None
-    host_family: str | None = None
-    kernel_name: str | None = None  # the shader kernel; a pointwise part's None is the op's own
-    rows: tuple[RowChange, ...] = ()
-    register_dispatch: str | None = None
-    stub_registered_at: str | None = None
-    kind: str = Kind.POINTWISE_STUB.value
-    kind_reason: str | None = None
-    spec: dict[str, Any] | None = None
-    schema: str | None = None
-    xfail_entries: tuple[tuple[str, str, int], ...] = ()
-    xfail_narrowed: tuple[tuple[str, str, int, tuple[str, ...]], ...] = ()
-    xfail_added: tuple[tuple[str, str, tuple[str, ...], str], ...] = ()
-    xfail_keys: tuple[str, ...] | None = None  # None: the keys of the entries removed or narrowed
-    decorator_entries: tuple[tuple[str, str, int, int], ...] = ()
-    decorator_narrowed: tuple[tuple[str, str, int, int, tuple[str, ...]], ...] = ()
-    reuse: tuple[str, ...] = ()
-    placement: tuple[str, ...] = ()
-    reused_kernel: str | None = None
-    shared_launcher: str | None = None
-    params: tuple[tuple[str, str, bool, str], ...] = ()
-    params_type: str | None = None
-    params_struct: str | None = None
-    params_header: str | None = None
-    params_source: str | None = None
-    cpu_lambda: tuple[str, str] | None = None
-    translate_declined: str | None = None
-    bodies: tuple[tuple[str, str, str], ...] = ()
-    # how its kernel is launched: a functor's part is elementwise; the spec and kernel parts say theirs
-    launch_kind: LaunchKind = LaunchKind.ELEMENTWISE
-
-
-def _table_parts(checkout: Checkout, recipe: FunctorRecipe, stub: str) -> _LaunchPart:
+def _table_parts(checkout: Checkout, recipe: FunctorRecipe, stub: str) -> LaunchPart:
     """The recipe table's functor, its registrations for the OpInfo's dtypes, and its family's files."""
     decl = _stub_declaration(checkout, stub)
     dtypes = dtypes_for(recipe)
-    return _LaunchPart("table", f"{KERNELS_DIR}/{recipe.kernel_file}", recipe.functor, recipe.source, dtypes,
-                       recipe.registrations(dtypes), f"{OPERATIONS_DIR}/{recipe.host_file}", recipe.macro, stub,
-                       decl.header, decl.params, recipe.family.value)
+    return LaunchPart(functor_step="table", kernel_file=f"{KERNELS_DIR}/{recipe.kernel_file}", functor=recipe.functor,
+                      functor_source=recipe.source, dtypes=dtypes, registrations=recipe.registrations(dtypes),
+                      host_file=f"{OPERATIONS_DIR}/{recipe.host_file}", macro=recipe.macro, stub=stub,
+                      stub_header=decl.header, stub_params=decl.params, host_family=recipe.family.value)
 
 
-def _llm_parts(checkout: Checkout, res: Resolution) -> _LaunchPart:
+def _llm_parts(checkout: Checkout, res: Resolution) -> LaunchPart:
     halves = halves_reason(res) if res.stub else None
     shape = _BY_FAMILY.get(Family.BINARY if halves else res.family)
     if shape is None:
-        return _LaunchPart(NEEDS_LLM, stub=res.stub)
+        return LaunchPart(functor_step=NEEDS_LLM, stub=res.stub)
     host_family, kernel, host, macro = shape
     # A pointwise functor returns one value: an op whose kernel writes two tensors (frexp's mantissa and
     # exponent) cannot be met by any functor a model writes, so it is refused here, before a model call.
@@ -210,9 +164,10 @@ def _llm_parts(checkout: Checkout, res: Resolution) -> _LaunchPart:
     dtypes = metal_types_for(cpu, complex=keep_complex or sibling is not None) if cpu is not None \
         else FLOATING
     why = tuple(w for w in (halves, sibling if sibling and COMPLEX_TYPES[0] in dtypes else None) if w)
-    parts = _LaunchPart(NEEDS_LLM, f"{KERNELS_DIR}/{kernel}", f"{res.op}_functor", None, dtypes,
-                        tuple(f"{macro}({res.op}, {t}, {t});" for t in dtypes), f"{OPERATIONS_DIR}/{host}", macro,
-                        res.stub, host_family=host_family, placement=why)
+    parts = LaunchPart(functor_step=NEEDS_LLM, kernel_file=f"{KERNELS_DIR}/{kernel}", functor=f"{res.op}_functor",
+                       dtypes=dtypes, registrations=tuple(f"{macro}({res.op}, {t}, {t});" for t in dtypes),
+                       host_file=f"{OPERATIONS_DIR}/{host}", macro=macro, stub=res.stub, host_family=host_family,
+                       placement=why)
     if res.stub:
         try:
             decl = _stub_declaration(checkout, res.stub)
@@ -328,7 +283,7 @@ def plan_resolved(checkout: Checkout, res: Resolution, *, spec_recipe: SpecRecip
                                                       f"({plan.kernel_file}): {line}"))
 
 
-def _plan(checkout: Checkout, res: Resolution, part: _LaunchPart) -> PortPlan:
+def _plan(checkout: Checkout, res: Resolution, part: LaunchPart) -> PortPlan:
     """The plan of `res` with its launch kind's `part` (Note [one planner]), and what every port
     adds: the legacy MPS code it removes with the helpers and macros only that code used (Note
     [legacy helpers] in port/tree/obsolete.py), the MPSGraph registrations it replaces, its xfail keys,
@@ -393,7 +348,7 @@ def _module_tolerance_values(tolerances: tuple[tuple[str, str, str, tuple[str, .
     return tuple(out)
 
 
-def _rows_why(res: Resolution, part: _LaunchPart) -> tuple[str, ...]:
+def _rows_why(res: Resolution, part: LaunchPart) -> tuple[str, ...]:
     """One line per entry whose rows the port changes (what they join and why) or keeps (Note
     [kept rows] in port/tree/resolve.py)."""
     out = []
@@ -412,7 +367,7 @@ def _names_mps(line: str) -> bool:
 
 
 def _pointwise_part(checkout: Checkout, res: Resolution, kind: Classification | None, *,
-                    reuse_kernels: bool) -> _LaunchPart:
+                    reuse_kernels: bool) -> LaunchPart:
     """The part of a pointwise-stub port (an elementwise launch): rows collapsed onto the shared
     kernel, the functor (the table's, a model's, or an existing kernel launched instead), the host
     stub and its registration, and the xfails and decorators its dtypes make obsolete."""
@@ -468,7 +423,7 @@ def _pointwise_part(checkout: Checkout, res: Resolution, kind: Classification | 
     )
 
 
-def _spec_part(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> _LaunchPart:
+def _spec_part(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> LaunchPart:
     """The part of a launch-spec port: rows routing the entry the spec serves (Note [spec rows]),
     the recipe's kernel source for the spec's kernel file, the host function's file, and the xfails
     and decorators its dtypes make obsolete or narrow. SpecError when the spec does not fit the op's
@@ -486,9 +441,9 @@ def _spec_part(checkout: Checkout, res: Resolution, recipe: SpecRecipe) -> _Laun
     left = left_out_dtypes(metal, names)
     xfail_entries, xfail_narrowed = obsolete_xfails(res, metal, names=names, narrow_to=left)
     decorators, narrowed_decorators = obsolete_decorators(checkout, res.op, names, metal, narrow_to=left)
-    return _LaunchPart(
-        "table", spec.kernel_file, None, recipe.kernel_source, metal, spec.host_names, spec.host_file,
-        kernel_name=spec.kernel_name, rows=rows, kind=spec.kind, kind_reason=_kind_reason(res, spec),
+    return LaunchPart(
+        functor_step="table", kernel_file=spec.kernel_file, functor_source=recipe.kernel_source, dtypes=metal,
+        registrations=spec.host_names, host_file=spec.host_file, kernel_name=spec.kernel_name, rows=rows, kind=spec.kind, kind_reason=_kind_reason(res, spec),
         launch_kind=LaunchKind(spec.kind), spec=spec.to_dict(), schema=entry.func, xfail_entries=xfail_entries, xfail_narrowed=xfail_narrowed,
         xfail_added=grad_xfails(res, spec.opinfo, spec.grad_xfail, metal), decorator_entries=decorators,
         decorator_narrowed=narrowed_decorators,
@@ -506,7 +461,7 @@ def _kind_reason(res: Resolution, spec: LaunchSpec) -> str | None:
             f"(the registry alone says {res.kind.kind.value}: {res.kind.reason})")
 
 
-def _bodies_part(checkout: Checkout, res: Resolution, kind: Classification | None, body: IteratorBody) -> _LaunchPart:
+def _bodies_part(checkout: Checkout, res: Resolution, kind: Classification | None, body: IteratorBody) -> LaunchPart:
     """The part of an iterator-bodies port (Note [iterator bodies], port/plan/bodies.py): rows kept, the
     out function's MPSGraph body rewritten in place, and a functor for a model in the kernel file the
     host file's library is built from, registered for the dtypes the op's OpInfo runs in float."""
@@ -527,15 +482,15 @@ def _bodies_part(checkout: Checkout, res: Resolution, kind: Classification | Non
     reason = kind.reason.split(":")[0] if kind is not None else f"aten::{res.op}"
     reason = (f"{reason}; its stub's iterator only sees the halves as strided views, so the port rewrites the MPS "
               f"row's body" if dense else f"{reason}, and no stub both share: the port rewrites the MPS row's body")
-    return _LaunchPart(
-        NEEDS_LLM, body.kernel_file, f"{res.op}_functor", None, dtypes,
-        registrations, body.file, macro, host_family=body.host_family,
+    return LaunchPart(
+        functor_step=NEEDS_LLM, kernel_file=body.kernel_file, functor=f"{res.op}_functor", dtypes=dtypes,
+        registrations=registrations, host_file=body.file, macro=macro, host_family=body.host_family,
         kernel_name=res.op, kind=ITERATOR_BODIES, kind_reason=reason,
         placement=(body.why(),), xfail_entries=xfail_entries, xfail_narrowed=xfail_narrowed,
         bodies=((body.file, body.function, body.body),))
 
 
-def _kernel_part(res: Resolution, kind: Classification) -> _LaunchPart:
+def _kernel_part(res: Resolution, kind: Classification) -> LaunchPart:
     """The part of a reduction-stub, custom-kernel or multi-tensor port no spec recipe covers: the
     rows collapsed onto the shared CPU/CUDA kernel when the port registers its stub (none when it
     writes `MPS: x_mps` rows) and a kernel step for a model, whose spec brings the launch
@@ -544,12 +499,12 @@ def _kernel_part(res: Resolution, kind: Classification) -> _LaunchPart:
         rows = () if kind.rows or kind.stub is None else plan_rows(res)
     except PipelineError:
         rows = ()
-    return _LaunchPart(NEEDS_LLM, stub=kind.stub, rows=rows, kind=kind.kind.value, kind_reason=kind.reason,
-                       launch_kind=LaunchKind.PENDING, xfail_keys=res.xfail_keys)
+    return LaunchPart(functor_step=NEEDS_LLM, stub=kind.stub, rows=rows, kind=kind.kind.value, kind_reason=kind.reason,
+                      launch_kind=LaunchKind.PENDING, xfail_keys=res.xfail_keys)
 
 
-def _placed_parts(checkout: Checkout, res: Resolution, recipe: FunctorRecipe | None, parts: _LaunchPart,
-                  reuse_kernels: bool) -> tuple[_LaunchPart, tuple[str, ...], ExistingKernel | None, tuple[str, ...]]:
+def _placed_parts(checkout: Checkout, res: Resolution, recipe: FunctorRecipe | None, parts: LaunchPart,
+                  reuse_kernels: bool) -> tuple[LaunchPart, tuple[str, ...], ExistingKernel | None, tuple[str, ...]]:
     """(`parts` in the files where they go, one line each on why (Note [placement]), the tree's
     kernel the port launches instead of a functor or None, lines on kernels turned down)."""
     placement: tuple[str, ...] = ()
@@ -572,7 +527,7 @@ def _placed_parts(checkout: Checkout, res: Resolution, recipe: FunctorRecipe | N
     return parts, placement, existing, turned_down
 
 
-def _reuse_lines(checkout: Checkout, parts: _LaunchPart, shared_line: str | None, existing: ExistingKernel | None,
+def _reuse_lines(checkout: Checkout, parts: LaunchPart, shared_line: str | None, existing: ExistingKernel | None,
                  turned_down: tuple[str, ...]) -> tuple[str, ...]:
     """Note [reuse before writing]: the plan's lines on what it reuses and adds, the shared
     launcher's line first (it names its launcher), then the reused kernel's."""
@@ -587,7 +542,7 @@ def _reuse_lines(checkout: Checkout, parts: _LaunchPart, shared_line: str | None
     return reuse + tuple(turned_down)
 
 
-def _existing_kernel(checkout: Checkout, res: Resolution, parts: _LaunchPart):
+def _existing_kernel(checkout: Checkout, res: Resolution, parts: LaunchPart):
     """(the tree's kernel the port launches instead of adding a functor, or None; lines for the
     candidates turned down) (Note [reuse an existing kernel] in port/tree/reuse.py). Only a port of the
     op's own stub with a unary or binary host looks."""
@@ -620,7 +575,7 @@ def _existing_kernel(checkout: Checkout, res: Resolution, parts: _LaunchPart):
     return (found[0] if found else None), tuple(refused)
 
 
-def _host_call(parts: _LaunchPart) -> str | None:
+def _host_call(parts: LaunchPart) -> str | None:
     """The launcher call the host stub will make (for the plan's reuse lines)."""
     launcher = LAUNCHERS.get(parts.host_family or "")
     if launcher is None:
@@ -633,7 +588,7 @@ def _host_call(parts: _LaunchPart) -> str | None:
     return launcher + (" kBool" if castout else "")
 
 
-def _placed_by_siblings(checkout: Checkout, res: Resolution, parts: _LaunchPart) -> tuple[_LaunchPart, tuple[str, ...]]:
+def _placed_by_siblings(checkout: Checkout, res: Resolution, parts: LaunchPart) -> tuple[LaunchPart, tuple[str, ...]]:
     """The kernel and host files where the tree keeps the op's siblings (Note [placement]): the
     stubs declared in the op's stub header that are registered natively, the `.mm` files of those
     registrations and the `.metal` files of the kernels they launch, the most common of each. The
@@ -670,7 +625,7 @@ def _placed_by_siblings(checkout: Checkout, res: Resolution, parts: _LaunchPart)
 
 
 
-def _fit_functor(checkout: Checkout, res: Resolution, recipe: FunctorRecipe, parts: _LaunchPart) -> _LaunchPart:
+def _fit_functor(checkout: Checkout, res: Resolution, recipe: FunctorRecipe, parts: LaunchPart) -> LaunchPart:
     """`parts` on the kernel file's own functor of the right arity (Note [functor fit]).
 
     Raises PipelineError when the routed stub computes another op the file has no functor for, or
