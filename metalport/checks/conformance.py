@@ -4,11 +4,13 @@ kind; `check_port_conformance` takes the plan and runs the launch its kind says.
 For each dtype row the kernel files register, every OpInfo sample (recorded at the ATen level on
 CPU), random draws and held-out cases (`cases`) run through torch on CPU (the reference) and
 through the kernel as the MPS host would launch it: an elementwise port's functors through the
-modelled `exec_*_kernel` host (`hostmodel`, one batch a row; the reference guarded where it can
-crash), a launch spec's kernel as the spec's host launches it (`speclaunch`; reduction, window,
-scan and tensor-list kinds, torch's refusals checked, Note [refused calls] in `judge`). Outputs
-are poisoned first; every case is judged by the one judgement (`judge.judge_outputs`, Note [the
-oracle]) and counted per kind in one tally (`DtypeRun`); skipped calls make the verdict partial.
+modelled `exec_*_kernel` host (`host.elementwise`, one batch a row; the reference guarded where it
+can crash), a launch spec's kernel as the spec's host launches it (`host.spec`; reduction, window,
+scan and tensor-list kinds, torch's refusals checked, Note [refused calls] in `judge`). What a kind
+brings is its rows, their cases and each case's launch (`_ElementwiseRows`, `_SpecRows`); the one
+row loop (`_judge_rows`) runs them for both: outputs are poisoned before each launch, every case is
+judged by the one judgement (`judge.judge_outputs`, Note [the oracle]) and counted
+per kind in one tally (`DtypeRun`); skipped calls make the verdict partial.
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ import os
 import re
 import warnings
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -398,50 +400,97 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
             have = ", ".join(str(d).removeprefix("torch.") for d in registered)
             raise UsageError(f"{kernel}'s kernels register no {', '.join(missing)}", hint=f"registered: {have}")
     seed = int.from_bytes(os.urandom(4), "little") if seed is None else seed
-    verdicts = []
-    unmodelled: list[str] = []
-    rejected = 0
-    info = find_opinfo(base)
-    binding = ExecConvention.BINARY_ALPHA if alpha_kernel else family
     selectors = frozenset(arg for arg, _, _ in modes)  # Note [argument-selected kernels] in hostcode
+    binding = ExecConvention.BINARY_ALPHA if alpha_kernel else family
     built = {dtype: build_cases(binding, base, packet, dtype, case_generator(seed, dtype), include_held_out,
                                 selectors, view, unset) for dtype in wanted}
-    every = [c.call for cases, _ in built.values() for c in cases]
-    answers = list(references(every))  # one guarded child for all dtypes, not one each
-    per_row, start = {}, 0
-    for dtype, (cases, _) in built.items():
-        per_row[dtype], start = answers[start:start + len(cases)], start + len(cases)
-    basic: dict[torch.dtype, bool] = {}  # Note [held-out accuracy]: the op behaves as a basic operation
-    # (float32 first: a half or bfloat16 row takes its answer, as CPU computes them in float32 and rounds)
-    for dtype, (cases, skipped) in sorted(built.items(), key=lambda item: item[0] != torch.float32):
+    rows = _ElementwiseRows(kernels, base, kernel, files, checkout_root, (family, kernel, alpha_kernel), modes,
+                            selectors, negate_alpha, built)
+    runs = _judge_rows(rows)  # in judging order; verdicts in the registration's
+    unmodelled = [u for run in runs.values() for u in (*run.unmodelled, *run.crashed)]
+    return _report(name, chosen, tuple(runs[dtype].verdict() for dtype in built), unmodelled,
+                   sum(run.rejected for run in runs.values()), seed)
+
+
+class _RowKind(Protocol):
+    """What one launch kind brings to the row loop (`_judge_rows`): its dtype rows, each row's tally
+    and cases, their CPU references, and each case's result as the kind's host launches the kernel
+    (None: the call is no case of this row)."""
+
+    def judging_order(self) -> Sequence[Any]: ...
+
+    def draw(self, row: Any) -> tuple[DtypeRun, list[Case]]: ...
+
+    def references(self, row: Any, cases: list[Case]) -> list[Any]: ...
+
+    def results(self, row: Any, cases: list[Case], outcomes: list[Any]) -> Iterable[CaseResult | None]: ...
+
+
+def _judge_rows(kind: _RowKind) -> dict[Any, DtypeRun]:
+    """The one row loop of conformance, for every launch kind: each dtype row's cases run through
+    torch on CPU and through the kernel as the kind's host launches it, every result counted in the
+    row's tally by the one `DtypeRun.add`. The tallies by row, in the order they were judged."""
+    runs = {}
+    for row in kind.judging_order():
+        run, cases = kind.draw(row)
+        for case, result in zip(cases, kind.results(row, cases, kind.references(row, cases)), strict=True):
+            if result is not None:
+                run.add(result, case)
+        runs[row] = run
+    return runs
+
+
+class _ElementwiseRows:
+    """An elementwise port's rows (one per registered dtype): its functors launched through the
+    modelled `exec_*_kernel` host. Every row's cases are drawn first, so that their CPU references
+    run in one guarded child for all dtypes, not one each."""
+
+    def __init__(self, kernels: KernelSet, base: str, kernel: str, files: list[Path], checkout_root: Path,
+                 route: tuple[ExecConvention, str, str | None], modes: tuple[tuple[str, str | None, str], ...],
+                 selectors: frozenset[str], negate_alpha: bool,
+                 built: dict[torch.dtype, tuple[list[Case], list[str]]]) -> None:
+        self.kernels, self.base, self.kernel, self.files, self.root = kernels, base, kernel, files, checkout_root
+        self.route, self.modes, self.selectors, self.negate_alpha = route, modes, selectors, negate_alpha
+        self.built, self.rows, self.info = built, list(built), find_opinfo(base)
+        answers = iter(references([c.call for cases, _ in built.values() for c in cases]))
+        self.answers = {dtype: [next(answers) for _ in cases] for dtype, (cases, _) in built.items()}
+        self.basic: dict[torch.dtype, bool] = {}  # Note [held-out accuracy]: the op behaves as a basic operation
+
+    def judging_order(self) -> list[torch.dtype]:
+        # float32 first: a half or bfloat16 row takes its answer, as CPU computes them in float32 and rounds
+        return sorted(self.rows, key=lambda dtype: dtype != torch.float32)
+
+    def draw(self, dtype: torch.dtype) -> tuple[DtypeRun, list[Case]]:
+        cases, skipped = self.built[dtype]
         metal = metal_type_name(dtype)
-        outcomes = iter(per_row[dtype])
-        where_file = next((f for f in files if _register_line(f, kernel, metal)), files[0])
-        run = DtypeRun(dtype, (_rel(where_file, checkout_root), _register_line(where_file, kernel, metal)))
+        where = next((f for f in self.files if _register_line(f, self.kernel, metal)), self.files[0])
+        run = DtypeRun(dtype, (_rel(where, self.root), _register_line(where, self.kernel, metal)))
         run.skipped += len(skipped)
         run.unmodelled += skipped
         run.opinfo_unjudged += skipped
-        staged = [_staged(kernels, case, next(outcomes), _selected_route(kernels, case.call, modes, selectors,
-                                                                         (family, kernel, alpha_kernel)), negate_alpha)
-                  for case in cases]
+        return run, cases
+
+    def references(self, dtype: torch.dtype, cases: list[Case]) -> list[Any]:
+        return self.answers[dtype]
+
+    def results(self, dtype: torch.dtype, cases: list[Case], outcomes: list[Any]) -> list[CaseResult]:
+        staged = [_staged(self.kernels, case, outcome,
+                          _selected_route(self.kernels, case.call, self.modes, self.selectors, self.route),
+                          self.negate_alpha) for case, outcome in zip(cases, outcomes)]
         ready = [p for p in staged if isinstance(p, Prepared)]
-        errors = dict(zip(map(id, ready), dispatch(kernels, ready)))
+        errors = dict(zip(map(id, ready), dispatch(self.kernels, ready)))
         truths = _truths(cases, staged)
-        basic[dtype] = basic.get(torch.float32, True) if dtype in (torch.float16, torch.bfloat16) else \
+        self.basic[dtype] = self.basic.get(torch.float32, True) if dtype in (torch.float16, torch.bfloat16) else \
             correctly_rounded([staged[k].expected for k in truths], [t for t, _, _ in truths.values()])
+        results: list[CaseResult] = []
         for k, (case, item) in enumerate(zip(cases, staged)):
             if isinstance(item, Prepared):
-                tol = tolerance_for(base, item.expected.dtype, info)
+                tol = tolerance_for(self.base, item.expected.dtype, self.info)
                 order = case.call.args[0] if case.call.args and type(case.call.args[0]) is int else None
-                item = judge_case(item, errors[id(item)], tol, truths.get(k), case.operands(), base, order,
-                                  case.kind == "held-out" and not basic[dtype])
-            run.add(item, case)
-        unmodelled += run.unmodelled + run.crashed
-        rejected += run.rejected
-        verdicts.append(run.verdict())
-    rows = [str(d).removeprefix("torch.") for d in built]  # back in the registration's order
-    verdicts.sort(key=lambda v: rows.index(v.dtype) if v.dtype in rows else len(rows))
-    return _report(name, chosen, tuple(verdicts), unmodelled, rejected, seed)
+                item = judge_case(item, errors[id(item)], tol, truths.get(k), case.operands(), self.base, order,
+                                  case.kind == "held-out" and not self.basic[dtype])
+            results.append(item)
+        return results
 
 
 def _selected_route(kernels: KernelSet, call: Call, modes: tuple[tuple[str, str | None, str], ...],
@@ -565,8 +614,6 @@ def run_spec_conformance(checkout_root: Path, spec: LaunchSpec, *, library: Any 
 
 def _run_spec(spec: LaunchSpec, kernels: KernelSet, include_held_out: bool, seed: int,
               dtypes: Sequence[str] | None, include_large: bool = True) -> ConformanceReport:
-    verdicts = []
-    notes: list[str] = []
     names = [_row_name(spec, t) for t in spec.dtypes]
     unknown = sorted(set(dtypes or ()) - set(names))
     if unknown:
@@ -576,30 +623,55 @@ def _run_spec(spec: LaunchSpec, kernels: KernelSet, include_held_out: bool, seed
     if missing:
         raise SpecError(f"spec {spec.op}: dtypes: the kernel file defines no kernel {missing[0]!r}",
                         location=spec.kernel_file, hint="instantiate every dtypes row")
-    partial = any(o.compare == "cpu-set" for o in spec.outputs)  # Note [unset outputs]
-    for i, (row, types) in enumerate(rows):
-        gen = torch.Generator().manual_seed(seed + i)
-        run = DtypeRun(row, (spec.kernel_file, None))
+    kind = _SpecRows(spec, kernels, rows, include_held_out, seed, include_large)
+    runs = _judge_rows(kind)
+    notes = [note for row in kind.rows for note in kind.notes[row]]
+    return judged_report(f"aten::{spec.op}", kernels.backend, tuple(runs[row].verdict() for row in kind.rows),
+                         first_few(notes) if notes else None, seed, none_judged="no case reached the kernel")
+
+
+class _SpecRows:
+    """A launch spec's rows (one per instantiation): its kernel launched as the spec's host launches
+    it. Each row is drawn, referenced and judged before the next (a row's large cases are never
+    held beside another's), with torch's unset outputs filled where the spec compares only what CPU
+    sets (Note [unset outputs])."""
+
+    def __init__(self, spec: LaunchSpec, kernels: KernelSet, rows: list[tuple[str, tuple[str, ...]]],
+                 include_held_out: bool, seed: int, include_large: bool) -> None:
+        self.spec, self.kernels, self.include_held_out, self.include_large = spec, kernels, include_held_out, include_large
+        self.seed, self.names, self.types = seed, [name for name, _ in rows], [types for _, types in rows]
+        self.rows = list(range(len(rows)))  # a row is its index: its seed is seed + index
+        self.partial = any(o.compare == "cpu-set" for o in spec.outputs)
+        self.notes: dict[int, list[str]] = {row: [] for row in self.rows}
+
+    def judging_order(self) -> list[int]:
+        return self.rows
+
+    def draw(self, row: int) -> tuple[DtypeRun, list[Case]]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            cases, left_out = build_spec_cases(spec, types, gen, include_held_out, include_large)
+            cases, left_out = build_spec_cases(self.spec, self.types[row], torch.Generator().manual_seed(self.seed + row),
+                                               self.include_held_out, self.include_large)
         if left_out:
-            notes.append(f"{row}: {left_out} OpInfo calls of other overloads left out")
-        with warnings.catch_warnings(), unset_filled(partial):
+            self.notes[row].append(f"{self.names[row]}: {left_out} OpInfo calls of other overloads left out")
+        return DtypeRun(self.names[row], (self.spec.kernel_file, None)), cases
+
+    def references(self, row: int, cases: list[Case]) -> list[Any]:
+        with warnings.catch_warnings(), unset_filled(self.partial):
             warnings.simplefilter("ignore")
-            outcomes = references([c.call for c in cases])  # guarded where a call can trap
-        unset_total = 0
+            return references([c.call for c in cases])  # guarded where a call can trap
+
+    def results(self, row: int, cases: list[Case], outcomes: list[Any]) -> list[CaseResult | None]:
+        results, unset_total = [], 0
         for case, outcome in zip(cases, outcomes):
-            result, unset = _judge_spec_case(spec, kernels, case, outcome, spec.host_name(types), notes, row)
+            result, unset = _judge_spec_case(self.spec, self.kernels, case, outcome,
+                                             self.spec.host_name(self.types[row]), self.notes[row], self.names[row])
             unset_total += unset
-            if result is not None:
-                run.add(result, case)
+            results.append(result)
         if unset_total:
-            notes.append(f"{row}: {unset_total} output elements torch's CPU kernel leaves unset not compared "
-                         f"(Note [unset outputs])")
-        verdicts.append(run.verdict())
-    return judged_report(f"aten::{spec.op}", kernels.backend, tuple(verdicts), first_few(notes) if notes else None,
-                         seed, none_judged="no case reached the kernel")
+            self.notes[row].append(f"{self.names[row]}: {unset_total} output elements torch's CPU kernel leaves unset not "
+                                   f"compared (Note [unset outputs])")
+        return results
 
 
 def _judged(problem: str | None, error: float = 0.0) -> CaseResult:

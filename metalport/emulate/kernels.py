@@ -127,23 +127,12 @@ def _qualify(name: str, offset: int, scopes: tuple[list[int], list[str]]) -> str
     return f"::{path}::{name}" if path else name
 
 
-_BRACE_OR_LITERAL = re.compile(r"""[{}]|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'""")
-
-
 def _close_brace(text: str, start: int) -> int:
     """Index just past the `}` closing the `{` at `start` (string and character literals skipped).
 
     Braces only: a `<` in a body is as often a comparison as a template bracket."""
-    depth = 0
-    for match in _BRACE_OR_LITERAL.finditer(text, start):
-        token = match.group(0)
-        if token == "{":
-            depth += 1
-        elif token == "}":
-            depth -= 1
-            if depth == 0:
-                return match.end()
-    return len(text)
+    close = match_bracket(text, start, "{}", skip_literals=True)
+    return len(text) if close < 0 else close + 1
 
 
 def _close_paren(text: str, start: int) -> int:
