@@ -12,6 +12,8 @@ from pathlib import Path
 
 import jinja2
 
+from metalport.metal_types import by_name
+
 PR_LABELS: tuple[str, ...] = ("ciflow/mps", "release notes: mps")
 _TEMPLATES = Path(__file__).parent / "templates"
 
@@ -40,12 +42,13 @@ BENCH_METHOD = ("each case warms up 10 calls, then times 100 calls each ended by
                 "the median of the 100 is reported, in milliseconds")
 BENCH_SIZES = ((1024,), (1024, 1024), (4096, 4096))
 BENCH_SCRIPT = "bench_mps_port.py"
+_BENCH_METAL_TYPES = ("float", "half", "int", "bool")  # the Metal types timed, when the port registers them
 
 
 def bench_dtypes(plan: Mapping) -> list[str]:
     """torch dtype names the benchmark times: float32 and float16, plus int32/bool when registered."""
     metal = set(plan.get("dtypes") or ())
-    out = [t for t, m in (("float32", "float"), ("float16", "half"), ("int32", "int"), ("bool", "bool")) if m in metal]
+    out = [by_name(m).torch_name for m in _BENCH_METAL_TYPES if m in metal]
     return out or ["float32"]
 
 
