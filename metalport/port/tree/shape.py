@@ -30,10 +30,6 @@ def halves_reason(res: Resolution) -> str | None:
     the halves a, b of `self` along `dim`), or None: one tensor input and an int `dim` its stub does
     not take, and torch's CPU result is half the input along `dim` on the op's OpInfo sample. Such
     an op is a binary functor over the halves (Note [port shape from the op])."""
-    import torch
-
-    from metalport.torch_facts import find_opinfo
-
     func = stub_entry_func(res)
     if func is None or res.family is not Family.UNARY:
         return None
@@ -42,8 +38,14 @@ def halves_reason(res: Resolution) -> str | None:
     args = FunctionSchema.parse(func).arguments
     tensors = [a for a in args.flat_positional if str(a.type) == "Tensor"]
     dims = [a for a in args.flat_positional if a.name == "dim" and str(a.type) == "int"]
+    if len(tensors) != 1 or not dims:  # decided from the schema: most ops import no torch here
+        return None
+    import torch
+
+    from metalport.torch_facts import find_opinfo
+
     info = find_opinfo(res.op)
-    if len(tensors) != 1 or not dims or info is None:
+    if info is None:
         return None
     for sample in info.sample_inputs("cpu", torch.float32):
         x = sample.input

@@ -253,10 +253,14 @@ def _segment(lines: list[str], node: ast.AST) -> str | None:
 def module_failures(text: str, *, path: str = MODULES_FILE) -> tuple[ModuleFailure, ...]:
     """Every MPS skip/expectedFailure decorator in a `ModuleInfo(...)`'s `decorators=`/`skips=` list."""
     try:
-        tree = ast.parse(text)
+        return _MODULE_FAILURES.get(text, _module_failures)
     except SyntaxError as err:
         raise RecipeError(f"cannot parse: {err.msg}", location=f"{path}:{err.lineno}",
                           hint="fix the syntax error first") from err
+
+
+def _module_failures(text: str) -> tuple[ModuleFailure, ...]:
+    tree = ast.parse(text)  # SyntaxError: raised to the caller, never cached
     out = []
     lines = _LINES.findall(text)  # split once: ast.get_source_segment splits the whole file per call
     for node in ast.walk(tree):
@@ -273,6 +277,10 @@ def module_failures(text: str, *, path: str = MODULES_FILE) -> tuple[ModuleFailu
                                              _segment(lines, e.args[1]) or '"TestModule"'
                                              if len(e.args) > 1 else '"TestModule"'))
     return tuple(out)
+
+
+# Note [content cache]: torch's ModuleInfo file (~0.5 MB) takes ~0.5 s to parse; every plan reads it.
+_MODULE_FAILURES: ContentCache[tuple[ModuleFailure, ...]] = ContentCache("module-failures", [__file__])
 
 
 def modules_calling(op: str, modules: Iterable[str]) -> frozenset[str]:
