@@ -22,31 +22,12 @@ from metalport.port.plan.functors import CASTOUT_MACRO
 from metalport.port.write.host import HostStub, insert_stub
 from metalport.port.plan.launch import ElementwiseLaunch
 from metalport.port.plan.model import PortPlan
-from metalport.port.write.hostcpp import C_TYPES, SCALAR_TYPES, encoded, kernel_name_line, native_signature, struct_declaration
+from metalport.port.write.hostcpp import (encoded, host_header, kernel_name_line, launch_lines, native_signature,
+                                          opening, output_dtype, output_lines, param_lines)
 from metalport.port.write.hostgen_dims import covers as covers_dims
 from metalport.port.write.hostgen_dims import write_dims_host
-from metalport.port.write.hostgen_elementwise import check_lines, covers, write_elementwise_host
-from metalport.port.spec.model import DERIVED_ARRAYS, Grid, LaunchSpec, Layout, OutShape, load_spec
-
-
-def _signature(spec: LaunchSpec, func: str) -> tuple[str, list[tuple[str, str]]]:
-    """(the host function's definition line without its body, [(argument, C++ type)])."""
-    defn, args, schema = native_signature(spec.host_function, func)
-    if schema.is_out_fn():
-        # A structured op's out entry (Note [structured host]): the meta function allocated `out`.
-        outs = {a.name for a in schema.arguments.out}
-        args = [(n, "const Tensor &" if n in outs else t) for n, t in args]
-        return f"TORCH_IMPL_FUNC({spec.host_function})\n({', '.join(f'{t} {n}' for n, t in args)})", args
-    return re.sub(r"\s*&\s*", "& ", defn).replace(",Tensor", ", Tensor"), args  # PyTorch's `const Tensor& self`
-
-
-def _value(source: str, ctype: str, types: dict[str, str]) -> str:
-    """C++ for a param field's value: a derived size, or a schema argument converted."""
-    if source in ("reduce_size", "num_slices", "numel", "output_numel", "ndim"):
-        return source
-    if "Scalar" in types.get(source, ""):
-        return f"{source}.to<{ctype}>()"
-    return f"static_cast<{ctype}>({source})"
+from metalport.port.write.hostgen_elementwise import covers, write_elementwise_host
+from metalport.port.spec.model import DERIVED, DERIVED_ARRAYS, Grid, LaunchSpec, Layout, OutputSpec, OutShape, load_spec
 
 
 def write_host(spec: LaunchSpec, func: str) -> str:
@@ -70,10 +51,7 @@ def write_host(spec: LaunchSpec, func: str) -> str:
                   "}", "", f"REGISTER_DISPATCH({spec.stub.name}, &{spec.host_function})"]
     else:
         lines += [*([f"  return {ret};"] if ret else []), "}"]
-    structs = [struct_declaration(p) for p in spec.params if p.struct is not None]
-    header = (f"// {spec.host_function}: aten::{spec.op} on a Metal kernel, written by metalport from its launch spec.\n"
-              + "".join(structs))
-    return header + "\n".join(lines) + "\n"
+    return host_header(spec) + "\n".join(lines) + "\n"
 
 
 def _check_reduction_covered(spec: LaunchSpec) -> None:
@@ -101,22 +79,18 @@ def _reduction_prologue(spec: LaunchSpec, func: str) -> tuple[list[str], dict[st
         stub = spec.stub
         defn = f"static void {spec.host_function}({', '.join(['TensorIterator& iter', *stub.params])})"
         types = {n: p for n, p in zip(stub.param_names, stub.params)}
-        lines = [f"{defn} {{", "  using namespace mps;", *check_lines(spec.checks),
-                 "  const Tensor& result = iter.output(0);", f"  const Tensor {x} = iter.input(0);",
+        lines = [*opening(defn, spec.checks), "  const Tensor& result = iter.output(0);",
+                 f"  const Tensor {x} = iter.input(0);",
                  f"  const int64_t ndim = {x}.dim();", "  std::vector<bool> reduced(ndim, false);",
                  "  for (const auto d : c10::irange(ndim)) {",
                  f"    reduced[d] = result.size(d) == 1 && {x}.size(d) != 1;", "  }"]
         return lines, types, []
-    defn, args = _signature(spec, func)
     # Note [structured host]: for a structured op the host is the out entry's TORCH_IMPL_FUNC: its
     # outputs are the `out` arguments the meta function allocated, and it returns nothing.
-    from torchgen.model import FunctionSchema
-
-    parsed = FunctionSchema.parse(func)
-    given = [a.name for a in parsed.arguments.out] if parsed.is_out_fn() else []
-    lines = [f"{defn} {{", "  using namespace mps;", *check_lines(spec.checks), f"  const int64_t ndim = {x}.dim();",
+    defn, args, schema = native_signature(spec.host_function, func, structured=True)
+    lines = [*opening(defn, spec.checks), f"  const int64_t ndim = {x}.dim();",
              "  std::vector<bool> reduced(ndim, false);"]
-    return lines, dict(args), given
+    return lines, dict(args), [a.name for a in schema.arguments.out]
 
 
 def _reduced_dims(spec: LaunchSpec, types: dict[str, str]) -> list[str]:
@@ -151,66 +125,23 @@ def _reduced_dims(spec: LaunchSpec, types: dict[str, str]) -> list[str]:
     return lines
 
 
-def _output_dtype(spec: LaunchSpec, dtype: str) -> str:
-    """C++ for an output's scalar type: kLong for an index, an argument's (or its default), the input's, a fixed one."""
-    x = spec.inputs[0].arg
-    if dtype == "index":
-        return "kLong"
-    if dtype.startswith("arg:"):
-        _, arg, *default = dtype.split(":")
-        return f"{arg}.value_or({SCALAR_TYPES[default[0]] if default else f'{x}.scalar_type()'})"
-    if dtype == "same":
-        return f"{x}.scalar_type()"
-    return SCALAR_TYPES[dtype]
-
-
 def _reduction_outputs(spec: LaunchSpec, given: list[str]) -> tuple[list[str], list[str], str]:
     """(the lines allocating or taking each output and returning early when it is empty, the
     output names, what the function returns: "" for a structured op or a stub kernel)."""
     x = spec.inputs[0].arg
-    lines, names = [], []
-    for o in spec.outputs:
-        dtype = _output_dtype(spec, o.dtype)
-        sizes = "out_sizes" if o.shape is OutShape.REDUCED else f"{x}.sizes()"
+    taken = dict(zip((o.name for o in spec.outputs), given))
+
+    def declare(o: OutputSpec) -> str:
         if spec.stub is not None:  # the result itself when the kernel can write it as laid out
-            lines.append(f"  Tensor {o.name} = result.is_contiguous() ? result.view(out_sizes) : "
-                         f"at::empty(out_sizes, result.options());")
-        elif given:
-            lines.append(f"  const Tensor& {o.name} = {given[len(names)]};")
-        else:
-            lines.append(f"  Tensor {o.name} = at::empty({sizes}, {x}.options().dtype({dtype}));")
-        if o.fill == "zero":
-            lines.append(f"  {o.name}.zero_();")
-        names.append(o.name)
-    ret = "" if given or spec.stub else names[0] if len(names) == 1 else "std::make_tuple(" + ", ".join(names) + ")"
-    lines += [f"  if ({names[0]}.numel() == 0) {{", f"    return{' ' * bool(ret)}{ret};", "  }",
-              f"  const int64_t num_slices = {names[0]}.numel();"]
-    return lines, names, ret
+            return (f"Tensor {o.name} = result.is_contiguous() ? result.view(out_sizes) : "
+                    f"at::empty(out_sizes, result.options());")
+        if given:
+            return f"const Tensor& {o.name} = {taken[o.name]};"
+        sizes = "out_sizes" if o.shape is OutShape.REDUCED else f"{x}.sizes()"
+        return f"Tensor {o.name} = at::empty({sizes}, {x}.options().dtype({output_dtype(spec, o.dtype)}));"
 
-
-def _param_lines(spec: LaunchSpec, types: dict[str, str]) -> tuple[list[str], list[str]]:
-    """(the loop lines computing each param for a launch of `count` slices, sizes narrowed by a
-    checked cast; the C++ values passed to the kernel)."""
-    lines, values = [], []
-    for p in spec.params:
-        if p.struct is None:
-            f = p.fields[0]
-            ctype = C_TYPES[f.type]
-            expr = _value(f.source, ctype, types)
-            if f.source == "num_slices":
-                expr = "count"
-            lines.append(f"        const auto {p.name}_arg = checked_narrow<{ctype}>({expr}, \"{p.name}\");"
-                         if ctype in ("uint32_t", "int32_t") else f"        const {ctype} {p.name}_arg = {expr};")
-        else:
-            inits = []
-            for f in p.fields:
-                ctype = C_TYPES[f.type]
-                expr = "count" if f.source == "num_slices" else _value(f.source, ctype, types)
-                inits.append(f"checked_narrow<{ctype}>({expr}, \"{f.name}\")" if ctype in ("uint32_t", "int32_t")
-                             else expr)
-            lines.append(f"        const {p.struct} {p.name}_arg{{{', '.join(inits)}}};")
-        values.append(f"{p.name}_arg")
-    return lines, values
+    lines, names, ret = output_lines(spec, declare, returns=not (given or spec.stub))
+    return [*lines, f"  const int64_t num_slices = {names[0]}.numel();"], names, ret
 
 
 def _reduction_launch(spec: LaunchSpec, names: list[str], types: dict[str, str]) -> list[str]:
@@ -223,18 +154,14 @@ def _reduction_launch(spec: LaunchSpec, names: list[str], types: dict[str, str])
               "      1, std::numeric_limits<int32_t>::max() / std::max<int64_t>(reduce_size, 1));",
               "  const Tensor input_flat = input.view(-1);",
               *[f"  const Tensor {n}_flat = {n}.view(-1);" for n in names]]
-    params, values = _param_lines(spec, types)
-    loop = ["      for (int64_t start = 0; start < num_slices; start += per_launch) {",
-            "        const int64_t count = std::min(per_launch, num_slices - start);", *params]
+    # Each param for a launch of `count` slices, sizes narrowed by a checked cast.
+    params, values = param_lines(spec.params, types, {**{d: d for d in DERIVED}, "num_slices": "count"},
+                                 indent="        ", narrow=True)
     tensors = ["input_flat.narrow(0, start * reduce_size, count * reduce_size)",
                *[f"{n}_flat.narrow(0, start, count)" for n in names]]
-    loop.append(f"        mtl_setArgs(encoder, {', '.join(tensors + values)});")
-    if spec.geometry.grid in (Grid.PER_SLICE, Grid.PER_WINDOW):
-        loop += ["        [encoder dispatchThreadgroups:MTLSizeMake(count, 1, 1)",
-                 f"                threadsPerThreadgroup:MTLSizeMake({spec.geometry.threadgroup}, 1, 1)];"]
-    else:
-        loop.append("        mtl_dispatch1DJob(encoder, pso, count);")
-    return lines + encoded([*loop, "      }"], "input")
+    return lines + encoded(["      for (int64_t start = 0; start < num_slices; start += per_launch) {",
+                            "        const int64_t count = std::min(per_launch, num_slices - start);", *params,
+                            *launch_lines(spec, [*tensors, *values], "count", "        "), "      }"], "input")
 
 
 _PREAMBLE = """#define TORCH_ASSERT_ONLY_METHOD_OPERATORS
