@@ -25,7 +25,8 @@ sys.path.insert(0, str(ROOT))
 from _cli import repetitions_parser  # noqa: E402
 from metalport.checkout.layout import KERNELS_DIR  # noqa: E402
 from metalport.checks.host.backend import compile_files  # noqa: E402
-from metalport.checks.cases.elementwise import build_cases  # noqa: E402
+from metalport.checks.cases.case import build_cases  # noqa: E402
+from metalport.checks.cases.elementwise import ElementwiseCases  # noqa: E402
 from metalport.checks.conformance import ConformanceSession, case_generator, resolve_op, run_conformance  # noqa: E402
 from metalport.checks.host.families import classify  # noqa: E402
 
@@ -39,7 +40,7 @@ def _torch_time(root: Path, op: str, seed: int, held_out: bool) -> float:
     family, dtypes = classify(kernels.names, base)  # type: ignore[misc]
     start = time.perf_counter()
     for dtype in dtypes:
-        cases, _ = build_cases(family, base, packet, dtype, case_generator(seed, dtype), held_out)
+        cases, _ = build_cases(ElementwiseCases(family, base, packet, dtype, case_generator(seed, dtype)), held_out)
         for case in cases:
             try:
                 case.call.run()

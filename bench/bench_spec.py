@@ -2,7 +2,7 @@
 time of one custom-kernel port to the gate (median of N).
 
 torch side: building the same cases (OpInfo samples, random, held-out) and running the op on CPU
-for each. Conformance side: `run_spec_conformance` with the kernel library already compiled (a
+for each. Conformance side: `run_conformance` with the kernel library already compiled (a
 repair loop re-checking one op) and one-shot (cached shader reload and a fresh worker included).
 Pre-flight: `run-migration aten::OP --executor emulated --no-input` of a custom-kernel port
 (`--gate-op`, default mode) on a fresh wheel workspace, from start to the gate (first run cold,
@@ -28,8 +28,9 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from _cli import repetitions_parser  # noqa: E402
-from metalport.checks.cases.spec import build_spec_cases  # noqa: E402
-from metalport.checks.conformance import run_spec_conformance  # noqa: E402
+from metalport.checks.cases.case import build_cases  # noqa: E402
+from metalport.checks.cases.spec import SpecCases  # noqa: E402
+from metalport.checks.conformance import run_conformance  # noqa: E402
 from metalport.emulate import compile_shader  # noqa: E402
 from metalport.port.spec.recipes import spec_recipes  # noqa: E402
 
@@ -42,7 +43,7 @@ def _torch_time(op: str, seed: int) -> float:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for i, types in enumerate(spec.dtypes):
-            cases, _ = build_spec_cases(spec, types, torch.Generator().manual_seed(seed + i), True)
+            cases, _ = build_cases(SpecCases(spec, types, torch.Generator().manual_seed(seed + i)), True)
             for case in cases:
                 try:
                     case.call.run()
@@ -85,12 +86,12 @@ def main() -> int:
             for n in range(args.n):
                 torch_s.append(_torch_time(op, n))
                 start = time.perf_counter()
-                report = run_spec_conformance(None, spec, library=lib, seed=n)
+                report = run_conformance(None, spec, library=lib, seed=n)
                 loaded_s.append(time.perf_counter() - start)
                 cases = report.cases
                 start = time.perf_counter()
                 fresh = compile_shader(HEADER + recipes[op].kernel_source, cache_dir=Path(cache))
-                run_spec_conformance(None, spec, library=fresh, seed=n)
+                run_conformance(None, spec, library=fresh, seed=n)
                 fresh.close()
                 once_s.append(time.perf_counter() - start)
             lib.close()

@@ -75,11 +75,6 @@ class Reply:
     record: dict = field(default_factory=dict)
 
 
-def _retryable(err: Exception) -> bool:
-    return isinstance(err, (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
-                            openai.APIConnectionError))
-
-
 class Endpoint:
     """Sends chat requests for one run; `structured` may be lowered to "prompt" by a refusal."""
 

@@ -30,14 +30,15 @@ from typing import Any, Protocol
 
 import torch
 
-from metalport.checks.host.backend import KernelFile, KernelSet, compile_files, pick_backend
+from metalport.checks.host.backend import KernelFile, KernelSet, UnmodelledCall, compile_files, pick_backend
 from metalport.checks.judge.explain import Explanation
 from metalport.checks.host.families import classify, classify_two_outputs
 from metalport.checks.judge.guard import Crashed, Refused
 from metalport.checks.contract.hostcode import find_host_code
-from metalport.checks.cases.elementwise import Case, build_cases
-from metalport.checks.cases.spec import build_spec_cases, spec_opinfo
-from metalport.checks.host.elementwise import MissingKernel, UnmodelledCall, metal_type_name
+from metalport.checks.cases.case import Case, build_cases
+from metalport.checks.cases.elementwise import ElementwiseCases
+from metalport.checks.cases.spec import SpecCases, spec_opinfo
+from metalport.checks.host.elementwise import MissingKernel, metal_type_name
 from metalport.checks.judge.outputs import (ANY_OCCURRENCE, TRUTH_NOTE, any_occurrence, judge_outputs, mask_unset,
                                             meta_refuses, refusal_problem, spec_truth, unset_filled)
 from metalport.checks.judge.neighbours import probe_calls, undefined_by_neighbours
@@ -48,7 +49,7 @@ from metalport.checks.host.runner import (CRASHED, REJECTED, CaseResult, Prepare
                                           prepare_case, references)
 from metalport.checks.cases.samples import (Call, ExecConvention, IteratorView, find_opinfo, iterator_view,
                                             selector_values)
-from metalport.checks.host.spec import HostCheckFailed, UnlaunchableCall, bind_call, plan_launch, run_launch
+from metalport.checks.host.spec import HostCheckFailed, bind_call, plan_launch, run_launch
 from metalport.checks.judge.tolerances import largest_error, tolerance_for
 from metalport.checkout.layout import KERNELS_DIR as LAYOUT_KERNELS_DIR
 from metalport.errors import EmulateError, SpecError, UnknownOpError, UsageError
@@ -312,16 +313,47 @@ def _count_only(message: str | None) -> str:
     return (message or "differs").split("; at [")[0].split("; kernel ")[0]
 
 
-def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path] | None = None,
-                    dtypes: Sequence[str] | None = None, include_held_out: bool = True,
-                    backend: str = "auto", seed: int | None = None,
-                    session: ConformanceSession | None = None) -> ConformanceReport:
-    """Compare the op's Metal kernels with torch on CPU; see the module docstring.
+def run_conformance(checkout_root: Path | None, target: str | LaunchSpec, *, dtypes: Sequence[str] | None = None,
+                    include_held_out: bool = True, backend: str = "auto", seed: int | None = None,
+                    kernel_files: Sequence[Path] | None = None, session: ConformanceSession | None = None,
+                    library: Any = None, include_large: bool = True) -> ConformanceReport:
+    """Compare `target`'s Metal kernels with torch on CPU (see the module docstring): an op (`aten::atan2`)
+    whose functors the modelled `exec_*_kernel` host launches, or a launch spec whose kernel is
+    launched as the spec says. The one driver of conformance: a kind's rows, then the one row loop.
 
-    UnknownOpError for an unknown op, UsageError when no kernel file registers it or a dtype is
-    not registered; compile errors propagate as CompileError.
+    `dtypes`: only these rows (dtype names; a spec's row names). `kernel_files`: the op's kernel
+    files (default: those under the checkout registering it). `session`: compiled kernels kept
+    loaded across calls (the caller's stays open). `library`: an already compiled emulated
+    ShaderLibrary holding a spec's kernel (tests). `include_large`: run a spec's cases marked
+    `large` (gigabytes past 32-bit indexing).
+
+    UnknownOpError for an unknown op; UsageError when no kernel file registers it, a dtype is not
+    registered or a spec's kernel file is missing; compile errors propagate as CompileError.
     """
-    checkout_root = Path(checkout_root)
+    seed = int.from_bytes(os.urandom(4), "little") if seed is None else seed
+    held = ConformanceSession() if session is None else contextlib.nullcontext(session)  # the caller's stays open
+    with held as active, warnings.catch_warnings():
+        # torch warns on every complex32 tensor made; MPS runs complex32, so conformance checks it.
+        warnings.filterwarnings("ignore", "ComplexHalf support is experimental", UserWarning)
+        match target:
+            case LaunchSpec():
+                rows: _RowKind | ConformanceReport = _spec_rows(
+                    checkout_root, target, active, library, backend, dtypes, include_held_out, seed, include_large)
+            case str():
+                if library is not None:
+                    raise UsageError("a compiled library is taken for a launch spec only",
+                                     hint="pass kernel_files for an op's functors")
+                rows = _elementwise_rows(Path(checkout_root or "."), target, active, backend, kernel_files, dtypes,
+                                         include_held_out, seed)
+        if isinstance(rows, ConformanceReport):
+            return rows
+        return rows.report(_judge_rows(rows), seed)
+
+
+def _elementwise_rows(checkout_root: Path, op: str, session: ConformanceSession, backend: str,
+                      kernel_files: Sequence[Path] | None, dtypes: Sequence[str] | None, include_held_out: bool,
+                      seed: int) -> _ElementwiseRows | ConformanceReport:
+    """The rows of `op`'s functors as its host launches them, or the report of an op no host model covers."""
     base, packet = resolve_op(op)
     name = f"aten::{base}"
     chosen = pick_backend(backend)
@@ -352,31 +384,10 @@ def run_conformance(checkout_root: Path, op: str, *, kernel_files: Sequence[Path
     if not files:
         raise UsageError(f"no kernel file under {KERNELS_DIR} registers {kernel}",
                          hint=f"add REGISTER_*_OP({kernel}, ...) to a .metal file there, or pass kernel files")
-    held = ConformanceSession() if session is None else contextlib.nullcontext(session)  # the caller's stays open
-    with held as active, warnings.catch_warnings():
-        # torch warns on every complex32 tensor made; MPS runs complex32, so conformance checks it.
-        warnings.filterwarnings("ignore", "ComplexHalf support is experimental", UserWarning)
-        # Only the op's kernels are instantiated: every host name the host model asks for is
-        # `<kernel>_<flavour>_<types>` (hostmodel.py).
-        kernels = active.kernels(files, checkout_root, chosen,
-                                 tuple(dict.fromkeys(f"{k}_*" for k in (kernel, *(m[2] for m in host.modes)))))
-        # The CPU kernel may pass the stub a negated scalar (sub_out: add_stub(iter, -alpha)); the
-        # registered kernel then sees it negated, as on MPS.
-        negate = any(a.replace(" ", "") == "-alpha" for a in host.stub_args)
-        report = _run(kernels, name, base, kernel, packet, files, checkout_root, chosen, dtypes, include_held_out,
-                      seed, negate_alpha=negate, outputs=outputs, modes=host.modes, view=view, unset=host.unset)
-        if view is not None:  # Note [iterator operands]: what is judged and what is not, said
-            report = dataclasses.replace(report, reason="; ".join(r for r in (report.reason, view.describe()) if r))
-        if legacy is None:
-            return report
-        return dataclasses.replace(report, reason=f"{legacy}; {report.reason}" if report.reason else legacy)
-
-
-def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, files: list[Path],
-         checkout_root: Path, chosen: str, dtypes: Sequence[str] | None, include_held_out: bool,
-         seed: int | None, *, negate_alpha: bool = False, outputs: int = 1,
-         modes: tuple[tuple[str, str | None, str], ...] = (), view: IteratorView | None = None,
-         unset: dict[str, float] | None = None) -> ConformanceReport:
+    # Only the op's kernels are instantiated: every host name the host model asks for is
+    # `<kernel>_<flavour>_<types>` (host.elementwise).
+    kernels = session.kernels(files, checkout_root, chosen,
+                              tuple(dict.fromkeys(f"{k}_*" for k in (kernel, *(m[2] for m in host.modes)))))
     found = classify(kernels.names, kernel) if outputs == 1 else None
     if outputs == 2 and classify_two_outputs(kernels.names, kernel):
         found = ExecConvention.UNARY_TWO_OUTPUTS, classify_two_outputs(kernels.names, kernel)
@@ -399,17 +410,16 @@ def _run(kernels: KernelSet, name: str, base: str, kernel: str, packet: Any, fil
         if missing:
             have = ", ".join(str(d).removeprefix("torch.") for d in registered)
             raise UsageError(f"{kernel}'s kernels register no {', '.join(missing)}", hint=f"registered: {have}")
-    seed = int.from_bytes(os.urandom(4), "little") if seed is None else seed
-    selectors = frozenset(arg for arg, _, _ in modes)  # Note [argument-selected kernels] in hostcode
+    selectors = frozenset(arg for arg, _, _ in host.modes)  # Note [argument-selected kernels] in hostcode
     binding = ExecConvention.BINARY_ALPHA if alpha_kernel else family
-    built = {dtype: build_cases(binding, base, packet, dtype, case_generator(seed, dtype), include_held_out,
-                                selectors, view, unset) for dtype in wanted}
-    rows = _ElementwiseRows(kernels, base, kernel, files, checkout_root, (family, kernel, alpha_kernel), modes,
-                            selectors, negate_alpha, built)
-    runs = _judge_rows(rows)  # in judging order; verdicts in the registration's
-    unmodelled = [u for run in runs.values() for u in (*run.unmodelled, *run.crashed)]
-    return _report(name, chosen, tuple(runs[dtype].verdict() for dtype in built), unmodelled,
-                   sum(run.rejected for run in runs.values()), seed)
+    built = {dtype: build_cases(ElementwiseCases(binding, base, packet, dtype, case_generator(seed, dtype), selectors,
+                                                 view, host.unset), include_held_out) for dtype in wanted}
+    # The CPU kernel may pass the stub a negated scalar (sub_out: add_stub(iter, -alpha)); the
+    # registered kernel then sees it negated, as on MPS.
+    negate = any(a.replace(" ", "") == "-alpha" for a in host.stub_args)
+    said = (legacy, view.describe() if view is not None else None)  # Note [iterator operands]: what is judged, said
+    return _ElementwiseRows(kernels, name, base, files, checkout_root, (family, kernel, alpha_kernel), host.modes,
+                            selectors, negate, built, said)
 
 
 class _RowKind(Protocol):
@@ -424,6 +434,8 @@ class _RowKind(Protocol):
     def references(self, row: Any, cases: list[Case]) -> list[Any]: ...
 
     def results(self, row: Any, cases: list[Case], outcomes: list[Any]) -> Iterable[CaseResult | None]: ...
+
+    def report(self, runs: dict[Any, DtypeRun], seed: int) -> ConformanceReport: ...
 
 
 def _judge_rows(kind: _RowKind) -> dict[Any, DtypeRun]:
@@ -445,13 +457,13 @@ class _ElementwiseRows:
     modelled `exec_*_kernel` host. Every row's cases are drawn first, so that their CPU references
     run in one guarded child for all dtypes, not one each."""
 
-    def __init__(self, kernels: KernelSet, base: str, kernel: str, files: list[Path], checkout_root: Path,
+    def __init__(self, kernels: KernelSet, name: str, base: str, files: list[Path], checkout_root: Path,
                  route: tuple[ExecConvention, str, str | None], modes: tuple[tuple[str, str | None, str], ...],
                  selectors: frozenset[str], negate_alpha: bool,
-                 built: dict[torch.dtype, tuple[list[Case], list[str]]]) -> None:
-        self.kernels, self.base, self.kernel, self.files, self.root = kernels, base, kernel, files, checkout_root
-        self.route, self.modes, self.selectors, self.negate_alpha = route, modes, selectors, negate_alpha
-        self.built, self.rows, self.info = built, list(built), find_opinfo(base)
+                 built: dict[torch.dtype, tuple[list[Case], list[str]]], said: tuple[str | None, ...]) -> None:
+        self.kernels, self.name, self.base, self.files, self.root = kernels, name, base, files, checkout_root
+        self.kernel, self.route, self.modes, self.selectors, self.negate_alpha = route[1], route, modes, selectors, negate_alpha
+        self.built, self.rows, self.info, self.said = built, list(built), find_opinfo(base), said
         answers = iter(references([c.call for cases, _ in built.values() for c in cases]))
         self.answers = {dtype: [next(answers) for _ in cases] for dtype, (cases, _) in built.items()}
         self.basic: dict[torch.dtype, bool] = {}  # Note [held-out accuracy]: the op behaves as a basic operation
@@ -492,6 +504,27 @@ class _ElementwiseRows:
             results.append(item)
         return results
 
+
+    def report(self, runs: dict[torch.dtype, DtypeRun], seed: int) -> ConformanceReport:
+        """Verdicts in the registration's order; calls skipped, cases dropped and inputs rejected said,
+        after what the row kind says of itself (a legacy host, the iterator's view)."""
+        unmodelled = [u for run in runs.values() for u in (*run.unmodelled, *run.crashed)]
+        crashed = [u for u in unmodelled if u.startswith(CRASHED)]
+        unmodelled = [u for u in unmodelled if not u.startswith(CRASHED)]
+        rejected = sum(run.rejected for run in runs.values())
+        lines = [f"{len(unmodelled)} calls skipped, {NO_HOST_MODEL}: {first_few(unmodelled)}" if unmodelled else None,
+                 f"{len(crashed)} cases dropped: {crashed[0]}" if crashed else None,
+                 f"{rejected} generated inputs dropped ({REJECTED})" if rejected else None]
+        reason = "; ".join(r for r in lines if r) or None
+        report = judged_report(self.name, self.kernels.backend, tuple(runs[dtype].verdict() for dtype in self.built),
+                               reason, seed, none_judged=reason or f"no sample reached a modelled host convention; "
+                                                                   f"{NO_HOST_MODEL}")
+        legacy, view = self.said
+        if view is not None:
+            report = dataclasses.replace(report, reason="; ".join(r for r in (report.reason, view) if r))
+        if legacy is not None:
+            report = dataclasses.replace(report, reason=f"{legacy}; {report.reason}" if report.reason else legacy)
+        return report
 
 def _selected_route(kernels: KernelSet, call: Call, modes: tuple[tuple[str, str | None, str], ...],
                     selectors: frozenset[str], route: tuple[ExecConvention, str, str | None]
@@ -558,23 +591,6 @@ def case_generator(seed: int, dtype: torch.dtype) -> torch.Generator:
     return torch.Generator().manual_seed(seed + _DTYPE_SALT.get(dtype, 0))
 
 
-def _report(name: str, backend: str, verdicts: tuple[DtypeVerdict, ...], unmodelled: list[str], rejected: int,
-            seed: int) -> ConformanceReport:
-    reason = None
-    crashed = [u for u in unmodelled if u.startswith(CRASHED)]
-    unmodelled = [u for u in unmodelled if not u.startswith(CRASHED)]
-    if unmodelled:
-        reason = f"{len(unmodelled)} calls skipped, {NO_HOST_MODEL}: {first_few(unmodelled)}"
-    if crashed:
-        lost = f"{len(crashed)} cases dropped: {crashed[0]}"
-        reason = f"{reason}; {lost}" if reason else lost
-    if rejected:
-        dropped = f"{rejected} generated inputs dropped ({REJECTED})"
-        reason = f"{reason}; {dropped}" if reason else dropped
-    return judged_report(name, backend, verdicts, reason, seed,
-                         none_judged=reason or f"no sample reached a modelled host convention; {NO_HOST_MODEL}")
-
-
 def _row_name(spec: LaunchSpec, types: tuple[str, ...]) -> str:
     first = METAL_DTYPES[types[0]]
     outs = [METAL_DTYPES[t] for o, t in zip(spec.outputs, types[len(spec.inputs):]) if o.dtype.startswith("arg:")]
@@ -586,34 +602,18 @@ def _row_name(spec: LaunchSpec, types: tuple[str, ...]) -> str:
     return first
 
 
-def run_spec_conformance(checkout_root: Path, spec: LaunchSpec, *, library: Any = None, backend: str = "emulated",
-                         include_held_out: bool = True, seed: int | None = None,
-                         dtypes: Sequence[str] | None = None, include_large: bool = True) -> ConformanceReport:
-    """Judge the spec's kernel, launched as the spec says, against torch on CPU for every
-    instantiation (or those whose row name is in `dtypes`).
-
-    `library`: an already compiled emulated ShaderLibrary (tests); else the spec's kernel file under
-    `checkout_root` is compiled for `backend` ("auto", "emulated" or "mps"), the emulator
-    instantiating only the spec's kernels. CompileError propagates.
-    `include_large`: run the spec's cases marked `large` (gigabytes past 32-bit indexing).
-    """
+def _spec_rows(checkout_root: Path | None, spec: LaunchSpec, session: ConformanceSession, library: Any,
+               backend: str, dtypes: Sequence[str] | None, include_held_out: bool, seed: int,
+               include_large: bool) -> _SpecRows:
+    """The rows of the spec's instantiations (those whose row name is in `dtypes`), its kernel from
+    `library` or compiled from the checkout for `backend`, the emulator instantiating only the spec's."""
     if library is not None:
         kernels = KernelSet("emulated", [KernelFile(Path(spec.kernel_file), library)])
     else:
-        path = Path(checkout_root) / spec.kernel_file
+        path = Path(checkout_root or ".") / spec.kernel_file
         if not path.is_file():
             raise UsageError(f"kernel file {spec.kernel_file} does not exist", hint="apply the port first")
-        kernels = compile_files([path], Path(checkout_root), pick_backend(backend), (f"{spec.kernel_name}_*",))
-    seed = int.from_bytes(os.urandom(4), "little") if seed is None else seed
-    try:
-        return _run_spec(spec, kernels, include_held_out, seed, dtypes, include_large)
-    finally:
-        if library is None:
-            kernels.close()
-
-
-def _run_spec(spec: LaunchSpec, kernels: KernelSet, include_held_out: bool, seed: int,
-              dtypes: Sequence[str] | None, include_large: bool = True) -> ConformanceReport:
+        kernels = session.kernels([path], Path(checkout_root or "."), pick_backend(backend), (f"{spec.kernel_name}_*",))
     names = [_row_name(spec, t) for t in spec.dtypes]
     unknown = sorted(set(dtypes or ()) - set(names))
     if unknown:
@@ -623,11 +623,7 @@ def _run_spec(spec: LaunchSpec, kernels: KernelSet, include_held_out: bool, seed
     if missing:
         raise SpecError(f"spec {spec.op}: dtypes: the kernel file defines no kernel {missing[0]!r}",
                         location=spec.kernel_file, hint="instantiate every dtypes row")
-    kind = _SpecRows(spec, kernels, rows, include_held_out, seed, include_large)
-    runs = _judge_rows(kind)
-    notes = [note for row in kind.rows for note in kind.notes[row]]
-    return judged_report(f"aten::{spec.op}", kernels.backend, tuple(runs[row].verdict() for row in kind.rows),
-                         first_few(notes) if notes else None, seed, none_judged="no case reached the kernel")
+    return _SpecRows(spec, kernels, rows, include_held_out, seed, include_large)
 
 
 class _SpecRows:
@@ -650,10 +646,11 @@ class _SpecRows:
     def draw(self, row: int) -> tuple[DtypeRun, list[Case]]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            cases, left_out = build_spec_cases(self.spec, self.types[row], torch.Generator().manual_seed(self.seed + row),
-                                               self.include_held_out, self.include_large)
+            source = SpecCases(self.spec, self.types[row], torch.Generator().manual_seed(self.seed + row),
+                               self.include_large)
+            cases, left_out = build_cases(source, self.include_held_out)
         if left_out:
-            self.notes[row].append(f"{self.names[row]}: {left_out} OpInfo calls of other overloads left out")
+            self.notes[row].append(f"{self.names[row]}: {len(left_out)} OpInfo calls of other overloads left out")
         return DtypeRun(self.names[row], (self.spec.kernel_file, None)), cases
 
     def references(self, row: int, cases: list[Case]) -> list[Any]:
@@ -673,6 +670,12 @@ class _SpecRows:
                                    f"compared (Note [unset outputs])")
         return results
 
+
+    def report(self, runs: dict[int, DtypeRun], seed: int) -> ConformanceReport:
+        notes = [note for row in self.rows for note in self.notes[row]]
+        return judged_report(f"aten::{self.spec.op}", self.kernels.backend,
+                             tuple(runs[row].verdict() for row in self.rows), first_few(notes) if notes else None,
+                             seed, none_judged="no case reached the kernel")
 
 def _judged(problem: str | None, error: float = 0.0) -> CaseResult:
     return CaseResult(problem is None, error, problem)
@@ -698,7 +701,7 @@ def _judge_spec_case(spec: LaunchSpec, kernels: KernelSet, case: Case, outcome: 
         if refused is None or refused == str(err) or not meta_refuses(spec, case.call):
             return _judged(refusal_problem(refused, str(err))), 0
         return None, 0  # a meta function refusing first leaves the host's check unreached
-    except UnlaunchableCall as err:
+    except UnmodelledCall as err:
         if refused is not None:
             return None, 0  # torch and the MPS host both refuse it: no case
         notes.append(f"{row} {case.label}: {err}")
@@ -756,17 +759,13 @@ def op_conformance(root: Path, op: str, **options: Any) -> ConformanceReport:
 
 def launched_conformance(root: Path, op: str, kind: LaunchKind, spec: LaunchSpec | None,
                          **options: Any) -> ConformanceReport:
-    """The one place conformance follows the launch kind the planner decided: a launch spec's kernel
-    as the spec's host launches it, an elementwise port's functors through the modelled
-    `exec_*_kernel` host (PENDING: the op's kernels as the tree has them)."""
-    match kind:
-        case LaunchKind.REDUCTION | LaunchKind.CUSTOM | LaunchKind.MULTI_TENSOR:
-            if spec is None:
-                raise SpecError(f"{op}: a {kind.value} launch without its launch spec", hint="plan the port again")
-            return run_spec_conformance(root, spec, **options)
-        case LaunchKind.ELEMENTWISE | LaunchKind.PENDING:
-            return run_conformance(root, op, **options)
+    """Conformance as the launch kind the planner decided says: a launch spec's kernel as the spec's
+    host launches it, an elementwise port's functors through the modelled `exec_*_kernel` host
+    (PENDING: the op's kernels as the tree has them)."""
+    if kind.by_spec and spec is None:
+        raise SpecError(f"{op}: a {kind.value} launch without its launch spec", hint="plan the port again")
+    return run_conformance(root, spec if kind.by_spec else op, **options)
 
 
-__all__ = ["ConformanceReport", "ConformanceSession", "DtypeVerdict", "case_generator", "check_port_conformance", "launched_conformance",
-           "op_conformance", "registering_files", "resolve_op", "run_conformance", "run_spec_conformance"]
+__all__ = ["ConformanceReport", "ConformanceSession", "DtypeVerdict", "case_generator", "check_port_conformance",
+           "launched_conformance", "op_conformance", "registering_files", "resolve_op", "run_conformance"]

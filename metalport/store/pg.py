@@ -551,13 +551,6 @@ class RunStore:
             conn.execute("DELETE FROM metalport_queued WHERE run_id = %s", (run_id,))
 
     @_retrying
-    def queued_workflow(self, run_id: str) -> str | None:
-        """The workflow id a run was queued with."""
-        with self.connect() as conn:
-            row = conn.execute("SELECT workflow_id FROM metalport_queued WHERE run_id = %s", (run_id,)).fetchone()
-        return row[0] if row else None
-
-    @_retrying
     def open_count(self) -> int:
         """Runs open on the fleet: live runs plus queued ones not claimed yet (queued within a day)."""
         with self.connect() as conn:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from metalport.checks.cases.elementwise import build_cases
+from metalport.checks.cases.case import build_cases
+from metalport.checks.cases.elementwise import ElementwiseCases
 from metalport.checks.conformance import case_generator, run_conformance
 from metalport.checks.cases.samples import ExecConvention
 from metalport.checks.cases.specials import salt_specials, special_rows
@@ -33,7 +34,7 @@ REGISTER_UNARY_OP(softplus, float, float);
 
 def _held_out(op: str, family: ExecConvention, dtype: torch.dtype, seed: int = 3) -> dict[str, list[torch.Tensor]]:
     packet = getattr(torch.ops.aten, op)
-    cases, _ = build_cases(family, op, packet, dtype, case_generator(seed, dtype), True)
+    cases, _ = build_cases(ElementwiseCases(family, op, packet, dtype, case_generator(seed, dtype)), True)
     return {c.label: list(c.operands()) for c in cases if c.kind == "held-out"}
 
 

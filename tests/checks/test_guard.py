@@ -34,7 +34,7 @@ def test_a_launch_spec_case_gets_its_reference_as_an_elementwise_case_does() -> 
     """A spec's case (a Call with no operand slots, a tensor list among its arguments) is guarded
     when it can trap, its float32 subnormals are flushed first (as the GPU reads them), and a
     refusal carries torch's first line (the host's check must say the same)."""
-    from metalport.checks.cases.elementwise import Case
+    from metalport.checks.cases.case import Case
     from metalport.checks.host.runner import references
     from metalport.checks.cases.samples import Call
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from metalport.checks.cases.elementwise import build_cases
+from metalport.checks.cases.case import build_cases
+from metalport.checks.cases.elementwise import ElementwiseCases
 from metalport.checks.conformance import case_generator, run_conformance
 from metalport.checks.cases.samples import ExecConvention
 from metalport.checks.contract.hostcode import find_host_code
@@ -23,8 +24,8 @@ def test_div_rounding_modes_run_the_kernel_the_host_picks(real_tree_workspace) -
                              include_held_out=False)
     verdict = report.dtypes[0]
     assert report.skipped == 0 and verdict.tally("opinfo").samples >= 27 and verdict.ok
-    cases, skipped = build_cases(ExecConvention.BINARY, "div", torch.ops.aten.div, torch.float32,
-                                 case_generator(5, torch.float32), True, host.selectors)
+    cases, skipped = build_cases(ElementwiseCases(ExecConvention.BINARY, "div", torch.ops.aten.div, torch.float32,
+                                                  case_generator(5, torch.float32), host.selectors), True)
     labels = [c.label for c in cases]
     assert not skipped and any(label.endswith("[rounding_mode='floor']") for label in labels)
     assert any(label.startswith("held-out ties and exact multiples [rounding_mode='trunc']") for label in labels)

@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from metalport.checks.cases.elementwise import Case
+from metalport.checks.cases.case import Case
 from metalport.checks.cases.samples import Call
 from metalport.checks.conformance import _truths
 from metalport.checks.host.runner import Prepared, references

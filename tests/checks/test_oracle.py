@@ -12,12 +12,12 @@ import math
 import torch
 
 from metalport.checks.judge.outputs import judge_outputs
-from metalport.checks.judge.oracle import (ANNEX_G_NAN, ANNEX_G_OPEN, EXACT, HELD_OUT_ACCURACY, NAN_RECOMMENDED, NAN_UNDEFINED,
-                                           ZERO_CONVENTION, RELATIVE, SIGNED_ZERO, SPECIAL_ANNEX_G,
-                                     SPECIAL_DISAGREE, SPECIAL_IEEE, TOLERANCE, acceptable, conditioning, correctly_rounded, reach,
+from metalport.checks.judge.oracle import (ANNEX_G_NAN, ANNEX_G_OPEN, EXACT, HELD_OUT_ACCURACY, NAN_RECOMMENDED,
+                                           NAN_UNDEFINED, ZERO_CONVENTION, RELATIVE, SIGNED_ZERO, SPECIAL_DISAGREE,
+                                           SPECIAL_IEEE, TOLERANCE, acceptable, conditioning, correctly_rounded, reach,
                                            truth_calls)
 from metalport.checks.cases.samples import Call
-from metalport.checks.judge.tolerances import Tolerance, tolerance_for
+from metalport.checks.judge.tolerances import tolerance_for
 
 INF, NAN = math.inf, math.nan
 F32 = tolerance_for("round", torch.float32)

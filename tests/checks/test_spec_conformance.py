@@ -14,8 +14,9 @@ import torch
 from metalport.checks.cases.numerics import draw
 from metalport.checks.host.backend import KernelFile, KernelSet
 from metalport.checks.host.spec import bind_call, plan_launch, run_launch
-from metalport.checks.cases.spec import build_spec_cases
-from metalport.checks.conformance import run_spec_conformance
+from metalport.checks.cases.case import build_cases
+from metalport.checks.cases.spec import SpecCases
+from metalport.checks.conformance import run_conformance
 from metalport.emulate import compile_shader
 from metalport.errors import SpecError
 from metalport.port.spec.model import Grid, load_spec
@@ -31,7 +32,7 @@ def _mutant(op: str, name: str, old: str, new: str) -> str:
     assert old in source
     kernel = recipe.spec.kernel_name
     return source.replace(old, new).replace(f"{kernel}(", f"{name}(").replace(f"{kernel}<", f"{name}<") \
-        .replace(f'"{kernel}_"', f'"{name}_"').replace(f"struct PowSumParams", f"struct PowSumParams_{name}") \
+        .replace(f'"{kernel}_"', f'"{name}_"').replace("struct PowSumParams", f"struct PowSumParams_{name}") \
         .replace("PowSumParams&", f"PowSumParams_{name}&").replace("PowSumParams &", f"PowSumParams_{name} &") \
         .replace("ForeachAddress", f"ForeachAddress_{name}")
 
@@ -79,7 +80,7 @@ def _spec(op: str, **changes: object):
 @pytest.mark.parametrize("op, rows", [("mode", ("float32", "int64", "bool")),
                                       ("linalg__powsum", None)])
 def test_shipped_recipe_passes_every_case_kind(lib: object, op: str, rows: tuple[str, ...] | None) -> None:
-    report = run_spec_conformance(None, spec_recipes()[op].spec, library=lib, seed=7, dtypes=rows)
+    report = run_conformance(None, spec_recipes()[op].spec, library=lib, seed=7, dtypes=rows)
     assert report.status == "pass", [f.message for d in report.dtypes for f in d.failures]
     assert report.skipped == 0
     for verdict in report.dtypes:
@@ -95,7 +96,7 @@ def test_shipped_recipe_passes_every_case_kind(lib: object, op: str, rows: tuple
 
 
 def test_kernel_ignoring_a_scalar_fails(lib: object) -> None:
-    report = run_spec_conformance(None, _spec("linalg__powsum", kernel_name="powsum_sq"), library=lib, seed=3,
+    report = run_conformance(None, _spec("linalg__powsum", kernel_name="powsum_sq"), library=lib, seed=3,
                                   dtypes=("float32",))
     assert report.status == "fail"
     assert "output 0" in report.dtypes[0].failures[0].message
@@ -104,7 +105,7 @@ def test_kernel_ignoring_a_scalar_fails(lib: object) -> None:
 def test_a_spec_kernel_is_judged_at_test_mps_tolerance_not_a_looser_table_of_its_own(lib: object) -> None:
     # 5e-6 relative on every float32 sum: inside the 1e-5 a launch spec once had for itself, outside
     # test_mps's 1.3e-6 (and the float64 truth's) that an elementwise port is judged by.
-    report = run_spec_conformance(None, _spec("linalg__powsum", kernel_name="powsum_drift"), library=lib, seed=3,
+    report = run_conformance(None, _spec("linalg__powsum", kernel_name="powsum_drift"), library=lib, seed=3,
                                   dtypes=("float32",))
     assert report.status == "fail"
     assert "output 0" in report.dtypes[0].failures[0].message
@@ -114,13 +115,13 @@ def test_a_spec_kernel_is_judged_at_test_mps_tolerance_not_a_looser_table_of_its
 @pytest.mark.parametrize("kernel", ["powsum_nan", "powsum_inf"])
 def test_a_reduction_mishandling_nan_or_inf_fails_at_every_seed(lib: object, kernel: str, seed: int) -> None:
     """Note [special values in spec cases]: reductions see NaN and infinities, so these bugs fail."""
-    report = run_spec_conformance(None, _spec("linalg__powsum", kernel_name=kernel), library=lib, seed=seed,
+    report = run_conformance(None, _spec("linalg__powsum", kernel_name=kernel), library=lib, seed=seed,
                                   dtypes=("float32",))
     assert report.status == "fail", kernel
 
 
 def test_kernel_breaking_count_ties_the_wrong_way_fails(lib: object) -> None:
-    report = run_spec_conformance(None, _spec("mode", kernel_name="mode_big"), library=lib, seed=3,
+    report = run_conformance(None, _spec("mode", kernel_name="mode_big"), library=lib, seed=3,
                                   dtypes=("int32",))
     assert report.status == "fail"
     assert "output 0" in report.dtypes[0].failures[0].message
@@ -130,12 +131,12 @@ def test_wrong_grid_fails(lib: object) -> None:
     # The powsum kernel reduces one slice per threadgroup: one thread per output element misses
     # every slice element but the first of each thread's group.
     spec = _spec("linalg__powsum", geometry={"grid": "per-output-element", "threadgroup": 32})
-    report = run_spec_conformance(None, spec, library=lib, seed=3, dtypes=("float32",))
+    report = run_conformance(None, spec, library=lib, seed=3, dtypes=("float32",))
     assert report.status == "fail"
 
 
 def test_kernel_writing_past_its_output_is_caught_by_the_guard_band(lib: object) -> None:
-    report = run_spec_conformance(None, _spec("mode", kernel_name="mode_oob"), library=lib, seed=3,
+    report = run_conformance(None, _spec("mode", kernel_name="mode_oob"), library=lib, seed=3,
                                   dtypes=("float32",))
     assert report.status == "fail"
     message = report.dtypes[0].failures[0].message
@@ -151,14 +152,14 @@ def test_kernel_writing_before_its_output_is_caught_by_the_leading_guard_band(li
             run_launch(spec, _kernels(lib), launch, index_limit=limit * 5)
         assert err.value.message == ("spec mode: outputs: kernel mode_under_float_float_long writes outside its "
                                   "output 'values' (1 element(s) of the guard band before it changed)")
-    report = run_spec_conformance(None, spec, library=lib, seed=3, dtypes=("float32",))
+    report = run_conformance(None, spec, library=lib, seed=3, dtypes=("float32",))
     assert report.status == "fail"
     assert "writes outside its output 'values' (1 element(s) of the guard band before it changed)" in \
         report.dtypes[0].failures[0].message
 
 
 def test_kernel_writing_past_a_list_output_is_caught_by_the_guard_band(lib: object) -> None:
-    report = run_spec_conformance(None, _spec("_foreach_exp", kernel_name="foreach_past"), library=lib, seed=3,
+    report = run_conformance(None, _spec("_foreach_exp", kernel_name="foreach_past"), library=lib, seed=3,
                                   dtypes=("float32",))
     assert report.status == "fail"
     assert "kernel foreach_past_float_float writes outside an output of list 'out0'" in \
@@ -168,7 +169,7 @@ def test_kernel_writing_past_a_list_output_is_caught_by_the_guard_band(lib: obje
 @pytest.mark.parametrize("row", ["float32", "int64"])
 def test_kernel_leaving_an_output_element_unwritten_fails_naming_it(lib: object, row: str) -> None:
     metal = {"float32": "float", "int64": "long"}[row]
-    report = run_spec_conformance(None, _spec("mode", kernel_name="mode_skip"), library=lib, seed=3, dtypes=(row,))
+    report = run_conformance(None, _spec("mode", kernel_name="mode_skip"), library=lib, seed=3, dtypes=(row,))
     assert report.status == "fail"
     messages = [f.message for f in report.dtypes[0].failures if "held-out cases fail" not in f.message]
     pattern = rf"output 0: 1 of \d+ output elements never written by mode_skip_{metal}_{metal}_long$"
@@ -176,7 +177,7 @@ def test_kernel_leaving_an_output_element_unwritten_fails_naming_it(lib: object,
 
 
 def test_kernel_leaving_a_list_output_element_unwritten_fails_naming_it(lib: object) -> None:
-    report = run_spec_conformance(None, _spec("_foreach_exp", kernel_name="foreach_skip"), library=lib, seed=3,
+    report = run_conformance(None, _spec("_foreach_exp", kernel_name="foreach_skip"), library=lib, seed=3,
                                   dtypes=("float32",))
     assert report.status == "fail"
     messages = [f.message for f in report.dtypes[0].failures if "held-out cases fail" not in f.message]
@@ -194,7 +195,7 @@ def test_complex_random_inputs_have_nonzero_imaginary_parts() -> None:
     take = spec_recipes()["take"].spec
     mode = _spec("mode", dtypes=[["float2", "float2", "long"]])
     for spec, types in ((take, ("float2", "long", "float2")), (mode, ("float2", "float2", "long"))):
-        cases, _ = build_spec_cases(spec, types, torch.Generator().manual_seed(1), True, include_large=False)
+        cases, _ = build_cases(SpecCases(spec, types, torch.Generator().manual_seed(1), include_large=False), True)
         drawn = [a for c in cases if c.kind != "opinfo" for a in c.call.args
                  if isinstance(a, torch.Tensor) and a.is_complex() and a.numel() >= 6]  # (ties: 1/7 are real)
         assert drawn and all(bool((a.imag != 0).any()) for a in drawn), spec.op
@@ -220,7 +221,7 @@ def test_32bit_split_gives_the_same_result(lib: object) -> None:
 
 def test_mode_index_of_a_repeated_value_passes_with_a_note_only_when_it_names_an_equal_element(
         lib: object) -> None:
-    report = run_spec_conformance(None, spec_recipes()["mode"].spec, library=lib, seed=5, dtypes=("int32",))
+    report = run_conformance(None, spec_recipes()["mode"].spec, library=lib, seed=5, dtypes=("int32",))
     verdict = report.dtypes[0]
     assert report.status == "pass" and verdict.tally("held-out").out_of_scope == 0
     assert "index of a repeated value is unspecified" in (report.reason or "")
@@ -230,9 +231,9 @@ def test_mode_index_of_a_repeated_value_passes_with_a_note_only_when_it_names_an
 def test_a_tensor_list_launch_on_mps_is_a_call_skipped_with_its_reason_not_a_failure() -> None:
     # torch.mps.compile_shader binds no argument buffers: on a Mac a tensor-list spec's cases are
     # skipped (counted, the report partial), never failed for a harness limit.
-    from metalport.checks.host.spec import UnlaunchableCall
+    from metalport.checks.host.backend import UnmodelledCall
 
     spec = spec_recipes()["_foreach_exp"].spec
     launch = plan_launch(spec, bind_call(torch.ops.aten._foreach_exp.default, ([torch.ones(3), torch.ones(300)],), {}))
-    with pytest.raises(UnlaunchableCall, match="Tensor\\[\\] launches run on the emulated backend only"):
+    with pytest.raises(UnmodelledCall, match="Tensor\\[\\] launches run on the emulated backend only"):
         run_launch(spec, KernelSet("mps", []), launch)

@@ -18,11 +18,11 @@ import torch
 from metalport.checkout import Checkout
 from metalport.checks.contract.rules import check_contract
 from metalport.checks.host.spec import HostCheckFailed, bind_call, plan_launch
-from metalport.checks.conformance import _row_name, run_spec_conformance
+from metalport.checks.conformance import _row_name, run_conformance
 from metalport.emulate import ShaderLibrary, compile_shader
 from metalport.port.plan.model import NATIVE_FUNCTIONS
 from metalport.port.plan.planner import apply_port, plan_port
-from metalport.port.spec.model import METAL_DTYPES, CheckSpec, LaunchSpec, load_spec
+from metalport.port.spec.model import CheckSpec, LaunchSpec, load_spec
 from metalport.port.spec.recipes import spec_recipes
 
 HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
@@ -102,7 +102,7 @@ def test_recipe_ports_keeps_the_contract_builds_and_passes_conformance_for_every
         assert extra is None or f"MPS: {extra}\n" in registry
     assert [f.message for f in check_contract(workspace.root, worktree, plan)] == []
     # The emulated build compiles the applied kernel file; conformance launches it from the spec.
-    report = run_spec_conformance(worktree, spec, seed=13, include_large=False)
+    report = run_conformance(worktree, spec, seed=13, include_large=False)
     assert report.status == "pass", [f.message for d in report.dtypes for f in d.failures]
     assert report.skipped == 0
     assert [d.dtype for d in report.dtypes] == [_row_name(spec, t) for t in spec.dtypes]
@@ -139,7 +139,7 @@ def test_the_conformance_command_launches_a_spec_port_by_its_spec(workspace: Che
 @pytest.mark.parametrize("op", RECIPES)
 def test_mutated_kernel_fails_conformance(mutant_library: ShaderLibrary, op: str) -> None:
     row = MUTANTS[op][0]
-    report = run_spec_conformance(None, _mutant_spec(op), library=mutant_library, seed=13, dtypes=[row],
+    report = run_conformance(None, _mutant_spec(op), library=mutant_library, seed=13, dtypes=[row],
                                   include_large=False)
     assert report.status == "fail"
     failures = [f.message for d in report.dtypes for f in d.failures]
@@ -148,7 +148,7 @@ def test_mutated_kernel_fails_conformance(mutant_library: ShaderLibrary, op: str
 
 def test_take_reads_past_two_to_the_31_elements(mutant_library: ShaderLibrary) -> None:
     spec = spec_recipes()["take"].spec
-    report = run_spec_conformance(None, spec, library=mutant_library, seed=13, dtypes=["bool"])
+    report = run_conformance(None, spec, library=mutant_library, seed=13, dtypes=["bool"])
     assert report.status == "pass", [f.message for d in report.dtypes for f in d.failures]
     held = report.dtypes[0].tallies["held-out"]
     assert held.samples == held.passed == 3  # two small held-out cases and the large one
@@ -156,13 +156,13 @@ def test_take_reads_past_two_to_the_31_elements(mutant_library: ShaderLibrary) -
 
 def test_hash_tensor_refuses_unknown_modes_with_torchs_message(mutant_library: ShaderLibrary) -> None:
     spec = spec_recipes()["hash_tensor"].spec
-    report = run_spec_conformance(None, spec, library=mutant_library, seed=13, dtypes=["int64"], include_large=False)
+    report = run_conformance(None, spec, library=mutant_library, seed=13, dtypes=["int64"], include_large=False)
     assert report.status == "pass", [f.message for d in report.dtypes for f in d.failures]
     shipped = report.dtypes[0].tallies["held-out"]
     assert shipped.samples == shipped.passed >= 2  # the two refused modes among them
     # Without its check the kernel computes mode 0 for any mode: a silently wrong result, failed
     # (held-out inputs are withheld, so the two refused modes show as a count).
-    report = run_spec_conformance(None, dataclasses.replace(spec, checks=()), library=mutant_library, seed=13,
+    report = run_conformance(None, dataclasses.replace(spec, checks=()), library=mutant_library, seed=13,
                                   dtypes=["int64"], include_large=False)
     held = report.dtypes[0].tallies["held-out"]
     assert report.status == "fail" and (held.samples, held.passed) == (shipped.samples, shipped.samples - 2)
@@ -173,7 +173,7 @@ def test_hash_tensor_refuses_unknown_modes_with_torchs_message(mutant_library: S
                            ((CheckSpec("mode == 0", "bad mode {mode}"),),
                             "torch refuses the call with 'Unknown hash_tensor mode: -1', the host with 'bad mode -1'")]:
         probe = dataclasses.replace(spec, checks=checks, cases=refused)
-        report = run_spec_conformance(None, probe, library=mutant_library, seed=13, dtypes=["int64"],
+        report = run_conformance(None, probe, library=mutant_library, seed=13, dtypes=["int64"],
                                       include_held_out=False)
         failures = [f.message for d in report.dtypes for f in d.failures]
         assert report.status == "fail" and any(reason in m for m in failures), failures

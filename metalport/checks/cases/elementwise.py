@@ -1,6 +1,5 @@
-"""The conformance cases of one dtype row, for every launch kind: OpInfo samples, random draws and
-held-out cases, each labelled: one `Case` type, drawn by `build_cases` for an elementwise port and
-`speccases.build_spec_cases` (its Calls have no operand slots) for a launch spec, both with `numerics.draw`.
+"""The conformance cases of an elementwise port's dtype row (`ElementwiseCases`, drawn by the one
+driver `case.build_cases`): OpInfo samples, random draws and held-out cases, each labelled.
 
 OpInfo samples are what test_mps.py's test_output_match runs. Random and held-out cases draw on
 the op's reference numerics (`numerics`): in-domain random values, tiny magnitudes, every sample of
@@ -20,90 +19,76 @@ cancellation (log1p as log(1+x), expm1 as exp(x)-1) fails while a correctly roun
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from metalport.checks.cases.case import Case
 from metalport.checks.cases.edges import edge_sets
-from metalport.checks.host.elementwise import UnmodelledCall
+from metalport.checks.host.backend import UnmodelledCall
 from metalport.checks.cases.numerics import (Numerics, beyond_values, draw, draw_small, grid, numerics_for,
                                              tiny_values, value_sets)
 from metalport.checks.cases.samples import (Call, ExecConvention, IteratorView, autograd_calls, bind, find_opinfos,
                                             opinfo_calls, schema_template, selector_values)
 from metalport.checks.cases.specials import special_sets
-from metalport.checks.host.spec import INDEX_LIMIT
 
 RANDOM_CASES = 4
 OUTSIDE_DOMAIN = "inputs outside the op's domain (OpInfo's domain and reference_numerics_filter)"
 BEYOND = "values no PyTorch reference-numerics test checks (subnormals, the largest finite, integer extremes)"
 
 
-@dataclass(frozen=True)
-class Case:
-    """One call to check: `kind` is opinfo, random or held-out; see the module notes for the rest."""
-
-    label: str
-    call: Call
-    kind: str
-    force: str | None = None  # the dense flavour the host's override would pin ("ilp"/"scalar")
-    accepted: str | None = None  # the OpInfo skip/xfail putting this value set out of scope
-    index_limit: int = INDEX_LIMIT  # elements one launch of a launch spec may address (a forced split)
-
-    def describe(self) -> str:
-        return self.call.describe()
-
-    def operands(self) -> tuple[torch.Tensor, ...]:
-        return self.call.operands()
-
-
-def build_cases(family: ExecConvention, base: str, packet: Any, dtype: torch.dtype, gen: torch.Generator,
-                held_out: bool, selectors: frozenset[str] = frozenset(),
-                view: IteratorView | None = None, unset: dict[str, float] | None = None
-                ) -> tuple[list[Case], list[str]]:
-    """The cases for one dtype (OpInfo, random, then held-out) and why recorded calls were skipped.
+class ElementwiseCases:
+    """The `CaseSource` of an elementwise port's dtype row: the OpInfo samples bound to the host's
+    operand slots, and a template (`_Maker`) per selector value of the recorded calls.
 
     `selectors`: arguments whose value picks the host's kernel (Note [argument-selected kernels] in
     `hostcode`, div's rounding_mode): recorded calls passing them are bound, and random and held-out
     values are drawn for each value the OpInfo samples give them (layouts only for the first).
     `unset`: optional scalars the CPU kernel passes the stub as one Scalar, with the value it gives
     an unset one (Note [unset optionals at the stub] in `hostcode`)."""
-    infos = find_opinfos(base)
-    info = infos[0] if infos else None
-    numerics = numerics_for(base, info, family.arity)
-    skipped: list[str] = []
-    cases: list[Case] = []
-    templates: dict[str, Call] = {}  # one per selector value ("" without selectors), first come
-    # A backward over halves with no OpInfo of its own (glu_backward; its schema alone gives no call of
-    # two shapes) is served the calls autograd makes on its forward's samples (`autograd_calls`).
-    backward = autograd_calls(base, packet, dtype) if info is None and family is ExecConvention.HALVES_BACKWARD else []
-    if info is not None or backward:
-        recorded = [c for i in infos for c in opinfo_calls(i, packet, dtype)] + backward
+
+    def __init__(self, family: ExecConvention, base: str, packet: Any, dtype: torch.dtype, gen: torch.Generator,
+                 selectors: frozenset[str] = frozenset(), view: IteratorView | None = None,
+                 unset: dict[str, float] | None = None) -> None:
+        self.family, self.base, self.packet, self.dtype, self.gen = family, base, packet, dtype, gen
+        self.selectors, self.view, self.unset = selectors, view, unset
+        self.infos = find_opinfos(base)
+        self.numerics = numerics_for(base, self.infos[0] if self.infos else None, family.arity)
+        self._calls: dict[str, Call] = {}  # one template call per selector value ("" without selectors), first come
+
+    def recorded(self) -> tuple[list[Case], list[str]]:
+        # A backward over halves with no OpInfo of its own (glu_backward; its schema alone gives no call of
+        # two shapes) is served the calls autograd makes on its forward's samples (`autograd_calls`).
+        backward = autograd_calls(self.base, self.packet, self.dtype) \
+            if not self.infos and self.family is ExecConvention.HALVES_BACKWARD else []
+        skipped: list[str] = []
+        cases: list[Case] = []
+        recorded = [c for i in self.infos for c in opinfo_calls(i, self.packet, self.dtype)] + backward
         for k, (func, args, kwargs) in enumerate(recorded):
             try:
-                call = bind(func, args, kwargs, family, selectors, view, unset)
+                call = bind(func, args, kwargs, self.family, self.selectors, self.view, self.unset)
             except UnmodelledCall as err:
                 skipped.append(str(err))
                 continue
             cases.append(Case(f"opinfo sample {k}", call, "opinfo"))
-            key = _selected(call, selectors)
-            if key not in templates and all(isinstance(t, torch.Tensor) and t.dim() > 0 for t in call.operands()):
-                templates[key] = call
+            key = _selected(call, self.selectors)
+            if key not in self._calls and all(isinstance(t, torch.Tensor) and t.dim() > 0 for t in call.operands()):
+                self._calls[key] = call
         for c in cases:
-            templates.setdefault(_selected(c.call, selectors), c.call)
-    if not templates:
-        overload = getattr(packet, "default", None) or getattr(packet, packet.overloads()[0])
-        template = schema_template(view.op if view is not None else overload, family, dtype, gen, view, unset)
-        if template is not None:
-            templates[""] = template
-    for n, (key, template) in enumerate(templates.items()):
-        maker = _Maker(template, numerics, gen, dtype, f" [{key}]" if key else "")
-        if not maker.slots:  # every recorded call passes only Python numbers: nothing to redraw
-            continue
-        cases += maker.random()
-        if held_out:
-            cases += maker.held_out(layouts=n == 0)
-    return cases, skipped
+            self._calls.setdefault(_selected(c.call, self.selectors), c.call)
+        return cases, skipped
+
+    def templates(self) -> list[_Maker]:
+        if not self._calls:
+            packet, view = self.packet, self.view
+            overload = getattr(packet, "default", None) or getattr(packet, packet.overloads()[0])
+            call = schema_template(view.op if view is not None else overload, self.family, self.dtype, self.gen,
+                                   view, self.unset)
+            if call is not None:
+                self._calls[""] = call
+        makers = [_Maker(call, self.numerics, self.gen, self.dtype, f" [{key}]" if key else "", layouts=n == 0)
+                  for n, (key, call) in enumerate(self._calls.items())]
+        return [m for m in makers if m.slots]  # no slots: every recorded call passes only Python numbers
 
 
 def _selected(call: Call, selectors: frozenset[str]) -> str:
@@ -115,8 +100,9 @@ class _Maker:
     """Builds random and held-out cases by replacing the template call's tensor operands."""
 
     def __init__(self, template: Call, numerics: Numerics, gen: torch.Generator, dtype: torch.dtype,
-                 suffix: str = "") -> None:
+                 suffix: str = "", layouts: bool = True) -> None:
         self.template, self.numerics, self.gen, self.dtype = template, numerics, gen, dtype
+        self.layouts = layouts  # held-out layout cases: for the first template only
         self.suffix = suffix  # the selector values of a template beside the first (` [rounding_mode='floor']`)
         self.slots = [i for i, s in enumerate(template.slots) if isinstance(template._get(s), torch.Tensor)]
         ops = template.operands()
@@ -163,7 +149,7 @@ class _Maker:
                 out.append(case)
         return out
 
-    def held_out(self, layouts: bool = True) -> list[Case]:
+    def held_out(self) -> list[Case]:
         """OpInfo's value sets (in and outside the domain), tiny and beyond values, edges and the
         special pairings (Note [special pairings] in `specials`), then layouts."""
         out = []
@@ -186,7 +172,7 @@ class _Maker:
                               accepted=beyond_scope))
         out.append(self._case("held-out beyond the value sets, ILP kernel", grid(beyond, self.dtypes), "held-out",
                               "ilp", accepted=beyond_scope))
-        return out + self._edges() + self._specials() + (self._layouts() if layouts else [])
+        return out + self._edges() + self._specials() + (self._layouts() if self.layouts else [])
 
     def _specials(self) -> list[Case]:
         """Note [special pairings]: each set judged where OpInfo judges that value set on a device."""
@@ -295,4 +281,4 @@ def _scalar_partner(dtype: torch.dtype) -> torch.dtype | None:
     return torch.int32 if dtype == torch.int64 else torch.int64
 
 
-__all__ = ["BEYOND", "OUTSIDE_DOMAIN", "RANDOM_CASES", "Case", "build_cases"]
+__all__ = ["BEYOND", "OUTSIDE_DOMAIN", "RANDOM_CASES", "ElementwiseCases"]

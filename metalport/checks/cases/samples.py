@@ -18,7 +18,8 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from metalport.checks.host.elementwise import OpmathScalar, UnmodelledCall
+from metalport.checks.host.backend import UnmodelledCall
+from metalport.checks.host.elementwise import OpmathScalar
 from metalport.checks.cases.numerics import Numerics, draw
 from metalport.torch_facts import find_opinfo, find_opinfos  # noqa: F401 (the samples' OpInfo lookup)
 

@@ -1,7 +1,8 @@
-"""The cases of a launch spec (reduction, window, scan, tensor-list kinds): OpInfo samples, the
-spec's own `cases`, random draws and held-out slices, as `cases.Case`s whose Calls have no operand
-slots. Values come from `numerics.draw` and, for floating inputs, `specials.salt_specials`
-(Note [special values in spec cases]): reductions see zeros of both signs, infinities, NaN and ties.
+"""The cases of a launch spec (reduction, window, scan, tensor-list kinds; `SpecCases`, drawn by the
+one driver `case.build_cases`): OpInfo samples, the spec's own `cases`, random draws and held-out
+slices, as `case.Case`s whose Calls have no operand slots. Values come from `numerics.draw` and,
+for floating inputs, `specials.salt_specials` (Note [special values in spec cases]): reductions see
+zeros of both signs, infinities, NaN and ties.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import torch
 
-from metalport.checks.cases.elementwise import Case
+from metalport.checks.cases.case import Case
 from metalport.checks.cases.numerics import draw
 from metalport.checks.cases.samples import Call
 from metalport.checks.cases.specials import salt_specials, special_rows
@@ -177,62 +178,75 @@ def _call(spec: LaunchSpec, func: Any, x: torch.Tensor, types: tuple[str, ...], 
     return tuple(args), kwargs
 
 
-def build_spec_cases(spec: LaunchSpec, types: tuple[str, ...], gen: torch.Generator,
-                     include_held_out: bool, include_large: bool = True) -> tuple[list[Case], int]:
-    """(cases, OpInfo calls left out) for one instantiation: OpInfo samples, random, held-out.
+class SpecCases:
+    """The `CaseSource` of a launch spec's instantiation `types`, and its one template: the OpInfo
+    samples of the overload the host serves, then random and held-out calls.
 
     A spec's own `cases.random` replace the drawn reductions; its `cases.held_out` are added to the
-    reduction held-out cases, or replace them for a spec that reduces nothing (`explicit_calls`)."""
-    func = spec_func(spec)
-    dtype = getattr(torch, METAL_DTYPES[types[0]])
-    ties = bool(spec.cases.get("ties"))
-    cases: list[Case] = []
+    reduction held-out cases, or replace them for a spec that reduces nothing (`explicit_calls`).
+    `include_large`: the entries marked `large` (gigabytes past 32-bit indexing) too."""
 
-    def case(kind: str, label: str, args: Any, kwargs: dict[str, Any], limit: int = INDEX_LIMIT) -> Case:
-        return Case(label, Call(func, tuple(args), dict(kwargs), (), None), kind, index_limit=limit)
+    def __init__(self, spec: LaunchSpec, types: tuple[str, ...], gen: torch.Generator,
+                 include_large: bool = True) -> None:
+        self.spec, self.types, self.gen, self.include_large = spec, types, gen, include_large
+        self.func = spec_func(spec)
+        self.dtype = getattr(torch, METAL_DTYPES[types[0]])
+        self.ties = bool(spec.cases.get("ties"))
 
-    left_out = 0
-    if spec.opinfo:
+    def _case(self, kind: str, label: str, args: Any, kwargs: dict[str, Any], limit: int = INDEX_LIMIT) -> Case:
+        return Case(label, Call(self.func, tuple(args), dict(kwargs), (), None), kind, index_limit=limit)
+
+    def recorded(self) -> tuple[list[Case], list[str]]:
+        if not self.spec.opinfo:
+            return [], []
         from metalport.checks.cases.samples import opinfo_calls
 
-        info = spec_opinfo(spec)
-        for n, (f, args, kwargs) in enumerate(opinfo_calls(info, func.overloadpacket, dtype)):
-            if f is not func:
-                left_out += 1  # another overload of the op: not what this host function serves
+        cases, left_out = [], []
+        for n, (f, args, kwargs) in enumerate(opinfo_calls(spec_opinfo(self.spec), self.func.overloadpacket,
+                                                            self.dtype)):
+            if f is not self.func:
+                left_out.append(f"OpInfo sample {n} calls {f}, another overload than the host's {self.func}")
                 continue
-            cases.append(case("opinfo", f"OpInfo sample {n}", args, kwargs))
-    for label, args, kwargs in explicit_calls(spec, func, types, "random", gen, include_large=include_large):
-        cases.append(case("random", label, args, kwargs))
-    for k, shape in enumerate(() if spec.cases.get("random") else _SHAPES * 2):
-        x = draw(shape, dtype, gen, ties=ties and k % 2 == 0)
-        salted = k % 4 == 3 and (x.is_floating_point() or x.is_complex()) and x.numel() > 0
-        args, kwargs = _call(spec, func, salt_specials(x, gen) if salted else x, types, gen, k)
-        cases.append(case("random", f"random case {k}" + (", special values" if salted else ""), args, kwargs))
-    if include_held_out:
-        for label, args, kwargs in explicit_calls(spec, func, types, "held_out", gen, include_large=include_large):
-            cases.append(case("held-out", label, args, kwargs))
-    if include_held_out and spec.reduce.dim is not None:
+            cases.append(self._case("opinfo", f"OpInfo sample {n}", args, kwargs))
+        return cases, left_out
+
+    def templates(self) -> list[SpecCases]:
+        return [self]
+
+    def random(self) -> list[Case]:
+        spec, func, gen = self.spec, self.func, self.gen
+        cases = [self._case("random", label, args, kwargs) for label, args, kwargs in
+                 explicit_calls(spec, func, self.types, "random", gen, include_large=self.include_large)]
+        for k, shape in enumerate(() if spec.cases.get("random") else _SHAPES * 2):
+            x = draw(shape, self.dtype, gen, ties=self.ties and k % 2 == 0)
+            salted = k % 4 == 3 and (x.is_floating_point() or x.is_complex()) and x.numel() > 0
+            args, kwargs = _call(spec, func, salt_specials(x, gen) if salted else x, self.types, gen, k)
+            cases.append(self._case("random", f"random case {k}" + (", special values" if salted else ""),
+                                    args, kwargs))
+        return cases
+
+    def held_out(self) -> list[Case]:
+        spec, func, gen, dtype, ties = self.spec, self.func, self.gen, self.dtype, self.ties
+        cases = [self._case("held-out", label, args, kwargs) for label, args, kwargs in
+                 explicit_calls(spec, func, self.types, "held_out", gen, include_large=self.include_large)]
+        if spec.reduce.dim is None:
+            return cases
+
+        def sliced(label: str, x: torch.Tensor, k: int, keepdim: bool, limit: int = INDEX_LIMIT) -> Case:
+            args, kwargs = _call(spec, func, x, self.types, gen, k, dims=_last_dim(spec, func), keepdim=keepdim)
+            return self._case("held-out", label, args, kwargs, limit)
+
         for k, length in enumerate(_HELD_OUT_LENGTHS):
-            x = draw((3, length), dtype, gen, ties=ties)
-            args, kwargs = _call(spec, func, x, types, gen, k, dims=_last_dim(spec, func), keepdim=bool(k % 2))
-            cases.append(case("held-out", f"slice of {length}", args, kwargs))
-        x = draw((40, 6), dtype, gen, ties=ties).t()
-        args, kwargs = _call(spec, func, x, types, gen, 0, dims=_last_dim(spec, func), keepdim=True)
-        cases.append(case("held-out", "transposed input", args, kwargs))
-        x = draw((700, 9), dtype, gen, ties=ties)
-        args, kwargs = _call(spec, func, x, types, gen, 1, dims=_last_dim(spec, func), keepdim=False)
-        cases.append(case("held-out", "many slices, 32-bit split", args, kwargs, _SPLIT_LIMIT))
-        x = draw((0, 5), dtype, gen, ties=ties)
-        args, kwargs = _call(spec, func, x, types, gen, 2, dims=_last_dim(spec, func), keepdim=True)
-        cases.append(case("held-out", "empty input", args, kwargs))
+            cases.append(sliced(f"slice of {length}", draw((3, length), dtype, gen, ties=ties), k, bool(k % 2)))
+        cases.append(sliced("transposed input", draw((40, 6), dtype, gen, ties=ties).t(), 0, True))
+        cases.append(sliced("many slices, 32-bit split", draw((700, 9), dtype, gen, ties=ties), 1, False,
+                            _SPLIT_LIMIT))
+        cases.append(sliced("empty input", draw((0, 5), dtype, gen, ties=ties), 2, True))
         if dtype.is_floating_point or dtype.is_complex:  # Note [special values in spec cases]
-            x = special_rows(dtype, gen)
-            args, kwargs = _call(spec, func, x, types, gen, 3, dims=_last_dim(spec, func), keepdim=False)
-            cases.append(case("held-out", "a special value in every slice", args, kwargs))
-            x = salt_specials(draw((3, 1025), dtype, gen, ties=ties), gen)
-            args, kwargs = _call(spec, func, x, types, gen, 0, dims=_last_dim(spec, func), keepdim=True)
-            cases.append(case("held-out", "slice of 1025, special values", args, kwargs))
-    return cases, left_out
+            cases.append(sliced("a special value in every slice", special_rows(dtype, gen), 3, False))
+            cases.append(sliced("slice of 1025, special values",
+                                salt_specials(draw((3, 1025), dtype, gen, ties=ties), gen), 0, True))
+        return cases
 
 
 def spec_opinfo(spec: LaunchSpec) -> Any | None:
@@ -259,4 +273,4 @@ def _last_dim(spec: LaunchSpec, func: Any) -> Any:
 
 
 
-__all__ = ["build_spec_cases", "explicit_calls", "spec_func", "spec_opinfo"]
+__all__ = ["SpecCases", "explicit_calls", "spec_func", "spec_opinfo"]

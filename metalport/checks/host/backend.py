@@ -78,6 +78,12 @@ class Launch:
     group: tuple[int, ...] | None = None
 
 
+class UnmodelledCall(Exception):
+    """The modelled host launches no kernel for this call, of any launch kind: it would do something
+    the model does not cover, or the MPS host would refuse it (an unregistered dtype, a slice past
+    32-bit indexing). Internal: conformance counts the call as skipped, with this reason."""
+
+
 class NotOnBackend(EmulateError):
     """The backend cannot make this launch at all: a limit of the harness, not a fault of the kernel."""
 

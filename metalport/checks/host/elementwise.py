@@ -18,12 +18,12 @@ Not modelled (callers get UnmodelledCall / MissingKernel, never a guess): the bi
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Container, Iterable
 
 import torch
 
 from metalport.checks.host.iteration import Geometry, Iteration, storage_extent
-from metalport.checks.host.backend import Buffer, Const, Launch
+from metalport.checks.host.backend import Buffer, Const, Launch, UnmodelledCall
 from metalport.metal_types import METAL_TYPES
 
 # In `MetalType.report_rank` order: `families` lists the dtypes a kernel registers in this order.
@@ -35,10 +35,6 @@ METAL_DTYPES: dict[str, torch.dtype] = {v: k for k, v in _METAL_TYPE.items()}
 _SCALAR_TYPE: dict[torch.dtype, int] = {getattr(torch, t.torch_name): t.scalar_code for t in METAL_TYPES}
 ILP_PER_THREAD = 4
 ILP_THRESHOLD = 1 << 18  # dense ILP kernels for floating outputs from this many elements
-
-
-class UnmodelledCall(Exception):
-    """The host would do something this model does not cover (internal; becomes a verdict)."""
 
 
 class MissingKernel(Exception):

@@ -8,10 +8,10 @@ from typing import Any
 
 import torch
 
-from metalport.checks.host.backend import Buffer, Const, KernelSet, Launch
+from metalport.checks.host.backend import Buffer, Const, KernelSet, Launch, UnmodelledCall
 from metalport.checks.judge.explain import Explanation, explain
 from metalport.checks.judge.guard import Crashed, Outcome, Refused, needs_guard, refusal, run_guarded
-from metalport.checks.host.elementwise import (MissingKernel, UnmodelledCall, halves_input, metal_type_name, plan_binary,
+from metalport.checks.host.elementwise import (MissingKernel, halves_input, metal_type_name, plan_binary,
                                                plan_binary_with_params, plan_halves_backward, plan_ternary,
                                                plan_ternary_alpha, result_dtype, plan_two_outputs, plan_unary)
 from metalport.checks.judge.outputs import judge_outputs

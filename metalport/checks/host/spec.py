@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from metalport.checks.host.backend import Buffer, Const, KernelSet, Launch, Lists, NotOnBackend
+from metalport.checks.host.backend import Buffer, Const, KernelSet, Launch, Lists, NotOnBackend, UnmodelledCall
 from metalport.checks.host.poison import overwritten, poisoned
 from metalport.errors import SpecError
 from metalport.metal_types import METAL_TYPES
@@ -37,10 +37,6 @@ _PACK = {t.name: t.struct_format for t in METAL_TYPES if t.c_type is not None}  
 # first twelve codes, Metal types all but double (7) and complex double (10), which MPS lacks.
 _C10_NAMES = {t.scalar_code: t.torch_name for t in METAL_TYPES} | {7: "float64", 10: "complex128"}
 _SCALAR_TYPES = tuple(getattr(torch, _C10_NAMES[code]) for code in range(12))
-
-
-class UnlaunchableCall(Exception):
-    """The MPS host would refuse this call (an unregistered dtype, a slice past 32-bit indexing)."""
 
 
 class HostCheckFailed(Exception):
@@ -78,7 +74,7 @@ def _reduced_dims(spec: LaunchSpec, bound: Bound, ndim: int) -> list[int]:
     out = []
     for d in dims:
         if not -wrap <= d < wrap:
-            raise UnlaunchableCall(f"dim {d} out of range for a {ndim}-d input")
+            raise UnmodelledCall(f"dim {d} out of range for a {ndim}-d input")
         out.append(d % wrap)
     return sorted(set(out)) if ndim else []
 
@@ -96,7 +92,7 @@ def _out_dtype(rule: str, bound: Bound, x: torch.Tensor | None) -> torch.dtype:
         if default:
             return getattr(torch, METAL_DTYPES[default[0]])
     if x is None:
-        raise UnlaunchableCall(f"output dtype {rule!r} with no input and no dtype argument")
+        raise UnmodelledCall(f"output dtype {rule!r} with no input and no dtype argument")
     return x.dtype
 
 
@@ -160,7 +156,7 @@ def _param_value(f: ParamField, bound: Bound, derived: Mapping[str, Any]) -> Any
         values = [float(v) if type_ == "float" else int(v) for v in value]
         if f.length is not None:
             if len(values) > f.length:
-                raise UnlaunchableCall(f"{source} has {len(values)} values, the {f.name} field holds {f.length}")
+                raise UnmodelledCall(f"{source} has {len(values)} values, the {f.name} field holds {f.length}")
             values += [0] * (f.length - len(values))
         return values
     if isinstance(value, torch.dtype):
@@ -172,12 +168,12 @@ def _param_value(f: ParamField, bound: Bound, derived: Mapping[str, Any]) -> Any
     if type_ == "bool":
         return bool(value)
     if isinstance(value, float):
-        raise UnlaunchableCall(f"{source}={value!r} is not an integer")
+        raise UnmodelledCall(f"{source}={value!r} is not an integer")
     return int(value)
 
 
 def plan_launch(spec: LaunchSpec, bound: Bound) -> HostCall:
-    """The buffers, constants and geometry of one call; UnlaunchableCall when MPS would refuse it,
+    """The buffers, constants and geometry of one call; UnmodelledCall when MPS would refuse it,
     SpecError when the spec's grid is larger than the data or one of its expressions cannot be
     evaluated for the call, HostCheckFailed when one of the spec's argument checks refuses the call
     (before anything else, as the generated host does)."""
@@ -199,7 +195,7 @@ def _plan_launch(spec: LaunchSpec, bound: Bound) -> HostCall:
         return _plan_list_launch(spec, bound)
     x = bound.values[spec.inputs[0].arg] if spec.inputs else None
     if x is not None and not isinstance(x, torch.Tensor):
-        raise UnlaunchableCall(f"{spec.inputs[0].arg} is not a tensor")
+        raise UnmodelledCall(f"{spec.inputs[0].arg} is not a tensor")
     ndim = x.dim() if x is not None else 0
     dims = _reduced_dims(spec, bound, ndim) if x is not None else []
     keepdim = bool(bound.values.get(spec.reduce.keepdim, False)) if spec.reduce.keepdim else False
@@ -211,7 +207,7 @@ def _plan_launch(spec: LaunchSpec, bound: Bound) -> HostCall:
     out_names = tuple(str(d).removeprefix("torch.") for d in dtypes)
     types = spec.instantiation_for(in_names, out_names)
     if types is None:
-        raise UnlaunchableCall(f"no {spec.kernel_name} instantiation for {', '.join(in_names) or 'no input'} -> "
+        raise UnmodelledCall(f"no {spec.kernel_name} instantiation for {', '.join(in_names) or 'no input'} -> "
                                f"{', '.join(out_names)}")
     inputs = []
     for spec_in in spec.inputs:
@@ -283,7 +279,7 @@ def _chunks(launch: HostCall, index_limit: int) -> list[tuple[int, int]]:
     slices = launch.derived["num_slices"]
     size = max(launch.derived["reduce_size"], 1)
     if size > index_limit:
-        raise UnlaunchableCall(f"one slice has {size} elements, more than 32-bit indexing reaches")
+        raise UnmodelledCall(f"one slice has {size} elements, more than 32-bit indexing reaches")
     per = max(1, index_limit // size)
     return [(s, min(s + per, slices)) for s in range(0, slices, per)] or [(0, 0)]
 
@@ -333,20 +329,20 @@ def _plan_list_launch(spec: LaunchSpec, bound: Bound) -> HostCall:
     """A per-chunk launch over tensor lists (Note [tensor-list launches])."""
     lists = [bound.values[i.arg] for i in spec.inputs]
     if not all(isinstance(v, (list, tuple)) for v in lists):
-        raise UnlaunchableCall("a per-chunk spec takes tensor lists")
+        raise UnmodelledCall("a per-chunk spec takes tensor lists")
     n = len(lists[0])
     if any(len(v) != n for v in lists):
-        raise UnlaunchableCall("tensor lists of different lengths")
+        raise UnmodelledCall("tensor lists of different lengths")
     first = list(lists[0])
     dtypes = {t.dtype for v in lists for t in v}
     if n and len(dtypes) > 1:
-        raise UnlaunchableCall("tensors of several dtypes (the host takes the per-tensor slow path)")
+        raise UnmodelledCall("tensors of several dtypes (the host takes the per-tensor slow path)")
     dtype_name = str(first[0].dtype).removeprefix("torch.") if n else "float32"
     out_dtypes = [_out_dtype(o.dtype, bound, first[0] if n else None) for o in spec.outputs]
     types = spec.instantiation_for(tuple(dtype_name for _ in spec.inputs),
                                    tuple(str(d).removeprefix("torch.") for d in out_dtypes))
     if types is None:
-        raise UnlaunchableCall(f"no {spec.kernel_name} instantiation for {dtype_name} lists")
+        raise UnmodelledCall(f"no {spec.kernel_name} instantiation for {dtype_name} lists")
     inputs = tuple(t.contiguous() for v in lists for t in v)
     made = [_poisoned(t.shape, d, lead=0) for d in out_dtypes for t in first]  # lists: the band after only
     chunk = spec.geometry.threadgroup or 1
@@ -372,7 +368,7 @@ def _run_list_launch(spec: LaunchSpec, kernels: KernelSet, launch: HostCall) -> 
         kernels.run(Launch(launch.host_name, (*ins, *outs, *params), (launch.group, chunks),
                            (*launch.guarded, *launch.inputs), n_out, (launch.group, 1)))
     except NotOnBackend as err:  # a skipped call with its reason, not a kernel failure
-        raise UnlaunchableCall(str(err)) from None
+        raise UnmodelledCall(str(err)) from None
     for k, o in enumerate(spec.outputs):
         for g in launch.guarded[k * n:(k + 1) * n]:
             if overwritten(g[g.numel() - GUARD_ELEMENTS:]):
@@ -381,5 +377,5 @@ def _run_list_launch(spec: LaunchSpec, kernels: KernelSet, launch: HostCall) -> 
     return launch.outputs
 
 
-__all__ = ["GUARD_ELEMENTS", "INDEX_LIMIT", "Bound", "HostCall", "HostCheckFailed", "UnlaunchableCall", "bind_call", "plan_launch",
+__all__ = ["GUARD_ELEMENTS", "INDEX_LIMIT", "Bound", "HostCall", "HostCheckFailed", "UnmodelledCall", "bind_call", "plan_launch",
            "run_launch"]
