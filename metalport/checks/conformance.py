@@ -45,7 +45,7 @@ from metalport.checks.judge.neighbours import probe_calls, undefined_by_neighbou
 from metalport.checks.judge.oracle import AMBIGUOUS, conditioning, correctly_rounded, reach, truth_calls
 from metalport.checks.report import (KINDS, NO_HOST_MODEL, ConformanceReport, DtypeVerdict, Tally, first_few,
                                      judged_report)
-from metalport.checks.host.runner import (CRASHED, REJECTED, CaseResult, Prepared, dispatch, explained, judge_case,
+from metalport.checks.host.runner import (CRASHED, REJECTED, CaseResult, Prepared, case_result, dispatch, judge_case,
                                           prepare_case, references)
 from metalport.checks.cases.samples import (Call, ExecConvention, IteratorView, find_opinfo, iterator_view,
                                             selector_values)
@@ -720,21 +720,18 @@ def _judge_spec_case(spec: LaunchSpec, kernels: KernelSet, case: Case, outcome: 
                            truths=lambda: spec_truth(case.call))
     error = max((largest_error(g, w, finite=True) for g, w in zip(got, wanted)
                  if w.is_floating_point() or w.is_complex()), default=0.0)
-    if judged.holes:  # never accepted as a divergence PyTorch allows
-        return _judged(judged.problem, error), unset
     if judged.by_truth:
         notes.append(f"{row} {case.kind}: {TRUTH_NOTE}")
-    if judged.problem is not None and spec.cases.get("index_ties") == "any-occurrence" and launch.inputs:
+    if judged.problem is not None and not judged.holes and spec.cases.get("index_ties") == "any-occurrence" \
+            and launch.inputs:
         rows = launch.inputs[0].reshape(launch.derived["num_slices"], max(launch.derived["reduce_size"], 1))
         if any_occurrence(got, wanted, rows):
             # a right answer, not an excuse: an index the op leaves unspecified naming an equal element
             notes.append(f"{row} {case.kind}: differs from torch's CPU and is right: {ANY_OCCURRENCE}")
             return _judged(None, error), unset
-    if judged.problem is None:
-        return _judged(None, error), unset
-    truths = spec_truth(case.call) or ()
-    return dataclasses.replace(_judged(judged.problem, error),
-                               explanation=explained(judged, got, wanted, truths, case.call.operands())), unset
+    truths = (spec_truth(case.call) or ()) if judged.problem is not None else ()
+    floating = wanted[0].is_floating_point() or wanted[0].is_complex()
+    return case_result(judged, error, got, wanted, truths, case.call.operands(), with_ulps=floating), unset
 
 
 def check_port_conformance(root: Path, plan: PortPlan, *, held_out: bool,

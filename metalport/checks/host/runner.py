@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +15,7 @@ from metalport.checks.judge.guard import Crashed, Outcome, Refused, needs_guard,
 from metalport.checks.host.elementwise import (MissingKernel, halves_input, metal_type_name, plan_binary,
                                                plan_binary_with_params, plan_halves_backward, plan_ternary,
                                                plan_ternary_alpha, result_dtype, plan_two_outputs, plan_unary)
-from metalport.checks.judge.outputs import judge_outputs
+from metalport.checks.judge.outputs import Judgement, judge_outputs
 from metalport.checks.judge.precise import has_precise_truth, refine
 from metalport.checks.host.iteration import build_iteration, flat_buffer
 from metalport.checks.host.poison import poisoned
@@ -267,13 +268,25 @@ def judge_case(prepared: Prepared, failure: str | None, tol: Tolerance,
     judged = judge_outputs(got, want, tols, kernel, truths=(value,), conds=(cond,), reached=reached, refine=finer,
                            operands=laid, named=False, held_out=held_out)
     error = float("inf") if judged.holes else largest_error(prepared.output, prepared.expected)
+    return case_result(judged, error, got, want, (value,), laid, with_ulps=value is not None)
+
+
+def case_result(judged: Judgement, error: float, got: Sequence[torch.Tensor], want: Sequence[torch.Tensor],
+                truths: Sequence[torch.Tensor | None], operands: Sequence[torch.Tensor] = (),
+                with_ulps: bool = True) -> CaseResult:
+    """The CaseResult of one judged launch, of any launch kind (`error`: its largest error vs CPU):
+    a pass keeps its ambiguous element (Note [the oracle]: counted apart, never a pass), a failure
+    its first failing element and the rule it broke. `with_ulps`: output 0 is floating, so its worst
+    ulps count where it was judged against a truth."""
     first = judged.verdicts[0] if judged.verdicts else None
-    ulps = None if value is None or first is None else (first.ulps_truth, first.ulps_cpu)
+    ulps = None if not with_ulps or first is None or math.isnan(first.ulps_truth) else (first.ulps_truth,
+                                                                                        first.ulps_cpu)
     rel_used = first.rel_used if first is not None else 0.0
     if judged.problem is None:
         return CaseResult(True, error, ulps=ulps, rel_used=rel_used, ambiguous=judged.ambiguous)
     return CaseResult(False, error or (first.ulps_truth if first is not None else float("inf")), judged.problem,
-                      ulps=ulps, rel_used=rel_used, explanation=explained(judged, got, want, (value,), laid), rule=judged.rule)
+                      ulps=ulps, rel_used=rel_used, explanation=explained(judged, got, want, truths, operands),
+                      rule=judged.rule)
 
 
 def _per_output_element(operands: Sequence[torch.Tensor], out: torch.Tensor) -> Sequence[torch.Tensor]:
@@ -320,5 +333,5 @@ def dispatch(kernels: KernelSet, prepared: list[Prepared]) -> list[str | None]:
     return [next(errors) if p.launch is not None else None for p in prepared]
 
 
-__all__ = ["CRASHED", "REJECTED", "CaseResult", "explained", "rule_of", "MissingKernel", "Prepared", "dispatch",
+__all__ = ["CRASHED", "REJECTED", "CaseResult", "case_result", "explained", "rule_of", "MissingKernel", "Prepared", "dispatch",
            "judge_case", "plan", "prepare_case", "references"]
