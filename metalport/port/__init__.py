@@ -20,58 +20,38 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-# name -> module that defines it
-_FACE: dict[str, str] = {
+# module behind the face (under `metalport.port`, `:attribute` when the face renames it) -> the names it gives
+_MODULES: dict[str, tuple[str, ...]] = {
     # plan: the planner, the plan, families
-    "plan_port": "metalport.port.plan.planner", "plan_resolved": "metalport.port.plan.planner",
-    "ReuseVerifier": "metalport.port.plan.model", "launch_in_tree": "metalport.port.plan.planner",
-    "PortPlan": "metalport.port.plan.model", "RowChange": "metalport.port.plan.model",
-    "NATIVE_FUNCTIONS": "metalport.port.plan.model", "COMMON_MPS": "metalport.port.plan.model",
-    "NEEDS_LLM": "metalport.port.plan.model", "TRANSLATED": "metalport.port.plan.model",
-    "LaunchKind": "metalport.port.plan.launch", "ElementwiseLaunch": "metalport.port.plan.launch",
-    "FamilyPlan": "metalport.port.plan.family", "plan_family": "metalport.port.plan.family",
-    "family_of": "metalport.port.plan.family", "describe_family": "metalport.port.plan.family",
-    "written_functor": "metalport.port.plan.family", "placeholder_functor": "metalport.port.plan.family",
-    "routed_entry": "metalport.port.plan.rows",
-    "FunctorRecipe": "metalport.port.plan.functors", "HostTemplate": "metalport.port.plan.functors",
-    "recipe_table": "metalport.port.plan.functors", "dtypes_for": "metalport.port.plan.functors",
-    "METAL_TYPES": "metalport.port.plan.functors",
+    "plan.planner": ("plan_port", "plan_resolved", "launch_in_tree"),
+    "plan.model": ("ReuseVerifier", "PortPlan", "RowChange", "NATIVE_FUNCTIONS", "COMMON_MPS", "NEEDS_LLM",
+                   "TRANSLATED"),
+    "plan.launch": ("LaunchKind", "ElementwiseLaunch"),
+    "plan.family": ("FamilyPlan", "plan_family", "family_of", "describe_family", "written_functor",
+                    "placeholder_functor"),
+    "plan.rows": ("routed_entry",),
+    "plan.functors": ("FunctorRecipe", "HostTemplate", "recipe_table", "dtypes_for", "METAL_TYPES"),
     # tree: what the tree holds
-    "resolve_op": "metalport.port.tree.resolve", "Resolution": "metalport.port.tree.resolve",
-    "host_line": "metalport.port.tree.resolve", "mps_only_lines": "metalport.port.tree.resolve",
-    "Status": "metalport.port.tree.op_facts", "Family": "metalport.port.tree.op_facts",
-    "OpFacts": "metalport.port.tree.op_facts", "FactsContext": "metalport.port.tree.op_facts",
-    "facts_context": "metalport.port.tree.op_facts", "read_op": "metalport.port.tree.op_facts",
-    "op_facts": "metalport.port.tree.op_facts",
-    "Kind": "metalport.port.tree.kinds", "Classification": "metalport.port.tree.kinds",
-    "Porter": "metalport.port.tree.kinds", "PorterVerdict": "metalport.port.tree.kinds",
-    "porter_for": "metalport.port.tree.kinds", "tensor_outputs": "metalport.port.tree.kinds",
-    "operand_mismatch": "metalport.port.tree.shape",
-    "scratch": "metalport.port.tree.scratch", "scratch_git": "metalport.port.tree.scratch:git",
+    "tree.resolve": ("resolve_op", "Resolution", "host_line", "mps_only_lines"),
+    "tree.op_facts": ("Status", "Family", "OpFacts", "FactsContext", "facts_context", "read_op", "op_facts"),
+    "tree.kinds": ("Kind", "Classification", "Porter", "PorterVerdict", "porter_for", "tensor_outputs"),
+    "tree.shape": ("operand_mismatch",),
+    "tree.scratch": ("scratch",), "tree.scratch:git": ("scratch_git",),
     # write: every edit
-    "apply_port": "metalport.port.write.apply", "write_host": "metalport.port.write.hostgen",
-    "has_legacy": "metalport.port.write.host", "skip_to_close": "metalport.port.write.host",
-    "HostStub": "metalport.port.write.host", "insert_stub": "metalport.port.write.host",
-    "remove_legacy": "metalport.port.write.host", "insert_functor": "metalport.port.write.metal",
-    "XFAIL_LIST_NAME": "metalport.port.write.xfail", "XfailRemoval": "metalport.port.write.xfail",
-    "find_xfails": "metalport.port.write.xfail", "remove_xfails": "metalport.port.write.xfail",
-    "MODULES_FILE": "metalport.port.write.decorators", "OPINFO_FILES": "metalport.port.write.decorators",
-    "find_decorators": "metalport.port.write.decorators", "module_failures": "metalport.port.write.decorators",
-    "narrow_decorators": "metalport.port.write.decorators",
+    "write.apply": ("apply_port",), "write.hostgen": ("write_host",),
+    "write.host": ("has_legacy", "skip_to_close", "HostStub", "insert_stub", "remove_legacy"),
+    "write.metal": ("insert_functor",),
+    "write.xfail": ("XFAIL_LIST_NAME", "XfailRemoval", "find_xfails", "remove_xfails"),
+    "write.decorators": ("MODULES_FILE", "OPINFO_FILES", "find_decorators", "module_failures", "narrow_decorators"),
     # spec: the launch spec model
-    "LaunchSpec": "metalport.port.spec.model", "load_spec": "metalport.port.spec.model",
-    "METAL_DTYPES": "metalport.port.spec.model", "Grid": "metalport.port.spec.model",
-    "Layout": "metalport.port.spec.model", "OutputSpec": "metalport.port.spec.model",
-    "OutShape": "metalport.port.spec.model", "ParamField": "metalport.port.spec.model",
-    "check_holds": "metalport.port.spec.model", "check_message": "metalport.port.spec.model",
-    "dims_exprs": "metalport.port.spec.model", "eval_threads": "metalport.port.spec.model",
-    "host_value": "metalport.port.spec.model", "is_expression": "metalport.port.spec.model",
-    "ExpressionError": "metalport.port.spec.expr",
-    "spec_recipes": "metalport.port.spec.recipes", "recipe_ops": "metalport.port.spec.recipes",
-    "model_spec_recipe": "metalport.port.spec.recipes", "instantiates": "metalport.port.spec.recipes",
+    "spec.model": ("LaunchSpec", "load_spec", "METAL_DTYPES", "Grid", "Layout", "OutputSpec", "OutShape", "ParamField",
+                   "check_holds", "check_message", "dims_exprs", "eval_threads", "host_value", "is_expression"),
+    "spec.expr": ("ExpressionError",),
+    "spec.recipes": ("spec_recipes", "recipe_ops", "model_spec_recipe", "instantiates"),
     # translate: the CPU-lambda porter
-    "translate_stub": "metalport.port.translate", "foreach_recipe": "metalport.port.translate.foreach",
+    "translate": ("translate_stub",), "translate.foreach": ("foreach_recipe",),
 }
+_FACE = {name: where for where, names in _MODULES.items() for name in names}  # name -> where it is defined
 
 __all__ = sorted(_FACE)
 
@@ -81,7 +61,7 @@ def __getattr__(name: str) -> Any:
     if where is None:
         raise AttributeError(f"module 'metalport.port' has no attribute {name!r}")
     module, _, attribute = where.partition(":")
-    value = getattr(importlib.import_module(module), attribute or name)
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), attribute or name)
     globals()[name] = value  # resolved once
     return value
 

@@ -172,12 +172,6 @@ def is_expression(source: str) -> bool:
     return not source.isidentifier()
 
 
-def names_in(texts: Iterable[str]) -> tuple[tuple[str, bool], ...]:
-    """(argument, whether it is queried as a tensor) for every argument the expressions name, in
-    order of appearance."""
-    return tuple((name, use == "tensor") for name, use in uses_in(texts))
-
-
 def uses_in(texts: Iterable[str]) -> tuple[tuple[str, str], ...]:
     """(argument, how it is used: "tensor" (t.size(d)), "list" (len/max/min/sum of it) or "scalar")
     for every argument the expressions name, in order of appearance."""
@@ -224,4 +218,4 @@ def eval_threads(expr: str, values: Mapping[str, int]) -> int:
 
 __all__ = ["CHECK_TENSOR_METHODS", "LIST_FUNCTIONS", "ExpressionError", "check_expression", "check_holds",
            "check_message", "dims_exprs", "eval_threads", "evaluate", "host_value", "is_expression",
-           "message_parts", "names_in", "spec_error", "uses_in"]
+           "message_parts", "spec_error", "uses_in"]

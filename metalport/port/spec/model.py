@@ -23,17 +23,16 @@ import enum
 import functools
 import re
 import string
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
 from metalport.errors import SpecError
 from metalport.metal_types import METAL_TYPES
-from metalport.port.spec.expr import (CHECK_TENSOR_METHODS, LIST_FUNCTIONS, check_expression, check_holds, check_message,
-                                      dims_exprs, eval_threads, host_value, is_expression,
-                                      message_parts, names_in)
+from metalport.port.spec.expr import (CHECK_TENSOR_METHODS, LIST_FUNCTIONS, check_expression, check_holds,
+                                      check_message, dims_exprs, eval_threads, host_value, is_expression, message_parts)
 from metalport.port.spec.expr import spec_error as _fail
 
 MAX_THREADGROUP = 1024  # maxTotalThreadsPerThreadgroup on Apple GPUs
@@ -148,10 +147,9 @@ class CheckSpec:
     message: str
 
     @property
-    def names(self) -> tuple[tuple[str, bool], ...]:
-        """(argument, whether it is queried as a tensor) for every argument the condition and the
-        message name, in order of appearance."""
-        return names_in([self.require, *(name for _, name in message_parts(self.message) if name)])
+    def expressions(self) -> tuple[str, ...]:
+        """The condition, then the `{...}` expressions of the message, in order."""
+        return (self.require, *(name for _, name in message_parts(self.message) if name))
 
 
 @dataclass(frozen=True)
@@ -315,6 +313,15 @@ def _list(value: Any, where: str, op: str, *, empty: bool = False) -> list[Any]:
     return value
 
 
+_T = TypeVar("_T")
+
+
+def _each(value: Any, where: str, op: str, read: Callable[[Any, str, str], _T], *, empty: bool = False
+          ) -> tuple[_T, ...]:
+    """`read(item, "<where>[i]", op)` of each item of the list `value`, in order."""
+    return tuple(read(item, f"{where}[{i}]", op) for i, item in enumerate(_list(value, where, op, empty=empty)))
+
+
 def _field(data: Any, where: str, op: str) -> ParamField:
     d = _take(data, where, op, {"name", "from", "type", "length"}, {"name", "from", "type"})
     kind = d["type"]
@@ -332,7 +339,7 @@ def _field(data: Any, where: str, op: str) -> ParamField:
 def _param(data: Any, where: str, op: str) -> ParamSpec:
     if isinstance(data, Mapping) and "struct" in data:
         d = _take(data, where, op, {"name", "struct", "fields"}, {"name", "struct", "fields"})
-        fields_ = tuple(_field(f, f"{where}.fields[{i}]", op) for i, f in enumerate(_list(d["fields"], f"{where}.fields", op)))
+        fields_ = _each(d["fields"], f"{where}.fields", op, _field)
         return ParamSpec(_str(d["name"], f"{where}.name", op), fields_, _str(d["struct"], f"{where}.struct", op))
     f = _field(data, where, op)
     return ParamSpec(f.name, (f,))
@@ -370,7 +377,7 @@ def _check(data: Any, where: str, op: str) -> CheckSpec:
     return CheckSpec(require, message)
 
 
-def _stub(data: Any, op: str, kind: str, inputs: list[InputSpec], outputs: list[OutputSpec]) -> StubSpec:
+def _stub(data: Any, op: str, kind: str, inputs: tuple[InputSpec, ...], outputs: tuple[OutputSpec, ...]) -> StubSpec:
     """The `stub:` section (Note [stub reductions]): a reduction of one reduce-last input to one output."""
     s = _take(data, "stub", op, {"name", "header", "params"}, {"name", "header"})
     name = _str(s["name"], "stub.name", op)
@@ -427,16 +434,11 @@ def _spec_from(data: Any) -> LaunchSpec:
     op = _str(d["op"], "op", op)
     host = _take(d["host"], "host", op, {"function", "file", "out_function", "inplace_function", "shared"},
                  {"function", "file"})
-    shared = tuple(_str(v, f"host.shared[{i}]", op) for i, v in
-                   enumerate(_list(host.get("shared", []), "host.shared", op, empty=True)))
+    shared = _each(host.get("shared", []), "host.shared", op, _str, empty=True)
     kernel = _take(d["kernel"], "kernel", op, {"file", "name"}, {"file", "name"})
-    inputs = []
-    for i, raw in enumerate(_list(d["inputs"], "inputs", op, empty=True)):
-        x = _take(raw, f"inputs[{i}]", op, {"arg", "layout"}, {"arg"})
-        inputs.append(InputSpec(_str(x["arg"], f"inputs[{i}].arg", op),
-                                _enum(Layout, x.get("layout", "contiguous"), f"inputs[{i}].layout", op)))
-    outputs = [_output(raw, f"outputs[{i}]", op, bool(inputs)) for i, raw in enumerate(_list(d["outputs"], "outputs", op))]
-    params = tuple(_param(p, f"params[{i}]", op) for i, p in enumerate(_list(d.get("params", []), "params", op, empty=True)))
+    inputs = _each(d["inputs"], "inputs", op, _input, empty=True)
+    outputs = _each(d["outputs"], "outputs", op, functools.partial(_output, has_inputs=bool(inputs)))
+    params = _each(d.get("params", []), "params", op, _param, empty=True)
     geometry = _geometry(d["geometry"], op)
     types = _dtype_rows(d["dtypes"], op, inputs, outputs)
     red = d.get("reduce", {})
@@ -447,7 +449,7 @@ def _spec_from(data: Any) -> LaunchSpec:
     cases = d.get("cases", {})
     if not isinstance(cases, Mapping):
         raise _fail(op, "cases", "expected a mapping")
-    checks = tuple(_check(c, f"checks[{i}]", op) for i, c in enumerate(_list(d.get("checks", []), "checks", op, empty=True)))
+    checks = _each(d.get("checks", []), "checks", op, _check, empty=True)
     _check_kind(d["kind"], op)
     stub = _stub(d["stub"], op, d["kind"], inputs, outputs) if "stub" in d else None
     grad_xfail = _str(d["grad_xfail"], "grad_xfail", op) if "grad_xfail" in d else None
@@ -460,10 +462,17 @@ def _spec_from(data: Any) -> LaunchSpec:
         host_inplace_function=_str(host["inplace_function"], "host.inplace_function", op)
         if "inplace_function" in host else None,
         kernel_file=_str(kernel["file"], "kernel.file", op), kernel_name=_str(kernel["name"], "kernel.name", op),
-        inputs=tuple(inputs), outputs=tuple(outputs), params=params, geometry=geometry, dtypes=tuple(types),
+        inputs=inputs, outputs=outputs, params=params, geometry=geometry, dtypes=tuple(types),
         reduce=ReduceSpec(r.get("dim"), r.get("keepdim")),
         opinfo=d.get("opinfo"), cases=dict(cases), checks=checks, host_shared=shared, stub=stub,
         grad_xfail=grad_xfail)
+
+
+def _input(raw: Any, where: str, op: str) -> InputSpec:
+    """One `inputs:` item: the schema argument and its layout."""
+    x = _take(raw, where, op, {"arg", "layout"}, {"arg"})
+    return InputSpec(_str(x["arg"], f"{where}.arg", op),
+                     _enum(Layout, x.get("layout", "contiguous"), f"{where}.layout", op))
 
 
 def _output(raw: Any, where: str, op: str, has_inputs: bool) -> OutputSpec:
@@ -519,7 +528,8 @@ def _geometry(raw: Any, op: str) -> GeometrySpec:
     return GeometrySpec(grid, group, threads)
 
 
-def _dtype_rows(raw: Any, op: str, inputs: list[InputSpec], outputs: list[OutputSpec]) -> list[tuple[str, ...]]:
+def _dtype_rows(raw: Any, op: str, inputs: tuple[InputSpec, ...], outputs: tuple[OutputSpec, ...]
+                ) -> list[tuple[str, ...]]:
     """`dtypes:`: one Metal type per input then per output in each row, agreeing with each output's
     dtype rule, no row twice."""
     types: list[tuple[str, ...]] = []

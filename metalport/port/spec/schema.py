@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from metalport.checkout.sources import Sources
 from metalport.errors import SpecError
 from metalport.port.spec.model import DERIVED, DERIVED_ARRAYS, LIST_ARRAYS, Grid, LaunchSpec, OutShape
-from metalport.port.spec.expr import dims_exprs, is_expression, message_parts, uses_in
+from metalport.port.spec.expr import dims_exprs, is_expression, uses_in
 from metalport.port.spec.expr import spec_error as _fail
 
 
@@ -22,14 +22,24 @@ def _schema_args(func: str) -> tuple[dict[str, str], list[str], list[str | None]
     return args, [str(r.type) for r in schema.returns], [r.name for r in schema.returns]
 
 
-def _check_names(op: str, where: str, texts: list[str], args: Mapping[str, str], name: str) -> None:
+def _plain(kind: str) -> str:
+    """A schema type without its `?` and array length (`int[1]?` -> `int[]`)."""
+    return re.sub(r"\[\d+\]", "[]", kind.rstrip("?"))
+
+
+# how a host expression uses an argument -> the plain schema types that allow it
+_USES = {"tensor": ("Tensor",), "list": ("int[]", "SymInt[]"), "scalar": ("int", "SymInt", "bool", "float")}
+# plain schema type of an argument -> the param field types that can hold it
+_HOLDS = {"Scalar": ("float", "int", "long"), "float": ("float",), "bool": ("bool",), "ScalarType": ("int",),
+          **dict.fromkeys(("int", "SymInt", "int[]", "SymInt[]"), ("int", "uint", "long"))}
+
+
+def _check_names(op: str, where: str, texts: Iterable[str], args: Mapping[str, str], name: str) -> None:
     """SpecError when a host expression names something the schema cannot give it: a Tensor is
     only queried (`t.size(d)`), an int[] only summarised (`len/max/min/sum`), other names are
     int, bool or float arguments."""
-    wants = {"tensor": ("Tensor",), "list": ("int[]", "SymInt[]"), "scalar": ("int", "SymInt", "bool", "float")}
     for arg, use in uses_in(texts):
-        kind = re.sub(r"\[\d+\]", "[]", args.get(arg, "").rstrip("?"))
-        if kind not in wants[use]:
+        if _plain(args.get(arg, "")) not in _USES[use]:
             raise _fail(op, where, f"{arg!r} is {args.get(arg) or 'no argument'} of {name}; an expression reads "
                         f"int, bool and float arguments, len/max/min/sum of an int[], and a Tensor's dim(), "
                         f"numel(), size(d)")
@@ -79,11 +89,7 @@ def _check_params(spec: LaunchSpec, args: dict[str, str], name: str) -> None:
             if kind is None:
                 raise _fail(op, where, f"{f.source!r} is neither an argument of {name} nor one of "
                             f"{', '.join(DERIVED + DERIVED_ARRAYS)}")
-            fits = {"Scalar": ("float", "int", "long"), "float": ("float",), "int": ("int", "uint", "long"),
-                    "bool": ("bool",), "SymInt": ("int", "uint", "long"), "int[]": ("int", "uint", "long"),
-                    "SymInt[]": ("int", "uint", "long"),
-                    "ScalarType": ("int",)}.get(re.sub(r"\[\d+\]", "[]", kind.rstrip("?")), ())
-            if f.type not in fits:
+            if f.type not in _HOLDS.get(_plain(kind), ()):
                 raise _fail(op, where, f"{f.source!r} is {kind}; a {f.type} buffer cannot hold it")
 
 
@@ -115,8 +121,8 @@ def check_schema(spec: LaunchSpec, func: str) -> None:
                     f" of {name}, not a bool")
     _check_params(spec, args, name)
     for i, c in enumerate(spec.checks):
-        _check_names(op, f"checks[{i}]", [c.require, *(n for _, n in message_parts(c.message) if n)], args, name)
-        unknown = [a for a, _ in c.names if spec.stub is not None and a not in spec.stub.param_names]
+        _check_names(op, f"checks[{i}]", c.expressions, args, name)
+        unknown = [a for a, _ in uses_in(c.expressions) if spec.stub is not None and a not in spec.stub.param_names]
         if unknown:
             raise _fail(op, f"checks[{i}]", f"{unknown[0]!r} is no parameter of the stub {spec.stub.name}: its host "
                         f"sees only the iterator and those")

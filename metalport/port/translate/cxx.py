@@ -107,10 +107,15 @@ class _Parser:
         cond = self.binary(1)
         if self.peek() != "?":
             return cond
-        self.take("?")
-        then = self.expr()
-        self.take(":")
+        then = self.between("?", ":")
         return Node("cond", "?", (cond, then, self.expr()))
+
+    def between(self, opener: str, closer: str) -> Node:
+        """The expression between the token `opener` at the cursor and `closer`."""
+        self.take(opener)
+        inner = self.expr()
+        self.take(closer)
+        return inner
 
     def binary(self, level: int) -> Node:
         left = self.unary()
@@ -162,10 +167,7 @@ class _Parser:
                 bare = f"{bare}<{targs}>{self.take()}"
                 targs = None
         if self.peek() == "{" and bare in TYPE_NAMES:
-            self.take("{")
-            inner = self.expr()
-            self.take("}")
-            return Node("cast", bare, (inner,))
+            return Node("cast", bare, (self.between("{", "}"),))
         if self.peek() != "(":
             if targs is not None and bare.split("::")[-1] in _CONSTANT_TEMPLATES:
                 return Node("name", _CONSTANT_TEMPLATES[bare.split("::")[-1]])
@@ -222,17 +224,12 @@ class _Parser:
                 raise Declined(f"a `using {alias}` the translator does not know")
             return Node("block")
         if tok == "return":
-            self.take()
-            value = self.expr()
-            self.take(";")
-            return Node("return", "", (value,))
+            return Node("return", "", (self.between("return", ";"),))
         if tok == "if":
             self.take()
             if self.peek() == "constexpr":
                 raise Declined("an `if constexpr` on the element type")
-            self.take("(")
-            cond = self.expr()
-            self.take(")")
+            cond = self.between("(", ")")
             then = self.statement()
             other = Node("block")
             if self.peek() == "else":
@@ -256,10 +253,8 @@ class _Parser:
             if not re.fullmatch(r"[A-Za-z_]\w*", name):
                 raise Declined(f"a declaration of {name!r}")
             closer = {"(": ")", "{": "}"}.get(self.peek())
-            if closer:
-                self.take()
-                value = self.expr()
-                self.take(closer)
+            if closer:  # `float y(e);`, `float y{e};`
+                value = self.between(self.peek(), closer)
             else:
                 self.take("=")
                 value = self.expr()

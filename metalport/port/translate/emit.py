@@ -45,6 +45,11 @@ _NAMESPACES = re.compile(r"^(?:::)?(?:std|c10|at|at::native|at::vec|c10::cuda::c
 _CONSTANTS = {f"M_{c}": f"M_{c}_F" for c in ("PI", "PI_2", "PI_4", "1_PI", "2_PI", "2_SQRTPI", "SQRT2", "SQRT1_2",
                                              "E", "LN2", "LN10", "LOG2E", "LOG10E")}
 _LIMITS = {"infinity", "quiet_NaN", "lowest", "max", "min", "epsilon", "denorm_min"}
+# C++ type name (namespace dropped) -> its Metal type; the element types are opmath float or `T` (`Emitter.type_of`)
+_FIXED_TYPES = {"auto": "auto", "bool": "bool", "int64_t": "long", "long": "long", "int": "int", "int32_t": "int",
+                "unsigned": "int", "float": "float", "double": "float"}
+_ELEMENT_TYPES = ("scalar_t", "opmath_t", "accscalar_t", "acc_t", "opmath_type", "acc_type", "BFloat16", "Half", "T",
+                  "vec_t")
 
 
 # std::max / std::min as C++ defines them: the first argument wins an unordered comparison; std::hypot
@@ -74,20 +79,11 @@ class Emitter:
     def type_of(self, cpp: str) -> str:
         """The Metal type for a C++ type name of the lambda."""
         base = cpp.split("::")[-1]
-        if base in ("auto",):
-            return "auto"
-        if base == "bool":
-            return "bool"
-        if base in ("int64_t", "long"):
-            return "long"
-        if base in ("int", "int32_t", "unsigned"):
-            return "int"
-        if base in ("float", "double"):
-            return "float"
-        if base in ("scalar_t", "opmath_t", "accscalar_t", "acc_t", "opmath_type", "acc_type", "BFloat16", "Half", "T",
-                    "vec_t"):
+        if base in _ELEMENT_TYPES:
             return "float" if self.floating else "T"
-        raise Declined(f"the type {cpp!r}")
+        if base not in _FIXED_TYPES:
+            raise Declined(f"the type {cpp!r}")
+        return _FIXED_TYPES[base]
 
     def expr(self, n: Node) -> str:
         """`n` as a Metal expression (fully parenthesised where precedence could matter)."""

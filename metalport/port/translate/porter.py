@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from metalport.checkout.cpp import closing, split_top_level
@@ -77,20 +77,15 @@ class Translation:
         return self.source is not None
 
 
+def _nodes(n: Node) -> Iterator[Node]:
+    """`n` and every node below it, each before its kids."""
+    yield n
+    for k in n.kids:
+        yield from _nodes(k)
+
+
 def _names(n: Node) -> list[str]:
-    own = [n.text.lstrip(":")] if n.kind == "name" else []
-    return own + [x for k in n.kids for x in _names(k)]
-
-
-def _assigned(n: Node) -> set[str]:
-    """Names a statement tree assigns to (`x = ...`, `x *= ...`)."""
-    own = {n.text.split(" ")[0]} if n.kind == "assign" else set()
-    return own.union(*(_assigned(k) for k in n.kids))
-
-
-def _declared(n: Node) -> list[str]:
-    own = [n.text.split(" ")[-1]] if n.kind == "decl" else []
-    return own + [x for k in n.kids for x in _declared(k)]
+    return [x.text.lstrip(":") for x in _nodes(n) if x.kind == "name"]
 
 
 _STATEMENT = re.compile(r"^((?:(?:const|constexpr|static)\s+)*)([\w:]+(?:\s*<[^;=(){}]*>)?)\s+([A-Za-z_].*)$", re.S)
@@ -217,7 +212,7 @@ def _branch(pieces: list[tuple[str | None, ScalarLambda]], kernel: CpuKernel, fl
     bodies = [parse_body(lam.body) for lam in lams]
     conds = [parse_expr(c) if c is not None else None for c, _ in pieces]
     emitter = Emitter(floating, {p: p for lam in lams for _, p in lam.params})
-    local = {n for b in bodies for n in _declared(b)} | set(emitter.names)
+    local = {x.text.split(" ")[-1] for b in bodies for x in _nodes(b) if x.kind == "decl"} | set(emitter.names)
     read = [n for b in (*bodies, *(c for c in conds if c is not None)) for n in _names(b)]
     free = [n for n in dict.fromkeys(read) if n not in local and not _is_constant(n)]
     last = max(lams, key=lambda lam: len(lam.before))
@@ -226,7 +221,8 @@ def _branch(pieces: list[tuple[str | None, ScalarLambda]], kernel: CpuKernel, fl
 
     def head(lam: ScalarLambda, indent: str) -> list[str]:
         body = bodies[lams.index(lam)]
-        const = {p: "" if p in _assigned(body) else "const " for _, p in lam.params}
+        assigned = {x.text.split(" ")[0] for x in _nodes(body) if x.kind == "assign"}  # `x = ...`, `x *= ...`
+        const = {p: "" if p in assigned else "const " for _, p in lam.params}
         return [f"{indent}{const[p]}{wide} {p} = static_cast<{wide}>(in{i});" if floating else
                 f"{indent}{const[p]}T {p} = in{i};" for i, (_, p) in enumerate(lam.params)]
 
@@ -247,7 +243,7 @@ def _branch(pieces: list[tuple[str | None, ScalarLambda]], kernel: CpuKernel, fl
     ins = ", ".join([*(f"const T in{i}" for i in range(n)), *([f"const {struct} params"] if struct else [])])
     ret = (_FLOAT_RET if floating else _INT_RET).format(out="bool" if out_bool else "T")
     cast = "static_cast<bool>(" if out_bool else "static_cast<T>("
-    text = "\n".join([f"  template <typename T>", f"  inline {ret} operator()({ins}) {{",
+    text = "\n".join(["  template <typename T>", f"  inline {ret} operator()({ins}) {{",
                       *[line.replace("RESULT(", cast) for line in lines], "  }"])
     return text + "\n", params, emitter.helpers
 
@@ -264,9 +260,6 @@ def _returns_truth(body: str) -> bool:
     except Declined:
         return False
 
-    def returns(n: Node) -> list[Node]:
-        return [n.kids[0]] if n.kind == "return" else [r for k in n.kids for r in returns(k)]
-
     def truth(n: Node) -> bool:
         if n.kind in ("binary", "unary"):
             return n.text in _TRUTH_OPS
@@ -274,7 +267,7 @@ def _returns_truth(body: str) -> bool:
             return n.text.split("::")[-1] in _TRUTH_CALLS
         return n.kind == "num" and n.text in ("true", "false")
 
-    found = returns(tree)
+    found = [n.kids[0] for n in _nodes(tree) if n.kind == "return"]
     return bool(found) and all(truth(r) for r in found)
 
 

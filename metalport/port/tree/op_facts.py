@@ -141,9 +141,9 @@ def read_op(op: Op, context: FactsContext) -> OpFacts | None:
     """The facts of the registry's `op`; None when it has only other backends' kernels (sparse,
     quantized, ...): outside the MPS backlog."""
     sources, registry = context.sources, context.registry
-    mps_lines = [(e, d) for e in op.entries for d in e.dispatch if "MPS" in d.keys]
+    mps_lines = [d for e in op.entries for d in e.dispatch if "MPS" in d.keys]
     host_kernels = [d.kernel for e in op.entries for d in e.dispatch if _HOST & set(d.keys)]
-    specific = sorted({d.kernel for _, d in mps_lines if not _HOST & set(d.keys) and d.kernel not in host_kernels})
+    specific = sorted({d.kernel for d in mps_lines if not _HOST & set(d.keys) and d.kernel not in host_kernels})
     route = sources.route_op(op, registry)
     mps_impl = None
     if mps_lines and specific:
@@ -162,7 +162,7 @@ def read_op(op: Op, context: FactsContext) -> OpFacts | None:
         registered = all(sources.registration(s) is not None for s in route.stubs)
     return OpFacts(
         op=op.name, status=status, family=op_family(op), route=route, mps_impl=mps_impl,
-        xfail=tuple(context.xfails.get(op.name, ())), mps_kernels=tuple(sorted({d.kernel for _, d in mps_lines})),
+        xfail=tuple(context.xfails.get(op.name, ())), mps_kernels=tuple(sorted({d.kernel for d in mps_lines})),
         location=f"{context.checkout.rel(Path(op.entries[0].span.file))}:{op.entries[0].span.start}",
         stub_registered=registered, kind=kind,
     )

@@ -16,6 +16,7 @@ from metalport.checkout.sources import ImplKind, MpsFunction, Registration, Sour
 from metalport.errors import UnknownOpError
 from metalport.port.tree.kinds import Classification
 from metalport.port.tree.op_facts import Family, OpFacts, Status, op_facts
+from metalport.port.tree.reuse import legacy_file_text
 from metalport.registry.index import load_registry
 from metalport.registry.model import DispatchLine, Entry, Registry
 
@@ -91,10 +92,7 @@ def _redispatches(checkout: Checkout, fn: MpsFunction, op: str) -> bool:
     """Whether `fn`'s body calls `at::<op>` / `at::<op>_out` (it reaches the op's kernel again)."""
     from metalport.port.write.host import skip_to_close
 
-    path = checkout.root / fn.where.file
-    if not path.is_file():
-        return False
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = legacy_file_text(checkout.root, fn.where.file)  # "" when the file is gone: no call
     lines = text.splitlines(keepends=True)
     start = sum(len(line) for line in lines[:fn.where.line - 1])
     brace = text.find("{", start)

@@ -73,9 +73,7 @@ def reuse_lines(checkout: Checkout, *, functor_source: str | None, registrations
 
 
 def _file_defines(checkout: Checkout, rel: str, name: str) -> bool:
-    path = checkout.root / rel
-    return path.is_file() and re.search(rf"\b{re.escape(name)}\b", path.read_text(encoding="utf-8",
-                                                                                 errors="replace")) is not None
+    return re.search(rf"\b{re.escape(name)}\b", legacy_file_text(checkout.root, rel)) is not None
 
 
 def missing_legacy(checkout: Checkout, mps_kernels: tuple[str, ...], found: set[str]) -> tuple[str, ...]:
@@ -158,14 +156,10 @@ def _name_fits(kernel: str, op: str) -> bool:
     return False
 
 
-def _registration_set(registrations: tuple[str, ...], name: str) -> set[tuple[str, tuple[str, ...]]]:
+def _registration_set(registrations: tuple[str, ...]) -> set[tuple[str, tuple[str, ...]]]:
     """{(macro, types)} of `REGISTER_*(name, types...)` lines (the name left out)."""
-    out = set()
-    for line in registrations:
-        m = re.match(r"\s*(REGISTER_\w+)\(\s*\w+\s*,([^)]*)\)", line)
-        if m:
-            out.add((m.group(1), tuple(a.strip() for a in m.group(2).split(","))))
-    return out
+    found = (re.match(r"\s*(REGISTER_\w+)\(\s*\w+\s*,([^)]*)\)", line) for line in registrations)
+    return {(m.group(1), tuple(a.strip() for a in m.group(2).split(","))) for m in found if m}
 
 
 def host_file_of(checkout: Checkout, sources, kernel: str, kernel_file: str) -> tuple[str | None, str]:
@@ -198,7 +192,7 @@ def existing_kernels(checkout: Checkout, sources, op: str, arity: int, registrat
     kernel the tree has: its types are what the op's kernel runs, Note [params route])."""
     from metalport.port.write.metal import functor_arity
 
-    wanted = _registration_set(registrations, op)
+    wanted = _registration_set(registrations)
     names = [op] + sorted({s.name for s in sources.shader_ops if _name_fits(s.name, op)})
     found: list[ExistingKernel] = []
     refused: list[str] = []
@@ -206,8 +200,7 @@ def existing_kernels(checkout: Checkout, sources, op: str, arity: int, registrat
         regs = [s for s in sources.shader_ops if s.name == name]
         if not regs:
             continue
-        files = sorted({s.where.file for s in regs})
-        rel = files[0]
+        rel = sorted({s.where.file for s in regs})[0]
         text = legacy_file_text(checkout.root, rel)
         took = functor_arity(text, f"{name}_functor")
         have = {(s.macro, s.args) for s in regs}
