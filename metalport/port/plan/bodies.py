@@ -71,18 +71,18 @@ def _definition(text: str, name: str) -> tuple[int, int, int] | None:
     return None
 
 
-def _tensor_params(head: str) -> tuple[list[str], list[str]]:
-    """(read-only tensors, writable tensors) among the head's parameters, by their C++ types."""
+def _head_params(head: str) -> list[tuple[str, str]]:
+    """(declaration without its default, name) of every parameter of the function head, in order."""
     start = head.index("(")
     inner = head[start + 1:closing(head, start)]
-    reads, writes = [], []
-    for p in split_top_level(inner):
-        decl = p.split("=")[0].strip()
-        if not re.search(r"\bTensor\s*&", decl):
-            continue
-        name = decl.split()[-1].lstrip("&*")
-        (reads if decl.startswith("const ") else writes).append(name)
-    return reads, writes
+    decls = [p.split("=")[0].strip() for p in split_top_level(inner) if p.strip()]
+    return [(d, d.split()[-1].lstrip("&*")) for d in decls]
+
+
+def _tensor_params(head: str) -> tuple[list[str], list[str]]:
+    """(read-only tensors, writable tensors) among the head's parameters, by their C++ types."""
+    tensors = [(d, n) for d, n in _head_params(head) if re.search(r"\bTensor\s*&", d)]
+    return [n for d, n in tensors if d.startswith("const ")], [n for d, n in tensors if not d.startswith("const ")]
 
 
 def _final_return(body: str) -> str | None:
@@ -135,6 +135,15 @@ def elementwise_refusal(op: str) -> str | None:
     return None
 
 
+def _library_kernel_file(text: str) -> str | None:
+    """The `.metal` file whose library the host file `text` launches (its `static auto& lib` built
+    from `<Kernel>_metallib.h`), or None when it launches none."""
+    library = _METALLIB.search(text)
+    if library is None or not _LIBRARY.search(text):
+        return None
+    return f"{KERNELS_DIR}/{library.group(1)}.metal"
+
+
 def _graph_hosts(checkout: Checkout, res: Resolution):
     """(entry, MPS line, its MPSGraph host function, that function's file text) for every `MPS:` row of
     `res`'s writable-output entries that names MPSGraph code, in the entries' order."""
@@ -155,9 +164,8 @@ def iterator_body(checkout: Checkout, res: Resolution) -> IteratorBody | str | N
     if res.kind is None or not res.kind.rows:
         return None
     for _, line, fn, text in _graph_hosts(checkout, res):
-        found = _definition(text, line.kernel)
-        library = _METALLIB.search(text)
-        if found is None or library is None or not _LIBRARY.search(text):
+        found, kernel_file = _definition(text, line.kernel), _library_kernel_file(text)
+        if found is None or kernel_file is None:
             return None
         start, brace, close = found
         head, old = text[start:brace], text[brace + 1:close]
@@ -168,7 +176,6 @@ def iterator_body(checkout: Checkout, res: Resolution) -> IteratorBody | str | N
         if len(written) != 1 or len(inputs) not in _LAUNCHERS:
             return None
         refused = elementwise_refusal(res.op)
-        kernel_file = f"{KERNELS_DIR}/{library.group(1)}.metal"
         if refused and len(inputs) == 2 and (checkout.root / kernel_file).is_file():
             halves = _halves_body(res, head, old, written[0], inputs, fn.where.file, line.kernel, kernel_file)
             if halves is not None:
@@ -196,17 +203,15 @@ def halves_forward(checkout: Checkout, res: Resolution) -> IteratorBody | None:
     if why is None:
         return None
     for entry, line, fn, text in _graph_hosts(checkout, res):
-        found, library = _definition(text, line.kernel), _METALLIB.search(text)
-        kernel_file = f"{KERNELS_DIR}/{library.group(1)}.metal" if library else ""
-        if found is None or library is None or not _LIBRARY.search(text) or \
-                not (checkout.root / kernel_file).is_file():
+        found, kernel_file = _definition(text, line.kernel), _library_kernel_file(text)
+        if found is None or kernel_file is None or not (checkout.root / kernel_file).is_file():
             return None
         start, brace, _ = found
         from torchgen.model import FunctionSchema
 
         args = FunctionSchema.parse(entry.func).arguments
         schema = [a.name for a in (*args.flat_positional, *args.flat_kwarg_only, *args.out)]
-        names = _head_names(re.sub(r"^TORCH_IMPL_FUNC\s*\(\s*\w+\s*\)", "", text[start:brace]))
+        names = [n for _, n in _head_params(re.sub(r"^TORCH_IMPL_FUNC\s*\(\s*\w+\s*\)", "", text[start:brace]))]
         if len(names) != len(schema) or "dim" not in schema or len(args.out) != 1:
             return None
         host = dict(zip(schema, names))
@@ -221,13 +226,6 @@ def halves_forward(checkout: Checkout, res: Resolution) -> IteratorBody | None:
     return None
 
 
-def _head_names(head: str) -> list[str]:
-    """Every parameter name of the function head, in order."""
-    start = head.index("(")
-    inner = head[start + 1:closing(head, start)]
-    return [p.split("=")[0].strip().split()[-1].lstrip("&*") for p in split_top_level(inner) if p.strip()]
-
-
 def _halves_body(res: Resolution, head: str, old: str, output: str, inputs: tuple[str, ...], file: str,
                  function: str, kernel_file: str) -> IteratorBody | None:
     """The body of a backward over halves (Note [grad over halves], port/write/halves.py), or None when
@@ -240,7 +238,7 @@ def _halves_body(res: Resolution, head: str, old: str, output: str, inputs: tupl
     if found is None:
         return None
     schema = [a.name for a in getattr(torch.ops.aten, res.op).default._schema.arguments]
-    names = _head_names(head)
+    names = [n for _, n in _head_params(head)]
     if len(names) < len(schema):
         return None
     host = dict(zip(schema, names))

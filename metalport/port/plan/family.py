@@ -21,9 +21,7 @@ from metalport.errors import PipelineError
 from metalport.port.plan.launch import LaunchKind
 from metalport.port.plan.model import PortPlan, ReuseVerifier
 from metalport.port.tree.reuse import macro_of
-from metalport.port.tree.scratch import git as _git
 from metalport.port.tree.scratch import scratch as _scratch
-
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ again with them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Any
 
@@ -31,6 +31,11 @@ class LaunchKind(Enum):
     def by_spec(self) -> bool:
         """True for the kinds whose launch is a `LaunchSpec` the plan carries."""
         return self in (LaunchKind.REDUCTION, LaunchKind.CUSTOM, LaunchKind.MULTI_TENSOR)
+
+
+def listify(value: Any) -> Any:
+    """Tuples (nested too) as lists, for JSON."""
+    return [listify(v) for v in value] if isinstance(value, tuple) else value
 
 
 ELEMENTWISE = LaunchKind.ELEMENTWISE.value
@@ -72,11 +77,7 @@ class ElementwiseLaunch:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (`PortPlan.launch`), `kind` and `launcher` included for a reader."""
-        return {"kind": self.kind, "stub": self.stub, "stub_header": self.stub_header,
-                "stub_params": self.stub_params, "host_family": self.host_family, "kernel": self.kernel,
-                "functor": self.functor, "dtypes": list(self.dtypes), "registrations": list(self.registrations),
-                "extra_stubs": list(self.extra_stubs), "shared_launcher": self.shared_launcher,
-                "params": [list(p) for p in self.params], "params_type": self.params_type,
+        return {"kind": self.kind, **{f.name: listify(getattr(self, f.name)) for f in fields(self)},
                 "launcher": self.launcher}
 
     @classmethod
@@ -87,4 +88,4 @@ class ElementwiseLaunch:
                    plan.shared_launcher is not None, plan.params, plan.params_type)
 
 
-__all__ = ["ELEMENTWISE", "LAUNCHERS", "ElementwiseLaunch", "LaunchKind"]
+__all__ = ["ELEMENTWISE", "LAUNCHERS", "ElementwiseLaunch", "LaunchKind", "listify"]

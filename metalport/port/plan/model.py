@@ -10,7 +10,7 @@ from dataclasses import dataclass, fields
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from metalport.port.plan.launch import ElementwiseLaunch, LaunchKind
+from metalport.port.plan.launch import ElementwiseLaunch, LaunchKind, listify
 
 if TYPE_CHECKING:
     from metalport.checkout.layout import Checkout
@@ -22,13 +22,8 @@ NATIVE_FUNCTIONS = "aten/src/ATen/native/native_functions.yaml"
 COMMON_MPS = "torch/testing/_internal/common_mps.py"
 
 
-def _listify(value: Any) -> Any:
-    """Tuples (nested too) as lists, for JSON."""
-    return [_listify(v) for v in value] if isinstance(value, tuple) else value
-
-
 def _tuplify(value: Any) -> Any:
-    """Lists (nested too) as tuples: the inverse of `_listify` (a dict, the launch spec, is kept)."""
+    """Lists (nested too) as tuples: the inverse of `listify` (a dict, the launch spec, is kept)."""
     return tuple(_tuplify(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
@@ -230,9 +225,7 @@ class PortPlan(LaunchPart):
                 value = [r.to_dict() for r in value]
             elif f.name == "launch_kind":
                 value = value.value
-            elif isinstance(value, tuple):
-                value = [_listify(v) for v in value]
-            out[f.name] = value
+            out[f.name] = listify(value)
         return out
 
     @classmethod

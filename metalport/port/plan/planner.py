@@ -30,7 +30,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from dataclasses import fields, replace
-from typing import Any
 
 from metalport.port.write.apply import apply_port
 from metalport.port.plan.functors import COMPLEX_TYPES, FunctorRecipe, dtypes_for, metal_types_for, recipe_table
@@ -48,7 +47,7 @@ from metalport.port.tree.reuse import ExistingKernel, missing_legacy, reuse_line
 from metalport.port.plan.model import (COMMON_MPS, NATIVE_FUNCTIONS, NEEDS_LLM, TRANSLATED, LaunchPart, PortPlan,
                                        ReuseVerifier, RowChange)
 from metalport.port.tree.resolve import Resolution, resolve_op
-from metalport.port.plan.rows import plan_rows, routed_entry, spec_entry, spec_rows
+from metalport.port.plan.rows import dispatch_keys, plan_rows, routed_entry, spec_entry, spec_rows
 from metalport.port.spec.model import LaunchSpec
 from metalport.port.spec.recipes import SpecRecipe, spec_recipes
 from metalport.port.spec.schema import check_schema
@@ -363,7 +362,7 @@ def _rows_why(res: Resolution, part: LaunchPart) -> tuple[str, ...]:
 def _names_mps(line: str) -> bool:
     """Whether a registry dispatch line routes MPS (`MPS: x_mps`, `CPU, MPS: x`): a port changing
     one migrates an existing MPS kernel."""
-    return "MPS" in [k.strip() for k in line.split(":", 1)[0].split(",")] if ":" in line else False
+    return ":" in line and "MPS" in dispatch_keys(line)
 
 
 def _pointwise_part(checkout: Checkout, res: Resolution, kind: Classification | None, *,
@@ -546,7 +545,6 @@ def _existing_kernel(checkout: Checkout, res: Resolution, parts: LaunchPart):
     """(the tree's kernel the port launches instead of adding a functor, or None; lines for the
     candidates turned down) (Note [reuse an existing kernel] in port/tree/reuse.py). Only a port of the
     op's own stub with a unary or binary host looks."""
-    from metalport.port.write.metal import fit_functor
     from metalport.port.tree.reuse import existing_kernels
 
     routed = parts.stub is not None and parts.stub != f"{res.op}_stub"
@@ -621,8 +619,6 @@ def _placed_by_siblings(checkout: Checkout, res: Resolution, parts: LaunchPart) 
     why = (f"kernel file {kernel} and host file {host}: where the tree keeps the siblings of {parts.stub} "
            f"(stubs of {header} registered natively)")
     return replace(parts, kernel_file=kernel, host_file=host), (why,)
-
-
 
 
 def _fit_functor(checkout: Checkout, res: Resolution, recipe: FunctorRecipe, parts: LaunchPart) -> LaunchPart:

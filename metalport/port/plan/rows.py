@@ -24,14 +24,26 @@ from metalport.registry.model import Entry
 _BACKENDS = ("CPU", "CUDA")
 
 
+def _indent(line: str) -> str:
+    """The leading whitespace of `line`."""
+    return line[: len(line) - len(line.lstrip())]
+
+
+def dispatch_keys(line: str) -> list[str]:
+    """The dispatch keys of a registry dispatch line (`CPU, CUDA: x_out` -> ["CPU", "CUDA"])."""
+    return [k.strip() for k in line.partition(":")[0].split(",")]
+
+
+def _rekeyed(line: str, keys: list[str]) -> str:
+    """The dispatch line with `keys` in place of its own, indent, function and comment kept."""
+    head, sep, tail = line.partition(":")
+    return f"{_indent(head)}{', '.join(keys)}{sep}{tail}"
+
+
 def _with_mps(line: str, also: tuple[str, ...] = ()) -> str:
     """`    CPU, CUDA: x_out  # c` -> `    CPU, CUDA, MPS: x_out  # c`; `also` are keys of lines
     merged into this one (`CPU: x_out` + `CUDA: x_out` -> `CPU, CUDA, MPS: x_out`)."""
-    head, sep, tail = line.partition(":")
-    keys = [k.strip() for k in head.split(",")]
-    indent = head[: len(head) - len(head.lstrip())]
-    merged = list(dict.fromkeys([*keys, *also, "MPS"]))
-    return f"{indent}{', '.join(merged)}{sep}{tail}"
+    return _rekeyed(line, list(dict.fromkeys([*dispatch_keys(line), *also, "MPS"])))
 
 
 def _join_mps(entry: Entry, line: int, lines: list[str], also: tuple[str, ...] = ()) -> RowChange:
@@ -42,13 +54,8 @@ def _join_mps(entry: Entry, line: int, lines: list[str], also: tuple[str, ...] =
 
 def _without_mps(line: str) -> str:
     """The dispatch line without its MPS key; "" when MPS was its only key."""
-    head, sep, tail = line.partition(":")
-    keys = [k.strip() for k in head.split(",")]
-    rest = [k for k in keys if k != "MPS"]
-    if not rest:
-        return ""
-    indent = head[: len(head) - len(head.lstrip())]
-    return f"{indent}{', '.join(rest)}{sep}{tail}"
+    rest = [k for k in dispatch_keys(line) if k != "MPS"]
+    return _rekeyed(line, rest) if rest else ""
 
 
 def plan_rows(res: Resolution) -> tuple[RowChange, ...]:
@@ -148,9 +155,8 @@ def spec_rows(res: Resolution, entry: Entry, spec: LaunchSpec) -> tuple[RowChang
     rows = legacy_rows or [RowChange(entry.full_name, line, "", after)]
     rows += _shared_rows(res, spec)
     for extra, host in extra_rows(res.entries, spec):
-        last, text = extra.dispatch[-1].line, extra.dispatch[-1].text
-        indent = text[: len(text) - len(text.lstrip())]
-        rows.append(RowChange(extra.full_name, last, "", f"{indent}MPS: {host}"))
+        last = extra.dispatch[-1]
+        rows.append(RowChange(extra.full_name, last.line, "", f"{_indent(last.text)}MPS: {host}"))
     return tuple(rows)
 
 
@@ -158,13 +164,11 @@ def registry_row(spec: LaunchSpec, dispatch_lines: list[tuple[int, str]]) -> tup
     """(line after which to insert, the new `    MPS: <host function>` line) for the op's entry,
     given its dispatch lines [(line, text)]; SpecError when the entry already names MPS."""
     for line, text in dispatch_lines:
-        head = text.split(":", 1)[0]
-        if "MPS" in [k.strip() for k in head.split(",")]:
+        if "MPS" in dispatch_keys(text):
             raise SpecError(f"spec {spec.op}: host.function: the row already routes MPS ({text.strip()})",
                             hint="the op has an MPS kernel; migrate it instead")
     last, text = dispatch_lines[-1]
-    indent = text[: len(text) - len(text.lstrip())]
-    return last, f"{indent}MPS: {spec.host_function}"
+    return last, f"{_indent(text)}MPS: {spec.host_function}"
 
 
 def _stub_rows(res: Resolution, entry: Entry, spec: LaunchSpec) -> list[RowChange]:
@@ -203,11 +207,10 @@ def _legacy_rows(res: Resolution, entry: Entry, spec: LaunchSpec) -> list[RowCha
     rows = []
     for n, d in enumerate(mps_only_lines(entry)):
         before = lines[d.line - 1]
-        indent = before[: len(before) - len(before.lstrip())]
-        after = f"{indent}MPS: {spec.host_function}" if n == 0 else ""
+        after = f"{_indent(before)}MPS: {spec.host_function}" if n == 0 else ""
         if before != after:
             rows.append(RowChange(entry.full_name, d.line, before, after))
     return rows
 
 
-__all__ = ["extra_rows", "plan_rows", "registry_row", "routed_entry", "spec_entry", "spec_rows"]
+__all__ = ["dispatch_keys", "extra_rows", "plan_rows", "registry_row", "routed_entry", "spec_entry", "spec_rows"]

@@ -257,11 +257,10 @@ def _legacy_edit(texts: _Texts, plan: PortPlan) -> None:
 def _decorator_edit(texts: _Texts, plan: PortPlan) -> None:
     """Narrow, then remove, the plan's OpInfo decorators, found again by `ast` (a second apply
     finds the removed ones gone and leaves the file as it is)."""
-    files = [f for f, _, _, _ in plan.decorator_entries] + [f for f, _, _, _, _ in plan.decorator_narrowed]
-    for rel in dict.fromkeys(files):
+    every = (*plan.decorator_entries, *plan.decorator_narrowed)  # (file, OpInfo name, ...) each
+    for rel in dict.fromkeys(d[0] for d in every):
         text = texts.require(rel)
-        names = {n for f, n, _, _ in plan.decorator_entries if f == rel} | \
-            {n for f, n, _, _, _ in plan.decorator_narrowed if f == rel}
+        names = {d[1] for d in every if d[0] == rel}
         planned = {(n, a, b) for f, n, a, b in plan.decorator_entries if f == rel}
         narrowed = {(n, a, b): kept for f, n, a, b, kept in plan.decorator_narrowed if f == rel}
         base_spans = {(d.opinfo, d.first_line, d.last_line) for d in find_decorators(text, names, path=rel)}

@@ -37,21 +37,29 @@ def _style_file(root: Path, rel: str) -> Path | None:
     return None
 
 
+def _clang_format(source: str, root: Path, rel: str, options: list[str], *, timeout_s: int) -> str | None:
+    """clang-format's output for `source` as if at `root/rel` with the extra `options`; None without an
+    executable or a style, or when clang-format fails or prints nothing."""
+    exe = clang_format_executable()
+    if exe is None or _style_file(root, rel) is None:
+        return None
+    try:
+        proc = subprocess.run([exe, f"--assume-filename={root / rel}", "--style=file", "--fallback-style=none",
+                               *options], input=source, capture_output=True, text=True, timeout=timeout_s,
+                              env=scrubbed_env())
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout if proc.returncode == 0 and proc.stdout.strip() else None
+
+
 def format_snippet(source: str, root: Path, rel: str) -> str:
     """`source` formatted as if it lived at `root/rel` (style from the nearest `.clang-format`
     between that file and `root`); unchanged when no style or no executable is found, or when
     clang-format fails (the build step reports real syntax errors)."""
-    exe = clang_format_executable()
-    if exe is None or _style_file(root, rel) is None:
+    out = _clang_format(source, root, rel, [], timeout_s=30)
+    if out is None:
         return source
-    try:
-        proc = subprocess.run([exe, f"--assume-filename={root / rel}", "--style=file", "--fallback-style=none"],
-                              input=source, capture_output=True, text=True, timeout=30, env=scrubbed_env())
-    except (OSError, subprocess.TimeoutExpired):
-        return source
-    if proc.returncode != 0 or not proc.stdout.strip():
-        return source
-    return proc.stdout if source.endswith("\n") else proc.stdout.rstrip("\n")
+    return out if source.endswith("\n") else out.rstrip("\n")
 
 
 def format_inserted(before: str, after: str, root: Path, rel: str) -> str:
@@ -60,18 +68,11 @@ def format_inserted(before: str, after: str, root: Path, rel: str) -> str:
     file is left as it is; `after` unchanged without a style or an executable."""
     import difflib
 
-    exe = clang_format_executable()
-    if exe is None or _style_file(root, rel) is None or before == after:
+    if before == after:
         return after
     ranges = []
     matcher = difflib.SequenceMatcher(a=before.splitlines(), b=after.splitlines(), autojunk=False)
     for tag, _, _, j1, j2 in matcher.get_opcodes():
         if tag in ("insert", "replace") and j2 > j1:
             ranges.append(f"--lines={j1 + 1}:{j2}")
-    try:
-        proc = subprocess.run([exe, f"--assume-filename={root / rel}", "--style=file", "--fallback-style=none",
-                               *ranges], input=after, capture_output=True, text=True, timeout=60,
-                              env=scrubbed_env())
-    except (OSError, subprocess.TimeoutExpired):
-        return after
-    return proc.stdout if proc.returncode == 0 and proc.stdout.strip() else after
+    return _clang_format(after, root, rel, ranges, timeout_s=60) or after

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from metalport.content_cache import ContentCache
 from metalport.errors import RecipeError
@@ -27,6 +28,7 @@ OPINFO_FILES: tuple[str, ...] = (
     "torch/testing/_internal/opinfo/definitions/_masked.py",
 )
 _FAILING = ("unittest.expectedFailure", "unittest.skip", "skip", "expectedFailure")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -107,9 +109,10 @@ def _index(text: str) -> _Index:
 _INDEX: ContentCache[_Index] = ContentCache("opinfo-decorators", [__file__])
 
 
-def _indexed(text: str, path: str) -> _Index:
+def _parsed(cache: ContentCache[_T], build: Callable[[str], _T], text: str, path: str) -> _T:
+    """`build(text)` through `cache`; RecipeError at `path`'s line when `text` does not parse."""
     try:
-        return _INDEX.get(text, _index)
+        return cache.get(text, build)
     except SyntaxError as err:
         raise RecipeError(f"cannot parse: {err.msg}", location=f"{path}:{err.lineno}",
                           hint="fix the syntax error first") from err
@@ -125,7 +128,7 @@ def find_decorators(text: str, names: Iterable[str] | None, *, path: str,
     """
     wanted = None if names is None else set(names)
     found = []
-    for name, start, end, dtypes, shared, test in _indexed(text, path).decorators:
+    for name, start, end, dtypes, shared, test in _parsed(_INDEX, _index, text, path).decorators:
         if wanted is not None and name not in wanted:
             continue
         if strict and shared:
@@ -252,11 +255,7 @@ def _segment(lines: list[str], node: ast.AST) -> str | None:
 
 def module_failures(text: str, *, path: str = MODULES_FILE) -> tuple[ModuleFailure, ...]:
     """Every MPS skip/expectedFailure decorator in a `ModuleInfo(...)`'s `decorators=`/`skips=` list."""
-    try:
-        return _MODULE_FAILURES.get(text, _module_failures)
-    except SyntaxError as err:
-        raise RecipeError(f"cannot parse: {err.msg}", location=f"{path}:{err.lineno}",
-                          hint="fix the syntax error first") from err
+    return _parsed(_MODULE_FAILURES, _module_failures, text, path)
 
 
 def _module_failures(text: str) -> tuple[ModuleFailure, ...]:

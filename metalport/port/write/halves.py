@@ -143,6 +143,25 @@ kernel void halves_dense(
 """
 
 
+def _dense_launch(op: str, output: str, inputs: list[str]) -> list[str]:
+    """The 2D launch of `<op>_dense_<T>` (typed by the first of `inputs`) over (run, rows) on `stream`,
+    writing `output` from `inputs`, as lines one level inside the host body."""
+    full, tensors = inputs[0], ", ".join(inputs)
+    return [
+        "  dispatch_sync_with_rethrow(stream->queue(), ^() {",
+        "    @autoreleasepool {",
+        "      auto encoder = stream->commandEncoder();",
+        f'      auto pso = lib.getPipelineStateForFunc(fmt::format("{op}_dense_{{}}", scalarToMetalTypeString({full})));',
+        f'      getMPSProfiler().beginProfileKernel(pso, "{op}", {{{tensors}}});',
+        "      [encoder setComputePipelineState:pso];",
+        f"      mtl_setArgs(encoder, {output}, {tensors}, run);",
+        "      mtl_dispatch2DJob(encoder, pso, run, rows);",
+        "      getMPSProfiler().endProfileKernel(pso);",
+        "    }",
+        "  });",
+    ]
+
+
 def halves_forward_body(op: str, *, full: str, dim: str, output: str) -> str:
     """The new body (braces excluded) of a function of the two halves of `full` along `dim` writing
     `output` (Note [halves forward]): nothing for an empty output; a contiguous `full` and `output`
@@ -161,17 +180,7 @@ def halves_forward_body(op: str, *, full: str, dim: str, output: str) -> str:
         f"  const int64_t run = half * {full}.stride(wrap_dim);",
         f"  const int64_t rows = {full}.numel() / (2 * run);",
         "  auto stream = getCurrentMPSStream();",
-        "  dispatch_sync_with_rethrow(stream->queue(), ^() {",
-        "    @autoreleasepool {",
-        "      auto encoder = stream->commandEncoder();",
-        f'      auto pso = lib.getPipelineStateForFunc(fmt::format("{op}_dense_{{}}", scalarToMetalTypeString({full})));',
-        f'      getMPSProfiler().beginProfileKernel(pso, "{op}", {{{full}}});',
-        "      [encoder setComputePipelineState:pso];",
-        f"      mtl_setArgs(encoder, {output}, {full}, run);",
-        "      mtl_dispatch2DJob(encoder, pso, run, rows);",
-        "      getMPSProfiler().endProfileKernel(pso);",
-        "    }",
-        "  });",
+        *_dense_launch(op, output, [full]),
         "  return;",
         "}",
         "// any other layout: the two halves as strided views (named: the iterator borrows them)",
@@ -239,17 +248,7 @@ def halves_body(op: str, old: str, *, full: str, grad: str, dim: str, output: st
         "  // rows of 2 * run elements (run of the gradient): the halved dim and every dim inside it",
         f"  const int64_t run = (nIn / 2) * {full}.stride(wrap_dim);",
         f"  const int64_t rows = {full}.numel() / (2 * run);",
-        "  dispatch_sync_with_rethrow(stream->queue(), ^() {",
-        "    @autoreleasepool {",
-        "      auto encoder = stream->commandEncoder();",
-        f'      auto pso = lib.getPipelineStateForFunc(fmt::format("{op}_dense_{{}}", scalarToMetalTypeString({full})));',
-        f'      getMPSProfiler().beginProfileKernel(pso, "{op}", {{{full}, {grad}}});',
-        "      [encoder setComputePipelineState:pso];",
-        f"      mtl_setArgs(encoder, {output}, {full}, {grad}, run);",
-        "      mtl_dispatch2DJob(encoder, pso, run, rows);",
-        "      getMPSProfiler().endProfileKernel(pso);",
-        "    }",
-        "  });",
+        *_dense_launch(op, output, [full, grad]),
         f"  {returns}",
         "}",
         "auto iter = at::TensorIteratorConfig()",

@@ -230,7 +230,7 @@ class HostStub:
         return None
 
 
-def _library(kernel_basename: str) -> str:
+def library_block(kernel_basename: str) -> str:
     """The file's shader library: bundled, or compiled from `kernel_basename` at run time."""
     return ("#ifndef PYTORCH_JIT_COMPILE_SHADERS\n"
             "static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();\n"
@@ -254,7 +254,7 @@ def new_host_file(stub: HostStub, kernel_basename: str) -> str:
             f"{includes}"
             "#include <ATen/native/mps/OperationUtils.h>\n\n"
             "namespace at::native {\n"
-            f"{_library(kernel_basename)}\n"
+            f"{library_block(kernel_basename)}\n"
             f"{_helpers(stub, '')}"
             f"{stub.source()}\n"
             "} // namespace at::native\n")
@@ -272,7 +272,7 @@ def insert_stub(text: str | None, stub: HostStub, *, kernel_basename: str,
         return text
     helpers = _helpers(stub, text)
     if (helpers or "lib." in stub.function_source()) and _LIBRARY not in text:
-        helpers = f"{_library(kernel_basename)}\n{helpers}"  # the file's first use of the shader library
+        helpers = f"{library_block(kernel_basename)}\n{helpers}"  # the file's first use of the shader library
     macro = None if helpers else stub.macro_line(text)
     if macro is not None:
         if macro in text:
@@ -342,17 +342,23 @@ def _remove_block(text: str, start: int, path: str, what: str) -> str:
     return text[:line_start] + text[end:]
 
 
-def has_legacy(text: str, legacy: str) -> bool:
-    """True when `text` still defines `legacy` (TORCH_IMPL_FUNC, plain function or macro use)."""
-    if re.search(rf"^TORCH_IMPL_FUNC\(\s*{re.escape(legacy)}\s*\)", text, re.MULTILINE):
-        return True
-    if re.search(rf"^[A-Z_][A-Z0-9_]*\(\s*{re.escape(legacy)}\s*[,)]", text, re.MULTILINE):
-        return True
+def _legacy_definition(text: str, legacy: str) -> re.Match[str] | None:
+    """Where `text` defines `legacy`: its `TORCH_IMPL_FUNC(legacy)` line, else the head of a plain
+    function definition (a prototype is none); None when it has neither."""
+    impl = re.search(rf"^TORCH_IMPL_FUNC\(\s*{re.escape(legacy)}\s*\)", text, re.MULTILINE)
+    if impl is not None:
+        return impl
     for m in re.finditer(rf"^[A-Za-z_][\w:<>&*, ]*\b{re.escape(legacy)}\s*\(", text, re.MULTILINE):
         brace = text.find("{", m.end())
         if brace >= 0 and ";" not in text[m.end():brace]:
-            return True
-    return False
+            return m
+    return None
+
+
+def has_legacy(text: str, legacy: str) -> bool:
+    """True when `text` still defines `legacy` (TORCH_IMPL_FUNC, plain function or macro use)."""
+    return _legacy_definition(text, legacy) is not None or \
+        re.search(rf"^[A-Z_][A-Z0-9_]*\(\s*{re.escape(legacy)}\s*[,)]", text, re.MULTILINE) is not None
 
 
 def remove_legacy(text: str, op: str, legacy: str, *, path: str = "host.mm",
@@ -363,14 +369,7 @@ def remove_legacy(text: str, op: str, legacy: str, *, path: str = "host.mm",
     `legacy` is a `TORCH_IMPL_FUNC` name (`heaviside_out_mps`), a plain function name, or the
     first argument of a one-line macro that defines it (`CREATE_..._FUNC(acosh_out_mps, acosh)`).
     """
-    impl = re.search(rf"^TORCH_IMPL_FUNC\(\s*{re.escape(legacy)}\s*\)", text, re.MULTILINE)
-    plain = None
-    for m in re.finditer(rf"^[A-Za-z_][\w:<>&*, ]*\b{re.escape(legacy)}\s*\(", text, re.MULTILINE):
-        brace = text.find("{", m.end())
-        if brace >= 0 and ";" not in text[m.end():brace]:  # a definition, not a prototype
-            plain = m
-            break
-    found = impl or plain
+    found = _legacy_definition(text, legacy)
     if found is None:
         macro = re.search(rf"^[A-Z_][A-Z0-9_]*\(\s*{re.escape(legacy)}\s*[,)][^;{{}}\n]*;?[ \t]*\n",
                           text, re.MULTILINE)

@@ -19,7 +19,7 @@ from pathlib import Path
 from metalport.errors import RecipeError, SpecError
 from metalport.port.write.cformat import format_snippet
 from metalport.port.plan.functors import CASTOUT_MACRO
-from metalport.port.write.host import HostStub, insert_stub
+from metalport.port.write.host import HostStub, insert_stub, library_block
 from metalport.port.plan.launch import ElementwiseLaunch
 from metalport.port.plan.model import PortPlan
 from metalport.port.write.hostcpp import (encoded, host_header, kernel_name_line, launch_lines, native_signature,
@@ -177,12 +177,7 @@ _PREAMBLE = """#define TORCH_ASSERT_ONLY_METHOD_OPERATORS
 #endif
 
 namespace at::native {{
-#ifndef PYTORCH_JIT_COMPILE_SHADERS
-static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();
-#else
-#include <ATen/native/mps/{stem}_metallib.h>
-#endif
-
+{library}
 // A size narrowed to the kernel's 32-bit type, refusing values that do not fit.
 template <typename T>
 static T checked_narrow(int64_t value, const char* what) {{
@@ -228,8 +223,7 @@ def host_file_text(spec: LaunchSpec, func: str, existing: str | None) -> str:
     includes = [f"#include <{spec.stub.header}>", "#include <ATen/native/TensorIterator.h>"] if spec.stub else []
     includes += [line for call, line in _DECLARED_IN if call in body]
     if existing is None:
-        stem = Path(spec.kernel_file).stem
-        text = _PREAMBLE.format(op=spec.op, stem=stem)
+        text = _PREAMBLE.format(op=spec.op, library=library_block(Path(spec.kernel_file).stem))
         anchor = "#include <ATen/native/mps/OperationUtils.h>\n"
         text = text.replace(anchor, anchor + "".join(f"{i}\n" for i in includes))
         if "at::tensor(" in body:  # a per-operator build declares at::tensor only in its own header
