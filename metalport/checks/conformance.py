@@ -217,23 +217,24 @@ class DtypeRun:
             if case.kind == "opinfo" and not result.skipped.startswith(CRASHED):
                 self.opinfo_unjudged.append(result.skipped)
             return
-        self.note_error(case.kind, result.error, f"{case.label}: {case.describe()}")
+        described = f"{case.label}: {case.describe()}"
+        self.note_error(case.kind, result.error, described)
         self.rel_used = max(self.rel_used, result.rel_used)
         if result.ulps is not None:
             for k, (u, where) in enumerate(zip(result.ulps, self.worst_ulps)):
                 if where is None or u > where[0]:
-                    self.worst_ulps[k] = (u, f"{case.label}: {case.describe()}")
+                    self.worst_ulps[k] = (u, described)
         held = (f"{result.message}; inputs: "
                 f"{[t.tolist() if t.numel() <= 64 else 'large' for t in case.operands()]}")
         if not result.ok and accepted is None and result.explanation is not None:
-            shown = dataclasses.replace(result.explanation, case=f"{case.label}: {case.describe()}")
+            shown = dataclasses.replace(result.explanation, case=described)
             (self.held_explanations if case.kind == "held-out" else self.explanations).append(shown)
         if result.ok and result.ambiguous is not None and accepted is None:  # Note [the oracle]: not a pass
             if case.kind == "held-out":  # its input for a human only, as a failing held-out case's
-                self.held_inputs.append(f"{case.label}: {case.describe()}: {result.ambiguous}")
+                self.held_inputs.append(f"{described}: {result.ambiguous}")
             shown = result.ambiguous.split("; at ")[0] if case.kind == "held-out" else result.ambiguous
             accepted, result = AMBIGUOUS, dataclasses.replace(result, ok=False, message=shown)
-        self.record(case.kind, f"{case.label}: {case.describe()}", None if result.ok else result.message or "differs",
+        self.record(case.kind, described, None if result.ok else result.message or "differs",
                     None if accepted is None else f"out of scope: {accepted}", held)
 
     def note_error(self, kind: str, error: float, described: str) -> None:
@@ -357,11 +358,13 @@ def _elementwise_rows(checkout_root: Path, op: str, session: ConformanceSession,
     base, packet = resolve_op(op)
     name = f"aten::{base}"
     chosen = pick_backend(backend)
+
+    def unjudged(why: str) -> ConformanceReport:
+        return ConformanceReport(name, chosen, "no-host-model", (), f"{why}; {NO_HOST_MODEL}")
+
     outputs = _tensor_outputs(packet)
     if outputs > 2:
-        return ConformanceReport(name, chosen, "no-host-model", (),
-                                 f"{name} writes {outputs} outputs (a kernel with several output buffers); "
-                                 f"{NO_HOST_MODEL}")
+        return unjudged(f"{name} writes {outputs} outputs (a kernel with several output buffers)")
     host = find_host_code(checkout_root, base)
     view = _view(packet, host.iterator)
     if view is not None:  # Note [iterator operands]: judged as the host's iterator sees the op
@@ -372,15 +375,14 @@ def _elementwise_rows(checkout_root: Path, op: str, session: ConformanceSession,
                   f"launch it (what runs on MPS today is the MPSGraph kernel)")
         host = dataclasses.replace(host, kernel=base, unmodelled=None)
     if host.unmodelled is not None or host.kernel is None:
-        return ConformanceReport(name, chosen, "no-host-model", (), f"{host.unmodelled}; {NO_HOST_MODEL}")
+        return unjudged(str(host.unmodelled))
     kernel = host.kernel
     files = [Path(p) for p in kernel_files] if kernel_files else registering_files(checkout_root, kernel)
     if not files and outputs == 2:  # two-output kernels have macros of their own (REGISTER_FREXP_OP)
         files = _kernel_files(checkout_root, rf"\b{re.escape(kernel)}_(?:dense|strided)\b")
     if not files and _kernel_files(checkout_root, rf"\b{re.escape(kernel)}\b"):  # named, by no known macro
-        return ConformanceReport(name, chosen, "no-host-model", (),
-                                 f"{kernel}'s kernels are declared without a REGISTER_*_OP({kernel}, ...) macro the "
-                                 f"host model knows; {NO_HOST_MODEL}")
+        return unjudged(f"{kernel}'s kernels are declared without a REGISTER_*_OP({kernel}, ...) macro the host "
+                        f"model knows")
     if not files:
         raise UsageError(f"no kernel file under {KERNELS_DIR} registers {kernel}",
                          hint=f"add REGISTER_*_OP({kernel}, ...) to a .metal file there, or pass kernel files")
@@ -392,12 +394,10 @@ def _elementwise_rows(checkout_root: Path, op: str, session: ConformanceSession,
     if outputs == 2 and classify_two_outputs(kernels.names, kernel):
         found = ExecConvention.UNARY_TWO_OUTPUTS, classify_two_outputs(kernels.names, kernel)
     if found is None and outputs == 2:
-        return ConformanceReport(name, chosen, "no-host-model", (),
-                                 f"{name} writes 2 outputs and {kernel}'s kernels are no `{kernel}_dense_<T>` / "
-                                 f"`{kernel}_strided_<T>` pair; {NO_HOST_MODEL}")
+        return unjudged(f"{name} writes 2 outputs and {kernel}'s kernels are no `{kernel}_dense_<T>` / "
+                        f"`{kernel}_strided_<T>` pair")
     if found is None:
-        return ConformanceReport(name, chosen, "no-host-model", (),
-                                 f"{kernel}'s kernels follow no modelled exec_*_kernel convention; {NO_HOST_MODEL}")
+        return unjudged(f"{kernel}'s kernels follow no modelled exec_*_kernel convention")
     family, registered = found
     # add_sub_lerp_template: a call whose alpha is not 1 runs `<kernel>_alpha` (BINARY_ALPHA) when the
     # library registers it; alpha 1 runs the plain kernel.

@@ -126,21 +126,19 @@ def counts_text(dtypes: list[dict[str, Any]]) -> str:
     """`opinfo 88/88, random 12/12, held-out 38/40 (2 out of scope), 3 skipped` summed over dtype dicts.
 
     Dicts recorded before the kinds were counted apart read `60/60 samples`."""
+    skipped = sum(int(d.get("skipped", 0)) for d in dtypes)
     if not any("opinfo" in d for d in dtypes):
         passed, samples = (sum(int(d.get(k, 0)) for d in dtypes) for k in ("passed", "samples"))
-        skipped = sum(int(d.get("skipped", 0)) for d in dtypes)
         return f"{passed}/{samples} samples" + (f", {skipped} skipped" if skipped else "")
     parts = []
     for kind in KINDS:
-        key = kind.replace("-", "_")
-        samples = sum(int((d.get(key) or {}).get("samples", 0)) for d in dtypes)
-        passed = sum(int((d.get(key) or {}).get("passed", 0)) for d in dtypes)
+        tallies = [d.get(kind.replace("-", "_")) or {} for d in dtypes]
+        samples, passed = (sum(int(t.get(k, 0)) for t in tallies) for k in ("samples", "passed"))
         # records written before the rename call out-of-scope cases "warned"
-        scoped = sum(int((d.get(key) or {}).get("out_of_scope", (d.get(key) or {}).get("warned", 0))) for d in dtypes)
+        scoped = sum(int(t.get("out_of_scope", t.get("warned", 0))) for t in tallies)
         if kind == "held-out" and not samples:
             continue
         parts.append(f"{kind} {passed}/{samples}" + (f" ({scoped} out of scope)" if scoped else ""))
-    skipped = sum(int(d.get("skipped", 0)) for d in dtypes)
     return ", ".join(parts + [f"{skipped} skipped"])
 
 

@@ -161,20 +161,41 @@ def _strided_2d(it: Iteration) -> tuple[int, int]:
     return (inner, it.geometry.numel // inner)
 
 
+def _ilp(out: torch.Tensor, g: Geometry, force: str | None) -> bool:
+    """Whether a dense launch that may run ILP_PER_THREAD elements a thread does: for floating outputs
+    from ILP_THRESHOLD elements, unless `force` ("ilp" or "scalar") pins it, as the host's bench override does."""
+    if force is not None:
+        return force == "ilp"
+    return out.dtype.is_floating_point and g.numel >= ILP_THRESHOLD
+
+
+def _ilp_launch(kernel: str, buffers: tuple[Buffer, ...], g: Geometry, tensors: tuple[torch.Tensor, ...]) -> Launch:
+    """A dense ILP kernel's launch: the buffers and numel, one thread per ILP_PER_THREAD elements."""
+    return Launch(kernel, (*buffers, Const("uint", (g.numel,))), (-(-g.numel // ILP_PER_THREAD),), tensors)
+
+
+def _sizes_strides(g: Geometry, operands: int) -> tuple[Const, ...]:
+    """A strided kernel's sizes, then the byte strides of the first `operands` operands (output first)."""
+    return (Const("long*", g.shape), *(Const("long*", g.strides[k]) for k in range(operands)))
+
+
 def plan_unary(name: str, names: Container[str], it: Iteration, inp: torch.Tensor, *,
                alpha: int | float | bool | tuple[float | None, ...] | None = None,
                alpha_type: torch.dtype | None = None,
                force: str | None = None) -> Launch:
     """exec_unary_kernel: dense (ILP or one element per thread), strided (2-D grid), castout fallback.
 
-    `force` ("ilp" or "scalar") pins the dense flavour, as the host's bench override does.
+    `force` ("ilp" or "scalar") pins the dense flavour, as the host's bench override does. Every
+    flavour but ILP takes the two buffers (and a strided one its geometry) and differs only in the
+    kernel and the constants after them (`tail`).
     """
     g, out = it.geometry, it.output
     contiguous = g.is_contiguous()
     o, i = metal_type_name(out.dtype), metal_type_name(inp.dtype)
+    layout = "dense" if contiguous else "strided"
     tensors = (out, inp)
     if alpha is not None:
-        prefix = f"{name}_{'dense' if contiguous else 'strided'}_{o}_{i}_"
+        prefix = f"{name}_{layout}_{o}_{i}_"
         registered = _registered_suffix(names, prefix)
         if registered is not None and registered not in METAL_DTYPES and not isinstance(alpha, tuple):
             alpha = (OpmathScalar(alpha),)  # one Scalar in a params struct
@@ -185,31 +206,21 @@ def plan_unary(name: str, names: Container[str], it: Iteration, inp: torch.Tenso
             if registered in METAL_DTYPES and f"{prefix}{metal_type_name(wanted)}" not in names:
                 wanted = METAL_DTYPES[registered]  # the one type the host passes (polygamma: ScalarType::Int)
             a = _alpha_const(alpha, wanted)
-        stem = prefix + a.c_type
-        if contiguous:
-            return Launch(_need(names, stem), (Buffer(0), Buffer(1), a), (g.numel,), tensors)
-        return Launch(_need(names, stem), (Buffer(0), Buffer(1), *_unary_strided(g), Const("uint", (g.ndim,)), a),
-                      _strided_2d(it), tensors)
-    ilp = contiguous and out.dtype.is_floating_point and g.numel >= ILP_THRESHOLD
-    if contiguous and force is not None:
-        ilp = force == "ilp"
-    flavour = "strided" if not contiguous else ("dense" if ilp else "dense_scalar")
-    direct = f"{name}_{flavour}_{o}_{i}"
-    if direct in names:
-        if flavour == "dense":
-            count = -(-g.numel // ILP_PER_THREAD)
-            return Launch(direct, (Buffer(0), Buffer(1), Const("uint", (g.numel,))), (count,), tensors)
-        if flavour == "dense_scalar":
-            return Launch(direct, (Buffer(0), Buffer(1)), (g.numel,), tensors)
-        return Launch(direct, (Buffer(0), Buffer(1), *_unary_strided(g), Const("uint", (g.ndim,))),
-                      _strided_2d(it), tensors)
-    code = scalar_type_code(out.dtype)
+        kernel, tail = _need(names, prefix + a.c_type), ((a,) if contiguous else (Const("uint", (g.ndim,)), a))
+    else:
+        ilp = contiguous and _ilp(out, g, force)
+        direct = f"{name}_{'dense' if ilp else 'dense_scalar' if contiguous else 'strided'}_{o}_{i}"
+        if direct in names and ilp:
+            return _ilp_launch(direct, (Buffer(0), Buffer(1)), g, tensors)
+        if direct in names:
+            kernel, tail = direct, (() if contiguous else (Const("uint", (g.ndim,)),))
+        else:  # castout: the output's element size (dense) or ndim (strided) beside its ScalarType
+            code = scalar_type_code(out.dtype)
+            kernel = _need(names, f"{name}_{layout}_castout_{i}")
+            tail = (Const("uint2", (out.element_size() if contiguous else g.ndim, code)),)
     if contiguous:
-        kernel = _need(names, f"{name}_dense_castout_{i}")
-        return Launch(kernel, (Buffer(0), Buffer(1), Const("uint2", (out.element_size(), code))), (g.numel,), tensors)
-    kernel = _need(names, f"{name}_strided_castout_{i}")
-    return Launch(kernel, (Buffer(0), Buffer(1), *_unary_strided(g), Const("uint2", (g.ndim, code))),
-                  _strided_2d(it), tensors)
+        return Launch(kernel, (Buffer(0), Buffer(1), *tail), (g.numel,), tensors)
+    return Launch(kernel, (Buffer(0), Buffer(1), *_unary_strided(g), *tail), _strided_2d(it), tensors)
 
 
 def _unary_strided(g: Geometry) -> tuple[Const, Const, Const]:
@@ -249,42 +260,39 @@ def plan_binary(name: str, names: Container[str], it: Iteration, a: torch.Tensor
     atype = alpha_type or (out.dtype if cast else common)
     al = _alpha_const(alpha, atype) if alpha is not None else None
     suffix_a = f"_{al.c_type}" if al else ""
+    alphas = (al,) if al else ()
     o = metal_type_name(out.dtype)
     cast_types = f"{o}_{metal_type_name(common if out.dtype == torch.bool else out.dtype)}"
-    sizes_types = Const("uint4", (a.element_size(), b.element_size(), scalar_type_code(a.dtype),
-                                  scalar_type_code(b.dtype))) if cast else None
-    extra = tuple(x for x in (al, sizes_types) if x is not None)
-    if special == "scalar":
+    extra = (*alphas, _sizes_types(a, b)) if cast else alphas
+    bufs = (Buffer(0), Buffer(1), Buffer(2))
+    if special is not None:  # a special left operand: `_dense_scalar_lhs`, `_dense_broadcast_rhs` (the host's names)
         t = b if lhs else a
-        side = "_lhs" if lhs else ""
-        stem = f"_dense_scalar{side}_cast_{cast_types}" if cast else \
-            f"_dense_scalar{side}_{o}_{metal_type_name(t.dtype)}"
-        return Launch(_need(names, name + stem + suffix_a), (Buffer(0), Buffer(1), Buffer(2), *extra),
-                      (g.numel,), tensors)
-    if special == "broadcast":
-        t = b if lhs else a
-        side = "_rhs" if lhs else ""
-        stem = f"_dense_broadcast{side}_cast_{cast_types}" if cast else \
-            f"_dense_broadcast{side}_{o}_{metal_type_name(t.dtype)}"
-        numel = Const("long", ((a if lhs else b).numel(),))
-        return Launch(_need(names, name + stem + suffix_a), (Buffer(0), Buffer(1), Buffer(2), numel, *extra),
-                      (g.numel,), tensors)
+        side = ("_lhs" if special == "scalar" else "_rhs") if lhs else ""
+        stem = f"_dense_{special}{side}_cast_{cast_types}" if cast else \
+            f"_dense_{special}{side}_{o}_{metal_type_name(t.dtype)}"
+        numel = () if special == "scalar" else (Const("long", ((a if lhs else b).numel(),)),)
+        return Launch(_need(names, name + stem + suffix_a), (*bufs, *numel, *extra), (g.numel,), tensors)
     contiguous = g.is_contiguous()
-    ilp = contiguous and not cast and al is None and out.dtype.is_floating_point and g.numel >= ILP_THRESHOLD
-    if contiguous and not cast and al is None and force is not None:
-        ilp = force == "ilp"
+    ilp = contiguous and not cast and al is None and _ilp(out, g, force)
     flavour = ("dense_ilp4" if ilp else "dense") if contiguous else "strided"
     kernel = _need(names, name + (f"_{flavour}_cast_{cast_types}" if cast else
                                   f"_{flavour}_{o}_{metal_type_name(a.dtype)}") + suffix_a)
-    bufs = (Buffer(0), Buffer(1), Buffer(2))
     if contiguous:
-        if ilp:
-            return Launch(kernel, (*bufs, Const("uint", (g.numel,))), (-(-g.numel // ILP_PER_THREAD),), tensors)
-        return Launch(kernel, (*bufs, *extra), (g.numel,), tensors)
+        return _ilp_launch(kernel, bufs, g, tensors) if ilp else Launch(kernel, (*bufs, *extra), (g.numel,), tensors)
+    return Launch(kernel, (*bufs, *alphas, *_binary_geometry(g, a, b, out, cast)), (g.numel,), tensors)
+
+
+def _sizes_types(a: torch.Tensor, b: torch.Tensor) -> Const:
+    """What a dense cast binary kernel reads after the buffers: the inputs' element sizes and ScalarTypes."""
+    return Const("uint4", (a.element_size(), b.element_size(), scalar_type_code(a.dtype), scalar_type_code(b.dtype)))
+
+
+def _binary_geometry(g: Geometry, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, cast: bool) -> tuple[Const, ...]:
+    """A strided binary kernel's geometry: sizes, three byte strides, then ndim and the inputs' (and,
+    casting, the output's) ScalarTypes. The host sets all four ints; a non-cast kernel reads three."""
     types = (g.ndim, scalar_type_code(a.dtype), scalar_type_code(b.dtype))
     pack = Const("uint4", (*types, scalar_type_code(out.dtype))) if cast else Const("uint3", types)
-    geometry = (Const("long*", g.shape), *(Const("long*", g.strides[k]) for k in range(3)), pack)
-    return Launch(kernel, (*bufs, *((al,) if al else ()), *geometry), (g.numel,), tensors)
+    return (*_sizes_strides(g, 3), pack)
 
 
 def _special_operand(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple[str | None, bool]:
@@ -315,14 +323,9 @@ def plan_binary_with_params(name: str, names: Container[str], it: Iteration, a: 
     p = _opmath_params_const(params, registered)
     kernel = _need(names, prefix + p.c_type)
     bufs, tensors = (Buffer(0), Buffer(1), Buffer(2)), (out, a, b)
-    codes = (scalar_type_code(a.dtype), scalar_type_code(b.dtype))
     if flavour == "dense":
-        extra = (Const("uint4", (a.element_size(), b.element_size(), *codes)),) if cast else ()
-        return Launch(kernel, (*bufs, p, *extra), (g.numel,), tensors)
-    # The host sets four ints (ndim, input, other and output types); a non-cast kernel reads three.
-    pack = Const("uint4", (g.ndim, *codes, scalar_type_code(out.dtype))) if cast else Const("uint3", (g.ndim, *codes))
-    geometry = (Const("long*", g.shape), *(Const("long*", g.strides[k]) for k in range(3)), pack)
-    return Launch(kernel, (*bufs, p, *geometry), (g.numel,), tensors)
+        return Launch(kernel, (*bufs, p, *((_sizes_types(a, b),) if cast else ())), (g.numel,), tensors)
+    return Launch(kernel, (*bufs, p, *_binary_geometry(g, a, b, out, cast)), (g.numel,), tensors)
 
 
 def plan_ternary(name: str, names: Container[str], it: Iteration, a: torch.Tensor, b: torch.Tensor,
@@ -341,8 +344,7 @@ def plan_ternary(name: str, names: Container[str], it: Iteration, a: torch.Tenso
     if contiguous:
         extra = (Const("uint3", tuple(t.element_size() for t in (a, b, c))), Const("uint3", codes)) if cast else ()
         return Launch(kernel, (*bufs, *extra), (g.numel,), tensors)
-    geometry = (Const("long*", g.shape), *(Const("long*", g.strides[k]) for k in range(4)),
-                Const("uint", (g.ndim,)))
+    geometry = (*_sizes_strides(g, 4), Const("uint", (g.ndim,)))
     extra = (Const("uint4", (*codes, scalar_type_code(out.dtype))),) if cast else ()
     return Launch(kernel, (*bufs, *geometry, *extra), (g.numel,), tensors)
 
@@ -385,8 +387,7 @@ def plan_ternary_alpha(name: str, names: Container[str], it: Iteration, a: torch
     tensors = (out, a, b, c)
     if g.is_contiguous() and a.dtype == b.dtype == c.dtype == out.dtype == common:
         return Launch(_need(names, f"{name}_dense_{o}_{o}_{al.c_type}"), (*bufs, al), (g.numel,), tensors)
-    geometry = (Const("long*", g.shape), *(Const("long*", g.strides[k]) for k in range(4)),
-                Const("uint4", (g.ndim, *(scalar_type_code(t.dtype) for t in (a, b, c)))),
+    geometry = (*_sizes_strides(g, 4), Const("uint4", (g.ndim, *(scalar_type_code(t.dtype) for t in (a, b, c)))),
                 Const("uint", (scalar_type_code(out.dtype),)))
     return Launch(_need(names, f"{name}_strided_cast_{o}_{al.c_type}"), (*bufs, al, *geometry), (g.numel,),
                   tensors)
