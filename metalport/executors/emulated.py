@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from metalport.port import PortPlan
-from metalport.checkout.layout import KERNELS_DIR
 from metalport.errors import CompileError, EmulateError, MetalportError
 from metalport.failure import Failure
 

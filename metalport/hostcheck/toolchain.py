@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import re
 import shlex
 import subprocess
 import sys

@@ -19,12 +19,12 @@ def test(state: PortState, runtime: Runtime[RunContext]) -> dict:
     executor = runtime.context.executor()
     start = time.monotonic()
     plans = list(load_family(state).members)  # every member is tested
-    failures, members = [], {}
-    for plan in plans:
+    failures, members, report = [], {}, None
+    for plan in plans:  # the report shown: the first member's, or the first member's that does not pass
         one, found = executor.test(load_worktree(state).path, plan, held_out=True)
         members[plan.op] = one.status
         failures += list(found)
-        if plan is plans[0] or (one.status != "pass" and report.status == "pass"):
+        if report is None or (one.status != "pass" and report.status == "pass"):
             report = one
     judged = getattr(report, "judged", report.status not in ("partial", "no-host-model"))
     if not failures and not report.ok() and judged:
