@@ -23,6 +23,7 @@ from metalport.checkout.layout import Checkout
 from metalport.checkout.routing import StubRoute, read_routes, route_op
 from metalport.errors import MetalportError, RepoError
 from metalport.registry.model import Op, Registry
+from metalport import python_ast
 
 
 class ImplKind(Enum):
@@ -310,7 +311,7 @@ def _dtype(node: ast.expr) -> str:
 def parse_python(text: str, rel: str, error: type[MetalportError], hint: str) -> ast.Module:
     """`text` (the Python file `rel`) parsed; a syntax error raises `error` at `rel:line` with `hint`."""
     try:
-        return ast.parse(text)
+        return python_ast.parse(text)
     except SyntaxError as err:
         raise error(f"cannot parse: {err.msg}", location=f"{rel}:{err.lineno}", hint=hint) from err
 

@@ -24,6 +24,7 @@ from metalport.checkout.sources import named_assignments
 from metalport.errors import MetalportError
 from metalport.checks.contract.launch import contract_failure, launch_checks
 from metalport.failure import Failure
+from metalport import python_ast
 
 _CHEATS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("CPU fallback", re.compile(r"\.cpu\(\)|\bto\(\s*[\"']cpu[\"']|\bkCPU\b|DeviceType::CPU|[\"']cpu[\"']"
@@ -120,7 +121,7 @@ def _lists(text: str) -> dict[tuple[str, int], dict[str, str]]:
     """Each xfail/skip list (name, occurrence) -> {key: source of its value} ("" for set items)."""
     out: dict[tuple[str, int], dict[str, str]] = {}
     seen: dict[str, int] = {}
-    for name, value in named_assignments(ast.parse(text)):
+    for name, value in named_assignments(python_ast.parse(text)):
         if not XFAIL_LIST_NAME.match(name):
             continue
         n = seen[name] = seen.get(name, -1) + 1
@@ -136,7 +137,7 @@ def _lists(text: str) -> dict[tuple[str, int], dict[str, str]]:
 
 def _strip_lists(text: str) -> str:
     """The module's AST dump with every xfail/skip list emptied (to compare everything else)."""
-    tree = ast.parse(text)
+    tree = python_ast.parse(text)
     for node in ast.walk(tree):
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
             node.target if isinstance(node, ast.AnnAssign) else None
@@ -251,7 +252,7 @@ def _decorator_checks(base_root: Path, worktree_root: Path, changes: _Changes, p
 def _module_lists(text: str) -> tuple[dict[str, list[ast.expr]], str]:
     """(ModuleInfo module -> its decorators/skips elements, the module's AST dump with those lists
     emptied, to compare everything else)."""
-    tree = ast.parse(text)
+    tree = python_ast.parse(text)
     lists: dict[str, list[ast.expr]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and ast.unparse(node.func) == "ModuleInfo" and node.args:

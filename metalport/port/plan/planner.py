@@ -56,6 +56,7 @@ from metalport.checkout.layout import KERNELS_DIR, OPERATIONS_DIR, Checkout
 from metalport.checkout.sources import ImplKind
 from metalport.errors import PipelineError, RecipeError, SpecError
 from metalport.metal_types import FLOATING
+from metalport import python_ast
 
 __all__ = ["PortPlan", "Resolution", "RowChange", "apply_port", "plan_port", "plan_resolved", "resolve_op"]
 
@@ -94,7 +95,7 @@ def mps_complex_names(checkout: Checkout) -> dict[str, int]:
     from metalport.checkout.sources import named_assignments
 
     found: dict[str, int] = {}
-    for name, value in named_assignments(ast.parse(path.read_text(encoding="utf-8"))):
+    for name, value in named_assignments(python_ast.parse(path.read_text(encoding="utf-8"))):
         if name == "SUPPORTED_COMPLEX_OPS" and isinstance(value, (ast.Set, ast.List, ast.Tuple)):
             found |= {e.value: e.lineno for e in value.elts
                       if isinstance(e, ast.Constant) and isinstance(e.value, str)}

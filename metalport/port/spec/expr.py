@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from metalport.errors import SpecError
+from metalport import python_ast
 
 if TYPE_CHECKING:
     from metalport.port.spec.model import CheckSpec
@@ -53,7 +54,7 @@ def _fine_call(node: ast.Call) -> bool:
 def check_expression(text: str, where: str, op: str) -> ast.Expression:
     """The parsed `text`; SpecError naming `where` when it is no host expression."""
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = python_ast.parse(text.strip(), mode="eval")
     except SyntaxError:
         raise spec_error(op, where, f"{text!r} is not an expression") from None
     called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
@@ -141,7 +142,7 @@ def _evaluate(tree: ast.AST, values: Mapping[str, Any]) -> Any:
 
 def check_holds(check: CheckSpec, values: Mapping[str, Any]) -> bool:
     """Whether the call with argument `values` passes `check` (a validated CheckSpec)."""
-    return bool(evaluate(ast.parse(check.require, mode="eval"), values))
+    return bool(evaluate(python_ast.parse(check.require, mode="eval"), values))
 
 
 def check_message(check: CheckSpec, values: Mapping[str, Any]) -> str:
@@ -150,19 +151,19 @@ def check_message(check: CheckSpec, values: Mapping[str, Any]) -> str:
     for text, name in message_parts(check.message):
         out.append(text)
         if name:
-            value = evaluate(ast.parse(name.strip(), mode="eval"), values)
+            value = evaluate(python_ast.parse(name.strip(), mode="eval"), values)
             out.append(str(int(value) if isinstance(value, bool) else value))
     return "".join(out)
 
 
 def host_value(expr: str, values: Mapping[str, Any]) -> int:
     """The value of a validated host expression (a `dims:` entry, a params `from:`) for argument `values`."""
-    return int(evaluate(ast.parse(expr.strip(), mode="eval"), values))
+    return int(evaluate(python_ast.parse(expr.strip(), mode="eval"), values))
 
 
 def dims_exprs(shape_arg: str) -> list[str]:
     """The expressions of a `dims:[...]` shape, as written."""
-    tree = ast.parse(shape_arg.strip(), mode="eval").body
+    tree = python_ast.parse(shape_arg.strip(), mode="eval").body
     assert isinstance(tree, ast.List)
     return [ast.get_source_segment(shape_arg.strip(), e) or ast.unparse(e) for e in tree.elts]
 
@@ -177,7 +178,7 @@ def uses_in(texts: Iterable[str]) -> tuple[tuple[str, str], ...]:
     for every argument the expressions name, in order of appearance."""
     found: list[tuple[str, str]] = []
     for text in texts:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = python_ast.parse(text.strip(), mode="eval")
         receivers = {id(n.func.value) for n in ast.walk(tree) if isinstance(n, ast.Call)
                      and isinstance(n.func, ast.Attribute)}
         listed = {id(n.args[0]) for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
@@ -195,7 +196,7 @@ class ExpressionError(ValueError):
 
 def eval_threads(expr: str, values: Mapping[str, int]) -> int:
     """The value of a checked `geometry.threads` expression."""
-    tree = ast.parse(expr, mode="eval")
+    tree = python_ast.parse(expr, mode="eval")
 
     def ev(node: ast.AST) -> int:
         if isinstance(node, ast.Expression):

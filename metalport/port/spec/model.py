@@ -34,6 +34,7 @@ from metalport.metal_types import METAL_TYPES
 from metalport.port.spec.expr import (CHECK_TENSOR_METHODS, LIST_FUNCTIONS, check_expression, check_holds,
                                       check_message, dims_exprs, eval_threads, host_value, is_expression, message_parts)
 from metalport.port.spec.expr import spec_error as _fail
+from metalport import python_ast
 
 MAX_THREADGROUP = 1024  # maxTotalThreadsPerThreadgroup on Apple GPUs
 
@@ -349,7 +350,7 @@ def _threads_expr(text: Any, where: str, op: str) -> str:
     """Check that `text` is an integer expression over DERIVED names (+ - * // max min, ints)."""
     text = _str(text, where, op)
     try:
-        tree = ast.parse(text, mode="eval")
+        tree = python_ast.parse(text, mode="eval")
     except SyntaxError:
         raise _fail(op, where, f"{text!r} is not an expression") from None
     for node in ast.walk(tree):
@@ -496,7 +497,7 @@ def _output(raw: Any, where: str, op: str, has_inputs: bool) -> OutputSpec:
     if shape is OutShape.DIMS:
         shape_arg = shape_arg.strip()
         try:
-            listed = ast.parse(shape_arg, mode="eval").body
+            listed = python_ast.parse(shape_arg, mode="eval").body
         except SyntaxError:
             listed = None
         if not isinstance(listed, ast.List):

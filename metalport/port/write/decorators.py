@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from metalport.content_cache import ContentCache
 from metalport.errors import RecipeError
+from metalport import python_ast
 
 OPINFO_FILES: tuple[str, ...] = (
     "torch/testing/_internal/common_methods_invocations.py",
@@ -77,7 +78,7 @@ class _Index:
 
 
 def _index(text: str) -> _Index:
-    tree = ast.parse(text)  # SyntaxError: raised to the caller, never cached
+    tree = python_ast.parse(text)  # SyntaxError: raised to the caller, never cached
     decorators, failures = [], []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
@@ -259,7 +260,7 @@ def module_failures(text: str, *, path: str = MODULES_FILE) -> tuple[ModuleFailu
 
 
 def _module_failures(text: str) -> tuple[ModuleFailure, ...]:
-    tree = ast.parse(text)  # SyntaxError: raised to the caller, never cached
+    tree = python_ast.parse(text)  # SyntaxError: raised to the caller, never cached
     out = []
     lines = _LINES.findall(text)  # split once: ast.get_source_segment splits the whole file per call
     for node in ast.walk(tree):

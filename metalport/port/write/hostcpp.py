@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from metalport.checkout.cpp import match_bracket
 from metalport.errors import SpecError
 from metalport.metal_types import METAL_TYPES
+from metalport import python_ast
 from metalport.port.spec.model import (LIST_FUNCTIONS, CheckSpec, Grid, LaunchSpec, Layout, OutputSpec, ParamField,
                                        ParamSpec, is_expression)
 
@@ -236,20 +237,20 @@ def _unwrapped(cpp: str) -> str:
 
 def cpp_expression(text: str) -> str:
     """C++ for a validated host expression (a `dims:` entry, a params `from:`)."""
-    return _unwrapped(_cpp_condition(ast.parse(text.strip(), mode="eval")))
+    return _unwrapped(_cpp_condition(python_ast.parse(text.strip(), mode="eval")))
 
 
 def check_lines(checks: tuple[CheckSpec, ...], indent: str = "  ") -> list[str]:
     """`TORCH_CHECK(<condition>, <message parts>);` for each of a spec's argument checks."""
     out = []
     for c in checks:
-        body = ast.parse(c.require, mode="eval").body
+        body = python_ast.parse(c.require, mode="eval").body
         cond = _unwrapped(_cpp_condition(body))  # the outermost parentheses are TORCH_CHECK's
         parts = []
         for text, name, _, _ in string.Formatter().parse(c.message):
             if text:
                 parts.append('"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"')
             if name:
-                parts.append(_cpp_condition(ast.parse(name.strip(), mode="eval")))
+                parts.append(_cpp_condition(python_ast.parse(name.strip(), mode="eval")))
         out.append(f"{indent}TORCH_CHECK({cond}, {', '.join(parts)});")
     return out
