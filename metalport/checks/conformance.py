@@ -54,7 +54,7 @@ from metalport.checks.judge.tolerances import largest_error, tolerance_for
 from metalport.checkout.layout import KERNELS_DIR as LAYOUT_KERNELS_DIR
 from metalport.errors import EmulateError, SpecError, UnknownOpError, UsageError
 from metalport.failure import Failure
-from metalport.port import LaunchKind, LaunchSpec, load_spec, METAL_DTYPES, PortPlan
+from metalport.port import LaunchSpec, load_spec, METAL_DTYPES, PortPlan
 from metalport.metal_types import METAL_TYPES
 
 KERNELS_DIR = Path(LAYOUT_KERNELS_DIR)
@@ -737,11 +737,11 @@ def _judge_spec_case(spec: LaunchSpec, kernels: KernelSet, case: Case, outcome: 
 def check_port_conformance(root: Path, plan: PortPlan, *, held_out: bool,
                            backend: str = "emulated") -> ConformanceReport:
     """The conformance report of `plan`'s kernels in the checkout at `root`, launched as the plan's
-    launch kind says (Note [one port model]). `held_out`: run the held-out cases too (the gate).
-    CompileError and usage errors propagate."""
-    spec = load_spec(plan.launch or {}) if plan.launch_kind.by_spec else None
-    return launched_conformance(Path(root), plan.op, plan.launch_kind, spec, include_held_out=held_out,
-                                backend=backend)
+    launch kind says (Note [one port model]): a launch spec's kernel as the spec's host launches it,
+    an elementwise port's functors through the modelled `exec_*_kernel` host. `held_out`: run the
+    held-out cases too (the gate). CompileError and usage errors propagate."""
+    target = load_spec(plan.launch or {}) if plan.launch_kind.by_spec else plan.op
+    return run_conformance(Path(root), target, include_held_out=held_out, backend=backend)
 
 
 def op_conformance(root: Path, op: str, **options: Any) -> ConformanceReport:
@@ -751,18 +751,10 @@ def op_conformance(root: Path, op: str, **options: Any) -> ConformanceReport:
     from metalport.port import launch_in_tree
 
     kind, spec = launch_in_tree(Path(root), op)
-    return launched_conformance(Path(root), op, kind, spec, **options)
-
-
-def launched_conformance(root: Path, op: str, kind: LaunchKind, spec: LaunchSpec | None,
-                         **options: Any) -> ConformanceReport:
-    """Conformance as the launch kind the planner decided says: a launch spec's kernel as the spec's
-    host launches it, an elementwise port's functors through the modelled `exec_*_kernel` host
-    (PENDING: the op's kernels as the tree has them)."""
     if kind.by_spec and spec is None:
         raise SpecError(f"{op}: a {kind.value} launch without its launch spec", hint="plan the port again")
-    return run_conformance(root, spec if kind.by_spec else op, **options)
+    return run_conformance(Path(root), spec if kind.by_spec else op, **options)
 
 
 __all__ = ["ConformanceReport", "ConformanceSession", "DtypeVerdict", "case_generator", "check_port_conformance",
-           "launched_conformance", "op_conformance", "registering_files", "resolve_op", "run_conformance"]
+           "op_conformance", "registering_files", "resolve_op", "run_conformance"]

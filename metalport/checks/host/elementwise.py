@@ -68,22 +68,6 @@ def result_dtype(first: torch.Tensor, *others: torch.Tensor | bool | int | float
     return dtype
 
 
-FLAVOURS: tuple[str, ...] = ("dense", "strided", "dense_cast", "strided_cast", "dense_castout",
-                             "strided_castout", "dense_scalar", "dense_scalar_lhs")
-
-
-def host_name(op: str, flavour: str, out: torch.dtype, inp: torch.dtype | None = None) -> str:
-    """Host name a REGISTER_*_OP macro gives one instantiation, e.g. `neg_dense_float_float`.
-
-    Castout flavours carry only the input type.
-    """
-    if flavour not in FLAVOURS:
-        raise ValueError(f"unknown kernel flavour {flavour!r}; expected one of {', '.join(FLAVOURS)}")
-    if flavour.endswith("castout"):
-        return f"{op}_{flavour}_{metal_type_name(out if inp is None else inp)}"
-    return f"{op}_{flavour}_{metal_type_name(out)}_{metal_type_name(out if inp is None else inp)}"
-
-
 def _host_scalar(t: torch.Tensor) -> torch.Tensor:
     """The host's treatment of 0-dim double operands: MPS has no float64, so they become float."""
     if t.dim() == 0 and t.dtype == torch.float64:

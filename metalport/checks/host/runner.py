@@ -305,24 +305,15 @@ def _per_output_element(operands: Sequence[torch.Tensor], out: torch.Tensor) -> 
     return tuple(torch.cat([o, o], halved[0]) for o in ops)
 
 
-def rule_of(judged: Any) -> str | None:
-    """The part of the acceptance standard the judgement says a failing element broke, if it names one."""
-    for source in (judged, *(getattr(judged, "verdicts", ()) or ())):
-        rule = getattr(source, "rule", None)
-        if isinstance(rule, str) and rule:
-            return rule
-    return None
-
-
-def explained(judged: Any, got: Sequence[torch.Tensor], want: Sequence[torch.Tensor],
+def explained(judged: Judgement, got: Sequence[torch.Tensor], want: Sequence[torch.Tensor],
               truths: Sequence[torch.Tensor | None], operands: Sequence[torch.Tensor] = ()) -> Explanation | None:
-    """The first failing element of the first failing output (`explain`), its rule from the judgement."""
+    """The first failing element of the first failing output (`explain`), with the rule the judgement says it broke."""
     for n, verdict in enumerate(judged.verdicts):
         if bool(verdict.bad.any()) and n < len(got) and n < len(want):
             truth = truths[n] if n < len(truths) else None
             ok_truth = truth is not None and tuple(truth.shape) == tuple(want[n].shape)
             return explain("", got[n], want[n], truth if ok_truth else None, verdict.bad,
-                           operands if n == 0 else (), rule_of(judged))
+                           operands if n == 0 else (), judged.rule)
     return None
 
 
@@ -333,5 +324,5 @@ def dispatch(kernels: KernelSet, prepared: list[Prepared]) -> list[str | None]:
     return [next(errors) if p.launch is not None else None for p in prepared]
 
 
-__all__ = ["CRASHED", "REJECTED", "CaseResult", "case_result", "explained", "rule_of", "MissingKernel", "Prepared", "dispatch",
+__all__ = ["CRASHED", "REJECTED", "CaseResult", "case_result", "explained", "MissingKernel", "Prepared", "dispatch",
            "judge_case", "plan", "prepare_case", "references"]
