@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 import torch
 
-from metalport.checks.cases.numerics import Numerics
+from metalport.checks.cases.numerics import Numerics, as_dtype, real_dtype
 from metalport.checks.cases.samples import Call
 
 SWEEP = 4096
@@ -44,8 +44,8 @@ _ULP_STEPS = (-4096, -256, -16, -2, -1, 1, 16)
 EdgeSet = tuple[str, list[torch.Tensor], str]  # label, one tensor per operand, "normal" or "large" scope
 
 
-def edge_sets(template: Call, slots: Sequence[int], dtypes: Sequence[torch.dtype], numerics: Numerics,
-              gen: torch.Generator) -> list[EdgeSet]:
+def edge_sets(template: Call, dtypes: Sequence[torch.dtype], numerics: Numerics, gen: torch.Generator
+              ) -> list[EdgeSet]:
     """The edge cases of Note [edge cases] for an op whose operands have `dtypes`."""
     out: list[EdgeSet] = []
     floating = all(d.is_floating_point for d in dtypes)
@@ -72,47 +72,33 @@ def _signed_int(dtype: torch.dtype) -> bool:
     return dtype in (torch.int8, torch.int16, torch.int32, torch.int64)
 
 
-def _real(dtype: torch.dtype) -> torch.dtype:
-    return dtype.to_real() if dtype.is_complex else dtype
-
-
-def _make(real: torch.Tensor, imag: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor:
-    if dtype.is_complex:
-        return torch.complex(real.double(), (imag if imag is not None else torch.zeros_like(real)).double()
-                             ).to(dtype)
-    return real.to(dtype)
-
-
 def _sweep(dtypes: Sequence[torch.dtype], numerics: Numerics, gen: torch.Generator) -> list[torch.Tensor]:
     """Operand 0 evenly spaced over its drawing range; the others the same points shuffled."""
     out = []
     for k, dtype in enumerate(dtypes):
-        low, high = numerics.bounds(k, _real(dtype))
+        low, high = numerics.bounds(k, real_dtype(dtype))
         lo = -9.0 if low is None else max(low, -9.0)
         hi = 9.0 if high is None else min(high, 9.0)
         if hi <= lo:
             lo, hi = (lo, lo + 1.0) if low is not None else (hi - 1.0, hi)
         line = torch.linspace(lo, hi, SWEEP, dtype=torch.float64)
         first = line if k == 0 else line[torch.randperm(SWEEP, generator=gen)]
-        out.append(_make(first, line[torch.randperm(SWEEP, generator=gen)], dtype))
+        out.append(as_dtype(first, line[torch.randperm(SWEEP, generator=gen)], dtype))
     return out
 
 
 def _magnitudes(dtypes: Sequence[torch.dtype], gen: torch.Generator, low: float, high: float
                 ) -> list[torch.Tensor] | None:
     """Log-uniform magnitudes in [low, high) (capped at the dtype's largest finite), random signs."""
-    top = min(high, min(torch.finfo(_real(d)).max for d in dtypes))
+    top = min(high, min(torch.finfo(real_dtype(d)).max for d in dtypes))
     if top <= low:
         return None
-    out = []
-    for dtype in dtypes:
-        parts = []
-        for _ in range(2 if dtype.is_complex else 1):
-            e = torch.empty(1024, dtype=torch.float64).uniform_(math.log(low), math.log(top), generator=gen)
-            sign = torch.where(torch.rand(1024, generator=gen) < 0.5, -1.0, 1.0).double()
-            parts.append(e.exp() * sign)
-        out.append(_make(parts[0], parts[1] if len(parts) > 1 else None, dtype))
-    return out
+
+    def signed() -> torch.Tensor:
+        e = torch.empty(1024, dtype=torch.float64).uniform_(math.log(low), math.log(top), generator=gen)
+        return e.exp() * torch.where(torch.rand(1024, generator=gen) < 0.5, -1.0, 1.0).double()
+
+    return [as_dtype(signed(), signed() if d.is_complex else None, d) for d in dtypes]
 
 
 def _quadrants(dtypes: Sequence[torch.dtype]) -> list[torch.Tensor]:
@@ -142,10 +128,7 @@ def _near_poles(dtypes: Sequence[torch.dtype]) -> list[torch.Tensor]:
     """Each operand in turn near the integers in [-6, 6] and the multiples of pi/2 in [-2pi, 2pi],
     the others at typical values."""
     centres = [float(c) for c in range(-6, 7)] + [k * math.pi / 2 for k in range(-4, 5) if k]
-    near: list[float] = []
-    for c in centres:
-        near.append(c)
-        near += [c + s * d for d in _POLE_OFFSETS for s in (-1.0, 1.0)]
+    near = [v for c in centres for v in (c, *(c + s * d for d in _POLE_OFFSETS for s in (-1.0, 1.0)))]
     cols: list[list[float]] = [[] for _ in dtypes]
     for k in range(len(dtypes)):
         for j in range(len(dtypes)):
@@ -169,13 +152,9 @@ def _past_float_integers(dtypes: Sequence[torch.dtype]) -> list[torch.Tensor]:
 
 def _rays(n: int) -> list[tuple[float | None, ...]]:
     """Directions: each operand alone (+-, the others 1) and all together in every sign pattern."""
-    out: list[tuple[float | None, ...]] = []
-    for k in range(n):
-        for s in (1.0, -1.0):
-            out.append(tuple(s if j == k else None for j in range(n)))
-    if n > 1:
-        out += list(itertools.product((1.0, -1.0), repeat=n))
-    return out
+    alone: list[tuple[float | None, ...]] = [tuple(s if j == k else None for j in range(n))
+                                            for k in range(n) for s in (1.0, -1.0)]
+    return alone + (list(itertools.product((1.0, -1.0), repeat=n)) if n > 1 else [])
 
 
 def _overflow_probes(template: Call, dtypes: Sequence[torch.dtype], numerics: Numerics
@@ -183,14 +162,12 @@ def _overflow_probes(template: Call, dtypes: Sequence[torch.dtype], numerics: Nu
     """Inputs a few ulps either side of each ray's overflow threshold of the float64 truth."""
     rows: list[list[torch.Tensor]] = [[] for _ in dtypes]
     top = math.log(min(torch.finfo(d).max for d in dtypes))
+    steps = torch.tensor([1.0 + k * torch.finfo(dtypes[0]).eps for k in _ULP_STEPS], dtype=torch.float64)
     for ray in _rays(len(dtypes)):
         m = _threshold(template, dtypes, numerics, ray, top)
-        if m is None:
-            continue
-        steps = torch.tensor([1.0 + k * torch.finfo(dtypes[0]).eps for k in _ULP_STEPS], dtype=torch.float64)
-        for j, d in enumerate(dtypes):
-            v = steps * m * ray[j] if ray[j] is not None else torch.ones(len(steps), dtype=torch.float64)
-            rows[j].append(v)
+        if m is not None:
+            for j, v in enumerate(_along(ray, steps * m)):
+                rows[j].append(v)
     if not rows[0]:
         return None
     return [torch.cat(r).to(d) for r, d in zip(rows, dtypes)]
@@ -218,10 +195,7 @@ def _threshold(template: Call, dtypes: Sequence[torch.dtype], numerics: Numerics
 
 def _finite_along(template: Call, dtypes: Sequence[torch.dtype], numerics: Numerics,
                   ray: tuple[float | None, ...], mags: torch.Tensor) -> torch.Tensor | None:
-    ops = []
-    for j, _ in enumerate(dtypes):
-        v = mags * ray[j] if ray[j] is not None else torch.ones_like(mags)
-        ops.append(numerics.restrict(v, j))
+    ops = [numerics.restrict(v, j) for j, v in enumerate(_along(ray, mags))]
     try:
         truth = template.with_operands(ops).run()
     except (RuntimeError, TypeError, ValueError, IndexError):
@@ -229,6 +203,11 @@ def _finite_along(template: Call, dtypes: Sequence[torch.dtype], numerics: Numer
     if not isinstance(truth, torch.Tensor) or truth.shape != mags.shape or not truth.is_floating_point():
         return None
     return torch.isfinite(truth.to(dtypes[0]))
+
+
+def _along(ray: tuple[float | None, ...], mags: torch.Tensor) -> list[torch.Tensor]:
+    """Each operand's values at magnitudes `mags` along `ray` (1 where the ray leaves it out)."""
+    return [mags * r if r is not None else torch.ones_like(mags) for r in ray]
 
 
 __all__ = ["SWEEP", "edge_sets"]

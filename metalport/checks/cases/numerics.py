@@ -39,7 +39,6 @@ _TESTS: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
     "extremal": (("TestUnaryUfuncs", "test_reference_numerics_extremal"),
                  ("TestBinaryUfuncsDevice", "test_reference_numerics_extremal_values")),
 }
-KINDS = tuple(_TESTS)
 _NON_CPU = ("cuda", "mps")
 _DOMAIN_EPS = 1e-5
 _MAX_SET = 4096  # complex value sets are 65,536 pairs; an even subsample keeps every value
@@ -72,31 +71,27 @@ class Numerics:
                     f"{_short(dtype)} values out on every device)")
         for device in _NON_CPU:
             for d in self.decorators:
-                # A skip on every device (or on CPU) is about NumPy's reference, not a device diverging
-                # from CPU: sign's extremal test is skipped everywhere because torch defines sign(NaN) = 0
-                # where NumPy gives NaN, and a port must give torch's 0 (Note [accepted divergences]).
+                # only a device's own skip: one on every device (or on CPU) is about NumPy's reference,
+                # such as sign(NaN), which a port must still meet (Note [accepted divergences])
                 if d.device_type == device and _is_skip(d) and d.is_active(cls_name, test_name, device, dtype, {}):
                     return f"OpInfo {self.name} skips or xfails {test_name} on {device} for {_short(dtype)}"
         return None
 
     def bounds(self, operand: int, dtype: torch.dtype) -> tuple[float | None, float | None]:
-        """The [low, high] random values of `operand` are drawn from (domain shrunk by OpInfo's eps)."""
+        """The [low, high] random values of `operand` are drawn from (a unary domain shrunk by OpInfo's
+        eps; integers for an integer dtype)."""
+        kwargs = self._make_kwargs(operand)
+        low, high = self.domain if self.unary else (kwargs.get("low"), kwargs.get("high"))
+        if not (dtype.is_floating_point or dtype.is_complex):
+            return None if low is None else math.ceil(low), None if high is None else math.floor(high)
         if self.unary:
-            low, high = self.domain
-            if dtype.is_floating_point or dtype.is_complex:
-                low = None if low is None else low + _DOMAIN_EPS
-                high = None if high is None else high - _DOMAIN_EPS
-            else:
-                low = None if low is None else math.ceil(low)
-                high = None if high is None else math.floor(high)
-            return low, high
-        kwargs = self.operand_kwargs[operand] if operand < len(self.operand_kwargs) else {}
-        return kwargs.get("low"), kwargs.get("high")
+            low = None if low is None else low + _DOMAIN_EPS
+            high = None if high is None else high - _DOMAIN_EPS
+        return low, high
 
-    def excludes_zero(self, operand: int) -> bool:
-        """OpInfo's make_tensor kwargs keep zero out of this operand (a divisor, say)."""
-        kwargs = self.operand_kwargs[operand] if operand < len(self.operand_kwargs) else {}
-        return bool(kwargs.get("exclude_zero"))
+    def _make_kwargs(self, operand: int) -> dict[str, Any]:
+        """OpInfo's make_tensor kwargs for `operand` (a binary ufunc's lhs/rhs ones), {} without."""
+        return self.operand_kwargs[operand] if operand < len(self.operand_kwargs) else {}
 
     def restrict(self, t: torch.Tensor, operand: int) -> torch.Tensor:
         """`t` with OpInfo's filter applied and values clamped into the operand's domain (a copy)."""
@@ -108,9 +103,6 @@ class Numerics:
         # OpInfo's reference_numerics_filter says where NumPy's reference is weak, not the op's domain:
         # the float64 truth judges those values (Note [the oracle]), so it is not applied.
         low, high = self.bounds(operand, t.dtype)
-        if not (t.is_floating_point() or t.is_complex()):
-            low = None if low is None else math.ceil(low)
-            high = None if high is None else math.floor(high)
         if t.dtype == torch.uint8 and low is not None:
             low = max(low, 0)
         if low is not None or high is not None:
@@ -119,7 +111,7 @@ class Numerics:
                 t.imag.clamp_(low, high)
             else:
                 t.clamp_(min=low, max=high)
-        if self.excludes_zero(operand):
+        if self._make_kwargs(operand).get("exclude_zero"):  # a divisor, say
             t.masked_fill_(t == 0, 1)
         return t
 
@@ -135,6 +127,19 @@ def _short(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def real_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype of a complex dtype's parts; a real dtype itself."""
+    return dtype.to_real() if dtype.is_complex else dtype
+
+
+def as_dtype(real: torch.Tensor, imag: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor:
+    """`real` at `dtype`; for a complex dtype, with imaginary parts `imag` (zeros without)."""
+    if dtype.is_complex:
+        return torch.complex(real.double(), (imag if imag is not None else torch.zeros_like(real)).double()
+                             ).to(dtype)
+    return real.to(dtype)
+
+
 def numerics_for(base: str, info: Any | None, arity: int) -> Numerics:
     """The op's Numerics from its OpInfo (`find_opinfo`); neutral defaults when it has none."""
     if info is None:
@@ -145,9 +150,8 @@ def numerics_for(base: str, info: Any | None, arity: int) -> Numerics:
     if isinstance(info, UnaryUfuncInfo):
         return Numerics(info.name, True, tuple(info.domain), info.reference_numerics_filter, (),
                         info.handles_large_floats, info.handles_complex_extremal_values, decorators, info)
-    kwargs: tuple[dict[str, Any], ...] = ()
-    if isinstance(info, BinaryUfuncInfo):
-        kwargs = (dict(info.lhs_make_tensor_kwargs), dict(info.rhs_make_tensor_kwargs))
+    kwargs = (dict(info.lhs_make_tensor_kwargs), dict(info.rhs_make_tensor_kwargs)) \
+        if isinstance(info, BinaryUfuncInfo) else ()
     return Numerics(info.name, arity == 1, operand_kwargs=kwargs, decorators=decorators, info=info)
 
 
@@ -180,7 +184,7 @@ def value_sets(kind: str, dtype: torch.dtype, numerics: Numerics, gen: torch.Gen
     generators = {"small": core.generate_elementwise_binary_small_value_tensors,
                   "large": core.generate_elementwise_binary_large_value_tensors,
                   "extremal": core.generate_elementwise_binary_extremal_value_tensors}
-    op = numerics.info if numerics.info is not None and hasattr(numerics.info, "sample_kwargs") else _NoKwargs()
+    op = numerics.info if hasattr(numerics.info, "sample_kwargs") else _NoKwargs()
     out = []
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(torch.randint(0, 2 ** 31, (1,), generator=gen)))
@@ -212,9 +216,8 @@ def tiny_range(dtype: torch.dtype) -> tuple[float, float]:
     earlier). The floor keeps a product of two such values a normal number, since kernels square
     their inputs (hypot) and Metal flushes float32 subnormals. float16 has no normal numbers that
     small and computes in float anyway: its range is what it has."""
-    real = dtype.to_real() if dtype.is_complex else dtype
-    smallest = torch.finfo(real).smallest_normal
-    if real == torch.float16:
+    smallest = torch.finfo(real_dtype(dtype)).smallest_normal
+    if real_dtype(dtype) == torch.float16:
         return 4 * smallest, 1e-3
     return 16 * math.sqrt(smallest), 1e-6
 
@@ -233,8 +236,7 @@ def beyond_values(dtype: torch.dtype) -> list[Any]:
     if dtype == torch.bool:
         return [False, True]
     if dtype.is_floating_point or dtype.is_complex:
-        real = dtype.to_real() if dtype.is_complex else dtype
-        fi = torch.finfo(real)
+        fi = torch.finfo(real_dtype(dtype))
         vals = [fi.smallest_normal / 4, -fi.smallest_normal / 4, fi.smallest_normal, fi.max, -fi.max, 0.0, -0.0]
         if dtype.is_complex:
             return [complex(v, w) for v in vals[:5] for w in (0.0, -1.0, math.inf)]
@@ -287,9 +289,7 @@ def draw(shape: Sequence[int], dtype: torch.dtype, gen: torch.Generator, numeric
         return numerics.restrict(v.to(dtype), operand)
     info = torch.iinfo(dtype)
     lo = max(info.min, -9 if low is None else math.ceil(low))
-    hi = min(info.max, 10 if high is None else math.floor(high) + 1)
-    if hi <= lo:
-        hi = lo + 1
+    hi = max(lo + 1, min(info.max, 10 if high is None else math.floor(high) + 1))
     return numerics.restrict(torch.randint(lo, hi, shape, generator=gen).to(dtype), operand)
 
 
@@ -314,13 +314,11 @@ def draw_small(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator,
     low_mag, high_mag = tiny_range(dtype)
     exps = torch.empty(shape, dtype=torch.float64).uniform_(math.log10(low_mag), math.log10(high_mag), generator=gen)
     mags = torch.pow(10.0, exps)
-    low, _ = numerics.bounds(operand, dtype.to_real() if dtype.is_complex else dtype)
+    low, _ = numerics.bounds(operand, real_dtype(dtype))
     if low is None or low < 0:
         mags = mags * torch.where(torch.rand(shape, generator=gen) < 0.5, -1.0, 1.0).double()
-    if dtype.is_complex:
-        return numerics.restrict(torch.complex(mags, mags.flip(-1) if mags.dim() else mags).to(dtype), operand)
-    return numerics.restrict(mags.to(dtype), operand)
+    return numerics.restrict(as_dtype(mags, mags.flip(-1) if mags.dim() else mags, dtype), operand)
 
 
-__all__ = ["KINDS", "Numerics", "beyond_values", "draw", "draw_small", "grid", "numerics_for", "tiny_range",
-           "tiny_values", "tolerance_overrides", "value_sets"]
+__all__ = ["Numerics", "as_dtype", "beyond_values", "draw", "draw_small", "grid", "numerics_for", "real_dtype",
+           "tiny_range", "tiny_values", "tolerance_overrides", "value_sets"]

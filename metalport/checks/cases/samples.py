@@ -9,6 +9,8 @@ does not model are counted, not guessed.
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,7 +23,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from metalport.checks.host.backend import UnmodelledCall
 from metalport.checks.host.elementwise import OpmathScalar
 from metalport.checks.cases.numerics import Numerics, draw
-from metalport.torch_facts import find_opinfo, find_opinfos  # noqa: F401 (the samples' OpInfo lookup)
+from metalport.torch_facts import find_opinfo, find_opinfos
 
 
 class ExecConvention(Enum):
@@ -85,16 +87,12 @@ class Call:
     def describe(self) -> str:
         """`atan2(float32[5, 1], 2.5)`: the overload and operand dtypes/shapes, no values; a slotless
         call shows every argument (`mode(float32[3, 5], 1, keepdim=True)`)."""
-        if not self.slots:
+        if self.slots:
+            parts = [_shown(v) if isinstance(v, torch.Tensor) else type(v).__name__ for v in map(self._get, self.slots)]
+            parts += [] if self.alpha is None else [f"alpha={self.alpha!r}"]
+        else:
             parts = [*map(_shown, self.args), *(f"{k}={_shown(v)}" for k, v in self.kwargs.items())]
-            return f"{self.func.name().removeprefix('aten::')}({', '.join(parts)})"
-        parts = []
-        for s in self.slots:
-            v = self._get(s)
-            parts.append(f"{str(v.dtype).removeprefix('torch.')}{list(v.shape)}" if isinstance(v, torch.Tensor)
-                         else type(v).__name__)
-        alpha = "" if self.alpha is None else f", alpha={self.alpha!r}"
-        return f"{self.func.name().removeprefix('aten::')}({', '.join(parts)}{alpha})"
+        return f"{self.func.name().removeprefix('aten::')}({', '.join(parts)})"
 
 
 def _shown(value: Any) -> str:
@@ -109,14 +107,9 @@ def _shown(value: Any) -> str:
 def _as_tensor(v: Any) -> torch.Tensor:
     if isinstance(v, torch.Tensor):
         return v
-    if isinstance(v, bool):
-        return torch.tensor(v, dtype=torch.bool)
-    if isinstance(v, int):
-        return torch.tensor(v, dtype=torch.int64)
-    if isinstance(v, float):
-        return torch.tensor(v, dtype=torch.float64)
-    if isinstance(v, complex):
-        return torch.tensor(v, dtype=torch.complex128)
+    for kind, dtype in ((bool, torch.bool), (int, torch.int64), (float, torch.float64), (complex, torch.complex128)):
+        if isinstance(v, kind):
+            return torch.tensor(v, dtype=dtype)
     raise UnmodelledCall(f"operand of type {type(v).__name__}")
 
 
@@ -144,10 +137,8 @@ def _halves(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: Exec
     if family is not ExecConvention.BINARY or len(tensors) != 1 or not dims or not args or \
             not isinstance(args[0], torch.Tensor) or args[0].dim() == 0:
         return None
-    at = dims[0]
-    dim = kwargs.get("dim", args[at] if at < len(args) else schema[at].default_value)
-    x = args[0]
-    dim = int(dim) % x.dim()
+    x, at = args[0], dims[0]
+    dim = int(kwargs.get("dim", args[at] if at < len(args) else schema[at].default_value)) % x.dim()
     if x.shape[dim] % 2:
         raise UnmodelledCall(f"{func.name()} over an odd dimension (size {x.shape[dim]}) has no halves")
     a, b = x.chunk(2, dim)
@@ -257,35 +248,22 @@ def iterator_view(func: Any, outputs: tuple[str, ...], inputs: tuple[str, ...]) 
     if set(inputs) == set(tensors) and len(returns) == 1:
         return None
     output = returns.index(outputs[0]) if outputs[0] in returns else 0
-    fills = {}
-    for name in (n for n in tensors if n not in inputs):
-        found = _filled_by(func, name)
-        if found is None:
-            return None
-        fills[name] = found
+    fills = {n: _filled_by(func, n) for n in tensors if n not in inputs}
+    if None in fills.values():
+        return None
     return IteratorView(func, tuple(n for n in tensors if n in inputs), output, fills)
 
 
 def _filled_by(func: Any, name: str) -> tuple[Any, int] | None:
     """(forward overload, return index) of the forward whose return `name` autograd passes to `func`
     as its argument `name` (torchgen's derivatives.yaml), or None."""
-    import os
+    from torchgen.model import FunctionSchema
 
-    import torchgen
-    import yaml
-
-    path = os.path.join(os.path.dirname(torchgen.__file__), "packaged", "autograd", "derivatives.yaml")
-    with open(path, encoding="utf-8") as fh:
-        entries = yaml.safe_load(fh)
     base = func.name().removeprefix("aten::").split(".")[0]
-    for entry in entries:
-        signature = str(entry.get("name", ""))
-        calls = [str(v) for k, v in entry.items() if k != "name"]
-        if not any(f"{base}(" in c and name in c for c in calls):
+    for entry in _derivatives():
+        if not any(f"{base}(" in str(v) and name in str(v) for k, v in entry.items() if k != "name"):
             continue
-        from torchgen.model import FunctionSchema
-
-        schema = FunctionSchema.parse(signature)
+        schema = FunctionSchema.parse(str(entry.get("name", "")))
         names = [r.name for r in schema.returns]
         if name in names:
             forward = getattr(torch.ops.aten, str(schema.name.name))
@@ -294,18 +272,26 @@ def _filled_by(func: Any, name: str) -> tuple[Any, int] | None:
     return None
 
 
+@functools.cache
+def _derivatives() -> list[dict[str, Any]]:
+    """The entries of torchgen's packaged derivatives.yaml (autograd's formulas), in the file's order."""
+    import torchgen
+    import yaml
+
+    path = os.path.join(os.path.dirname(torchgen.__file__), "packaged", "autograd", "derivatives.yaml")
+    with open(path, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
 def selector_values(call: Call, selectors: frozenset[str]) -> dict[str, Any]:
     """The values the call gives the arguments named in `selectors` (Note [argument-selected
     kernels] in `hostcode`): None for one left at its default; nothing asked, nothing read (a call on
     halves, Note [halves], has no schema of its own)."""
-    out: dict[str, Any] = {}
     if not selectors:
-        return out
-    for i, a in enumerate(call.func._schema.arguments):
-        if a.name in selectors:
-            out[a.name] = call.kwargs[a.name] if a.name in call.kwargs else \
-                call.args[i] if i < len(call.args) and not a.kwarg_only else a.default_value
-    return out
+        return {}
+    return {a.name: call.kwargs[a.name] if a.name in call.kwargs else
+            call.args[i] if i < len(call.args) and not a.kwarg_only else a.default_value
+            for i, a in enumerate(call.func._schema.arguments) if a.name in selectors}
 
 
 def bind(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: ExecConvention,
@@ -337,36 +323,35 @@ def bind(func: Any, args: Sequence[Any], kwargs: dict[str, Any], family: ExecCon
     operands: list[int | str] = []
     alpha: Any = None
     for a in schema:
-        kind = str(a.type)
-        present = a.name in values
         if a.name in selectors:
             continue
+        kind, present = str(a.type), a.name in values
+        slot, given = values.get(a.name, (None, None))
         if kind == "Tensor" or (kind == "number" and len(operands) < family.arity and not a.kwarg_only
                                 and not (family.has_alpha and len(operands) == family.arity)):
             if not present:
                 raise UnmodelledCall(f"{func.name()} without its {a.name} operand")
-            operands.append(values[a.name][0])
+            operands.append(slot)
         elif kind in ("number", "int") and family.has_alpha and alpha is None and (
                 kind == "number" or family is ExecConvention.UNARY_ALPHA):
-            alpha = values[a.name][1] if present else a.default_value
+            alpha = given if present else a.default_value
         elif kind == "number" and family in (ExecConvention.UNARY_ALPHA, ExecConvention.BINARY_ALPHA) \
                 and alpha is not None:
             # Note [params route] (port/plan/params.py): a second scalar (softplus's threshold) makes the
             # alpha a params struct of every scalar, in order, each at opmath float.
             first = alpha if isinstance(alpha, tuple) else (OpmathScalar(alpha),)
-            alpha = (*first, OpmathScalar(values[a.name][1] if present else a.default_value))
+            alpha = (*first, OpmathScalar(given if present else a.default_value))
         elif kind == "Optional[float]" and unset and a.name in unset and family in (ExecConvention.UNARY_ALPHA,
                                                                                ExecConvention.BINARY_ALPHA):
-            given = values[a.name][1] if present else None
             first = () if alpha is None else alpha if isinstance(alpha, tuple) else (OpmathScalar(alpha),)
             alpha = (*first, OpmathScalar(unset[a.name] if given is None else given))
         elif kind == "Optional[float]" and family is ExecConvention.UNARY_ALPHA \
                 and (alpha is None or isinstance(alpha, tuple)):
             # A params struct (nan_to_num's NanToNumParams): the optional floats, None where defaulted.
-            alpha = (*(alpha or ()), values[a.name][1] if present else None)
-        elif present and not (a.has_default_value() and values[a.name][1] == a.default_value):
+            alpha = (*(alpha or ()), given)
+        elif present and not (a.has_default_value() and given == a.default_value):
             raise UnmodelledCall(f"{func.name()} argument {a.name}: {kind}")
-        if kind.startswith("Tensor") and kind != "Tensor" and present and values[a.name][1] is not None:
+        if kind.startswith("Tensor") and kind != "Tensor" and given is not None:
             raise UnmodelledCall(f"{func.name()} argument {a.name}: {kind}")
     if len(operands) != family.arity:
         raise UnmodelledCall(f"{func.name()} has {len(operands)} operands, a {family.value} kernel takes "
@@ -409,16 +394,8 @@ def opinfo_calls(info: Any, packet: Any, dtype: torch.dtype) -> list[tuple[Any, 
 def _forwards_of(base: str) -> list[str]:
     """The forward ops whose derivative formula in torchgen's derivatives.yaml calls `base` (glu for
     glu_backward), in the file's order."""
-    import os
-
-    import torchgen
-    import yaml
-
-    path = os.path.join(os.path.dirname(torchgen.__file__), "packaged", "autograd", "derivatives.yaml")
-    with open(path, encoding="utf-8") as fh:
-        entries = yaml.safe_load(fh)
     found = []
-    for entry in entries:
+    for entry in _derivatives():
         calls = [str(v) for k, v in entry.items() if k not in ("name", "dispatch")]
         if any(re.search(rf"(?<![\w.]){re.escape(base)}\(", c) for c in calls):
             name = str(entry.get("name", "")).split("(")[0].split(".")[0]
@@ -473,3 +450,6 @@ def schema_template(func: Any, family: ExecConvention, dtype: torch.dtype, gen: 
     except UnmodelledCall:
         return None
 
+
+__all__ = ["Call", "ExecConvention", "HalvesOp", "IteratorView", "autograd_calls", "bind", "find_opinfo",
+           "find_opinfos", "iterator_view", "opinfo_calls", "schema_template", "selector_values"]

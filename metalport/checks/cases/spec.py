@@ -15,7 +15,7 @@ import torch
 
 from metalport.checks.cases.case import Case
 from metalport.checks.cases.numerics import draw
-from metalport.checks.cases.samples import Call
+from metalport.checks.cases.samples import Call, opinfo_calls
 from metalport.checks.cases.specials import salt_specials, special_rows
 from metalport.checks.host.spec import INDEX_LIMIT
 from metalport.errors import SpecError, UsageError
@@ -57,13 +57,8 @@ def _index(desc: Mapping[str, Any], made: Mapping[str, Any], gen: torch.Generato
         return torch.zeros(shape, dtype=torch.int64)
     tail = int(desc.get("tail", 0))
     if tail:
-        low = max(0, n - tail)
-        return torch.randint(low, n, shape, generator=gen) - n * torch.randint(0, 2, shape, generator=gen)
+        return torch.randint(max(0, n - tail), n, shape, generator=gen) - n * torch.randint(0, 2, shape, generator=gen)
     return torch.randint(-n, n, shape, generator=gen)
-
-
-def _is_large(entry: Mapping[str, Any]) -> bool:
-    return any(isinstance(v, Mapping) and v.get("large") for v in entry.values())
 
 
 def _out_rules(spec: LaunchSpec, types: tuple[str, ...]) -> dict[str, str]:
@@ -86,13 +81,12 @@ def explicit_calls(spec: LaunchSpec, func: Any, types: tuple[str, ...], kind: st
             raise SpecError(f"{where}: expected a mapping of argument values")
         if entry.get("only") and types[0] not in entry["only"]:
             continue
-        if _is_large(entry) and not include_large:
+        if not include_large and any(isinstance(v, Mapping) and v.get("large") for v in entry.values()):
             continue
         made: dict[str, Any] = {}
         args: list[Any] = []
         kwargs: dict[str, Any] = {}
-        known = {a.name for a in func._schema.arguments}
-        unknown = sorted(set(entry) - known - {"label", "only"})
+        unknown = sorted(set(entry) - {a.name for a in func._schema.arguments} - {"label", "only"})
         if unknown:
             raise SpecError(f"{where}: {func.name()} has no argument {unknown[0]!r}")
         for a in func._schema.arguments:
@@ -199,8 +193,6 @@ class SpecCases:
     def recorded(self) -> tuple[list[Case], list[str]]:
         if not self.spec.opinfo:
             return [], []
-        from metalport.checks.cases.samples import opinfo_calls
-
         cases, left_out = [], []
         for n, (f, args, kwargs) in enumerate(opinfo_calls(spec_opinfo(self.spec), self.func.overloadpacket,
                                                             self.dtype)):
@@ -270,7 +262,6 @@ def _opinfo_named(name: str) -> Any | None:
 def _last_dim(spec: LaunchSpec, func: Any) -> Any:
     kind = next(str(a.type) for a in func._schema.arguments if a.name == spec.reduce.dim)
     return -1 if "[" not in kind and "List" not in kind else [-1]
-
 
 
 __all__ = ["SpecCases", "explicit_calls", "spec_func", "spec_opinfo"]

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 
 import torch
 
-from metalport.checks.cases.numerics import Numerics
+from metalport.checks.cases.numerics import as_dtype, real_dtype
 
 _FINITE = (1.0, -1.0, 2.5, -0.5)
 _TIES = (0.5, -0.5, 1.5, -2.5, 3.5)
@@ -48,10 +48,6 @@ _SALT = 0.1  # share of a spec input's elements replaced by special values
 SpecialSet = tuple[str, list[torch.Tensor], str]  # label, one tensor per operand, OpInfo value-set scope
 
 
-def _real(dtype: torch.dtype) -> torch.dtype:
-    return dtype.to_real() if dtype.is_complex else dtype
-
-
 def _pairings(per: Sequence[Sequence[float]], dtypes: Sequence[torch.dtype]) -> list[torch.Tensor]:
     """Every combination of the per-operand values (a ternary op pairs each value with a shift of the
     others rather than the whole cube), keeping the sign of every zero."""
@@ -60,37 +56,32 @@ def _pairings(per: Sequence[Sequence[float]], dtypes: Sequence[torch.dtype]) -> 
         combos = [tuple(per[k][(i + k * (k + 1)) % len(per[k])] for k in range(len(per))) for i in range(n * n)]
     else:
         combos = list(itertools.product(*per))
-    out = []
-    for k, dtype in enumerate(dtypes):
-        col = torch.tensor([c[k] for c in combos], dtype=torch.float64)
-        out.append(col.to(dtype) if not dtype.is_complex else torch.complex(col, col.flip(0)).to(dtype))
-    return out
+    cols = [torch.tensor([c[k] for c in combos], dtype=torch.float64) for k in range(len(dtypes))]
+    return [as_dtype(col, col.flip(0), dtype) for col, dtype in zip(cols, dtypes)]
 
 
-def special_sets(dtypes: Sequence[torch.dtype], numerics: Numerics) -> list[SpecialSet]:
+def special_sets(dtypes: Sequence[torch.dtype]) -> list[SpecialSet]:
     """The value sets of Note [special pairings] for an op whose operands have `dtypes`."""
     if not all(d.is_floating_point or d.is_complex for d in dtypes):
-        return _integer_sets(dtypes, numerics)
-    fi = torch.finfo(_real(dtypes[0]))
+        return _integer_sets(dtypes)
+    fi = torch.finfo(real_dtype(dtypes[0]))
     extremal = [0.0, -0.0, math.inf, -math.inf, math.nan, *_FINITE]
     # subnormal inputs (which the GPU reads as zero, as the reference then does) and tiny normals whose
     # products with the ties stay normal (a subnormal result is the acceptance rule's question, not this set's)
     zeros = [0.0, -0.0, *_TIES, fi.smallest_normal / 4, -fi.smallest_normal / 2, 1e-20, 1e-7]
-    out: list[SpecialSet] = [
+    return [
         ("NaN and inf paired with zeros and finite values", _pairings([extremal] * len(dtypes), dtypes),
          "extremal"),
         ("signed zeros paired with ties, subnormals and tiny values", _pairings([zeros] * len(dtypes), dtypes),
          "normal"),
         ("ties and exact multiples", _ties(dtypes), "normal"),
+        ("every magnitude, huge against tiny", _every_magnitude(dtypes), "large"),
     ]
-    magnitudes = _every_magnitude(dtypes)
-    out.append(("every magnitude, huge against tiny", magnitudes, "large"))
-    return out
 
 
 def _ties(dtypes: Sequence[torch.dtype]) -> list[torch.Tensor]:
     """x.5 and integers with their one-ulp neighbours (operand 0), a = k*b and a = (k + 1/2)*b."""
-    dtype = _real(dtypes[0])
+    dtype = real_dtype(dtypes[0])
     centres = torch.tensor([k / 2 for k in range(-17, 18)], dtype=torch.float64).to(dtype)
     up = torch.nextafter(centres, torch.full_like(centres, math.inf))
     down = torch.nextafter(centres, torch.full_like(centres, -math.inf))
@@ -115,41 +106,35 @@ def _ties(dtypes: Sequence[torch.dtype]) -> list[torch.Tensor]:
 
 
 def _tensor(values: list[float], dtype: torch.dtype) -> torch.Tensor:
-    t = torch.tensor(values, dtype=torch.float64)
-    return t.to(dtype) if not dtype.is_complex else torch.complex(t, torch.zeros_like(t)).to(dtype)
+    return as_dtype(torch.tensor(values, dtype=torch.float64), None, dtype)
 
 
 def _every_magnitude(dtypes: Sequence[torch.dtype]) -> list[torch.Tensor]:
     """Powers of two across the exponent range of every operand's dtype (both signs), paired in both
     orders so each operand meets huge and tiny partners."""
-    real = _real(dtypes[0])
-    fi = torch.finfo(real)
+    fi = torch.finfo(real_dtype(dtypes[0]))
     low, high = math.floor(math.log2(fi.smallest_normal)), math.floor(math.log2(fi.max))
     step = max(1, (high - low) // 24)
     mags = [2.0 ** e for e in range(low, high + 1, step)] + [fi.max]
     signed = [m * s for m in mags for s in (1.0, -1.0)]
     per = [signed, list(reversed(signed)), signed[1::2] + signed[::2]]
-    cols = [per[k % 3] for k in range(len(dtypes))]
-    if len(dtypes) == 2:
-        cols = [signed + signed, signed + list(reversed(signed))]
+    cols = [signed + signed, signed + per[1]] if len(dtypes) == 2 else [per[k % 3] for k in range(len(dtypes))]
     return [_tensor(c, d) for c, d in zip(cols, dtypes)]
 
 
-def _integer_sets(dtypes: Sequence[torch.dtype], numerics: Numerics) -> list[SpecialSet]:
+def _integer_sets(dtypes: Sequence[torch.dtype]) -> list[SpecialSet]:
     """Signed and unsigned integers: exact multiples a = k*b (floor/trunc division and remainder
     signs), zero and the extremes paired across operands."""
-    if any(d == torch.bool or d.is_floating_point or d.is_complex for d in dtypes):
-        return []
-    if len(dtypes) == 1:
+    if len(dtypes) == 1 or any(d == torch.bool or d.is_floating_point or d.is_complex for d in dtypes):
         return []
     signed = all(torch.iinfo(d).min < 0 for d in dtypes)
     divisors = (1, 2, 3, 7, -1, -2, -3, -7) if signed else (1, 2, 3, 7)
     multipliers = range(-4, 5) if signed else range(0, 5)
     rows: list[list[int]] = [[] for _ in dtypes]
+    info = torch.iinfo(dtypes[0])
     for b in divisors:
         for k in multipliers:
             for a in (k * b, k * b + 1, k * b - 1):
-                info = torch.iinfo(dtypes[0])
                 if not info.min <= a <= info.max:
                     continue
                 rows[0].append(a)
@@ -163,7 +148,7 @@ def special_rows(dtype: torch.dtype, gen: torch.Generator, length: int = 37) -> 
     """Slices each holding one kind of special value among normal draws (Note [special values in
     spec cases]): signed zeros only, one NaN, +inf, +inf with -inf, a repeated tie, subnormals, huge
     values whose sum overflows, -0 with +0 and negatives, and one salted at random."""
-    real = _real(dtype)
+    real = real_dtype(dtype)
     fi = torch.finfo(real)
     rows = torch.randn((9, length), generator=gen, dtype=torch.float64)
     rows[0] = torch.tensor([0.0, -0.0] * length, dtype=torch.float64)[:length]
@@ -184,10 +169,8 @@ def salt_specials(t: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     (Note [special values in spec cases]); other dtypes unchanged."""
     if not (t.is_floating_point() or t.is_complex()) or t.numel() == 0:
         return t
-    real = _real(t.dtype)
-    fi = torch.finfo(real)
-    # no NaN here: a sort-based CPU kernel (mode) orders a slice with NaN by no strict weak order, so its
-    # result is unspecified; `special_rows` puts a NaN in a slice of its own instead
+    fi = torch.finfo(real_dtype(t.dtype))
+    # no NaN here: `special_rows` gives NaN slices of its own (Note [special values in spec cases])
     values = torch.tensor([0.0, -0.0, math.inf, -math.inf, 0.5, -2.5, 1.0, 1.0,
                            fi.smallest_normal / 4, fi.max / 2, -fi.max / 2], dtype=torch.float64)
     flat = t.detach().clone().reshape(-1)
