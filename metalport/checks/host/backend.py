@@ -193,8 +193,7 @@ class KernelSet:
         lib = self._owner[launch.kernel].library
         fn = getattr(lib, launch.kernel)
         if self.backend == "emulated":
-            args = [self._emulated(a, launch) for a in launch.args]
-            fn(*args, **_dispatch(launch))
+            fn(*[self._emulated(a, launch) for a in launch.args], **_dispatch(launch))
             return
         moved = [flat_buffer(t).to("mps") for t in launch.tensors]
         args = [moved[a.operand][a.offset:] if isinstance(a, Buffer) else _const_tensor(a) for a in launch.args]

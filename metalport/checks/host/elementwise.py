@@ -130,7 +130,7 @@ def _params_const(fields: tuple[float | None, ...], registered: str | None, out:
         return _opmath_params_const(tuple(float(f) for f in fields), registered)
     if registered is None or not registered.endswith("_float") or len(fields) != len(_PARAMS_DEFAULTS):
         raise UnmodelledCall(f"a params struct {registered or '(none registered)'} with {len(fields)} fields")
-    real = out.to_real() if out.is_complex else out
+    real = out.to_real()
     if not real.is_floating_point:
         raise UnmodelledCall(f"a params struct for {out} outputs")
     info = torch.finfo(real)
@@ -235,14 +235,12 @@ def plan_binary(name: str, names: Container[str], it: Iteration, a: torch.Tensor
     special, lhs = _special_operand(a, b, out)
     if special == "scalar" and cast:
         tensor_dt, scalar_dt = (b.dtype, a.dtype) if lhs else (a.dtype, b.dtype)
-        real = common.to_real() if common.is_complex else common
         if tensor_dt == common and not (scalar_dt.is_floating_point or scalar_dt.is_complex) \
-                and real == torch.float32:
+                and common.to_real() == torch.float32:
             a, b = (a.to(common), b) if lhs else (a, b.to(common))
             cast = False
     tensors = (out, a, b)
-    atype = alpha_type or (out.dtype if cast else common)
-    al = _alpha_const(alpha, atype) if alpha is not None else None
+    al = _alpha_const(alpha, alpha_type or (out.dtype if cast else common)) if alpha is not None else None
     suffix_a = f"_{al.c_type}" if al else ""
     alphas = (al,) if al else ()
     o = metal_type_name(out.dtype)
@@ -303,8 +301,7 @@ def plan_binary_with_params(name: str, names: Container[str], it: Iteration, a: 
     o = metal_type_name(out.dtype)
     flavour = "dense" if g.is_contiguous() else "strided"
     prefix = f"{name}_{flavour}_cast_{o}_" if cast else f"{name}_{flavour}_{o}_{metal_type_name(a.dtype)}_"
-    registered = _registered_suffix(names, prefix)
-    p = _opmath_params_const(params, registered)
+    p = _opmath_params_const(params, _registered_suffix(names, prefix))
     kernel = _need(names, prefix + p.c_type)
     bufs, tensors = (Buffer(0), Buffer(1), Buffer(2)), (out, a, b)
     if flavour == "dense":

@@ -53,14 +53,13 @@ def _byte_strides(t: torch.Tensor, shape: Sequence[int]) -> list[int]:
     return out
 
 
-def _permutation(shape: Sequence[int], strides: Sequence[Sequence[int]], skip_first: bool) -> list[int]:
-    """Dimension order innermost first: insertion sort on the operands' strides, as TensorIterator."""
+def _permutation(shape: Sequence[int], strides: Sequence[Sequence[int]]) -> list[int]:
+    """Dimension order innermost first: insertion sort on the inputs' strides, as TensorIterator."""
     n = len(shape)
     perm = list(range(n - 1, -1, -1))
-    operands = strides[1:] if skip_first else strides
 
     def order(d0: int, d1: int) -> int:
-        for st in operands:
+        for st in strides:
             s0, s1 = st[d0], st[d1]
             if s0 == 0 or s1 == 0:
                 continue
@@ -135,7 +134,7 @@ def build_iteration(inputs: Sequence[torch.Tensor], out_dtype: torch.dtype,
     """
     shape = tuple(torch.broadcast_shapes(*(t.shape for t in inputs)))
     in_strides = [_byte_strides(t, shape) for t in inputs]
-    perm = _permutation(shape, [[0] * len(shape)] + in_strides, skip_first=True)
+    perm = _permutation(shape, in_strides)
     output = allocate_output(shape, perm, out_dtype, buffer)
     strides = [_byte_strides(output, shape)] + in_strides
     sizes = [shape[d] for d in perm]

@@ -28,12 +28,8 @@ def poisoned(n: int, dtype: torch.dtype) -> torch.Tensor:
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
-    """Raw bits per element (complex: per component), as integers."""
-    if t.is_complex():
-        t = torch.view_as_real(t.contiguous())
-    t = t.contiguous()
-    if t.dtype == torch.bool:
-        return t.view(torch.uint8)
+    """Raw bits per element (complex: per component), as integers (bool as its byte)."""
+    t = torch.view_as_real(t.contiguous()) if t.is_complex() else t.contiguous()
     width = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
     return t.view(width)
 

@@ -160,7 +160,7 @@ def _plan_halves_backward_dense(name: str, names: Any, a: torch.Tensor, b: torch
 def _check_buffers(kernels: KernelSet, launch: Launch | None) -> None:
     """UnmodelledCall when the kernel declares another number of buffers than the host passes."""
     declared = kernels.arg_count(launch.kernel) if launch is not None else None
-    if launch is not None and declared is not None and declared != len(launch.args):
+    if declared is not None and declared != len(launch.args):
         raise UnmodelledCall(f"kernel {launch.kernel} declares {declared} buffers, the modelled host passes "
                              f"{len(launch.args)}")
 
@@ -237,7 +237,7 @@ def references(calls: Sequence[Call]) -> list[Outcome]:
     for i, result in zip(risky, run_guarded([calls[i].run for i in risky])):
         out[i] = result
     for i, c in enumerate(calls):
-        if out[i] is None and i not in risky:
+        if i not in risky:
             try:
                 out[i] = c.run()
             except (RuntimeError, ValueError, TypeError, IndexError) as err:

@@ -40,27 +40,19 @@ class Explanation:
                 "cpu": self.cpu, "truth": self.truth, "rule": self.rule}
 
 
-def _value(t: torch.Tensor | None, idx: int) -> Any:
-    if t is None or t.numel() <= idx:
-        return None
-    return t.reshape(-1)[idx].item()
+def _shown(t: torch.Tensor | None, idx: int) -> str:
+    return "n/a" if t is None or t.numel() <= idx else repr(t.reshape(-1)[idx].item())
 
 
 def _elementwise(op: torch.Tensor, out: torch.Tensor) -> torch.Tensor | None:
     import torch
 
-    if op.numel() == out.numel() and op.shape == out.shape:
-        return op.reshape(-1)
     try:
         if torch.broadcast_shapes(op.shape, out.shape) == out.shape:
             return op.expand(out.shape).reshape(-1)
     except RuntimeError:
         pass
     return None
-
-
-def _shown(v: Any) -> str:
-    return "n/a" if v is None else repr(v)
 
 
 def explain(case: str, output: torch.Tensor, cpu: torch.Tensor, truth: torch.Tensor | None, bad: torch.Tensor,
@@ -75,8 +67,7 @@ def explain(case: str, output: torch.Tensor, cpu: torch.Tensor, truth: torch.Ten
     for op in operands:
         col = _elementwise(op, output)
         inputs.append("?" if col is None else repr(col[idx].item()))
-    kernel, ref, true = _value(output, idx), _value(cpu, idx), _value(truth, idx)
-    return Explanation(case, idx, tuple(inputs), _shown(kernel), _shown(ref), _shown(true), rule)
+    return Explanation(case, idx, tuple(inputs), _shown(output, idx), _shown(cpu, idx), _shown(truth, idx), rule)
 
 
 __all__ = ["Explanation", "explain"]

@@ -100,12 +100,9 @@ def _in_child(fns: Sequence[Callable[[], object]], per_call_s: float) -> tuple[l
     with os.fdopen(read_fd, "rb", buffering=0) as pipe:
         while len(results) < len(fns):
             head = _read(pipe, 8, per_call_s)
-            if head is None:
-                how = f"did not finish within {per_call_s:.0f} s"
-                break
-            if len(head) < 8:
+            if head is not None and len(head) < 8:
                 break  # the child died: its status says how
-            body = _read(pipe, struct.unpack("<Q", head)[0], per_call_s)
+            body = None if head is None else _read(pipe, struct.unpack("<Q", head)[0], per_call_s)
             if body is None:
                 how = f"did not finish within {per_call_s:.0f} s"
                 break

@@ -62,7 +62,7 @@ def probe_calls(call: Call, expected: torch.Tensor) -> Probe | None:
     shape = expected.shape
     tensors = [v for v in values if isinstance(v, torch.Tensor)]
     if not tensors or not all(_broadcasts(v.shape, shape) for v in tensors) \
-            or not _broadcasts(torch.broadcast_shapes(*(v.shape for v in tensors)), shape, exactly=True):
+            or tuple(torch.broadcast_shapes(*(v.shape for v in tensors))) != tuple(shape):
         return None  # an operand the output does not lay element by element (glu's halves, a reduction)
     flat = [v.broadcast_to(shape).reshape(-1) if v.dim() else v for v in values if isinstance(v, torch.Tensor)]
     floating = [f for f in flat if f.dim() and (f.is_floating_point() or f.is_complex())]
@@ -87,10 +87,8 @@ def probe_calls(call: Call, expected: torch.Tensor) -> Probe | None:
     return Probe(suspects, tuple(calls))
 
 
-def _broadcasts(have: torch.Size, shape: torch.Size, *, exactly: bool = False) -> bool:
-    """`have` broadcasts to `shape` (and, `exactly`, is it)."""
-    if exactly:
-        return tuple(have) == tuple(shape)
+def _broadcasts(have: torch.Size, shape: torch.Size) -> bool:
+    """`have` broadcasts to `shape`."""
     try:
         return torch.broadcast_shapes(have, shape) == shape
     except RuntimeError:

@@ -358,8 +358,7 @@ def _first(mask: torch.Tensor) -> int | None:
 
 
 def _eps(dtype: torch.dtype) -> float:
-    real = dtype.to_real() if dtype.is_complex else dtype
-    return torch.finfo(real).eps
+    return torch.finfo(dtype.to_real()).eps
 
 
 def _parts(z: torch.Tensor) -> list[torch.Tensor]:
@@ -398,8 +397,7 @@ def acceptable(output: torch.Tensor, cpu: torch.Tensor, truth: torch.Tensor | No
     finite_truth = torch.isfinite(rounded)
     diff = (a - t).abs().to(torch.float64)
     mag = t.abs().to(torch.float64)
-    real = dtype.to_real() if dtype.is_complex else dtype
-    tiny = torch.finfo(real).smallest_normal
+    tiny = torch.finfo(dtype.to_real()).smallest_normal
     truth_close = finite_truth & torch.isfinite(a) & (diff <= mag * (tol.rtol + SLACK * eps) + tol.atol + allowance)
     # where the truth is not finite at the dtype (NaN, or overflowing it), a non-finite output is what
     # the dtype can say (for complex: some part inf or NaN, as the parts of an overflowed product differ)

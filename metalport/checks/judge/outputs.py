@@ -73,7 +73,7 @@ def judge_outputs(got: Sequence[torch.Tensor], want: Sequence[torch.Tensor], tol
     verdicts: list[Verdict] = []
     lazy = callable(truths)
     pending = truths if lazy else None
-    known: Sequence[torch.Tensor | None] = () if pending is not None else truths  # type: ignore[assignment]
+    known: Sequence[torch.Tensor | None] = () if lazy else truths  # type: ignore[assignment]
     by_truth = False
     ambiguous: str | None = None
     for n, (g, w, tol) in enumerate(zip(got, want, tols)):

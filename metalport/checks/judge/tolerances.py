@@ -75,7 +75,7 @@ def strict(tol: Tolerance, dtype: torch.dtype) -> Tolerance:
 
     A cancellation at |x| loses about eps/|x| relatively, so at the tiny magnitudes judged this
     way it fails even at a relative tolerance far looser than test_mps's (Note [small magnitudes])."""
-    real = dtype.to_real() if dtype.is_complex else dtype
+    real = dtype.to_real()
     if not real.is_floating_point:
         return tol
     return Tolerance(min(tol.atol, torch.finfo(real).smallest_normal), max(tol.rtol, _STRICT_RTOL))
