@@ -13,9 +13,7 @@ def verify_reuse(checkout: Checkout, plan) -> tuple[bool, str]:
     the plan's dtypes, judged against torch CPU (Note [reuse an existing kernel])."""
     from metalport.checks.conformance import run_conformance
     from metalport.errors import MetalportError
-    from metalport.port import apply_port
-    from metalport.port import scratch
-    from metalport.port import METAL_TYPES
+    from metalport.port import apply_port, METAL_TYPES, scratch
 
     torch_names = {m: t for t, m in METAL_TYPES.items()}
     dtypes = [torch_names[t] for t in plan.dtypes if t in torch_names]

@@ -34,9 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metalport.checkout.layout import Checkout
-from metalport.checkout.sources import ImplKind, scan_sources
+from metalport.checkout.sources import ImplKind, MpsFunction, Registration, scan_sources, Sources
 from metalport.errors import MetalportError
 from metalport.registry.index import load_registry
+from metalport.registry.model import Op, Registry
 
 
 @dataclass(frozen=True)
@@ -66,14 +67,6 @@ class HostCode:
         when the call leaves it unset, read from what the CPU kernel passes the stub."""
         return dict(u for a in self.stub_args if (u := unset_value(a)) is not None)
 
-    def kernel_for(self, values: dict[str, object]) -> str | None:
-        """The kernel the host runs for a call whose selector arguments have `values`, None when no
-        mode matches (the default kernel runs only where the call sets no selector)."""
-        for arg, value, kernel in self.modes:
-            if arg in values and values[arg] == value:
-                return kernel
-        return None
-
 
 # Note [unset optionals at the stub]: a `float?` argument the CPU kernel turns into the stub's one
 # Scalar (`logit_out`: `Scalar(eps ? eps.value() : -1.0)`; `eps.value_or(-1.0)`) reaches the kernel
@@ -99,16 +92,28 @@ _EQUALS = re.compile(r'^\s*\*\s*(\w+)\s*==\s*"(\w+)"\s*$')
 _NO_VALUE = re.compile(r"^\s*!\s*(\w+)\s*\.\s*has_value\s*\(\s*\)\s*$")
 
 
-def _modes(checkout: Checkout, base: str, sources) -> tuple[tuple[str, str | None, str], ...]:
-    """Note [argument-selected kernels]: the (argument, value, kernel) rows of `base`'s CPU kernels."""
+def registered_function(sources: Sources, reg: Registration) -> MpsFunction | None:
+    """The function `reg` registers: its definition in the registration's file, else any `.mm` one."""
+    name = reg.kernel.split("::")[-1]
+    return next((f for f in sources.functions if f.name == name and f.where.file == reg.where.file), None) \
+        or sources.function(name)
+
+
+def _resolve(checkout: Checkout, base: str) -> tuple[Registry, Op] | None:
+    """The checkout's registry and `base` in it; None when the tree cannot say."""
     if not checkout.native_functions.is_file():
-        return ()
+        return None
     try:
-        op = load_registry(checkout.native_functions).resolve(base)
+        registry = load_registry(checkout.native_functions)
+        return registry, registry.resolve(base)
     except MetalportError:
-        return ()
+        return None
+
+
+def _modes(op: Op | None, sources: Sources) -> tuple[tuple[str, str | None, str], ...]:
+    """Note [argument-selected kernels]: the (argument, value, kernel) rows of `op`'s CPU kernels."""
     rows: list[tuple[str, str | None, str]] = []
-    for entry in op.entries:
+    for entry in op.entries if op is not None else ():
         line = entry.kernel_for("CPU") or entry.kernel_for("CUDA")
         route = sources.route(line.kernel) if line is not None else None
         for call in route.calls if route is not None else ():
@@ -123,20 +128,6 @@ def _modes(checkout: Checkout, base: str, sources) -> tuple[tuple[str, str | Non
             if (arg, value) not in [(a, v) for a, v, _ in rows]:
                 rows.append((arg, value, fn.calls[0].kernel))
     return tuple(rows)
-
-
-def _stub_of(checkout: Checkout, base: str) -> tuple[str, tuple[str, ...]]:
-    """The first stub `base`'s CPU kernel calls and the arguments it passes after the iterator
-    (`<base>_stub`, none, when the tree cannot say)."""
-    fallback = (f"{base}_stub", ())
-    if not checkout.native_functions.is_file():
-        return fallback
-    try:
-        registry = load_registry(checkout.native_functions)
-        route = scan_sources(checkout).route_op(registry.resolve(base), registry)
-    except MetalportError:
-        return fallback
-    return (route.stub, route.calls[0].args) if route else fallback
 
 
 _ITERATOR = re.compile(r"TensorIteratorConfig\(\)((?:\s*\.\s*add_(?:output|input|const_input)\(\s*\w+\s*\))+)")
@@ -164,7 +155,10 @@ def find_host_code(checkout_root: Path, base: str) -> HostCode:
     if not any(checkout.mps_operations.glob("*.mm")):
         return HostCode(base, None)
     sources = scan_sources(checkout)
-    stub, args = _stub_of(checkout, base)
+    registry, op = _resolve(checkout, base) or (None, None)
+    # the stub the op's CPU kernel calls first, and what it passes that stub after the iterator
+    route = sources.route_op(op, registry) if op is not None else None
+    stub, args = (route.stub, route.calls[0].args) if route else (f"{base}_stub", ())
     reg = sources.registration(stub)
     if reg is None and stub == f"{base}_stub":  # Note [stubs named after the op]
         named = [r for r in sources.registrations if r.stub.startswith(f"{base}_") and
@@ -173,17 +167,15 @@ def find_host_code(checkout_root: Path, base: str) -> HostCode:
             stub, reg = named[0].stub, named[0]
     if reg is not None:
         name = reg.kernel.split("::")[-1]
-        fn = next((f for f in sources.functions if f.name == name and f.where.file == reg.where.file), None) \
-            or sources.function(name)
+        fn = registered_function(sources, reg)
         if fn is None:
-            return HostCode(None, str(reg.where),
-                            f"{name}, registered for {stub}, is not defined in {reg.where.file}")
+            return HostCode(None, str(reg.where), f"{name}, registered for {stub}, is not defined in {reg.where.file}")
         if not fn.calls and fn.kind is ImplKind.GRAPH:
             return HostCode(None, str(fn.where), f"{stub} is registered with the MPSGraph kernel {name} ({fn.where})",
                             graph=True)
         if not fn.calls:
             return HostCode(None, str(fn.where), f"{name} ({fn.where}) calls no exec_unary/binary/ternary_kernel")
-        return HostCode(fn.calls[0].kernel, str(fn.where), stub_args=args, modes=_modes(checkout, base, sources))
+        return HostCode(fn.calls[0].kernel, str(fn.where), stub_args=args, modes=_modes(op, sources))
     for call in sources.kernel_calls:
         if call.kernel == base:
             return HostCode(base, str(call.where), iterator=_iterator(checkout, call.where.file, call.where.line))

@@ -15,17 +15,16 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from metalport.checkout.layout import KERNELS_DIR, Checkout
-from metalport.checkout.sources import ImplKind, Registration, Sources, scan_sources
+from metalport.checkout.layout import KERNELS_DIR, OPERATIONS_DIR, Checkout
+from metalport.checkout.sources import header_stubs, ImplKind, MpsFunction, Registration, Sources, scan_sources
+from metalport.checks.contract.hostcode import registered_function
 from metalport.errors import MetalportError, RegistryError
 from metalport.failure import Failure
 from metalport.port import (host_line, instantiates, LaunchSpec, load_spec, mps_only_lines, NATIVE_FUNCTIONS,
-                            PortPlan, routed_entry, write_host)
+                            PortPlan, routed_entry, skip_to_close, write_host)
 from metalport.registry.model import Op
 from metalport.registry.validate import validate_registry
 
-TAGS = "aten/src/ATen/native/tags.yaml"
-_OPERATIONS = "aten/src/ATen/native/mps/operations"
 _BACKENDS = ("CPU", "CUDA")
 
 
@@ -39,21 +38,20 @@ _fail = contract_failure
 
 def launch_checks(worktree_root: Path, plan: PortPlan, added: dict[str, list[tuple[int, str]]]) -> list[Failure]:
     """The contract failures of the plan's launch kind (`added`: the lines the port added, per path)."""
-    if plan.launch_kind.by_spec:  # a launch spec (PENDING: no launch yet, checked as a stub port)
-        spec = load_spec(plan.launch or {})
-        return [*_spec_rows(worktree_root, spec, plan), *_host_checks(worktree_root, spec, plan),
+    spec = load_spec(plan.launch or {}) if plan.launch_kind.by_spec else None
+    op, failures = _registry_op(worktree_root, plan)
+    if spec is not None:  # a launch spec (PENDING: no launch yet, checked as a stub port)
+        return [*failures, *_spec_rows(op, spec), *_host_checks(worktree_root, spec, plan),
                 *_kernel_checks(worktree_root, spec), *_spec_stub(worktree_root, spec)]
     if plan.bodies:  # Note [iterator bodies] (port/plan/bodies.py): rows kept, bodies rewritten
-        return list(_bodies_checks(worktree_root, plan))
-    return [*_registry_checks(worktree_root, plan), *_stub_checks(worktree_root, plan, added)]
+        return [*failures, *_bodies_checks(worktree_root, plan, op)]
+    return [*failures, *_registry_checks(plan, op), *_stub_checks(worktree_root, plan, added)]
 
 
-def _bodies_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
-    """An iterator-bodies port: the registry passes torchgen, every `MPS:` row still names a function
-    the tree defines, each rewritten function launches the planned kernel and runs no MPSGraph, and
-    the kernel file registers that kernel for every planned dtype."""
-    op, failures = _registry_op(worktree_root, plan)
-    yield from failures
+def _bodies_checks(worktree_root: Path, plan: PortPlan, op: Op | None) -> Iterator[Failure]:
+    """An iterator-bodies port: every `MPS:` row of `op` (None: the registry failed) still names a
+    function the tree defines, each rewritten function launches the planned kernel and runs no
+    MPSGraph, and the kernel file registers that kernel for every planned dtype."""
     if op is None:
         return
     sources = scan_sources(Checkout(worktree_root))
@@ -81,7 +79,7 @@ def _bodies_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
 def _registry_op(worktree_root: Path, plan: PortPlan) -> tuple[Op | None, list[Failure]]:
     """The plan's op in the worktree's registry after torchgen validates it, or (None, the failure)."""
     try:
-        registry = validate_registry(worktree_root / NATIVE_FUNCTIONS, worktree_root / TAGS)
+        registry = validate_registry(worktree_root / NATIVE_FUNCTIONS, Checkout(worktree_root).tags)
     except RegistryError as err:
         where = (err.location or "").rsplit(":", 1)
         line = int(where[1]) if len(where) == 2 and where[1].isdigit() else None
@@ -109,18 +107,15 @@ def _registered_once(worktree_root: Path, sources: Sources, stub: str, host_file
                     f"{regs[0].kernel}", regs[0].where.file, regs[0].where.line)
 
 
-def _registry_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
-    op, failures = _registry_op(worktree_root, plan)
-    yield from failures
+def _registry_checks(plan: PortPlan, op: Op | None) -> Iterator[Failure]:
     if op is None:
         return
     changed = {r.entry for r in plan.rows}
     for entry in op.entries:
         for d in mps_only_lines(entry):
-            if (entry.full_name, d.kernel) in set(plan.kept_rows):  # Note [kept rows] (port/tree/resolve.py)
-                continue
-            yield _fail("rows", f"{entry.full_name} still dispatches MPS to {d.kernel}; route it to the "
-                        f"shared kernel", NATIVE_FUNCTIONS, d.line)
+            if (entry.full_name, d.kernel) not in plan.kept_rows:  # Note [kept rows] (port/tree/resolve.py)
+                yield _fail("rows", f"{entry.full_name} still dispatches MPS to {d.kernel}; route it to the "
+                            f"shared kernel", NATIVE_FUNCTIONS, d.line)
         host = host_line(entry)
         if entry.full_name in changed and host is not None and "MPS" not in host.keys:
             yield _fail("rows", f"{entry.full_name} does not dispatch MPS to the shared kernel {host.kernel}",
@@ -129,15 +124,12 @@ def _registry_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
 
 def _declared(worktree_root: Path, stub: str) -> bool:
     """Whether a header of the tree or the wheel declares `stub` (multi-line declarations too)."""
-    from metalport.checkout.sources import header_stubs
     from metalport.torch_facts import torch_include_dir
 
-    roots = [worktree_root / "aten/src/ATen/native", torch_include_dir() / "ATen/native"]
-    for root in roots:
-        if root.is_dir():
-            texts = {str(h): h.read_text(encoding="utf-8", errors="replace") for h in root.rglob("*.h")}
-            if any(d.name == stub for d in header_stubs(texts)):
-                return True
+    for root in (Checkout(worktree_root).native_dir, torch_include_dir() / "ATen/native"):
+        texts = {str(h): h.read_text(encoding="utf-8", errors="replace") for h in root.rglob("*.h")}
+        if any(d.name == stub for d in header_stubs(texts)):
+            return True
     return False
 
 
@@ -153,10 +145,11 @@ def _stub_checks(worktree_root: Path, plan: PortPlan, added: dict[str, list[tupl
         yield from _registered_once(worktree_root, sources, stub, plan.host_file, route)
         regs = sources.registrations_of(stub)
         if regs and stub == plan.stub:
-            yield from _kernel_name_checks(worktree_root, plan, sources, regs[0])
+            fn = registered_function(sources, regs[0])
+            yield from _kernel_name_checks(worktree_root, plan, sources, regs[0], fn)
             yield from _foreign_stub_check(plan, sources, regs[0])
-            yield from _params_checks(worktree_root, plan, sources, regs[0])
-    yield from _uncalled(plan, sources, added)
+            yield from _params_checks(worktree_root, plan, fn)
+    yield from _uncalled(plan, sources, added, route)
 
 
 def _foreign_stub_check(plan: PortPlan, sources: Sources, reg: Registration) -> Iterator[Failure]:
@@ -173,80 +166,65 @@ def _foreign_stub_check(plan: PortPlan, sources: Sources, reg: Registration) -> 
                     f"{', '.join(repr(k) for k in runs)}", reg.where.file, reg.where.line)
 
 
-def _uncalled(plan: PortPlan, sources: Sources, added: dict[str, list[tuple[int, str]]]) -> Iterator[Failure]:
-    """Registrations the port added for stubs its op's kernel does not call."""
+def _uncalled(plan: PortPlan, sources: Sources, added: dict[str, list[tuple[int, str]]],
+              route: str) -> Iterator[Failure]:
+    """Registrations the port added for stubs its op's kernel does not call (`route` ends each message)."""
     wanted = set(plan.stubs or (plan.stub,))
     for reg in sources.registrations:
         if reg.where.line not in {n for n, _ in added.get(reg.where.file, ())} or reg.stub in wanted:
             continue
-        callers = sources.callers(reg.stub)
-        if sources.route_files and not callers:
-            why = f"nothing calls {reg.stub}"
-        else:
-            why = f"aten::{plan.op}'s kernel does not call {reg.stub}"
-        yield _fail("stub", f"{why}, yet the port registers it{'; ' + plan.stub_route if plan.stub_route else ''}",
-                    reg.where.file, reg.where.line)
+        why = f"nothing calls {reg.stub}" if sources.route_files and not sources.callers(reg.stub) \
+            else f"aten::{plan.op}'s kernel does not call {reg.stub}"
+        yield _fail("stub", f"{why}, yet the port registers it{route}", reg.where.file, reg.where.line)
 
 
-def _params_checks(worktree_root: Path, plan: PortPlan, sources: Sources, reg: Registration) -> Iterator[Failure]:
+def _params_checks(worktree_root: Path, plan: PortPlan, fn: MpsFunction | None) -> Iterator[Failure]:
     """Note [params route] (port/plan/params.py): the registered host function uses every scalar its stub
     passes (a scalar taken and ignored, softplus's `beta`, is a wrong result the emulated host cannot
     see, as it fills the struct itself) and launches through an `exec_*_kernel_with_params`."""
-    if not plan.params:
-        return
-    from metalport.port import skip_to_close
-
-    fn = reg.kernel.lstrip("&").split("::")[-1]
-    found = next((f for f in sources.functions if f.name == fn and f.where.file == reg.where.file), None) \
-        or sources.function(fn)
-    path = worktree_root / found.where.file if found is not None else None
-    if found is None or path is None or not path.is_file():
-        return  # reported by the kernel-name check
-    text = path.read_text(encoding="utf-8", errors="replace")
-    start = sum(len(line) for line in text.splitlines(keepends=True)[:found.where.line - 1])
+    if not plan.params or fn is None or not (worktree_root / fn.where.file).is_file():
+        return  # a missing function is reported by the kernel-name check
+    text = (worktree_root / fn.where.file).read_text(encoding="utf-8", errors="replace")
+    start = sum(len(line) for line in text.splitlines(keepends=True)[:fn.where.line - 1])
     brace = text.find("{", start)
     end = skip_to_close(text, brace) if brace >= 0 else -1
     body = text[brace:end] if end > brace else ""
     for name, *_ in plan.params:
         if not re.search(rf"\b{re.escape(name)}\b", body):
-            yield _fail("params", f"{fn} takes {name} but never passes it to the kernel: the params struct "
-                        f"{plan.params_type} must carry every scalar of {plan.stub}", found.where.file,
-                        found.where.line)
+            yield _fail("params", f"{fn.name} takes {name} but never passes it to the kernel: the params struct "
+                        f"{plan.params_type} must carry every scalar of {plan.stub}", fn.where.file, fn.where.line)
     if "_kernel_with_params(" not in body:
-        yield _fail("params", f"{fn} does not launch through exec_*_kernel_with_params; the {plan.params_type} "
-                    f"kernels take the params struct", found.where.file, found.where.line)
+        yield _fail("params", f"{fn.name} does not launch through exec_*_kernel_with_params; the {plan.params_type} "
+                    f"kernels take the params struct", fn.where.file, fn.where.line)
 
 
-def _kernel_name_checks(worktree_root: Path, plan: PortPlan, sources: Sources,
-                        reg: Registration) -> Iterator[Failure]:
-    rel, fn = reg.where.file, reg.kernel.lstrip("&").split("::")[-1]
-    found = next((f for f in sources.functions if f.name == fn and f.where.file == rel), None) \
-        or sources.function(fn)
-    if found is None:
-        yield _fail("kernel-name", f"{fn} registered for {reg.stub} is not defined", rel, reg.where.line)
+def _kernel_name_checks(worktree_root: Path, plan: PortPlan, sources: Sources, reg: Registration,
+                        fn: MpsFunction | None) -> Iterator[Failure]:
+    """`fn` (registered by `reg`) passes kernel names the kernel files register for every planned dtype."""
+    rel = reg.where.file
+    if fn is None:
+        yield _fail("kernel-name", f"{reg.kernel.split('::')[-1]} registered for {reg.stub} is not defined", rel,
+                    reg.where.line)
         return
-    line = found.where.line
-    names = sorted({c.kernel for c in found.calls})
+    line = fn.where.line
+    names = sorted({c.kernel for c in fn.calls})
     if not names:
-        yield _fail("kernel-name", f"{fn} passes no kernel name to an exec_*_kernel call", found.where.file, line)
+        yield _fail("kernel-name", f"{fn.name} passes no kernel name to an exec_*_kernel call", fn.where.file, line)
         return
-    shader_ops = sources.shader_ops
-    metal_texts = {p: p.read_text(encoding="utf-8") for p in (worktree_root / KERNELS_DIR).glob("*.metal")}
+    metal_texts = [p.read_text(encoding="utf-8") for p in (worktree_root / KERNELS_DIR).glob("*.metal")]
     for name in names:
-        registered = {s.args[0] for s in shader_ops if s.name == name and s.args}
+        registered = {s.args[0] for s in sources.shader_ops if s.name == name and s.args}
         missing = [t for t in plan.dtypes if t not in registered]
         if not registered:
-            yield _fail("kernel-name", f"{fn} runs kernel \"{name}\" but no .metal file registers it", rel, line)
+            yield _fail("kernel-name", f"{fn.name} runs kernel \"{name}\" but no .metal file registers it", rel, line)
         elif missing:
             yield _fail("kernel-name", f"kernel \"{name}\" is not registered for planned dtype(s) "
                         f"{', '.join(missing)}", plan.kernel_file, None)
-        if registered and not any(re.search(rf"\bstruct {re.escape(name)}_functor\b", t) for t in metal_texts.values()):
+        if registered and not any(re.search(rf"\bstruct {re.escape(name)}_functor\b", t) for t in metal_texts):
             yield _fail("kernel-name", f"no 'struct {name}_functor' in the kernel files", plan.kernel_file, None)
 
 
-def _spec_rows(root: Path, spec: LaunchSpec, plan: PortPlan) -> Iterator[Failure]:
-    op, failures = _registry_op(root, plan)
-    yield from failures
+def _spec_rows(op: Op | None, spec: LaunchSpec) -> Iterator[Failure]:
     if op is None:
         return
     full = f"{spec.op}.{spec.overload}" if spec.overload else spec.op
@@ -255,8 +233,7 @@ def _spec_rows(root: Path, spec: LaunchSpec, plan: PortPlan) -> Iterator[Failure
         full = routed_entry(op.entries, named).full_name
     shared = set(spec.host_shared)
     for entry in op.entries:
-        mps = entry.kernel_for("MPS")
-        cpu = entry.kernel_for("CPU")
+        mps, cpu = entry.kernel_for("MPS"), entry.kernel_for("CPU")
         if entry.full_name in shared:
             if mps is None or cpu is None or mps.kernel != cpu.kernel:
                 yield _fail("rows", f"{entry.full_name} should share its CPU/CUDA function with MPS "
@@ -276,24 +253,20 @@ def _spec_rows(root: Path, spec: LaunchSpec, plan: PortPlan) -> Iterator[Failure
 
 def _definitions(root: Path, name: str) -> list[tuple[str, int]]:
     """(file, line) of every top-level definition of function `name` in the operations .mm files."""
-    pattern = re.compile(rf"^(?:[A-Za-z_][\w:<>,\s&*]*\b{re.escape(name)}\s*\(|TORCH_IMPL_FUNC\(\s*{re.escape(name)}\s*\))")
+    name = re.escape(name)
+    pattern = re.compile(rf"^(?:[A-Za-z_][\w:<>,\s&*]*\b{name}\s*\(|TORCH_IMPL_FUNC\(\s*{name}\s*\))")
     out = []
-    folder = root / _OPERATIONS
-    for path in sorted(folder.glob("*.mm")) if folder.is_dir() else ():
+    for path in sorted((root / OPERATIONS_DIR).glob("*.mm")):
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         rel = path.relative_to(root).as_posix()
         out += [(rel, i) for i, line in enumerate(lines, 1) if pattern.match(line) and not line.rstrip().endswith(";")]
     return out
 
 
-def _squash(text: str) -> str:
-    return re.sub(r"\s+", "", text)
-
-
 def _host_checks(root: Path, spec: LaunchSpec, plan: PortPlan) -> Iterator[Failure]:
     found = _definitions(root, spec.host_function)
     if not found:
-        yield _fail("host", f"{spec.host_function} is not defined under {_OPERATIONS}", spec.host_file)
+        yield _fail("host", f"{spec.host_function} is not defined under {OPERATIONS_DIR}", spec.host_file)
         return
     if len(found) > 1:
         where = ", ".join(f"{f}:{n}" for f, n in found)
@@ -306,9 +279,8 @@ def _host_checks(root: Path, spec: LaunchSpec, plan: PortPlan) -> Iterator[Failu
         body = write_host(spec, plan.schema)
         at = re.search(rf"[ (]{re.escape(spec.host_function)}[()]", body)
         start = body.rfind("\n", 0, at.start() if at else 0) + 1  # the definition line
-        wanted = _squash(body[start:])
         text = (root / rel).read_text(encoding="utf-8", errors="replace")
-        if wanted not in _squash(text):
+        if re.sub(r"\s+", "", body[start:]) not in re.sub(r"\s+", "", text):  # whitespace aside
             yield _fail("host", f"{spec.host_function} differs from the host code its launch spec gives "
                         f"(buffers, constants or geometry edited by hand?)", rel, line)
 
@@ -324,9 +296,8 @@ def _kernel_checks(root: Path, spec: LaunchSpec) -> Iterator[Failure]:
     for host in spec.host_names:
         if not instantiates(text, spec.kernel_name, host):
             yield _fail("kernel-name", f"the spec's instantiation {host!r} is not registered", spec.kernel_file)
-    listed = set(spec.host_names)
     for literal in re.findall(rf'"({re.escape(spec.kernel_name)}_\w+)"', text):
-        if literal not in listed:
+        if literal not in spec.host_names:
             yield _fail("kernel-name", f"kernel {literal!r} is registered but the spec does not list it",
                         spec.kernel_file)
 
@@ -338,10 +309,10 @@ def _spec_stub(root: Path, spec: LaunchSpec) -> Iterator[Failure]:
     sources = scan_sources(Checkout(root))
     yield from _registered_once(root, sources, spec.stub.name, spec.host_file)
     regs = sources.registrations_of(spec.stub.name)
-    registered = regs[0].kernel.lstrip("&").split("::")[-1] if len(regs) == 1 else spec.host_function
+    registered = regs[0].kernel.split("::")[-1] if len(regs) == 1 else spec.host_function
     if registered != spec.host_function:
         yield _fail("stub", f"{spec.stub.name} is registered to {registered}, the spec says {spec.host_function}",
                     regs[0].where.file, regs[0].where.line)
 
 
-__all__ = ["TAGS", "contract_failure", "launch_checks"]
+__all__ = ["contract_failure", "launch_checks"]

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from metalport.port import (COMMON_MPS, find_decorators, has_legacy, module_failures, MODULES_FILE,
-                            narrow_decorators, OPINFO_FILES, PortPlan, XFAIL_LIST_NAME)
+                            narrow_decorators, OPINFO_FILES, PortPlan, scratch_git as _git, XFAIL_LIST_NAME)
+from metalport.checkout.layout import OPERATIONS_DIR
 from metalport.checkout.sources import named_assignments
 from metalport.errors import MetalportError
-from metalport.checks.contract.launch import contract_failure, launch_checks
+from metalport.checks.contract.launch import contract_failure as _fail, launch_checks
 from metalport.failure import Failure
 from metalport import python_ast
 
@@ -41,16 +41,6 @@ class _Changes:
     base_commit: str | None
     paths: tuple[str, ...]
     added: dict[str, list[tuple[int, str]]]
-
-
-_fail = contract_failure
-
-
-def _git(cwd: Path, *argv: str) -> str:
-    proc = subprocess.run(["git", *argv], cwd=cwd, capture_output=True, text=True, timeout=120)
-    if proc.returncode != 0:
-        raise MetalportError(f"git {argv[0]} failed in {cwd}: {proc.stderr.strip()[:200]}")
-    return proc.stdout
 
 
 def _base_commit(base_root: Path, worktree_root: Path) -> str:
@@ -96,12 +86,9 @@ def _base_text(base_root: Path, changes: _Changes, rel: str) -> str | None:
 
 
 def _legacy_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
-    gone = {(f, n) for f, n in plan.legacy_all}
     deleted = {r.before.split(":", 1)[1].strip() for r in plan.rows if r.deletes and ":" in r.before}
-    ops_dir = worktree_root / "aten/src/ATen/native/mps/operations"
-    for path in sorted(ops_dir.glob("*.mm")) if ops_dir.is_dir() else ():
-        rel = path.relative_to(worktree_root).as_posix()
-        gone |= {(rel, k) for k in deleted}
+    gone = set(plan.legacy_all) | {(path.relative_to(worktree_root).as_posix(), name) for name in deleted
+                                   for path in (worktree_root / OPERATIONS_DIR).glob("*.mm")}
     for rel, name in sorted(gone):
         path = worktree_root / rel
         text = path.read_text(encoding="utf-8") if path.is_file() else ""
@@ -117,11 +104,13 @@ def _legacy_checks(worktree_root: Path, plan: PortPlan) -> Iterator[Failure]:
                     yield _fail("legacy", f"{plan.legacy_include} is still included", rel, i)
 
 
-def _lists(text: str) -> dict[tuple[str, int], dict[str, str]]:
-    """Each xfail/skip list (name, occurrence) -> {key: source of its value} ("" for set items)."""
+def _lists(text: str) -> tuple[dict[tuple[str, int], dict[str, str]], str]:
+    """(each xfail/skip list (name, occurrence) -> {key: source of its value} ("" for set items), the
+    module's AST dump with those lists emptied, to compare everything else)."""
+    tree = python_ast.parse(text)
     out: dict[tuple[str, int], dict[str, str]] = {}
     seen: dict[str, int] = {}
-    for name, value in named_assignments(python_ast.parse(text)):
+    for name, value in named_assignments(tree):
         if not XFAIL_LIST_NAME.match(name):
             continue
         n = seen[name] = seen.get(name, -1) + 1
@@ -132,18 +121,12 @@ def _lists(text: str) -> dict[tuple[str, int], dict[str, str]]:
         else:
             items = {"<value>": ast.unparse(value)}
         out[(name, n)] = items
-    return out
-
-
-def _strip_lists(text: str) -> str:
-    """The module's AST dump with every xfail/skip list emptied (to compare everything else)."""
-    tree = python_ast.parse(text)
     for node in ast.walk(tree):
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
             node.target if isinstance(node, ast.AnnAssign) else None
         if isinstance(target, ast.Name) and XFAIL_LIST_NAME.match(target.id):
             node.value = ast.Constant(None)  # type: ignore[union-attr]
-    return ast.dump(tree)
+    return out, ast.dump(tree)
 
 
 def _xfail_checks(base_root: Path, worktree_root: Path, changes: _Changes, plan: PortPlan) -> Iterator[Failure]:
@@ -152,15 +135,14 @@ def _xfail_checks(base_root: Path, worktree_root: Path, changes: _Changes, plan:
     if base is None or not path.is_file():
         return
     try:
-        before, after = _lists(base), _lists(path.read_text(encoding="utf-8"))
-        same_rest = _strip_lists(base) == _strip_lists(path.read_text(encoding="utf-8"))
+        (before, rest_before), (after, rest_after) = _lists(base), _lists(path.read_text(encoding="utf-8"))
     except SyntaxError as err:
         yield _fail("xfail", f"common_mps.py does not parse: {err.msg}", COMMON_MPS, err.lineno)
         return
     planned = {(lst, repr(key)) for lst, key, _ in plan.xfail_entries}
     added = {(lst, repr(key)) for lst, key, _, _ in plan.xfail_added}
     narrowed = {(lst, repr(key)): set(kept) for lst, key, _, kept in plan.xfail_narrowed}
-    if not same_rest:
+    if rest_before != rest_after:
         yield _fail("xfail", "common_mps.py changed outside its xfail/skip lists", COMMON_MPS)
     for (name, n), items in sorted(before.items()):
         now = after.get((name, n), {})
@@ -210,28 +192,30 @@ def _cheat_checks(changes: _Changes) -> Iterator[Failure]:
 def _decorator_checks(base_root: Path, worktree_root: Path, changes: _Changes, plan: PortPlan) -> Iterator[Failure]:
     """Exactly the planned MPS decorators left the OpInfo files (compared as source, by `ast`), and
     nothing was added to those files."""
-    narrowing = [(f, n, a, b, kept) for f, n, a, b, kept in plan.decorator_narrowed]
     for rel in OPINFO_FILES:
-        if rel not in changes.paths and not any(f == rel for f, _, _, _ in plan.decorator_entries) and \
-                not any(f == rel for f, _, _, _, _ in narrowing):
+        removals = [(n, a, b) for f, n, a, b in plan.decorator_entries if f == rel]
+        narrowing = [(n, a, b, kept) for f, n, a, b, kept in plan.decorator_narrowed if f == rel]
+        if rel not in changes.paths and not removals and not narrowing:
             continue
         base = _base_text(base_root, changes, rel) or ""
         after = (worktree_root / rel).read_text(encoding="utf-8") if (worktree_root / rel).is_file() else ""
         lines = base.split("\n")
 
-        def source(d: tuple[str, int, int], src: list[str]) -> tuple[str, str]:
-            return d[0], "\n".join(src[d[1] - 1:d[2]]).strip()
-        before = {source((d.opinfo, d.first_line, d.last_line), lines)
-                  for d in find_decorators(base, None, path=rel, strict=False)}
-        now_lines = after.split("\n")
-        now = {source((d.opinfo, d.first_line, d.last_line), now_lines)
-               for d in find_decorators(after, None, path=rel, strict=False)}
-        planned = {source((n, a, b), lines) for f, n, a, b in plan.decorator_entries if f == rel}
+        def source(opinfo: str, first: int, last: int, src: list[str]) -> tuple[str, str]:
+            return opinfo, "\n".join(src[first - 1:last]).strip()
+
+        def found(text: str) -> Counter[tuple[str, str]]:
+            src = text.split("\n")
+            return Counter(source(d.opinfo, d.first_line, d.last_line, src)
+                           for d in find_decorators(text, None, path=rel, strict=False))
+        before, counted = set(found(base)), found(after)
+        now = set(counted)
+        planned = {source(n, a, b, lines) for n, a, b in removals}
         # Narrowed decorators: their base text, and the text `narrow_decorators` makes of it.
-        spans = {(a, b): kept for f, _, a, b, kept in narrowing if f == rel}
-        narrowed_base = {source((n, a, b), lines) for f, n, a, b, _ in narrowing if f == rel}
+        spans = {(a, b): kept for _, a, b, kept in narrowing}
+        narrowed_base = {source(n, a, b, lines) for n, a, b, _ in narrowing}
         wanted_lines = narrow_decorators(base, spans, path=rel).split("\n") if spans else lines
-        wanted = Counter(source((n, a, b), wanted_lines) for f, n, a, b, _ in narrowing if f == rel)
+        wanted = Counter(source(n, a, b, wanted_lines) for n, a, b, _ in narrowing)
         allowed_added = {line.strip() for _, text in wanted for line in text.split("\n")}
         for line, text in changes.added.get(rel, []):
             if text.strip() not in allowed_added:
@@ -240,10 +224,8 @@ def _decorator_checks(base_root: Path, worktree_root: Path, changes: _Changes, p
             yield _fail("decorators", f"unplanned removal of {opinfo}'s decorator {text[:100]}", rel)
         for opinfo, text in sorted(planned & now):
             yield _fail("decorators", f"{opinfo}'s MPS decorator is still there: {text[:100]}", rel)
-        counted = Counter(source((d.opinfo, d.first_line, d.last_line), now_lines)
-                          for d in find_decorators(after, None, path=rel, strict=False))
         for opinfo, text in sorted(wanted - counted):  # counted: two OpInfos may share a name and a decorator
-            kept = next(k for f, n, a, b, k in narrowing if f == rel and source((n, a, b), wanted_lines) == (opinfo, text))
+            kept = next(k for n, a, b, k in narrowing if source(n, a, b, wanted_lines) == (opinfo, text))
             yield _fail("decorators", f"{opinfo}'s MPS decorator should list exactly the dtypes the port leaves "
                         f"failing ({', '.join(kept)}): {text[:100]}", rel)
     yield from _narrowing_consistency(plan)
@@ -300,19 +282,18 @@ def _module_tolerance_checks(base_root: Path, worktree_root: Path, changes: _Cha
         yield _fail("decorators", f"{MODULES_FILE} changed outside its ModuleInfos' decorator lists", MODULES_FILE)
     planned = {(m, t, frozenset(d)) for _, m, t, d in plan.module_tolerances}
     for module in sorted(set(before) | set(after)):
-        old = {ast.unparse(e): e for e in before.get(module, [])}
+        old = {ast.unparse(e) for e in before.get(module, [])}
         new = {ast.unparse(e): e for e in after.get(module, [])}
-        removed = {k: old[k] for k in old.keys() - new.keys()}
         replaced = {}
-        for text, node in removed.items():
-            found = next((f for f in module_failures(f"ModuleInfo({module}, skips=({text},))")), None)
+        for text in sorted(old - new.keys()):
+            found = next(iter(module_failures(f"ModuleInfo({module}, skips=({text},))")), None)
             key = (module, found.test, frozenset(found.dtypes or ())) if found else None
             if key not in planned:
                 yield _fail("decorators", f"{module}: a decorator the plan does not replace was removed: {text[:100]}",
                             MODULES_FILE)
             else:
                 replaced[found.test] = set(found.dtypes or ())
-        for text in sorted(new.keys() - old.keys()):
+        for text in sorted(new.keys() - old):
             tol = _tolerance_for(new[text])
             if tol is None or tol[0] not in replaced or not tol[1] or not tol[1] <= replaced[tol[0]] \
                     or (tol[2] is not None and not tol[2] <= replaced[tol[0]]):
@@ -335,11 +316,8 @@ def check_contract(base_root: Path, worktree_root: Path, plan: PortPlan) -> list
     """Every contract failure of the worktree's port of `plan.op`; `[]` when the contract holds."""
     base_root, worktree_root = Path(base_root).resolve(), Path(worktree_root).resolve()
     changes = _changes(base_root, worktree_root)
-    failures = launch_checks(worktree_root, plan, changes.added)
-    failures += _legacy_checks(worktree_root, plan)
-    failures += _xfail_checks(base_root, worktree_root, changes, plan)
-    failures += _decorator_checks(base_root, worktree_root, changes, plan)
-    failures += _module_tolerance_checks(base_root, worktree_root, changes, plan)
-    failures += _path_checks(changes, plan)
-    failures += _cheat_checks(changes)
-    return failures
+    return [*launch_checks(worktree_root, plan, changes.added), *_legacy_checks(worktree_root, plan),
+            *_xfail_checks(base_root, worktree_root, changes, plan),
+            *_decorator_checks(base_root, worktree_root, changes, plan),
+            *_module_tolerance_checks(base_root, worktree_root, changes, plan),
+            *_path_checks(changes, plan), *_cheat_checks(changes)]
