@@ -14,7 +14,7 @@ import ast
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from enum import Enum
 from pathlib import Path
 
@@ -329,7 +329,15 @@ def named_assignments(tree: ast.AST) -> Iterator[tuple[str, ast.expr]]:
             yield target.id, value
 
 
-def _scan_common_mps(text: str, rel: str) -> list[XfailEntry]:
+# Note [one scan per text]: every stage of a run scans the tree again (resolve and plan the base,
+# check and test the worktree), and most of its files are the same texts each time. What a scanner
+# makes of one text depends on that text (and its path) alone, so it is kept per (text, path) for
+# the process: an edited file is a new text, scanned anew. (`.mm` and `.cpp` units are kept by
+# `cpp.read_unit`, with the headers they include.)
+
+
+@lru_cache(maxsize=8)
+def _scan_common_mps(text: str, rel: str) -> tuple[XfailEntry, ...]:
     out: list[XfailEntry] = []
     for name, value in named_assignments(parse_python(text, rel, RepoError, "fix the Python syntax there")):
         if not isinstance(value, (ast.Dict, ast.Set)) or ("XFAIL" not in name and "SKIP" not in name):
@@ -349,15 +357,17 @@ def _scan_common_mps(text: str, rel: str) -> list[XfailEntry]:
                 dtypes = (ast.unparse(val),)
             out.append(XfailEntry(name, key.value, dtypes, Where(rel, key.lineno)))
     out.sort(key=lambda x: x.where.line)
-    return out
+    return tuple(out)
 
 
 def _fold(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def _declarations(text: str, rel: str) -> list[StubDecl]:
-    """Every `DECLARE_DISPATCH(fn_type, name)` of a header; `fn_type` may hold commas of its own."""
+@lru_cache(maxsize=1024)
+def _declarations(text: str, rel: str) -> tuple[StubDecl, ...]:
+    """Every `DECLARE_DISPATCH(fn_type, name)` of a header; `fn_type` may hold commas of its own
+    (Note [one scan per text])."""
     out = []
     for m in _DECLARE.finditer(text):
         close = match_bracket(text, m.end() - 1)
@@ -366,7 +376,7 @@ def _declarations(text: str, rel: str) -> list[StubDecl]:
         if sep and re.fullmatch(r"\s*\w+\s*", name):
             start = m.end() + len(inner) - len(inner.lstrip())
             out.append(StubDecl(name.strip(), _fold(fn_type), Where(rel, _line_of(text, start))))
-    return out
+    return tuple(out)
 
 
 def header_stubs(texts: dict[str, str]) -> list[StubDecl]:
@@ -393,9 +403,10 @@ def _read(path: Path) -> str:
 _DEFINE_BLOCK = re.compile(r"^#define\s+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
 
 
-def shader_registrations(text: str, rel: str) -> list[ShaderOp]:
+@lru_cache(maxsize=1024)
+def shader_registrations(text: str, rel: str) -> tuple[ShaderOp, ...]:
     """Every `REGISTER_*_OP(name, types...)` of a `.metal` text, those a file-local macro makes
-    expanded per invocation (Note [macro-made registrations])."""
+    expanded per invocation (Note [macro-made registrations], Note [one scan per text])."""
     defines = {m.group(1): m for m in _DEFINE_BLOCK.finditer(text)}
     inside = [(m.start(), m.end()) for m in defines.values()]
     out: list[ShaderOp] = []
@@ -416,7 +427,7 @@ def shader_registrations(text: str, rel: str) -> list[ShaderOp]:
                 continue
             expanded = [_substitute(a, dict(zip(params, values))) for a in args]
             out.append(ShaderOp(m.group(1), expanded[0], tuple(expanded[1:]), Where(rel, _line_of(text, use.start(1)))))
-    return out
+    return tuple(out)
 
 
 def _substitute(arg: str, values: dict[str, str]) -> str:
