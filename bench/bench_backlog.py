@@ -87,7 +87,7 @@ def _real_tree_rows(tmp: Path) -> list[tuple[str, float]]:
 
     from metalport.backlog import scan_backlog
     from metalport.checkout import init_workspace
-    from metalport.checkout.cpp import forget_units
+    from metalport.checkout.sources import forget_scans
 
     tree = os.environ.get("METALPORT_REAL_TREE")
     if not tree:
@@ -97,7 +97,7 @@ def _real_tree_rows(tmp: Path) -> list[tuple[str, float]]:
     shutil.copytree(tree, checkout.root, dirs_exist_ok=True)
 
     def cold(i: int) -> object:
-        forget_units()
+        forget_scans()
         os.environ["XDG_CACHE_HOME"] = str(tmp / f"cold-cache-{i}")  # nor the units kept by content
         return scan_backlog(checkout)
 

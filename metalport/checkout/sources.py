@@ -12,18 +12,22 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
-from functools import cached_property, lru_cache
+from functools import cached_property
 from enum import Enum
 from pathlib import Path
+from typing import TypeVar
 
-from metalport.checkout.cpp import Function, Unit, closing, match_bracket, read_unit
+from metalport.checkout.cpp import Function, Unit, closing, forget_units, match_bracket, read_unit
 from metalport.checkout.layout import Checkout
+from metalport.content_cache import ContentCache
 from metalport.checkout.routing import StubRoute, read_routes, route_op
 from metalport.errors import MetalportError, RepoError
 from metalport.registry.model import Op, Registry
 from metalport import python_ast
+
+T = TypeVar("T")
 
 
 class ImplKind(Enum):
@@ -329,14 +333,6 @@ def named_assignments(tree: ast.AST) -> Iterator[tuple[str, ast.expr]]:
             yield target.id, value
 
 
-# Note [one scan per text]: every stage of a run scans the tree again (resolve and plan the base,
-# check and test the worktree), and most of its files are the same texts each time. What a scanner
-# makes of one text depends on that text (and its path) alone, so it is kept per (text, path) for
-# the process: an edited file is a new text, scanned anew. (`.mm` and `.cpp` units are kept by
-# `cpp.read_unit`, with the headers they include.)
-
-
-@lru_cache(maxsize=8)
 def _scan_common_mps(text: str, rel: str) -> tuple[XfailEntry, ...]:
     out: list[XfailEntry] = []
     for name, value in named_assignments(parse_python(text, rel, RepoError, "fix the Python syntax there")):
@@ -364,10 +360,8 @@ def _fold(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-@lru_cache(maxsize=1024)
 def _declarations(text: str, rel: str) -> tuple[StubDecl, ...]:
-    """Every `DECLARE_DISPATCH(fn_type, name)` of a header; `fn_type` may hold commas of its own
-    (Note [one scan per text])."""
+    """Every `DECLARE_DISPATCH(fn_type, name)` of a header; `fn_type` may hold commas of its own."""
     out = []
     for m in _DECLARE.finditer(text):
         close = match_bracket(text, m.end() - 1)
@@ -403,10 +397,9 @@ def _read(path: Path) -> str:
 _DEFINE_BLOCK = re.compile(r"^#define\s+(\w+)\(([^)]*)\)((?:[^\n]*\\\n)*[^\n]*)", re.M)
 
 
-@lru_cache(maxsize=1024)
 def shader_registrations(text: str, rel: str) -> tuple[ShaderOp, ...]:
     """Every `REGISTER_*_OP(name, types...)` of a `.metal` text, those a file-local macro makes
-    expanded per invocation (Note [macro-made registrations], Note [one scan per text])."""
+    expanded per invocation (Note [macro-made registrations])."""
     defines = {m.group(1): m for m in _DEFINE_BLOCK.finditer(text)}
     inside = [(m.start(), m.end()) for m in defines.values()]
     out: list[ShaderOp] = []
@@ -442,24 +435,40 @@ def _substitute(arg: str, values: dict[str, str]) -> str:
 # invocation is what registers a real type, so each is one registration (located at it).
 
 
+# Note [one scan per text]: every stage of a run scans a tree (resolve and plan the base, check and
+# test the worktree), and every run scans the same base texts again. What the kernel files, the
+# stub headers and common_mps.py say depends on their paths and texts alone, so each kind is kept
+# in a `ContentCache` keyed by all of them (in this process, and in the user cache for the next
+# run): an edited file makes a new key, scanned anew. (`.mm` and `.cpp` units are kept by
+# `cpp.read_unit`, with the headers they include.)
+_SCANS: ContentCache[tuple] = ContentCache("source-scans", [__file__], keep=64, memory=32)
+
+
+def _kept(kind: str, texts: list[tuple[str, str]], scan: Callable[[], Iterable[T]]) -> tuple[T, ...]:
+    """`scan()`'s findings over `texts` ((path, text) pairs), kept by them (Note [one scan per text])."""
+    key = kind + "".join(f"\0{rel}\0{text}" for rel, text in texts)
+    return _SCANS.get(key, lambda _: tuple(scan()))
+
+
+def forget_scans() -> None:
+    """Drop the scans and units kept in this process (benchmarks time a cold scan)."""
+    _SCANS.forget()
+    forget_units()
+
+
 def scan_sources(checkout: Checkout) -> Sources:
-    """Scan every source the backlog and the porting steps need, reading each file once."""
+    """Scan every source the backlog and the porting steps need, reading each file once; what the
+    kernel files, the stub headers and common_mps.py say is kept by their texts (Note [one scan per
+    text])."""
     regs, funcs, calls = _scan_mm(sorted(checkout.mps_operations.glob("*.mm")), checkout.root)
-    shaders = []
-    for path in sorted(checkout.mps_kernels.glob("*.metal")):
-        shaders += shader_registrations(_read(path), checkout.rel(path))
-    stubs, fn_types = [], {}
-    for path in sorted(checkout.native_dir.glob("*.h")):
-        text = _read(path)
-        if "DECLARE_DISPATCH(" not in text:
-            continue
-        rel = checkout.rel(path)
-        fn_types |= {m.group(1): _fold(m.group(2)) for m in _FN_TYPE.finditer(text)}
-        stubs += _declarations(text, rel)
-    stubs = [replace(s, params=_stub_params(s.fn_type, fn_types)) for s in stubs]
+    metal = [(checkout.rel(p), _read(p)) for p in sorted(checkout.mps_kernels.glob("*.metal"))]
+    shaders = _kept("shaders", metal, lambda: [op for rel, text in metal for op in shader_registrations(text, rel)])
+    headers = [(checkout.rel(p), text) for p in sorted(checkout.native_dir.glob("*.h"))
+               if "DECLARE_DISPATCH(" in (text := _read(p))]
+    stubs = _kept("stubs", headers, lambda: header_stubs(dict(headers)))
     cpp = sorted(checkout.native_dir.glob("*.cpp"))
     routes = read_routes(cpp, checkout.root, [s.name for s in stubs])
-    xfails = _scan_common_mps(_read(checkout.common_mps), checkout.rel(checkout.common_mps)) \
-        if checkout.common_mps.is_file() else []
-    return Sources(tuple(regs), tuple(funcs), tuple(calls), tuple(shaders), tuple(stubs), tuple(xfails),
+    common = [(checkout.rel(checkout.common_mps), _read(checkout.common_mps))] if checkout.common_mps.is_file() else []
+    xfails = _kept("xfails", common, lambda: [x for rel, text in common for x in _scan_common_mps(text, rel)])
+    return Sources(tuple(regs), tuple(funcs), tuple(calls), shaders, stubs, xfails,
                    routes, tuple(checkout.rel(p) for p in cpp))
