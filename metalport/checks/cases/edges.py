@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 import torch
 
-from metalport.checks.cases.numerics import Numerics, as_dtype, real_dtype
+from metalport.checks.cases.numerics import Numerics, as_dtype
 from metalport.checks.cases.samples import Call
 
 SWEEP = 4096
@@ -76,7 +76,7 @@ def _sweep(dtypes: Sequence[torch.dtype], numerics: Numerics, gen: torch.Generat
     """Operand 0 evenly spaced over its drawing range; the others the same points shuffled."""
     out = []
     for k, dtype in enumerate(dtypes):
-        low, high = numerics.bounds(k, real_dtype(dtype))
+        low, high = numerics.bounds(k, dtype.to_real())
         lo = -9.0 if low is None else max(low, -9.0)
         hi = 9.0 if high is None else min(high, 9.0)
         if hi <= lo:
@@ -90,7 +90,7 @@ def _sweep(dtypes: Sequence[torch.dtype], numerics: Numerics, gen: torch.Generat
 def _magnitudes(dtypes: Sequence[torch.dtype], gen: torch.Generator, low: float, high: float
                 ) -> list[torch.Tensor] | None:
     """Log-uniform magnitudes in [low, high) (capped at the dtype's largest finite), random signs."""
-    top = min(high, min(torch.finfo(real_dtype(d)).max for d in dtypes))
+    top = min(high, min(torch.finfo(d.to_real()).max for d in dtypes))
     if top <= low:
         return None
 

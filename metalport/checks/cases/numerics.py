@@ -127,11 +127,6 @@ def _short(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def real_dtype(dtype: torch.dtype) -> torch.dtype:
-    """The dtype of a complex dtype's parts; a real dtype itself."""
-    return dtype.to_real() if dtype.is_complex else dtype
-
-
 def as_dtype(real: torch.Tensor, imag: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor:
     """`real` at `dtype`; for a complex dtype, with imaginary parts `imag` (zeros without)."""
     if dtype.is_complex:
@@ -216,8 +211,8 @@ def tiny_range(dtype: torch.dtype) -> tuple[float, float]:
     earlier). The floor keeps a product of two such values a normal number, since kernels square
     their inputs (hypot) and Metal flushes float32 subnormals. float16 has no normal numbers that
     small and computes in float anyway: its range is what it has."""
-    smallest = torch.finfo(real_dtype(dtype)).smallest_normal
-    if real_dtype(dtype) == torch.float16:
+    smallest = torch.finfo(dtype.to_real()).smallest_normal
+    if dtype.to_real() == torch.float16:
         return 4 * smallest, 1e-3
     return 16 * math.sqrt(smallest), 1e-6
 
@@ -236,7 +231,7 @@ def beyond_values(dtype: torch.dtype) -> list[Any]:
     if dtype == torch.bool:
         return [False, True]
     if dtype.is_floating_point or dtype.is_complex:
-        fi = torch.finfo(real_dtype(dtype))
+        fi = torch.finfo(dtype.to_real())
         vals = [fi.smallest_normal / 4, -fi.smallest_normal / 4, fi.smallest_normal, fi.max, -fi.max, 0.0, -0.0]
         if dtype.is_complex:
             return [complex(v, w) for v in vals[:5] for w in (0.0, -1.0, math.inf)]
@@ -314,11 +309,11 @@ def draw_small(shape: tuple[int, ...], dtype: torch.dtype, gen: torch.Generator,
     low_mag, high_mag = tiny_range(dtype)
     exps = torch.empty(shape, dtype=torch.float64).uniform_(math.log10(low_mag), math.log10(high_mag), generator=gen)
     mags = torch.pow(10.0, exps)
-    low, _ = numerics.bounds(operand, real_dtype(dtype))
+    low, _ = numerics.bounds(operand, dtype.to_real())
     if low is None or low < 0:
         mags = mags * torch.where(torch.rand(shape, generator=gen) < 0.5, -1.0, 1.0).double()
     return numerics.restrict(as_dtype(mags, mags.flip(-1) if mags.dim() else mags, dtype), operand)
 
 
-__all__ = ["Numerics", "as_dtype", "beyond_values", "draw", "draw_small", "grid", "numerics_for", "real_dtype",
+__all__ = ["Numerics", "as_dtype", "beyond_values", "draw", "draw_small", "grid", "numerics_for",
            "tiny_range", "tiny_values", "tolerance_overrides", "value_sets"]

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 
 import torch
 
-from metalport.checks.cases.numerics import as_dtype, real_dtype
+from metalport.checks.cases.numerics import as_dtype
 
 _FINITE = (1.0, -1.0, 2.5, -0.5)
 _TIES = (0.5, -0.5, 1.5, -2.5, 3.5)
@@ -64,7 +64,7 @@ def special_sets(dtypes: Sequence[torch.dtype]) -> list[SpecialSet]:
     """The value sets of Note [special pairings] for an op whose operands have `dtypes`."""
     if not all(d.is_floating_point or d.is_complex for d in dtypes):
         return _integer_sets(dtypes)
-    fi = torch.finfo(real_dtype(dtypes[0]))
+    fi = torch.finfo(dtypes[0].to_real())
     extremal = [0.0, -0.0, math.inf, -math.inf, math.nan, *_FINITE]
     # subnormal inputs (which the GPU reads as zero, as the reference then does) and tiny normals whose
     # products with the ties stay normal (a subnormal result is the acceptance rule's question, not this set's)
@@ -81,7 +81,7 @@ def special_sets(dtypes: Sequence[torch.dtype]) -> list[SpecialSet]:
 
 def _ties(dtypes: Sequence[torch.dtype]) -> list[torch.Tensor]:
     """x.5 and integers with their one-ulp neighbours (operand 0), a = k*b and a = (k + 1/2)*b."""
-    dtype = real_dtype(dtypes[0])
+    dtype = dtypes[0].to_real()
     centres = torch.tensor([k / 2 for k in range(-17, 18)], dtype=torch.float64).to(dtype)
     up = torch.nextafter(centres, torch.full_like(centres, math.inf))
     down = torch.nextafter(centres, torch.full_like(centres, -math.inf))
@@ -112,7 +112,7 @@ def _tensor(values: list[float], dtype: torch.dtype) -> torch.Tensor:
 def _every_magnitude(dtypes: Sequence[torch.dtype]) -> list[torch.Tensor]:
     """Powers of two across the exponent range of every operand's dtype (both signs), paired in both
     orders so each operand meets huge and tiny partners."""
-    fi = torch.finfo(real_dtype(dtypes[0]))
+    fi = torch.finfo(dtypes[0].to_real())
     low, high = math.floor(math.log2(fi.smallest_normal)), math.floor(math.log2(fi.max))
     step = max(1, (high - low) // 24)
     mags = [2.0 ** e for e in range(low, high + 1, step)] + [fi.max]
@@ -148,7 +148,7 @@ def special_rows(dtype: torch.dtype, gen: torch.Generator, length: int = 37) -> 
     """Slices each holding one kind of special value among normal draws (Note [special values in
     spec cases]): signed zeros only, one NaN, +inf, +inf with -inf, a repeated tie, subnormals, huge
     values whose sum overflows, -0 with +0 and negatives, and one salted at random."""
-    real = real_dtype(dtype)
+    real = dtype.to_real()
     fi = torch.finfo(real)
     rows = torch.randn((9, length), generator=gen, dtype=torch.float64)
     rows[0] = torch.tensor([0.0, -0.0] * length, dtype=torch.float64)[:length]
@@ -169,7 +169,7 @@ def salt_specials(t: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     (Note [special values in spec cases]); other dtypes unchanged."""
     if not (t.is_floating_point() or t.is_complex()) or t.numel() == 0:
         return t
-    fi = torch.finfo(real_dtype(t.dtype))
+    fi = torch.finfo(t.dtype.to_real())
     # no NaN here: `special_rows` gives NaN slices of its own (Note [special values in spec cases])
     values = torch.tensor([0.0, -0.0, math.inf, -math.inf, 0.5, -2.5, 1.0, 1.0,
                            fi.smallest_normal / 4, fi.max / 2, -fi.max / 2], dtype=torch.float64)
